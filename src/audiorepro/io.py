@@ -1,0 +1,70 @@
+"""Deterministic, atomic output: the same data always gives the same bytes.
+
+- JSON: sorted keys, two-space indent, floats as Python's shortest round-trip repr, no NaN
+  (undefined values are ``null``), trailing newline.
+- npz: stored (uncompressed) zip members in sorted order with a fixed 1980-01-01 timestamp.
+- Every file is written to a temporary file in the same folder and renamed into place, so a
+  reader never sees a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def json_dumps(obj: Any) -> str:
+    """Canonical JSON text.
+
+    >>> print(json_dumps({"b": 0.1, "a": [1, None]}), end="")
+    {
+      "a": [
+        1,
+        null
+      ],
+      "b": 0.1
+    }
+    """
+    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_bytes(path, json_dumps(obj).encode("utf-8"))
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz archive whose bytes depend only on the arrays (no timestamps, sorted members)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(arrays[key]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, member.getvalue())
+    return buf.getvalue()

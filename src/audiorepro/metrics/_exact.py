@@ -1,0 +1,415 @@
+"""Exact, streaming rank counts for embedding retrieval.
+
+For every (query, relevant item) pair the metrics need two integers: how many *non-relevant*
+items score strictly above the relevant item, and how many score exactly the same. Everything
+else (ranks under either tie policy, R@k, mAP, ...) follows from these counts.
+
+Scores are the exact real-valued dot products of the stored vectors. They are decided in three
+stages, so that the counts are the same on any machine, BLAS, thread count or chunk size:
+
+1. **BLAS.** A chunk of captions times all clips (``text[rows] @ audio.T``) in the dump's
+   precision. Any summation order, with or without FMA, obeys
+   ``|fl(x.y) - x.y| <= gamma_D * |x| |y| + D * eta`` with ``gamma_D = D u / (1 - D u)``
+   (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., eq. 3.5, plus an
+   underflow term). A comparison whose computed gap is larger than the sum of both sides'
+   bounds (doubled, to cover the rounding of the bounds themselves) is decided here.
+   The threshold of each comparison (the score of the relevant pair) is computed in float64.
+2. **float64.** The few comparisons inside the band are recomputed as float64 dot products of
+   the stored values, with the float64 bound.
+3. **Exact.** What is still undecided (in practice: exact ties, such as duplicated clips) is
+   decided exactly: bitwise-equal vectors tie; otherwise the sign of ``x1.y1 - x2.y2`` is
+   computed with ``math.fsum`` over float64 products, which are exact for float32 inputs, or
+   with integer arithmetic for float64 inputs.
+
+Memory is bounded by the chunk: the full similarity matrix is never materialized.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+#: Target number of float elements in one similarity chunk (64 MiB of float32).
+DEFAULT_CHUNK_ELEMENTS = 1 << 24
+#: Width of the clip blocks that the kernel's threads own; fixed, so that the partition of the
+#: work never depends on the thread count.
+_BLOCK = 256
+
+#: Stage-1 bands are the rigorous bounds times this factor; the excess covers the rounding of
+#: the float64 norms and of the bound arithmetic itself (relative errors near 1e-15).
+_SAFETY = 1.0 + 2.0**-20
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class RankCounts:
+    """Exact per-pair counts for one direction, in CSR form over queries.
+
+    ``ptr[q]:ptr[q+1]`` indexes the relevant items of query ``q``; for each, ``greater`` counts
+    the non-relevant items scored strictly above it and ``equal`` those scored the same.
+    """
+
+    ptr: IntArray
+    greater: IntArray
+    equal: IntArray
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.ptr.shape[0] - 1)
+
+
+@dataclass(frozen=True)
+class ExactStats:
+    """How many comparisons each stage decided (for benchmarks and the curious)."""
+
+    comparisons: int
+    refined_float64: int
+    exact: int
+
+
+def _gamma(n: int, u: float) -> float:
+    return n * u / (1.0 - n * u)
+
+
+def _unit_roundoff(dtype: np.dtype[Any]) -> tuple[float, float]:
+    """Unit roundoff and per-operation underflow bound of a float dtype."""
+    if dtype == np.float32:
+        return 2.0**-24, 2.0**-125
+    return 2.0**-53, 2.0**-1021
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "contract"})
+def _dot64(x: Any, y: Any) -> float:  # pragma: no cover - compiled
+    # Reassociation and FMA are allowed: the float64 error bound holds for any order.
+    s = 0.0
+    for d in range(x.shape[0]):
+        s += np.float64(x[d]) * np.float64(y[d])
+    return s
+
+
+@nb.njit(cache=True)
+def _pair_scores(T: Any, A: Any, t2a: Any) -> Any:  # pragma: no cover - compiled
+    out = np.empty(T.shape[0], np.float64)
+    for i in range(T.shape[0]):
+        out[i] = _dot64(T[i], A[t2a[i]])
+    return out
+
+
+@nb.njit(inline="always")
+def _refine(y: float, thr: float, band: float) -> int:  # pragma: no cover - compiled
+    """1: above, 0: below, -1: undecided."""
+    if y > thr + band:
+        return 1
+    if y >= thr - band:
+        return -1
+    return 0
+
+
+@nb.njit(cache=True)
+def _scan_t2a(
+    St: Any, j: int, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
+    lo_s: Any, hi_s: Any, g64x2: float, eta64x2: float,
+    t2a_part: Any, collect: bool, out: Any, pos: Any,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Decide, one by one, the t2a comparisons of row ``j`` that fall in the float32 band.
+
+    The query is caption ``i = c0 + b``, the item clip ``j``, compared with the caption's own
+    clip. Count mode adds the float64 decisions to ``t2a_part``; collect mode records the
+    comparisons float64 cannot decide as rows ``(i, j)`` of ``out``.
+    Returns (undecided, float64 refinements).
+    """
+    amb = 0
+    nref = 0
+    for b in range(St.shape[1]):
+        i = c0 + b
+        x = St[j, b]
+        if x >= lo_s[i] and x <= hi_s[i] and t2a[i] != j:
+            nref += 1
+            y = _dot64(T[i], A[j])
+            r = t2a[i]
+            d = _refine(y, p64[i], g64x2 * nT[i] * (nA[j] + nA[r]) + eta64x2)
+            if d == 1 and not collect:
+                t2a_part[b] += 1
+            elif d == -1:
+                amb += 1
+                if collect:
+                    out[pos[0], 0] = i
+                    out[pos[0], 1] = j
+                    pos[0] += 1
+    return amb, nref
+
+
+@nb.njit(cache=True)
+def _scan_a2t(
+    St: Any, j: int, k: int, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
+    csr_caps: Any, loc_s: Any, hic_s: Any, g64x2: float, eta64x2: float,
+    a2t_gt: Any, collect: bool, out: Any, pos: Any,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Decide, one by one, the a2t comparisons of row ``j`` with its relevant caption ``k``.
+
+    The query is clip ``j``, the item caption ``i = c0 + b`` (not one of clip ``j``'s),
+    compared with caption ``csr_caps[k]``. Collect mode records rows ``(k, i)``.
+    """
+    amb = 0
+    nref = 0
+    c = csr_caps[k]
+    lo = loc_s[k]
+    hi = hic_s[k]
+    for b in range(St.shape[1]):
+        i = c0 + b
+        x = St[j, b]
+        if x >= lo and x <= hi and t2a[i] != j:
+            nref += 1
+            y = _dot64(T[i], A[j])
+            d = _refine(y, p64[c], g64x2 * nA[j] * (nT[i] + nT[c]) + eta64x2)
+            if d == 1 and not collect:
+                a2t_gt[k] += 1
+            elif d == -1:
+                amb += 1
+                if collect:
+                    out[pos[1], 0] = k
+                    out[pos[1], 1] = i
+                    pos[1] += 1
+    return amb, nref
+
+
+@nb.njit(parallel=True, cache=True)
+def _count_chunk(
+    St: Any, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
+    lo_s: Any, hi_s: Any, clip_ptr: Any, csr_caps: Any, loc_s: Any, hic_s: Any,
+    g64x2: float, eta64x2: float,
+    t2a_gt: Any, a2t_gt: Any, amb_t2a: Any, amb_a2t: Any, refined: Any,
+) -> None:  # pragma: no cover - compiled
+    """Count one chunk ``St = audio @ text[c0:c0+B].T`` (clips x captions) into the totals.
+
+    Per row (clip ``j``): vectorizable passes count the sure "above" decisions and how many
+    elements fall in a band; the relevant (caption, own clip) elements are taken out again;
+    only a band that still holds elements is scanned one by one. Row ``j`` is owned by one
+    thread, so a2t counts (per CSR entry of clip ``j``) need no locks; t2a counts (per
+    caption) go to per-block partial rows, summed in a fixed order at the end.
+    """
+    N, B = St.shape
+    c1 = c0 + B
+    nblk = (N + _BLOCK - 1) // _BLOCK
+    kmax = 0
+    for j in range(N):
+        kmax = max(kmax, clip_ptr[j + 1] - clip_ptr[j])
+    part = np.zeros((nblk, B), np.int64)
+    part_ref = np.zeros(nblk, np.int64)
+    inband_k = np.zeros((nblk, kmax), np.int64)
+    dummy = np.zeros((0, 2), np.int64)
+    pos = np.zeros(2, np.int64)
+    lo_c = lo_s[c0:c1]
+    hi_c = hi_s[c0:c1]
+    for bi in nb.prange(nblk):
+        j0 = bi * _BLOCK
+        j1 = min(N, j0 + _BLOCK)
+        p = part[bi]
+        ink = inband_k[bi]
+        nref = 0
+        for j in range(j0, j1):
+            row = St[j]
+            k0 = clip_ptr[j]
+            k1 = clip_ptr[j + 1]
+            inband_t = 0
+            for b in range(B):
+                x = row[b]
+                g = x > hi_c[b]
+                p[b] += g
+                inband_t += (x >= lo_c[b]) - g
+            for k in range(k0, k1):
+                h = hic_s[k]
+                lo = loc_s[k]
+                cg = 0
+                ce = 0
+                for b in range(B):
+                    cg += row[b] > h
+                    ce += row[b] >= lo
+                a2t_gt[k] += cg
+                ink[k - k0] = ce - cg
+            # Take out the relevant pairs: clip j's own captions that lie in this chunk.
+            for ko in range(k0, k1):
+                c = csr_caps[ko]
+                if c < c0 or c >= c1:
+                    continue
+                x = row[c - c0]
+                g = x > hi_c[c - c0]
+                p[c - c0] -= g
+                inband_t -= (x >= lo_c[c - c0]) - g
+                for k in range(k0, k1):
+                    g = x > hic_s[k]
+                    a2t_gt[k] -= g
+                    ink[k - k0] -= (x >= loc_s[k]) - g
+            amb_t = 0
+            if inband_t > 0:
+                amb_t, nr = _scan_t2a(St, j, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s,
+                                      g64x2, eta64x2, p, False, dummy, pos)
+                nref += nr
+            amb_a = 0
+            for k in range(k0, k1):
+                if ink[k - k0] > 0:
+                    a, nr = _scan_a2t(St, j, k, c0, T, A, t2a, p64, nT, nA, csr_caps, loc_s,
+                                      hic_s, g64x2, eta64x2, a2t_gt, False, dummy, pos)
+                    amb_a += a
+                    nref += nr
+            amb_t2a[j] = amb_t
+            amb_a2t[j] = amb_a
+        part_ref[bi] = nref
+    for b in range(B):
+        s = 0
+        for bi in range(nblk):
+            s += part[bi, b]
+        t2a_gt[c0 + b] += s
+    for bi in range(nblk):
+        refined[0] += part_ref[bi]
+
+
+def exact_dot_difference_sign(
+    x1: npt.NDArray[Any], y1: npt.NDArray[Any], x2: npt.NDArray[Any], y2: npt.NDArray[Any]
+) -> int:
+    """The exact sign of ``x1.y1 - x2.y2`` for finite float vectors.
+
+    >>> a = np.array([0.1, 0.2], dtype=np.float32)
+    >>> exact_dot_difference_sign(a, a, a, a)
+    0
+    >>> exact_dot_difference_sign(a, a * 2, a, a)
+    1
+    """
+    if np.array_equal(x1, x2) and np.array_equal(y1, y2):
+        return 0
+    if x1.dtype == np.float32 and y1.dtype == np.float32:
+        # A product of two float32 values is exact in float64 (24 + 24 <= 53 significant bits,
+        # exponents far from float64's limits), and fsum rounds the exact sum correctly, so
+        # its sign is exact.
+        terms = np.concatenate(
+            [x1.astype(np.float64) * y1.astype(np.float64), -(x2.astype(np.float64) * y2)]
+        )
+        s = math.fsum(terms.tolist())
+        return int(s > 0) - int(s < 0)
+    return _exact_sign_int(x1, y1, x2, y2)
+
+
+def _exact_sign_int(x1: Any, y1: Any, x2: Any, y2: Any) -> int:
+    """Integer arithmetic: each float is ``m * 2**e`` with an integer ``m``."""
+
+    def ints(v: Any) -> tuple[list[int], list[int]]:
+        m, e = np.frexp(np.asarray(v, dtype=np.float64))
+        return [int(x) for x in (m * 2.0**53).astype(np.int64)], [int(x) - 53 for x in e]
+
+    terms: list[tuple[int, int]] = []
+    for (xs, ys, sign) in ((x1, y1, 1), (x2, y2, -1)):
+        mx, ex = ints(xs)
+        my, ey = ints(ys)
+        terms.extend((sign * a * b, c + d) for a, b, c, d in zip(mx, my, ex, ey) if a and b)
+    if not terms:
+        return 0
+    emin = min(e for _, e in terms)
+    total = sum(m << (e - emin) for m, e in terms)
+    return int(total > 0) - int(total < 0)
+
+
+def _outward(lo: Any, hi: Any, dtype: np.dtype[Any]) -> tuple[Any, Any]:
+    """Cast band edges to ``dtype``, rounding ``lo`` down and ``hi`` up."""
+    lo_c = lo.astype(dtype)
+    hi_c = hi.astype(dtype)
+    lo_c = np.where(lo_c > lo, np.nextafter(lo_c, dtype.type(-np.inf)), lo_c).astype(dtype)
+    hi_c = np.where(hi_c < hi, np.nextafter(hi_c, dtype.type(np.inf)), hi_c).astype(dtype)
+    return lo_c, hi_c
+
+
+def exact_rank_counts(
+    audio: npt.NDArray[Any],
+    text: npt.NDArray[Any],
+    text_to_audio: IntArray,
+    *,
+    chunk_rows: int | None = None,
+) -> tuple[RankCounts, RankCounts, ExactStats]:
+    """Exact rank counts for text-to-audio and audio-to-text retrieval.
+
+    t2a: query = caption ``i``, relevant item = clip ``text_to_audio[i]``.
+    a2t: query = clip ``j``, relevant items = its captions (queries in clip order, relevant
+    captions of a clip in caption-index order).
+    """
+    A = np.ascontiguousarray(audio)
+    T = np.ascontiguousarray(text)
+    t2a = np.ascontiguousarray(text_to_audio, dtype=np.int64)
+    n, d = A.shape
+    m = T.shape[0]
+    u, eta = _unit_roundoff(A.dtype)
+    u64, eta64 = _unit_roundoff(np.dtype(np.float64))
+    g_fast, g64 = _gamma(d, u), _gamma(d, u64)
+    # Norms in float64 with a relative allowance for their own rounding.
+    nA = np.sqrt(np.einsum("ij,ij->i", A, A, dtype=np.float64)) * (1 + 1e-12)
+    nT = np.sqrt(np.einsum("ij,ij->i", T, T, dtype=np.float64)) * (1 + 1e-12)
+    max_a, max_t = float(nA.max()), float(nT.max())
+    eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
+    p64 = _pair_scores(T, A, t2a)
+
+    # Bands (doubled bounds) around each threshold for stage 1, rounded outward to the dtype
+    # of the BLAS result so that the vectorized comparisons stay rigorous.
+    err_pair = g64 * nT * nA[t2a]
+    band_row = _SAFETY * (g_fast * nT * max_a + err_pair) + eta_fast + eta64x2
+    lo_s, hi_s = _outward(p64 - band_row, p64 + band_row, A.dtype)
+    order = np.argsort(t2a, kind="stable")  # CSR over clips, captions in index order
+    clip_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(t2a, minlength=n), out=clip_ptr[1:])
+    csr_caps = order.astype(np.int64)
+    csr_clip = t2a[csr_caps]
+    band_csr = _SAFETY * (g_fast * max_t * nA[csr_clip] + err_pair[csr_caps]) + eta_fast + eta64x2
+    loc_s, hic_s = _outward(p64[csr_caps] - band_csr, p64[csr_caps] + band_csr, A.dtype)
+
+    t2a_gt = np.zeros(m, np.int64)
+    t2a_eq = np.zeros(m, np.int64)
+    a2t_gt = np.zeros(m, np.int64)
+    a2t_eq = np.zeros(m, np.int64)
+    refined = np.zeros(1, np.int64)
+    n_exact = 0
+    if chunk_rows is None:
+        chunk_rows = max(1, min(m, DEFAULT_CHUNK_ELEMENTS // max(n, 1)))
+    # One reused output buffer: a fresh 64 MiB array per chunk costs more in page faults than
+    # the comparisons themselves.
+    flat = np.empty(n * min(chunk_rows, m), dtype=A.dtype)
+    amb_t2a = np.zeros(n, np.int64)
+    amb_a2t = np.zeros(n, np.int64)
+    for c0 in range(0, m, chunk_rows):
+        c1 = min(m, c0 + chunk_rows)
+        St = flat[: n * (c1 - c0)].reshape(n, c1 - c0)
+        np.matmul(A, T[c0:c1].T, out=St)
+        _count_chunk(St, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s,
+                     hic_s, 2 * g64, eta64x2, t2a_gt, a2t_gt, amb_t2a, amb_a2t, refined)
+        if amb_t2a.any() or amb_a2t.any():
+            und_t = np.zeros((int(amb_t2a.sum()), 2), np.int64)
+            und_a = np.zeros((int(amb_a2t.sum()), 2), np.int64)
+            pos = np.zeros(2, np.int64)
+            none = np.zeros(0, np.int64)
+            for j in np.flatnonzero(amb_t2a).tolist():
+                _scan_t2a(St, j, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s, 2 * g64, eta64x2,
+                          none, True, und_t, pos)
+            for j in np.flatnonzero(amb_a2t).tolist():
+                for k in range(int(clip_ptr[j]), int(clip_ptr[j + 1])):
+                    _scan_a2t(St, j, k, c0, T, A, t2a, p64, nT, nA, csr_caps, loc_s, hic_s,
+                              2 * g64, eta64x2, none, True, und_a, pos)
+            n_exact += len(und_t) + len(und_a)
+            for i, j in und_t.tolist():
+                s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])
+                t2a_gt[i] += s > 0
+                t2a_eq[i] += s == 0
+            for k, i in und_a.tolist():
+                c = csr_caps[k]
+                j = t2a[c]
+                s = exact_dot_difference_sign(T[i], A[j], T[c], A[j])
+                a2t_gt[k] += s > 0
+                a2t_eq[k] += s == 0
+
+    t2a_counts = RankCounts(ptr=np.arange(m + 1, dtype=np.int64), greater=t2a_gt, equal=t2a_eq)
+    a2t_counts = RankCounts(ptr=clip_ptr, greater=a2t_gt, equal=a2t_eq)
+    per_clip = np.diff(clip_ptr)
+    comparisons = m * (n - 1) + int(np.sum(per_clip * (m - per_clip)))
+    stats = ExactStats(comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact)
+    return t2a_counts, a2t_counts, stats
