@@ -111,26 +111,27 @@ def load_dump(path: str | Path) -> Dump:
     if not path.is_file():
         raise UserError("no such file (expected an .npz embedding dump)", source=name)
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            if not isinstance(npz, np.lib.npyio.NpzFile):
-                raise UserError("is a single .npy array, expected an .npz archive", source=name)
-            arrays = {}
-            for key in npz.files:
-                try:
-                    arrays[key] = npz[key]
-                except ValueError as exc:
-                    if "allow_pickle" in str(exc):
-                        raise UserError(
-                            "holds a pickled object array, which is never loaded "
-                            "(expected numeric or string arrays)",
-                            source=name,
-                            key=key,
-                        ) from None
-                    raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
-    except UserError:
-        raise
+        loaded = np.load(path, allow_pickle=False)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise UserError(f"is not a readable .npz archive ({exc})", source=name) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise UserError("is a single .npy array, expected an .npz archive", source=name)
+    arrays = {}
+    with loaded as npz:
+        for key in npz.files:
+            try:
+                arrays[key] = npz[key]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc):
+                    raise UserError(
+                        "holds a pickled object array, which is never loaded "
+                        "(expected numeric or string arrays)",
+                        source=name,
+                        key=key,
+                    ) from None
+                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
     return _validate(arrays, source=path.name, sha256=sha256_file(path), path_for_errors=name)
 
 
@@ -170,7 +171,9 @@ def _validate(
             bad = np.argwhere(~np.isfinite(arr))[0]
             raise fail(key, f"has a non-finite value at row {bad[0]}, column {bad[1]}")
     if text.dtype != audio.dtype:
-        raise fail("text_embeds", f"has dtype {text.dtype}, expected {audio.dtype} like audio_embeds")
+        raise fail(
+            "text_embeds", f"has dtype {text.dtype}, expected {audio.dtype} like audio_embeds"
+        )
     if text.shape[1] != audio.shape[1]:
         raise fail(
             "text_embeds",
@@ -201,11 +204,15 @@ def _validate(
     if "meta_json" in arrays:
         raw = arrays["meta_json"]
         if raw.dtype.kind != "U" or raw.ndim != 0:
-            raise fail("meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar")
+            raise fail(
+                "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
+            )
         try:
             meta = json.loads(str(raw))
         except json.JSONDecodeError as exc:
-            raise fail("meta_json", f"is not valid JSON ({exc.msg} at position {exc.pos})") from None
+            raise fail(
+                "meta_json", f"is not valid JSON ({exc.msg} at position {exc.pos})"
+            ) from None
         if not isinstance(meta, dict):
             raise fail("meta_json", "is JSON but not an object, expected {...}")
 

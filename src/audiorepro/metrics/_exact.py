@@ -113,9 +113,23 @@ def _refine(y: float, thr: float, band: float) -> int:  # pragma: no cover - com
 
 @nb.njit(cache=True)
 def _scan_t2a(
-    St: Any, j: int, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
-    lo_s: Any, hi_s: Any, g64x2: float, eta64x2: float,
-    t2a_part: Any, collect: bool, out: Any, pos: Any,
+    St: Any,
+    j: int,
+    c0: int,
+    T: Any,
+    A: Any,
+    t2a: Any,
+    p64: Any,
+    nT: Any,
+    nA: Any,
+    lo_s: Any,
+    hi_s: Any,
+    g64x2: float,
+    eta64x2: float,
+    t2a_part: Any,
+    collect: bool,
+    out: Any,
+    pos: Any,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """Decide, one by one, the t2a comparisons of row ``j`` that fall in the float32 band.
 
@@ -147,9 +161,25 @@ def _scan_t2a(
 
 @nb.njit(cache=True)
 def _scan_a2t(
-    St: Any, j: int, k: int, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
-    csr_caps: Any, loc_s: Any, hic_s: Any, g64x2: float, eta64x2: float,
-    a2t_gt: Any, collect: bool, out: Any, pos: Any,
+    St: Any,
+    j: int,
+    k: int,
+    c0: int,
+    T: Any,
+    A: Any,
+    t2a: Any,
+    p64: Any,
+    nT: Any,
+    nA: Any,
+    csr_caps: Any,
+    loc_s: Any,
+    hic_s: Any,
+    g64x2: float,
+    eta64x2: float,
+    a2t_gt: Any,
+    collect: bool,
+    out: Any,
+    pos: Any,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """Decide, one by one, the a2t comparisons of row ``j`` with its relevant caption ``k``.
 
@@ -181,10 +211,27 @@ def _scan_a2t(
 
 @nb.njit(parallel=True, cache=True)
 def _count_chunk(
-    St: Any, c0: int, T: Any, A: Any, t2a: Any, p64: Any, nT: Any, nA: Any,
-    lo_s: Any, hi_s: Any, clip_ptr: Any, csr_caps: Any, loc_s: Any, hic_s: Any,
-    g64x2: float, eta64x2: float,
-    t2a_gt: Any, a2t_gt: Any, amb_t2a: Any, amb_a2t: Any, refined: Any,
+    St: Any,
+    c0: int,
+    T: Any,
+    A: Any,
+    t2a: Any,
+    p64: Any,
+    nT: Any,
+    nA: Any,
+    lo_s: Any,
+    hi_s: Any,
+    clip_ptr: Any,
+    csr_caps: Any,
+    loc_s: Any,
+    hic_s: Any,
+    g64x2: float,
+    eta64x2: float,
+    t2a_gt: Any,
+    a2t_gt: Any,
+    amb_t2a: Any,
+    amb_a2t: Any,
+    refined: Any,
 ) -> None:  # pragma: no cover - compiled
     """Count one chunk ``St = audio @ text[c0:c0+B].T`` (clips x captions) into the totals.
 
@@ -248,14 +295,50 @@ def _count_chunk(
                     ink[k - k0] -= (x >= loc_s[k]) - g
             amb_t = 0
             if inband_t > 0:
-                amb_t, nr = _scan_t2a(St, j, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s,
-                                      g64x2, eta64x2, p, False, dummy, pos)
+                amb_t, nr = _scan_t2a(
+                    St,
+                    j,
+                    c0,
+                    T,
+                    A,
+                    t2a,
+                    p64,
+                    nT,
+                    nA,
+                    lo_s,
+                    hi_s,
+                    g64x2,
+                    eta64x2,
+                    p,
+                    False,
+                    dummy,
+                    pos,
+                )
                 nref += nr
             amb_a = 0
             for k in range(k0, k1):
                 if ink[k - k0] > 0:
-                    a, nr = _scan_a2t(St, j, k, c0, T, A, t2a, p64, nT, nA, csr_caps, loc_s,
-                                      hic_s, g64x2, eta64x2, a2t_gt, False, dummy, pos)
+                    a, nr = _scan_a2t(
+                        St,
+                        j,
+                        k,
+                        c0,
+                        T,
+                        A,
+                        t2a,
+                        p64,
+                        nT,
+                        nA,
+                        csr_caps,
+                        loc_s,
+                        hic_s,
+                        g64x2,
+                        eta64x2,
+                        a2t_gt,
+                        False,
+                        dummy,
+                        pos,
+                    )
                     amb_a += a
                     nref += nr
             amb_t2a[j] = amb_t
@@ -303,10 +386,12 @@ def _exact_sign_int(x1: Any, y1: Any, x2: Any, y2: Any) -> int:
         return [int(x) for x in (m * 2.0**53).astype(np.int64)], [int(x) - 53 for x in e]
 
     terms: list[tuple[int, int]] = []
-    for (xs, ys, sign) in ((x1, y1, 1), (x2, y2, -1)):
+    for xs, ys, sign in ((x1, y1, 1), (x2, y2, -1)):
         mx, ex = ints(xs)
         my, ey = ints(ys)
-        terms.extend((sign * a * b, c + d) for a, b, c, d in zip(mx, my, ex, ey) if a and b)
+        for a, b, c, e in zip(mx, my, ex, ey, strict=True):
+            if a and b:
+                terms.append((sign * a * b, c + e))
     if not terms:
         return 0
     emin = min(e for _, e in terms)
@@ -381,20 +466,77 @@ def exact_rank_counts(
         c1 = min(m, c0 + chunk_rows)
         St = flat[: n * (c1 - c0)].reshape(n, c1 - c0)
         np.matmul(A, T[c0:c1].T, out=St)
-        _count_chunk(St, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s,
-                     hic_s, 2 * g64, eta64x2, t2a_gt, a2t_gt, amb_t2a, amb_a2t, refined)
+        _count_chunk(
+            St,
+            c0,
+            T,
+            A,
+            t2a,
+            p64,
+            nT,
+            nA,
+            lo_s,
+            hi_s,
+            clip_ptr,
+            csr_caps,
+            loc_s,
+            hic_s,
+            2 * g64,
+            eta64x2,
+            t2a_gt,
+            a2t_gt,
+            amb_t2a,
+            amb_a2t,
+            refined,
+        )
         if amb_t2a.any() or amb_a2t.any():
             und_t = np.zeros((int(amb_t2a.sum()), 2), np.int64)
             und_a = np.zeros((int(amb_a2t.sum()), 2), np.int64)
             pos = np.zeros(2, np.int64)
             none = np.zeros(0, np.int64)
             for j in np.flatnonzero(amb_t2a).tolist():
-                _scan_t2a(St, j, c0, T, A, t2a, p64, nT, nA, lo_s, hi_s, 2 * g64, eta64x2,
-                          none, True, und_t, pos)
+                _scan_t2a(
+                    St,
+                    j,
+                    c0,
+                    T,
+                    A,
+                    t2a,
+                    p64,
+                    nT,
+                    nA,
+                    lo_s,
+                    hi_s,
+                    2 * g64,
+                    eta64x2,
+                    none,
+                    True,
+                    und_t,
+                    pos,
+                )
             for j in np.flatnonzero(amb_a2t).tolist():
                 for k in range(int(clip_ptr[j]), int(clip_ptr[j + 1])):
-                    _scan_a2t(St, j, k, c0, T, A, t2a, p64, nT, nA, csr_caps, loc_s, hic_s,
-                              2 * g64, eta64x2, none, True, und_a, pos)
+                    _scan_a2t(
+                        St,
+                        j,
+                        k,
+                        c0,
+                        T,
+                        A,
+                        t2a,
+                        p64,
+                        nT,
+                        nA,
+                        csr_caps,
+                        loc_s,
+                        hic_s,
+                        2 * g64,
+                        eta64x2,
+                        none,
+                        True,
+                        und_a,
+                        pos,
+                    )
             n_exact += len(und_t) + len(und_a)
             for i, j in und_t.tolist():
                 s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])

@@ -18,7 +18,13 @@ descending score. Ties are broken by a **tie policy**:
 
 Ties among relevant items do not matter (they are interchangeable). Every metric below is a
 function of the positions (a :class:`Ranking`); the tie policy decides the positions.
-Means over queries are computed with ``math.fsum``, so they do not depend on query order.
+
+Rounding rule
+-------------
+Each query's value is the float64 nearest to its exact rational value, and a metric is
+``math.fsum(per-query values) / n_queries`` (one correctly rounded sum, one division). The
+result therefore never depends on query order, chunking or threads, and an independent
+implementation that follows the same rule (:mod:`audiorepro.reference`) agrees bit for bit.
 
 The definitions are versioned: :data:`DEFINITIONS_VERSION` changes whenever any formula or
 policy here changes.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -82,9 +89,11 @@ class Ranking:
 
     def _order_in_query(self) -> npt.NDArray[np.int64]:
         """1-based index of each relevant item among its query's relevant items."""
-        return np.arange(self.pos.shape[0], dtype=np.int64) - np.repeat(
-            self.ptr[:-1], self.n_relevant
-        ) + 1
+        return (
+            np.arange(self.pos.shape[0], dtype=np.int64)
+            - np.repeat(self.ptr[:-1], self.n_relevant)
+            + 1
+        )
 
 
 def _check_tie_policy(tie_policy: object, func: str) -> None:
@@ -118,7 +127,9 @@ def positions_from_counts(counts: RankCounts, *, tie_policy: TiePolicy = "pessim
     order = np.lexsort((before, query))
     sorted_before = before[order]
     within = np.arange(order.shape[0], dtype=np.int64) - np.repeat(counts.ptr[:-1], n_rel)
-    return Ranking(ptr=counts.ptr.astype(np.int64), pos=(sorted_before + within + 1).astype(np.int64))
+    return Ranking(
+        ptr=counts.ptr.astype(np.int64), pos=(sorted_before + within + 1).astype(np.int64)
+    )
 
 
 def counts_from_scores(scores: npt.ArrayLike, relevant: Sequence[Sequence[int]]) -> RankCounts:
@@ -160,12 +171,12 @@ def ranking_from_scores(
 
 
 def _mean(values: npt.ArrayLike) -> float:
-    v = np.asarray(values, dtype=np.float64)
-    return math.fsum(v.tolist()) / v.shape[0]
+    v: list[float] = np.asarray(values, dtype=np.float64).tolist()
+    return math.fsum(v) / len(v)
 
 
-def _per_query_sum(ranking: Ranking, values: FloatArray) -> FloatArray:
-    out: FloatArray = np.add.reduceat(values, ranking.ptr[:-1]) if values.size else np.zeros(0)
+def _per_query_count(ranking: Ranking, flags: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    out: npt.NDArray[np.int64] = np.add.reduceat(flags.astype(np.int64), ranking.ptr[:-1])
     return out
 
 
@@ -179,16 +190,26 @@ def hit_at_k_per_query(ranking: Ranking, *, k: int) -> FloatArray:
 
 def recall_at_k_per_query(ranking: Ranking, *, k: int) -> FloatArray:
     _check_k(k, "recall_at_k_per_query")
-    return _per_query_sum(ranking, (ranking.pos <= k).astype(np.float64)) / ranking.n_relevant
+    # An integer count over an integer: one IEEE division, correctly rounded.
+    return _per_query_count(ranking, ranking.pos <= k) / ranking.n_relevant
 
 
 def average_precision_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
+    """Per query ``(1/|R|) * sum_{i : pos_i <= k} i / pos_i``, correctly rounded.
+
+    One relevant item: one IEEE division. Several: exact fractions, rounded once.
+    """
     if k is not None:
         _check_k(k, "average_precision_per_query")
-    precision = ranking._order_in_query() / ranking.pos
-    if k is not None:
-        precision = np.where(ranking.pos <= k, precision, 0.0)
-    return _per_query_sum(ranking, precision) / ranking.n_relevant
+    limit = np.iinfo(np.int64).max if k is None else k
+    n_rel = ranking.n_relevant
+    first = ranking.first
+    out = np.where(first <= limit, 1.0 / first, 0.0)
+    for q in np.flatnonzero(n_rel > 1).tolist():
+        pos = ranking.pos[ranking.ptr[q] : ranking.ptr[q + 1]].tolist()
+        total = sum((Fraction(i + 1, p) for i, p in enumerate(pos) if p <= limit), Fraction(0))
+        out[q] = float(total / len(pos))
+    return out
 
 
 # --- the metrics -------------------------------------------------------------------------
@@ -232,11 +253,11 @@ def mean_average_precision(ranking: Ranking) -> float:
     """``map``: mean over queries of average precision over all relevant items.
 
     Formula: ``AP_q = (1/|R_q|) * sum_i i / pos_q,i`` with ``pos_q,1 < pos_q,2 < ...``, and
-    ``map = mean_q AP_q``. Ties: the ranking's tie policy places relevant items before
-    (optimistic) or after (pessimistic) tied non-relevant items.
+    ``map = mean_q AP_q`` (pytrec_eval ``map``). Ties: the ranking's tie policy places relevant
+    items before (optimistic) or after (pessimistic) tied non-relevant items.
 
-    >>> mean_average_precision(Ranking.from_lists([[1, 3]]))  # (1/1 + 2/3) / 2
-    0.8333333333333333
+    >>> mean_average_precision(Ranking.from_lists([[1, 3]]))  # (1/1 + 2/3) / 2 = 5/6
+    0.8333333333333334
     >>> scores, rel = [[0.5, 0.5, 0.5]], [[2]]  # all scores equal
     >>> mean_average_precision(ranking_from_scores(scores, rel, tie_policy="optimistic"))
     1.0
@@ -254,8 +275,8 @@ def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
 
     >>> mean_average_precision_at_k(Ranking.from_lists([[1, 12]]), k=10)
     0.5
-    >>> scores, rel = [[0.7, 0.7, 0.1]], [[1]]
-    >>> mean_average_precision_at_k(ranking_from_scores(scores, rel, tie_policy="pessimistic"), k=10)
+    >>> tied = ranking_from_scores([[0.7, 0.7, 0.1]], [[1]], tie_policy="pessimistic")
+    >>> mean_average_precision_at_k(tied, k=10)
     0.5
     """
     _check_k(k, "mean_average_precision_at_k")
@@ -263,9 +284,10 @@ def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
 
 
 def mean_reciprocal_rank(ranking: Ranking) -> float:
-    """``mrr``: mean over queries of ``1 / pos_q,1`` (the first relevant item).
+    """``mrr``: mean reciprocal rank of each query's first relevant item.
 
-    Ties: the ranking's tie policy.
+    Formula: ``mean_q 1 / pos_q,1`` (pytrec_eval ``recip_rank``). Ties: the ranking's tie
+    policy.
 
     >>> mean_reciprocal_rank(Ranking.from_lists([[1], [4, 5]]))
     0.625
@@ -276,9 +298,9 @@ def mean_reciprocal_rank(ranking: Ranking) -> float:
 
 
 def mean_rank(ranking: Ranking) -> float:
-    """``mean_rank``: mean 1-based position of each query's first relevant item (lower is better).
+    """``mean_rank``: mean 1-based position of each query's first relevant item.
 
-    Ties: the ranking's tie policy.
+    Formula: ``mean_q pos_q,1``; lower is better. Ties: the ranking's tie policy.
 
     >>> mean_rank(Ranking.from_lists([[1], [4, 5]]))
     2.5
@@ -289,9 +311,10 @@ def mean_rank(ranking: Ranking) -> float:
 
 
 def median_rank(ranking: Ranking) -> float:
-    """``median_rank``: median (numpy's, so it can end in .5) of the first relevant positions.
+    """``median_rank``: median 1-based position of each query's first relevant item.
 
-    Lower is better. Ties: the ranking's tie policy.
+    Formula: ``median_q pos_q,1`` as numpy's median (the mean of the two middle values for an
+    even count, so it can end in .5); lower is better. Ties: the ranking's tie policy.
 
     >>> median_rank(Ranking.from_lists([[1], [4, 5]]))
     2.5

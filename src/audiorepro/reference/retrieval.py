@@ -7,12 +7,15 @@ Written from the definitions only:
    integer (times one common positive factor) and every comparison of scores is exact.
 2. Per query, all items are sorted by (descending score, tie class, item index), where the tie
    class puts relevant items first (optimistic) or last (pessimistic) among equal scores.
-3. Metrics are computed per query from the 1-based positions of the relevant items, with
-   ``fractions.Fraction``, and averaged exactly; only the final mean is rounded to float.
+3. Metrics are computed per query from the 1-based positions of the relevant items, exactly
+   with ``fractions.Fraction``; each query's value is rounded once to float64, and the metric
+   is ``math.fsum`` of those values divided by the number of queries (the rounding rule of the
+   definitions).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from fractions import Fraction
 from typing import Any
@@ -20,15 +23,26 @@ from typing import Any
 import numpy as np
 
 METRIC_NAMES = (
-    "r@1", "r@5", "r@10", "recall@1", "recall@5", "recall@10",
-    "map", "map@10", "mrr", "mean_rank", "median_rank",
+    "r@1",
+    "r@5",
+    "r@10",
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "map",
+    "map@10",
+    "mrr",
+    "mean_rank",
+    "median_rank",
 )
 
 
 def _to_scaled_ints(*arrays: Any) -> list[list[list[int]]]:
     """All values as integers over one common power-of-two denominator."""
-    ratios = [[[float(v).as_integer_ratio() for v in row] for row in np.asarray(a).tolist()]
-              for a in arrays]
+    ratios = [
+        [[float(v).as_integer_ratio() for v in row] for row in np.asarray(a).tolist()]
+        for a in arrays
+    ]
     denom = max((d for a in ratios for row in a for _, d in row), default=1)
     return [[[n * (denom // d) for n, d in row] for row in a] for a in ratios]
 
@@ -53,16 +67,20 @@ def _query_metrics(pos: list[int]) -> dict[str, Fraction]:
         out[f"r@{k}"] = Fraction(1 if first <= k else 0)
         out[f"recall@{k}"] = Fraction(sum(1 for p in pos if p <= k), n_rel)
     out["map"] = sum((Fraction(i + 1, p) for i, p in enumerate(pos)), Fraction(0)) / n_rel
-    out["map@10"] = sum(
-        (Fraction(i + 1, p) for i, p in enumerate(pos) if p <= 10), Fraction(0)
-    ) / n_rel
+    out["map@10"] = (
+        sum((Fraction(i + 1, p) for i, p in enumerate(pos) if p <= 10), Fraction(0)) / n_rel
+    )
     out["mrr"] = Fraction(1, first)
     out["mean_rank"] = Fraction(first)
     return out
 
 
-def _direction(query_vecs: list[list[int]], item_vecs: list[list[int]],
-               relevant: list[set[int]], tie_policy: str) -> dict[str, float]:
+def _direction(
+    query_vecs: list[list[int]],
+    item_vecs: list[list[int]],
+    relevant: list[set[int]],
+    tie_policy: str,
+) -> dict[str, float]:
     items = np.array(item_vecs, dtype=object)
     per_query = []
     firsts = []
@@ -72,8 +90,7 @@ def _direction(query_vecs: list[list[int]], item_vecs: list[list[int]],
         per_query.append(_query_metrics(pos))
         firsts.append(pos[0])
     n = len(per_query)
-    result = {name: float(sum((m[name] for m in per_query), Fraction(0)) / n)
-              for name in per_query[0]}
+    result = {name: math.fsum(float(m[name]) for m in per_query) / n for name in per_query[0]}
     result["median_rank"] = float(statistics.median(firsts))
     return {name: result[name] for name in METRIC_NAMES}
 
@@ -85,9 +102,11 @@ def reference_retrieval_metrics(
 
     >>> a = [[1.0, 0.0], [0.0, 1.0]]
     >>> t = [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
-    >>> m = reference_retrieval_metrics(a, t, [0, 1, 1])
-    >>> m["t2a"]["r@1"], m["a2t"]["map"]
-    (0.6666666666666666, 0.75)
+    >>> m = reference_retrieval_metrics(a, t, [0, 1, 1])  # caption 1 ties for clip 0
+    >>> m["t2a"]["r@1"], m["a2t"]["map"]  # a2t AP: clip 0 1/2, clip 1 (1/1 + 2/3)/2
+    (0.6666666666666666, 0.6666666666666667)
+    >>> reference_retrieval_metrics(a, t, [0, 1, 1], tie_policy="optimistic")["a2t"]["map"]
+    1.0
     """
     if tie_policy not in ("pessimistic", "optimistic"):
         raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")

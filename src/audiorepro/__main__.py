@@ -1,0 +1,5 @@
+import sys
+
+from audiorepro.cli import main
+
+sys.exit(main())

@@ -1,0 +1,41 @@
+"""Shared test set-up: offline, deterministic hypothesis profiles, fixture paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+DUMPS = sorted((FIXTURES / "dumps").glob("*.npz"))
+GOLDEN = ROOT / "golden"
+
+# "ci": derandomized, part of the default suite. "fuzz": long runs in `tox -e fuzz`.
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=3000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def fixture_dumps() -> list[Path]:
+    assert DUMPS, "no fixture dumps in fixtures/dumps (run tools/make_fixtures.py)"
+    return DUMPS

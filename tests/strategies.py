@@ -1,0 +1,41 @@
+"""Hypothesis strategies for embedding dumps that stress ties and multi-positive queries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+@st.composite
+def dumps(draw: Any, max_clips: int = 9, max_dim: int = 5) -> dict[str, Any]:
+    """Random dumps with duplicated rows, exact ties and variable captions per clip.
+
+    Values come from a small grid (multiples of 1/4 in [-1, 1]) most of the time, so exact ties
+    are common; sometimes a tiny perturbation makes near-ties that only exact arithmetic orders.
+    """
+    n = draw(st.integers(1, max_clips))
+    d = draw(st.integers(1, max_dim))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    extra = draw(st.lists(st.integers(0, n - 1), max_size=2 * n))
+    t2a = np.array(list(range(n)) + extra, dtype=np.int64)
+    perm = draw(st.permutations(range(len(t2a))))
+    t2a = t2a[list(perm)]
+    grid = st.integers(-4, 4).map(lambda v: v / 4)
+    audio = np.array(draw(st.lists(st.lists(grid, min_size=d, max_size=d), min_size=n, max_size=n)))
+    m = len(t2a)
+    text = np.array(draw(st.lists(st.lists(grid, min_size=d, max_size=d), min_size=m, max_size=m)))
+    # Duplicate some clips and captions exactly.
+    for _ in range(draw(st.integers(0, 2))):
+        a, b = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        audio[a] = audio[b]
+    if draw(st.booleans()):
+        eps = draw(st.sampled_from([2.0**-20, 2.0**-30, 2.0**-45]))
+        i = draw(st.integers(0, m - 1))
+        text[i, 0] += eps
+    return {
+        "audio_embeds": audio.astype(dtype),
+        "text_embeds": text.astype(dtype),
+        "text_to_audio": t2a,
+    }

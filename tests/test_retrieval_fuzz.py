@@ -1,0 +1,79 @@
+"""Hypothesis: harness == reference, and invariances (permutations, chunk size, threads)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audiorepro.dump import make_dump
+from audiorepro.metrics.retrieval import compute_retrieval
+from audiorepro.reference import reference_retrieval_metrics
+from tests.strategies import dumps
+
+
+def _harness(d: dict[str, Any], chunk_rows: int | None = None) -> Any:
+    return compute_retrieval(make_dump(**d), chunk_rows=chunk_rows)
+
+
+@given(dumps(), st.sampled_from(["pessimistic", "optimistic"]), st.integers(1, 7))
+def test_harness_equals_reference(d: dict[str, Any], policy: str, chunk_rows: int) -> None:
+    got = _harness(d, chunk_rows).metrics(policy)
+    want = reference_retrieval_metrics(
+        d["audio_embeds"], d["text_embeds"], d["text_to_audio"], tie_policy=policy
+    )
+    for direction in want:
+        for name, value in want[direction].items():
+            # The rounding rule makes both bit-identical; 1e-12 is the issue's floor.
+            assert abs(got[direction][name] - value) <= 1e-12, (direction, name)
+            assert got[direction][name] == value, (direction, name)
+
+
+@given(dumps(), st.randoms(use_true_random=False))
+def test_permuting_clips_and_captions_changes_nothing(d: dict[str, Any], rnd: Any) -> None:
+    n, m = len(d["audio_embeds"]), len(d["text_embeds"])
+    clip_perm = list(range(n))
+    cap_perm = list(range(m))
+    rnd.shuffle(clip_perm)
+    rnd.shuffle(cap_perm)
+    inverse = np.argsort(clip_perm)
+    permuted = {
+        "audio_embeds": d["audio_embeds"][clip_perm],
+        "text_embeds": d["text_embeds"][cap_perm],
+        "text_to_audio": inverse[d["text_to_audio"][cap_perm]],
+    }
+    a, b = _harness(d), _harness(permuted)
+    for policy in ("pessimistic", "optimistic"):
+        assert a.metrics(policy) == b.metrics(policy)
+    assert a.ties() == b.ties()
+
+
+@given(dumps(), st.integers(1, 5))
+def test_chunk_size_changes_nothing(d: dict[str, Any], chunk_rows: int) -> None:
+    a, b = _harness(d), _harness(d, chunk_rows)
+    for direction in ("t2a", "a2t"):
+        assert np.array_equal(a.counts[direction].greater, b.counts[direction].greater)
+        assert np.array_equal(a.counts[direction].equal, b.counts[direction].equal)
+
+
+def test_thread_count_changes_nothing() -> None:
+    rng = np.random.default_rng(5)
+    audio = rng.standard_normal((700, 24)).astype(np.float32)
+    audio[10] = audio[20]
+    t2a = np.repeat(np.arange(700), 3)
+    text = (audio[t2a] + rng.standard_normal((2100, 24)).astype(np.float32)).astype(np.float32)
+    d = make_dump(audio, text, t2a)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = compute_retrieval(d, chunk_rows=333)
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = compute_retrieval(d, chunk_rows=1000)
+    finally:
+        numba.set_num_threads(before)
+    assert one.metrics() == many.metrics()
+    assert one.ties() == many.ties()
+    assert one.stats.exact > 0  # the duplicated clip forced exact decisions
