@@ -21,7 +21,7 @@ def floor_matmul(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray, chunk_row
         np.matmul(audio, text[c0:c1].T, out=flat[: n * (c1 - c0)].reshape(n, c1 - c0))
 
 
-def floor_matmul_plain(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray) -> None:
+def floor_plain(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray) -> None:
     """``text @ audio.T`` in one call, as most evaluation scripts compute it."""
     _ = text @ audio.T
 

@@ -32,10 +32,10 @@ policy here changes.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -205,10 +205,17 @@ def average_precision_per_query(ranking: Ranking, *, k: int | None = None) -> Fl
     n_rel = ranking.n_relevant
     first = ranking.first
     out = np.where(first <= limit, 1.0 / first, 0.0)
+    ptr = ranking.ptr.tolist()
+    pos_all = ranking.pos.tolist()
     for q in np.flatnonzero(n_rel > 1).tolist():
-        pos = ranking.pos[ranking.ptr[q] : ranking.ptr[q + 1]].tolist()
-        total = sum((Fraction(i + 1, p) for i, p in enumerate(pos) if p <= limit), Fraction(0))
-        out[q] = float(total / len(pos))
+        pos = [p for p in pos_all[ptr[q] : ptr[q + 1]] if p <= limit]
+        if not pos:
+            out[q] = 0.0
+            continue
+        # sum_i i / p_i = numer / lcm exactly; int / int is correctly rounded in Python.
+        lcm = math.lcm(*pos)
+        numer = sum((i + 1) * (lcm // p) for i, p in enumerate(pos))
+        out[q] = numer / (lcm * (ptr[q + 1] - ptr[q]))
     return out
 
 
@@ -365,13 +372,18 @@ class RetrievalResult:
 
     counts: dict[str, RankCounts]
     stats: ExactStats
+    _cache: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict, repr=False)
 
     def ranking(self, direction: str, tie_policy: TiePolicy = "pessimistic") -> Ranking:
         return positions_from_counts(self.counts[direction], tie_policy=tie_policy)
 
     def metrics(self, tie_policy: TiePolicy = "pessimistic") -> dict[str, dict[str, float]]:
         _check_tie_policy(tie_policy, "RetrievalResult.metrics")
-        return {d: all_metrics(self.ranking(d, tie_policy)) for d in DIRECTIONS}
+        if tie_policy not in self._cache:
+            self._cache[tie_policy] = {
+                d: all_metrics(self.ranking(d, tie_policy)) for d in DIRECTIONS
+            }
+        return copy.deepcopy(self._cache[tie_policy])
 
     def ties(self) -> dict[str, dict[str, Any]]:
         """Per direction: queries whose positions depend on the tie policy, and the bounds
