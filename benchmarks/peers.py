@@ -31,6 +31,7 @@ def laion_clap(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray) -> dict[str
     (``evaluate_clotho_audiocaps`` for five captions per clip, ``get_metrics`` otherwise):
     a full ``torch.argsort`` per query and ``torch.where`` against the ground truth."""
     import torch
+    import torch.nn.functional as F
 
     a = torch.from_numpy(audio)
     t = torch.from_numpy(text)
@@ -38,7 +39,12 @@ def laion_clap(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray) -> dict[str
     logits_per_text = logits_per_audio.t().detach().cpu()
     n = a.shape[0]
     m: dict[str, float] = {}
+    labels = torch.arange(n).long()
     if t.shape[0] == n:
+        loss = (
+            F.cross_entropy(logits_per_audio, labels) + F.cross_entropy(logits_per_text, labels)
+        ) / 2
+        m["cumulative_loss"] = float(loss)
         for name, logit in (
             ("audio_to_text", logits_per_audio),
             ("text_to_audio", logits_per_text),
@@ -50,6 +56,13 @@ def laion_clap(audio: np.ndarray, text: np.ndarray, t2a: np.ndarray) -> dict[str
                 m[f"{name}_R@{k}"] = float(np.mean(preds < k))
             m[f"{name}_mAP@10"] = float(np.mean(np.where(preds < 10, 1 / (preds + 1), 0.0)))
         return m
+    a2t_loss = [
+        F.cross_entropy(logits_per_audio.reshape(n, n, 5)[:, :, d], labels) for d in range(5)
+    ]
+    t2a_loss = [
+        F.cross_entropy(logits_per_text.reshape(n, 5, n)[:, d, :], labels) for d in range(5)
+    ]
+    m["cumulative_loss"] = float((np.mean(a2t_loss) + np.mean(t2a_loss)) / 2)
     pred_text = []
     for d in range(5):
         logit = logits_per_text.reshape(n, 5, n)[:, d, :]

@@ -145,7 +145,7 @@ def main() -> int:
         print(json.dumps(run_peer(args.run, args.dump, 1 if args.scale else 3)))
         return 0
 
-    sizes = [(100_000, 100)] if args.scale else [(n, 5) for n in args.sizes]
+    sizes = [(100_000, 5)] if args.scale else [(n, 5) for n in args.sizes]
     peers_to_run = ["audiorepro"] if args.scale else args.peers
     print(
         f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
