@@ -90,7 +90,7 @@ def make_dump(
     sha256: str | None = None,
 ) -> Dump:
     """Validate arrays and build a :class:`Dump` (the same checks as for a file)."""
-    arrays: dict[str, np.ndarray] = {
+    arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(audio_embeds),
         "text_embeds": np.asarray(text_embeds),
         "text_to_audio": np.asarray(text_to_audio),
@@ -136,7 +136,7 @@ def load_dump(path: str | Path) -> Dump:
 
 
 def _validate(
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, npt.NDArray[Any]],
     *,
     source: str,
     sha256: str | None,
@@ -232,7 +232,9 @@ def _validate(
     )
 
 
-def _strings(arrays: dict[str, np.ndarray], key: str, n: int, fail: Any) -> tuple[str, ...] | None:
+def _strings(
+    arrays: dict[str, npt.NDArray[Any]], key: str, n: int, fail: Any
+) -> tuple[str, ...] | None:
     if key not in arrays:
         return None
     arr = arrays[key]
@@ -247,7 +249,7 @@ def save_dump(path: str | Path, dump: Dump) -> None:
     """Write a dump atomically, uncompressed, with a deterministic zip layout."""
     from audiorepro.io import atomic_write_bytes, npz_bytes
 
-    arrays: dict[str, np.ndarray] = {
+    arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(dump.audio_embeds),
         "text_embeds": np.asarray(dump.text_embeds),
         "text_to_audio": np.asarray(dump.text_to_audio, dtype=np.int64),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -61,13 +62,15 @@ def write_json(path: str | Path, obj: Any) -> None:
     atomic_write_bytes(path, json_dumps(obj).encode("utf-8"))
 
 
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+def npz_bytes(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
     """An .npz archive whose bytes depend only on the arrays (no timestamps, sorted members)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for key in sorted(arrays):
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(arrays[key]), allow_pickle=False)
+            np.lib.format.write_array(  # type: ignore[no-untyped-call]
+                member, np.asarray(arrays[key]), allow_pickle=False
+            )
             info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             zf.writestr(info, member.getvalue())

@@ -37,8 +37,8 @@ import numpy.typing as npt
 # numba's OpenMP layer keeps its threads spinning after a parallel region, which steals the
 # cores from the BLAS call that follows (measured here: 8.7 s instead of 6.8 s at 10,000 x 5).
 # The workqueue layer parks them. It must be chosen before the first parallel launch.
-if nb.config.THREADING_LAYER == "default":
-    nb.config.THREADING_LAYER = "workqueue"
+if nb.config.THREADING_LAYER == "default":  # type: ignore[attr-defined]
+    nb.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 #: Target number of float elements in one similarity chunk (64 MiB of float32).
 DEFAULT_CHUNK_ELEMENTS = 1 << 24
@@ -93,10 +93,10 @@ def _unit_roundoff(dtype: np.dtype[Any]) -> tuple[float, float]:
 @nb.njit(cache=True, fastmath={"reassoc", "contract"})
 def _dot64(x: Any, y: Any) -> float:  # pragma: no cover - compiled
     # Reassociation and FMA are allowed: the float64 error bound holds for any order.
-    s = 0.0
+    s = np.float64(0.0)
     for d in range(x.shape[0]):
         s += np.float64(x[d]) * np.float64(y[d])
-    return s
+    return float(s)
 
 
 @nb.njit(cache=True)

@@ -85,7 +85,7 @@ class Ranking:
     @property
     def first(self) -> npt.NDArray[np.int64]:
         """Position of each query's first relevant item."""
-        return self.pos[self.ptr[:-1]]
+        return np.asarray(self.pos[self.ptr[:-1]], dtype=np.int64)
 
     def _order_in_query(self) -> npt.NDArray[np.int64]:
         """1-based index of each relevant item among its query's relevant items."""
