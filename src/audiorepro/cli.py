@@ -80,14 +80,38 @@ def _metrics_table(report: dict[str, Any]) -> str:
     default=None,
     help="Captions per similarity chunk (memory bound); results never depend on it.",
 )
-def metrics(dump: Path, tie_policy: str, json_out: Path | None, chunk_rows: int | None) -> None:
-    """Every canonical retrieval metric of DUMP, both directions, with tie bounds."""
+@click.option(
+    "--profile",
+    default="canonical",
+    show_default=True,
+    help="Whose definitions and names: canonical, trec or dcase.",
+)
+def metrics(
+    dump: Path, tie_policy: str, json_out: Path | None, chunk_rows: int | None, profile: str
+) -> None:
+    """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
+    under a peer's own definitions and names (--profile)."""
     from audiorepro.dump import load_dump
     from audiorepro.io import write_json
+    from audiorepro.metrics.profiles import PROFILES, compute_profile
     from audiorepro.metrics.retrieval import compute_retrieval, metrics_report
 
+    if profile not in PROFILES:
+        raise click.BadParameter(
+            f"{profile!r} is not one of {', '.join(PROFILES)}", param_hint="'--profile'"
+        )
     d = load_dump(dump)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
+    if profile != "canonical":
+        prof = compute_profile(d, profile, result=result)
+        click.echo(f"{d.source}: profile {profile}")
+        for name, value in prof.metrics.items():
+            click.echo(f"{name:<24}{_fmt(value):>12}")
+        for note in prof.notes:
+            click.echo(f"note: {note}")
+        if json_out is not None:
+            write_json(json_out, prof.to_json(d))
+        return
     report = metrics_report(d, result, tie_policy=tie_policy)  # type: ignore[arg-type]
     click.echo(_metrics_table(report))
     if json_out is not None:

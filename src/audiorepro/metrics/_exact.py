@@ -27,7 +27,7 @@ Memory is bounded by the chunk: the full similarity matrix is never materialized
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numba as nb
@@ -64,6 +64,11 @@ class RankCounts:
     ptr: IntArray
     greater: IntArray
     equal: IntArray
+    #: Which non-relevant items tie exactly: rows ``(entry, item)``, ``entry`` indexing
+    #: ``greater``/``equal``; sorted. Profiles that break ties by item name need them.
+    tied: IntArray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    #: The relevant item of each entry (a clip for t2a, a caption for a2t), when known.
+    relevant: IntArray | None = None
 
     @property
     def n_queries(self) -> int:
@@ -405,6 +410,11 @@ def _exact_sign_int(x1: Any, y1: Any, x2: Any, y2: Any) -> int:
     return int(total > 0) - int(total < 0)
 
 
+def _pairs(rows: list[tuple[int, int]]) -> IntArray:
+    out = np.array(sorted(rows), dtype=np.int64).reshape(-1, 2)
+    return out
+
+
 def _outward(lo: Any, hi: Any, dtype: np.dtype[Any]) -> tuple[Any, Any]:
     """Cast band edges to ``dtype``, rounding ``lo`` down and ``hi`` up."""
     lo_c = lo.astype(dtype)
@@ -461,6 +471,8 @@ def exact_rank_counts(
     a2t_eq = np.zeros(m, np.int64)
     refined = np.zeros(1, np.int64)
     n_exact = 0
+    tied_t2a: list[tuple[int, int]] = []
+    tied_a2t: list[tuple[int, int]] = []
     if chunk_rows is None:
         chunk_rows = max(1, min(m, DEFAULT_CHUNK_ELEMENTS // max(n, 1)))
     # One reused output buffer: a fresh 64 MiB array per chunk costs more in page faults than
@@ -548,15 +560,27 @@ def exact_rank_counts(
                 s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])
                 t2a_gt[i] += s > 0
                 t2a_eq[i] += s == 0
+                if s == 0:
+                    tied_t2a.append((i, j))
             for k, i in und_a.tolist():
                 c = csr_caps[k]
                 j = t2a[c]
                 s = exact_dot_difference_sign(T[i], A[j], T[c], A[j])
                 a2t_gt[k] += s > 0
                 a2t_eq[k] += s == 0
+                if s == 0:
+                    tied_a2t.append((k, i))
 
-    t2a_counts = RankCounts(ptr=np.arange(m + 1, dtype=np.int64), greater=t2a_gt, equal=t2a_eq)
-    a2t_counts = RankCounts(ptr=clip_ptr, greater=a2t_gt, equal=a2t_eq)
+    t2a_counts = RankCounts(
+        ptr=np.arange(m + 1, dtype=np.int64),
+        greater=t2a_gt,
+        equal=t2a_eq,
+        tied=_pairs(tied_t2a),
+        relevant=t2a.copy(),
+    )
+    a2t_counts = RankCounts(
+        ptr=clip_ptr, greater=a2t_gt, equal=a2t_eq, tied=_pairs(tied_a2t), relevant=csr_caps
+    )
     per_clip = np.diff(clip_ptr)
     comparisons = m * (n - 1) + int(np.sum(per_clip * (m - per_clip)))
     stats = ExactStats(comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact)

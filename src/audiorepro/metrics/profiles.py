@@ -1,0 +1,224 @@
+"""Published definitions ("profiles"): each peer's own metric names, formulas and tie rules.
+
+The same names mean different things in different peers. A profile computes what one peer
+computes, under that peer's names, so that a published number can be reproduced under the
+definition that produced it and compared with the canonical value (:mod:`.retrieval`).
+
+- ``canonical``: audiorepro's definitions (version 1), see :mod:`audiorepro.metrics.retrieval`.
+- ``trec``: pytrec_eval / trec_eval semantics. Qrels from ``text_to_audio``, the run from the
+  exact scores; ties broken by document id in *decreasing* string order, as trec_eval sorts;
+  per-query values in trec_eval's double arithmetic, the mean as pytrec_eval aggregates
+  (``compute_aggregated_measure``: ``numpy.mean`` of the values in query-id order).
+- ``dcase``: the DCASE language-based audio retrieval evaluation (t2a only: R@1, R@5, R@10,
+  mAP@10), as its organizers' baseline computes it: per caption, items ranked by
+  ``numpy.argsort(scores)[::-1]``; R@k = number of relevant clips in the top k, mAP@10 =
+  ``sum_i i / pos_i`` over relevant clips in the top 10 (not divided by the number of relevant
+  clips); the mean with ``numpy.mean``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audiorepro.dump import Dump
+from audiorepro.errors import UserError
+from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
+from audiorepro.metrics.retrieval import RetrievalResult, compute_retrieval
+
+PROFILES = ("canonical", "trec", "dcase")
+SCHEMA = "audiorepro.profile/1"
+TREC_MEASURES = (
+    "success_1", "success_5", "success_10", "recall_1", "recall_5", "recall_10",
+    "P_1", "P_5", "P_10", "map", "map_cut_10", "recip_rank",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """One profile's metrics under the peer's own names, and notes on what it does."""
+
+    profile: str
+    metrics: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self, dump: Dump) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "profile": self.profile,
+            "source": dump.source,
+            "sha256": dump.sha256,
+            "n_clips": dump.n_clips,
+            "n_captions": dump.n_captions,
+            "captions_per_clip": dump.captions_per_clip,
+            "metrics": self.metrics,
+            "notes": self.notes,
+        }
+
+
+def compute_profile(
+    dump: Dump, profile: str, *, result: RetrievalResult | None = None
+) -> ProfileResult:
+    """The metrics of ``dump`` under ``profile``; ``result`` reuses the exact rank counts."""
+    if profile not in PROFILES:
+        raise UserError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
+    if result is None:
+        result = compute_retrieval(dump)
+    if profile == "canonical":
+        flat = {
+            f"{d}/{name}": value
+            for d, metrics in result.metrics("pessimistic").items()
+            for name, value in metrics.items()
+        }
+        return ProfileResult("canonical", flat, ["canonical definitions, pessimistic ties"])
+    if profile == "trec":
+        return _trec(dump, result)
+    return _dcase(dump, result)
+
+
+# --- shared: exact scores of relevant pairs, names ----------------------------------------
+
+
+def _order_relevant(dump: Dump, clip: int, captions: Sequence[int]) -> dict[int, dict[int, int]]:
+    """Exact pairwise comparisons of a clip's captions: ``cmp[c1][c2]`` = sign(s1 - s2)."""
+    a = dump.audio_embeds[clip]
+    t = dump.text_embeds
+    cmp: dict[int, dict[int, int]] = defaultdict(dict)
+    for x in range(len(captions)):
+        for y in range(x + 1, len(captions)):
+            c1, c2 = captions[x], captions[y]
+            s = exact_dot_difference_sign(t[c1], a, t[c2], a)
+            cmp[c1][c2], cmp[c2][c1] = s, -s
+    return cmp
+
+
+def _clip_names(dump: Dump) -> list[str]:
+    return (
+        list(dump.audio_ids)
+        if dump.audio_ids is not None
+        else [str(j) for j in range(dump.n_clips)]
+    )
+
+
+# --- trec -------------------------------------------------------------------------------
+
+
+def _trec_positions(dump: Dump, counts: RankCounts, direction: str) -> list[list[int]]:
+    """Per query, the 1-based positions of its relevant items under trec_eval's order."""
+    clip_names = _clip_names(dump)
+    caption_names = [str(i) for i in range(dump.n_captions)]
+    item_names = clip_names if direction == "t2a" else caption_names
+    assert counts.relevant is not None
+    tied: dict[int, list[int]] = defaultdict(list)
+    for entry, item in counts.tied.tolist():
+        tied[entry].append(item)
+    out: list[list[int]] = []
+    for q in range(counts.n_queries):
+        entries = range(int(counts.ptr[q]), int(counts.ptr[q + 1]))
+        rel = [int(counts.relevant[e]) for e in entries]
+        cmp = _order_relevant(dump, q, rel) if direction == "a2t" and len(rel) > 1 else {}
+        positions = []
+        for e, r in zip(entries, rel, strict=True):
+            name = item_names[r]
+            before = int(counts.greater[e])
+            before += sum(1 for j in tied.get(e, ()) if item_names[j] > name)
+            for r2 in rel:
+                if r2 != r:
+                    s = cmp[r2][r]
+                    before += s > 0 or (s == 0 and item_names[r2] > name)
+            positions.append(before + 1)
+        out.append(sorted(positions))
+    return out
+
+
+def _trec_query(pos: list[int], n_rel: int) -> dict[str, float]:
+    """trec_eval's per-query arithmetic (doubles, accumulated in rank order)."""
+    m: dict[str, float] = {}
+    for k in (1, 5, 10):
+        hits = sum(1 for p in pos if p <= k)
+        m[f"success_{k}"] = 1.0 if hits else 0.0
+        m[f"recall_{k}"] = hits / n_rel
+        m[f"P_{k}"] = hits / k
+    total = 0.0
+    cut = 0.0
+    for i, p in enumerate(pos):
+        precision = (i + 1) / p
+        total += precision
+        if p <= 10:
+            cut += precision
+    m["map"] = total / n_rel
+    m["map_cut_10"] = cut / n_rel
+    m["recip_rank"] = 1.0 / pos[0]
+    return m
+
+
+def _trec(dump: Dump, result: RetrievalResult) -> ProfileResult:
+    clip_names = _clip_names(dump)
+    metrics: dict[str, float] = {}
+    for direction in ("t2a", "a2t"):
+        counts = result.counts[direction]
+        positions = _trec_positions(dump, counts, direction)
+        qids = [str(i) for i in range(dump.n_captions)] if direction == "t2a" else clip_names
+        per_query = [_trec_query(p, len(p)) for p in positions]
+        order = sorted(range(len(qids)), key=lambda q: qids[q])
+        for measure in TREC_MEASURES:
+            values = [per_query[q][measure] for q in order]
+            # pytrec_eval.compute_aggregated_measure: numpy.mean over the per-query values.
+            metrics[f"{direction}/{measure}"] = float(np.mean(values))
+    notes = [
+        "ties broken by document id in decreasing string order, as trec_eval sorts",
+        "document ids: clip ids from audio_ids (else clip indices) for t2a, "
+        "caption indices for a2t",
+        "recall_k is the fraction of relevant items in the top k (at most 1/5 at k = 1 with five "
+        "captions per clip); success_k is what CLAP papers call R@k",
+    ]
+    return ProfileResult("trec", metrics, notes)
+
+
+# --- dcase ------------------------------------------------------------------------------
+
+
+def _dcase(dump: Dump, result: RetrievalResult) -> ProfileResult:
+    """t2a as the DCASE organizers' baseline evaluates it."""
+    a = dump.audio_embeds.astype(np.float64)
+    t = dump.text_embeds.astype(np.float64)
+    r1: list[float] = []
+    r5: list[float] = []
+    r10: list[float] = []
+    map10: list[float] = []
+    for start in range(0, dump.n_captions, 1024):
+        scores = t[start : start + 1024] @ a.T
+        for row, clip in zip(scores, dump.text_to_audio[start : start + 1024], strict=True):
+            desc = np.argsort(row, axis=-1)[::-1]
+            preds = desc[:10] == clip
+            r1.append(float(np.sum(preds[:1], dtype=float)))
+            r5.append(float(np.sum(preds[:5], dtype=float)))
+            r10.append(float(np.sum(preds[:10], dtype=float)))
+            positions = np.arange(1, 11, dtype=float)[preds > 0]
+            if len(positions) > 0:
+                precisions = np.divide(np.arange(1, len(positions) + 1, dtype=float), positions)
+                map10.append(float(np.sum(precisions, dtype=float)))
+            else:
+                map10.append(0.0)
+    metrics = {
+        "R1": float(np.mean(r1)),
+        "R5": float(np.mean(r5)),
+        "R10": float(np.mean(r10)),
+        "mAP10": float(np.mean(map10)),
+    }
+    canonical_ties = result.ties()["t2a"]["queries_affected"]
+    notes = [
+        "text-to-audio only: the DCASE task evaluates no audio-to-text retrieval",
+        "scores are float64 dot products; ties are broken by numpy.argsort(...)[::-1] as in the "
+        f"baseline, so their order depends on numpy's sort ({canonical_ties} captions have a tie "
+        "with their clip)",
+        "mAP10 sums i/pos over relevant clips in the top 10 without dividing by their number",
+    ]
+    if not math.isfinite(metrics["mAP10"]):  # pragma: no cover - guarded by validation
+        raise UserError("non-finite DCASE metric")
+    return ProfileResult("dcase", metrics, notes)
