@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+from audiorepro.offline import build_tokenizer_cache
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
+# the suite builds itself, before anything imports huggingface_hub (it reads this at import).
+_HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
+build_tokenizer_cache(_HUB_CACHE)
+os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
+os.environ["HF_HOME"] = str(_HUB_CACHE)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

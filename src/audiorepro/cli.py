@@ -160,6 +160,28 @@ def parity(
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+@cli.command("explain")
+@click.argument("dump", type=click.Path(path_type=Path))
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the explanation as JSON here.",
+)
+def explain_cmd(dump: Path, json_out: Path | None) -> None:
+    """Each metric of DUMP under every profile side by side, and why each differs."""
+    from audiorepro.dump import load_dump
+    from audiorepro.explain import explain, explain_text
+    from audiorepro.io import write_json
+
+    d = load_dump(dump)
+    report = explain(d)
+    click.echo(explain_text(report))
+    if json_out is not None:
+        write_json(json_out, report)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:

@@ -5,6 +5,12 @@ computes, under that peer's names, so that a published number can be reproduced 
 definition that produced it and compared with the canonical value (:mod:`.retrieval`).
 
 - ``canonical``: audiorepro's definitions (version 1), see :mod:`audiorepro.metrics.retrieval`.
+- ``laion-clap``: what laion-clap 1.1.7 computes in ``training/train.py``: ``get_metrics`` for
+  one caption per clip, ``evaluate_clotho_audiocaps`` for five, with the same torch operations
+  (so ties fall as its ``torch.argsort`` puts them on the same torch build), the logits
+  multiplied by the model's logit scale when the dump's metadata carries one
+  (``logit_scale``). Where its code does not do what its docstring says, the code is
+  reproduced (it produced the published numbers) and the difference is reported in ``notes``.
 - ``trec``: pytrec_eval / trec_eval semantics. Qrels from ``text_to_audio``, the run from the
   exact scores; ties broken by document id in *decreasing* string order, as trec_eval sorts;
   per-query values in trec_eval's double arithmetic, the mean as pytrec_eval aggregates
@@ -31,7 +37,7 @@ from audiorepro.errors import UserError
 from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
 from audiorepro.metrics.retrieval import RetrievalResult, compute_retrieval
 
-PROFILES = ("canonical", "trec", "dcase")
+PROFILES = ("canonical", "laion-clap", "trec", "dcase")
 SCHEMA = "audiorepro.profile/1"
 TREC_MEASURES = (
     "success_1", "success_5", "success_10", "recall_1", "recall_5", "recall_10",
@@ -78,6 +84,8 @@ def compute_profile(
         return ProfileResult("canonical", flat, ["canonical definitions, pessimistic ties"])
     if profile == "trec":
         return _trec(dump, result)
+    if profile == "laion-clap":
+        return _laion_clap(dump)
     return _dcase(dump, result)
 
 
@@ -199,7 +207,7 @@ def _dcase(dump: Dump, result: RetrievalResult) -> ProfileResult:
             r1.append(float(np.sum(preds[:1], dtype=float)))
             r5.append(float(np.sum(preds[:5], dtype=float)))
             r10.append(float(np.sum(preds[:10], dtype=float)))
-            positions = np.arange(1, 11, dtype=float)[preds > 0]
+            positions = np.arange(1, len(preds) + 1, dtype=float)[preds > 0]
             if len(positions) > 0:
                 precisions = np.divide(np.arange(1, len(positions) + 1, dtype=float), positions)
                 map10.append(float(np.sum(precisions, dtype=float)))
@@ -222,3 +230,154 @@ def _dcase(dump: Dump, result: RetrievalResult) -> ProfileResult:
     if not math.isfinite(metrics["mAP10"]):  # pragma: no cover - guarded by validation
         raise UserError("non-finite DCASE metric")
     return ProfileResult("dcase", metrics, notes)
+
+
+# --- laion-clap -------------------------------------------------------------------------
+
+
+def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
+    """Features as laion-clap's evaluation holds them: captions grouped by clip, in clip order
+    (``get_metrics``: caption i <-> clip i; ``evaluate_clotho_audiocaps``: captions
+    ``5d .. 5d+4`` <-> clip d), as torch tensors, and the logit scale."""
+    import torch
+
+    cpc = dump.captions_per_clip
+    if cpc not in (1, 5):
+        raise UserError(
+            "the laion-clap profile needs 1 or 5 captions per clip (its get_metrics and "
+            f"evaluate_clotho_audiocaps), got {cpc if cpc is not None else 'a varying number'}",
+            source=dump.source,
+            key="text_to_audio",
+        )
+    notes: list[str] = []
+    order = np.argsort(dump.text_to_audio, kind="stable")
+    if not np.array_equal(order, np.arange(dump.n_captions)):
+        notes.append("captions reordered by clip (stable), as laion-clap's evaluation expects")
+    audio = torch.from_numpy(np.array(dump.audio_embeds))
+    text = torch.from_numpy(np.array(dump.text_embeds[order]))
+    scale = dump.meta.get("logit_scale", dump.meta.get("logit_scale_a"))
+    if scale is None:
+        notes.append(
+            "no logit_scale in the dump's metadata: logits are the plain dot products "
+            "(rankings unchanged; cumulative_loss depends on the scale)"
+        )
+        scale = 1.0
+    if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise UserError(
+            f"has logit_scale {scale!r}, expected a positive number",
+            source=dump.source,
+            key="meta_json",
+        )
+    return audio, text, torch.tensor(float(scale), dtype=torch.float32), cpc, notes
+
+
+def _laion_clap(dump: Dump) -> ProfileResult:
+    audio, text, scale, cpc, notes = laion_clap_inputs(dump)
+    if cpc == 1:
+        metrics = _laion_get_metrics(audio, text, scale)
+        notes.append("one caption per clip: laion-clap's get_metrics")
+    else:
+        metrics = _laion_clotho_audiocaps(audio, text, scale)
+        notes.append(
+            "five captions per clip: laion-clap's evaluate_clotho_audiocaps, which "
+            "L2-normalizes the features again (F.normalize) before the logits"
+        )
+        notes.append(
+            "audio_to_text_mAP@10: the docstring says the five caption ranks are sorted and "
+            "averaged over the ranks below 10, but the code neither sorts them (precision i / "
+            "rank uses the caption order) nor averages (it divides by 5); the code is reproduced"
+        )
+    notes.append(
+        "text_to_audio_mAP@10 is the reciprocal rank truncated at 10 (one relevant clip per "
+        "caption), not an average precision over several relevant items"
+    )
+    notes.append(
+        "median_rank is floor(numpy.median(rank - 1)) + 1: a median ending in .5 is rounded down"
+    )
+    notes.append("ties are broken by torch.argsort(descending=True), which is not stable")
+    return ProfileResult("laion-clap", metrics, notes)
+
+
+def _laion_get_metrics(audio: Any, text: Any, scale: Any) -> dict[str, float]:
+    """laion-clap 1.1.7 ``get_metrics`` (mlp_loss=False), operation by operation."""
+    import torch
+    import torch.nn.functional as F
+
+    metrics: dict[str, float] = {}
+    logits_per_audio = (scale * audio @ text.t()).detach().cpu()
+    logits_per_text = logits_per_audio.t().detach().cpu()
+    labels = torch.arange(audio.shape[0]).long()
+    total_loss = (
+        F.cross_entropy(logits_per_audio, labels) + F.cross_entropy(logits_per_text, labels)
+    ) / 2
+    metrics["cumulative_loss"] = total_loss.item()
+    metrics["num_samples"] = audio.shape[0]
+    logits = {"audio_to_text": logits_per_audio, "text_to_audio": logits_per_text}
+    ground_truth = torch.arange(len(text)).view(-1, 1)
+    for name, logit in logits.items():
+        ranking = torch.argsort(logit, descending=True)
+        preds: Any = torch.where(ranking == ground_truth)[1]
+        preds = preds.detach().cpu().numpy()
+        metrics[f"{name}_mean_rank"] = float(preds.mean() + 1)
+        metrics[f"{name}_median_rank"] = float(np.floor(np.median(preds)) + 1)
+        for k in (1, 5, 10):
+            metrics[f"{name}_R@{k}"] = float(np.mean(preds < k))
+        metrics[f"{name}_mAP@10"] = float(np.mean(np.where(preds < 10, 1 / (preds + 1), 0.0)))
+    return metrics
+
+
+def _laion_clotho_audiocaps(audio: Any, text: Any, scale: Any) -> dict[str, float]:
+    """laion-clap 1.1.7 ``evaluate_clotho_audiocaps``, from the features on, op by op."""
+    import torch
+    import torch.nn.functional as F
+
+    # It L2-normalizes what the model returned (again: CLAP's outputs are already unit vectors).
+    audio = F.normalize(audio, dim=-1)
+    text = F.normalize(text, dim=-1)
+    logits_per_audio = (scale * audio @ text.t()).detach().cpu()
+    logits_per_text = logits_per_audio.t().detach().cpu()
+    metrics: dict[str, float] = {}
+    num_samples = audio.shape[0]
+    metrics["num_samples"] = num_samples
+    labels = torch.arange(audio.shape[0]).long()
+    audio_to_text_loss = [
+        F.cross_entropy(logits_per_audio.reshape(num_samples, num_samples, 5)[:, :, d], labels)
+        for d in range(5)
+    ]
+    text_to_audio_loss = [
+        F.cross_entropy(logits_per_text.reshape(num_samples, 5, num_samples)[:, d, :], labels)
+        for d in range(5)
+    ]
+    total_loss = (np.mean(audio_to_text_loss) + np.mean(text_to_audio_loss)) / 2
+    metrics["cumulative_loss"] = total_loss.item()
+    pred_text = []
+    for d in range(5):
+        logit = logits_per_text.reshape(num_samples, 5, num_samples)[:, d, :]
+        ground_truth = torch.arange(len(logit)).view(-1, 1)
+        ranking = torch.argsort(logit, descending=True)
+        preds = torch.where(ranking == ground_truth)[1]
+        pred_text.append(preds.detach().cpu().numpy())
+    pred_text_concat = np.concatenate(pred_text, axis=0)
+    metrics["text_to_audio_mean_rank"] = float(pred_text_concat.mean() + 1)
+    metrics["text_to_audio_median_rank"] = float(np.floor(np.median(pred_text_concat)) + 1)
+    for k in (1, 5, 10):
+        metrics[f"text_to_audio_R@{k}"] = float(np.mean(pred_text_concat < k))
+    metrics["text_to_audio_mAP@10"] = float(
+        np.mean(np.where(pred_text_concat < 10, 1 / (pred_text_concat + 1), 0.0))
+    )
+    map_all = []
+    pred_audio_all = []
+    for d in range(num_samples):
+        logit_single = logits_per_audio[d, :]
+        ranking = torch.argsort(logit_single, descending=True)
+        ground_truth = torch.arange(d * 5, d * 5 + 5)[None]
+        all_pred = torch.where(torch.stack([ranking] * 5) == ground_truth.view(-1, 1))[1]
+        min_pred = torch.min(all_pred)
+        pred_audio_all.append(min_pred.detach().cpu().numpy())
+        all_pred_filter = all_pred[all_pred < 10].detach().cpu().numpy()
+        map_single = np.sum(np.arange(1, len(all_pred_filter) + 1) / (all_pred_filter + 1)) / 5
+        map_all.append(map_single)
+    metrics["audio_to_text_mAP@10"] = float(np.mean(map_all))
+    for k in (1, 5, 10):
+        metrics[f"audio_to_text_R@{k}"] = float(np.mean(np.array(pred_audio_all) < k))
+    return metrics
