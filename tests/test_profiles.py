@@ -107,3 +107,14 @@ def test_profile_cli_json(tmp_path: Path) -> None:
     assert doc["profile"] == "trec" and doc["schema"] == "audiorepro.profile/1"
     assert "t2a/success_1" in doc["metrics"] and doc["notes"]
     assert main(["metrics", str(DUMPS[0]), "--profile", "nope"]) == 2
+
+
+def test_laion_clap_profile_without_torch_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    assert main(["metrics", str(DUMPS[0]), "--profile", "laion-clap"]) == 2
+    err = capsys.readouterr().err
+    assert "needs torch" in err and "Traceback" not in err

@@ -85,6 +85,13 @@ def compute_profile(
     if profile == "trec":
         return _trec(dump, result)
     if profile == "laion-clap":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise UserError(
+                "the laion-clap profile needs torch, which is not installed "
+                "(pip install 'audiorepro[peers]')"
+            ) from None
         return _laion_clap(dump)
     return _dcase(dump, result)
 
