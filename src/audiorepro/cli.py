@@ -182,6 +182,27 @@ def explain_cmd(dump: Path, json_out: Path | None) -> None:
         write_json(json_out, report)
 
 
+@cli.command("probe-metrics")
+@click.argument("predictions", type=click.Path(path_type=Path))
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the audiorepro.probe/1 JSON here.",
+)
+def probe_metrics(predictions: Path, json_out: Path | None) -> None:
+    """Every probe metric that PREDICTIONS (.npz) supports: regression, classification, events."""
+    from audiorepro.io import json_dumps, write_json
+    from audiorepro.probe import probe_report_file
+
+    report = probe_report_file(predictions)
+    if json_out is not None:
+        write_json(json_out, report)
+    else:
+        click.echo(json_dumps(report), nl=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:

@@ -1,0 +1,204 @@
+"""Probe-study prediction files (``.npz``) and their metric report (``audiorepro.probe/1``).
+
+A prediction file holds any of three sections; each present section is validated and scored.
+
+========================  ====================  ==============================================
+key                       dtype, shape          meaning
+========================  ====================  ==============================================
+``reg_names``             str [K]               regression targets
+``reg_pred``, ``reg_true``  float [N, K]        predictions and references (NaN = not annotated)
+``reg_train_sd``          float [K]             frozen training-set SD per target
+``reg_train_mean``        float [K], optional   frozen training-set mean per target
+``cls_names``             str [L]               class names
+``cls_true``, ``cls_pred``  int [M]             class indices in [0, L)
+``cls_group``             str [M], optional     group per item (e.g. actor), for the bootstrap
+``ev_ref``, ``ev_pred``   float [E, 2], [P, 2]  event start/end seconds (end > start)
+``ev_ref_clip``, ``ev_pred_clip``  int [E], [P]  clip id of each event
+``frame_true``            0/1 [F]               frame labels on one grid
+``frame_prob``            float [F]             frame probabilities in [0, 1]
+========================  ====================  ==============================================
+
+Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming file and key.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.dump import sha256_file
+from audiorepro.errors import UserError
+from audiorepro.metrics.classification import classification_report
+from audiorepro.metrics.events import event_scores, frame_f1
+from audiorepro.metrics.regression import regression_report
+
+SCHEMA = "audiorepro.probe/1"
+SECTIONS = {
+    "regression": ("reg_names", "reg_pred", "reg_true", "reg_train_sd"),
+    "classification": ("cls_names", "cls_true", "cls_pred"),
+    "events": ("ev_ref", "ev_pred", "ev_ref_clip", "ev_pred_clip", "frame_true", "frame_prob"),
+}
+OPTIONAL = ("reg_train_mean", "cls_group")
+
+
+def load_predictions(path: str | Path) -> dict[str, npt.NDArray[Any]]:
+    """Read and validate a prediction file; returns its arrays."""
+    path = Path(path)
+    name = str(path)
+    if not path.is_file():
+        raise UserError("no such file (expected an .npz prediction file)", source=name)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise UserError(f"is not a readable .npz archive ({exc})", source=name) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise UserError("is a single .npy array, expected an .npz archive", source=name)
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    with loaded as npz:
+        for key in npz.files:
+            try:
+                arrays[key] = npz[key]
+            except ValueError as exc:
+                what = (
+                    "holds a pickled object array, which is never loaded"
+                    if ("allow_pickle" in str(exc))
+                    else f"cannot be read ({exc})"
+                )
+                raise UserError(what, source=name, key=key) from None
+    validate_predictions(arrays, source=name)
+    return arrays
+
+
+def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) -> None:
+    def fail(key: str | None, msg: str) -> UserError:
+        return UserError(msg, source=source, key=key)
+
+    known = {k for keys in SECTIONS.values() for k in keys} | set(OPTIONAL)
+    unknown = sorted(set(arrays) - known)
+    if unknown:
+        raise fail(
+            unknown[0], "is not a prediction-file key (expected: " + ", ".join(sorted(known)) + ")"
+        )
+    present = [s for s, keys in SECTIONS.items() if any(k in arrays for k in keys)]
+    if not present:
+        raise fail(None, "has no regression, classification or event section")
+    for section in present:
+        for key in SECTIONS[section]:
+            if key not in arrays:
+                raise fail(key, f"is missing (required by the {section} section)")
+
+    def floats(key: str, shape: tuple[int, ...], *, nan_ok: bool = False) -> None:
+        a = arrays[key]
+        if a.dtype.kind != "f":
+            raise fail(key, f"has dtype {a.dtype}, expected a float dtype")
+        if a.shape != shape:
+            raise fail(key, f"has shape {a.shape}, expected {shape}")
+        bad = ~np.isfinite(a) if not nan_ok else np.isinf(a)
+        if bool(np.any(bad)):
+            raise fail(
+                key,
+                "has a non-finite value"
+                + ("" if not nan_ok else " (inf)")
+                + ("" if nan_ok else "; NaN is allowed only in reg_true"),
+            )
+
+    def ints(key: str, shape: tuple[int, ...], low: int, high: int | None) -> None:
+        a = arrays[key]
+        if a.dtype.kind not in "iu":
+            raise fail(key, f"has dtype {a.dtype}, expected an integer dtype")
+        if a.shape != shape:
+            raise fail(key, f"has shape {a.shape}, expected {shape}")
+        if a.size and (int(a.min()) < low or (high is not None and int(a.max()) >= high)):
+            raise fail(key, f"has a value outside [{low}, {high if high is not None else 'inf'})")
+
+    def strings(key: str, shape: tuple[int, ...]) -> None:
+        a = arrays[key]
+        if a.dtype.kind != "U":
+            raise fail(key, f"has dtype {a.dtype}, expected str")
+        if a.shape != shape:
+            raise fail(key, f"has shape {a.shape}, expected {shape}")
+
+    if "regression" in present:
+        names = arrays["reg_names"]
+        if names.ndim != 1 or names.size == 0:
+            raise fail("reg_names", f"has shape {names.shape}, expected [K] with K >= 1")
+        strings("reg_names", names.shape)
+        k = names.size
+        pred = arrays["reg_pred"]
+        if pred.ndim != 2 or pred.shape[1] != k:
+            raise fail("reg_pred", f"has shape {pred.shape}, expected [N, {k}]")
+        floats("reg_pred", pred.shape)
+        floats("reg_true", pred.shape, nan_ok=True)
+        floats("reg_train_sd", (k,))
+        if "reg_train_mean" in arrays:
+            floats("reg_train_mean", (k,))
+    if "classification" in present:
+        names = arrays["cls_names"]
+        if names.ndim != 1 or names.size == 0:
+            raise fail("cls_names", f"has shape {names.shape}, expected [L] with L >= 1")
+        strings("cls_names", names.shape)
+        m = arrays["cls_true"].shape
+        if len(m) != 1:
+            raise fail("cls_true", f"has shape {m}, expected [M]")
+        ints("cls_true", m, 0, names.size)
+        ints("cls_pred", m, 0, names.size)
+        if "cls_group" in arrays:
+            strings("cls_group", m)
+    if "events" in present:
+        for key, clip_key in (("ev_ref", "ev_ref_clip"), ("ev_pred", "ev_pred_clip")):
+            ev = arrays[key]
+            if ev.ndim != 2 or ev.shape[1] != 2:
+                raise fail(key, f"has shape {ev.shape}, expected [E, 2] (start, end)")
+            floats(key, ev.shape)
+            if bool(np.any(ev[:, 1] <= ev[:, 0])):
+                i = int(np.argmax(ev[:, 1] <= ev[:, 0]))
+                raise fail(key, f"has event {i} with end <= start, expected end > start")
+            ints(clip_key, (ev.shape[0],), 0, None)
+        ft = arrays["frame_true"]
+        if ft.ndim != 1:
+            raise fail("frame_true", f"has shape {ft.shape}, expected [F]")
+        if not bool(np.all((ft == 0) | (ft == 1))):
+            raise fail("frame_true", "has a value other than 0 or 1")
+        floats("frame_prob", ft.shape)
+        fp = arrays["frame_prob"]
+        if fp.size and (float(fp.min()) < 0 or float(fp.max()) > 1):
+            raise fail("frame_prob", "has a value outside [0, 1]")
+
+
+def probe_report(
+    arrays: dict[str, npt.NDArray[Any]], *, source: str, sha256: str | None
+) -> dict[str, Any]:
+    """Every metric that the file supports, as the ``audiorepro.probe/1`` document."""
+    out: dict[str, Any] = {"schema": SCHEMA, "source": source, "sha256": sha256}
+    if "reg_names" in arrays:
+        out["regression"] = {
+            str(name): regression_report(
+                arrays["reg_pred"][:, k],
+                arrays["reg_true"][:, k],
+                train_sd=float(arrays["reg_train_sd"][k]),
+            )
+            for k, name in enumerate(arrays["reg_names"].tolist())
+        }
+    if "cls_names" in arrays:
+        out["classification"] = classification_report(
+            arrays["cls_true"],
+            arrays["cls_pred"],
+            class_names=[str(x) for x in arrays["cls_names"].tolist()],
+            groups=arrays.get("cls_group"),
+        )
+    if "ev_ref" in arrays:
+        events = event_scores(
+            arrays["ev_ref"], arrays["ev_ref_clip"], arrays["ev_pred"], arrays["ev_pred_clip"]
+        )
+        events["frame_f1"] = frame_f1(arrays["frame_true"], arrays["frame_prob"])
+        out["events"] = events
+    return out
+
+
+def probe_report_file(path: str | Path) -> dict[str, Any]:
+    arrays = load_predictions(path)
+    return probe_report(arrays, source=Path(path).name, sha256=sha256_file(path))

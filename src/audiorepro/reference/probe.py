@@ -1,0 +1,153 @@
+"""Reference probe metrics, written from the definitions alone (slow on purpose).
+
+Regression with exact fractions where the definition is a mean, naive O(n^2) average ranks;
+classification by counting in plain loops; event matching by exhaustive search over all
+one-to-one matchings (memoized over the set of used predictions), so it proves what the fast
+solver finds.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+
+def _pairs(pred: Any, true: Any) -> list[tuple[float, float]]:
+    return [
+        (float(p), float(t)) for p, t in zip(pred, true, strict=True) if not math.isnan(float(t))
+    ]
+
+
+def mae(pred: Any, true: Any) -> float | None:
+    pairs = _pairs(pred, true)
+    if not pairs:
+        return None
+    return float(sum((abs(Fraction(p) - Fraction(t)) for p, t in pairs), Fraction(0)) / len(pairs))
+
+
+def rmse(pred: Any, true: Any) -> float | None:
+    pairs = _pairs(pred, true)
+    if not pairs:
+        return None
+    mean_sq = sum(((Fraction(p) - Fraction(t)) ** 2 for p, t in pairs), Fraction(0)) / len(pairs)
+    return math.sqrt(mean_sq)
+
+
+def _corr(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n < 3 or len(set(xs)) == 1 or len(set(ys)) == 1:
+        return None
+    fx = [Fraction(x) for x in xs]
+    fy = [Fraction(y) for y in ys]
+    mx, my = sum(fx) / n, sum(fy) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(fx, fy, strict=True))
+    sxx = sum((a - mx) ** 2 for a in fx)
+    syy = sum((b - my) ** 2 for b in fy)
+    return max(-1.0, min(1.0, float(sxy) / math.sqrt(float(sxx) * float(syy))))
+
+
+def pearson(pred: Any, true: Any) -> float | None:
+    pairs = _pairs(pred, true)
+    return _corr([p for p, _ in pairs], [t for _, t in pairs])
+
+
+def _ranks(values: list[float]) -> list[float]:
+    return [
+        sum(1 for w in values if w < v) + (sum(1 for w in values if w == v) + 1) / 2 for v in values
+    ]
+
+
+def spearman(pred: Any, true: Any) -> float | None:
+    pairs = _pairs(pred, true)
+    if len(pairs) < 3:
+        return None
+    return _corr(_ranks([p for p, _ in pairs]), _ranks([t for _, t in pairs]))
+
+
+def classification(true: Any, pred: Any, n_classes: int) -> dict[str, float | None]:
+    t = [int(x) for x in true]
+    p = [int(x) for x in pred]
+    if not t:
+        return {"accuracy": None, "balanced_accuracy": None, "macro_f1": None}
+    acc = sum(1 for a, b in zip(t, p, strict=True) if a == b) / len(t)
+    recalls, f1s = [], []
+    for k in range(n_classes):
+        tp = sum(1 for a, b in zip(t, p, strict=True) if a == k and b == k)
+        support = t.count(k)
+        predicted = p.count(k)
+        if support:
+            recalls.append(Fraction(tp, support))
+        if support + predicted:
+            f1s.append(Fraction(2 * tp, support + predicted))
+    return {
+        "accuracy": acc,
+        "balanced_accuracy": float(sum(recalls) / len(recalls)) if recalls else None,
+        "macro_f1": float(sum(f1s) / len(f1s)) if f1s else None,
+    }
+
+
+def iou(a: tuple[float, float], b: tuple[float, float]) -> float:
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    return inter / ((a[1] - a[0]) + (b[1] - b[0]) - inter)
+
+
+def best_matchings(
+    ref: list[tuple[float, float]], pred: list[tuple[float, float]], threshold: float
+) -> tuple[int, float, int]:
+    """Exhaustive search: (most pairs, their largest total IoU, how many matchings reach both)."""
+
+    @cache
+    def go(i: int, used: int) -> tuple[int, float, int]:
+        if i == len(ref):
+            return (0, 0.0, 1)
+        best = go(i + 1, used)  # reference i unmatched
+        for j in range(len(pred)):
+            if used >> j & 1:
+                continue
+            v = iou(ref[i], pred[j])
+            if v < threshold:
+                continue
+            c, s, n = go(i + 1, used | (1 << j))
+            cand = (c + 1, s + v, n)
+            if cand[0] > best[0] or (cand[0] == best[0] and cand[1] > best[1] + 1e-12):
+                best = cand
+            elif cand[0] == best[0] and abs(cand[1] - best[1]) <= 1e-12:
+                best = (best[0], max(best[1], cand[1]), best[2] + n)
+        return best
+
+    return go(0, 0)
+
+
+def event_counts(
+    ref: Any, ref_clip: Any, pred: Any, pred_clip: Any, threshold: float
+) -> dict[str, float | int | None]:
+    matched = 0
+    for clip in sorted(set(int(c) for c in ref_clip) | set(int(c) for c in pred_clip)):
+        r = [
+            (float(a), float(b)) for (a, b), c in zip(ref, ref_clip, strict=True) if int(c) == clip
+        ]
+        p = [
+            (float(a), float(b))
+            for (a, b), c in zip(pred, pred_clip, strict=True)
+            if int(c) == clip
+        ]
+        matched += best_matchings(r, p, threshold)[0]
+    n_ref, n_pred = len(ref), len(pred)
+    return {
+        "matched": matched,
+        "precision": matched / n_pred if n_pred else None,
+        "recall": matched / n_ref if n_ref else None,
+        "f1": 2 * matched / (n_pred + n_ref) if n_pred + n_ref else None,
+    }
+
+
+def frame_f1(true: Any, prob: Any) -> float | None:
+    tp = fp = fn = 0
+    for t, p in zip(true, prob, strict=True):
+        on = float(p) >= 0.5
+        tp += bool(t) and on
+        fp += (not t) and on
+        fn += bool(t) and not on
+    return 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
