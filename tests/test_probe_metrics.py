@@ -241,3 +241,42 @@ def test_bad_prediction_files(
     assert main(["probe-metrics", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"key '{key}'" in err and expected in err and "Traceback" not in err
+
+
+vec = st.lists(st.floats(-3, 3, allow_nan=False, width=32), min_size=3, max_size=3).filter(
+    lambda v: sum(x * x for x in v) > 1e-6
+)
+
+
+@given(st.lists(st.tuples(vec, vec, st.booleans()), max_size=8))
+def test_mean_cosine_matches_reference(items: list[Any]) -> None:
+    from audiorepro.metrics.vectors import mean_cosine
+
+    pred = [a for a, _, _ in items] or np.zeros((0, 3))
+    refv = [b for _, b, _ in items] or np.zeros((0, 3))
+    valid = [v for _, _, v in items]
+    ours, theirs = mean_cosine(pred, refv, valid), ref.mean_cosine(pred, refv, valid)
+    assert (ours is None) == (theirs is None)
+    if ours is not None:
+        assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+def test_span_class_accuracies_and_vectors_in_the_report(tmp_path: Path) -> None:
+    arrays = _good()
+    arrays["ev_ref_class"] = np.array([0, 1, 2])
+    arrays["ev_oracle_class"] = np.array([0, 1, 1])
+    arrays["ev_pred_class"] = np.array([0, 2, 2])
+    arrays["spk_pred"] = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    arrays["spk_ref"] = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
+    arrays["spk_valid"] = np.array([True, True, False])
+    path = _write(tmp_path / "pred.npz", **arrays)
+    out = tmp_path / "out.json"
+    assert main(["probe-metrics", str(path), "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["events"]["oracle_span_class_accuracy"] == pytest.approx(2 / 3)
+    # Matches at IoU >= 0.1: (ref 0, pred 0) class 0 == 0 and (ref 1, pred 1) class 1 != 2.
+    assert doc["events"]["detected_span_class_accuracy"] == 0.5
+    assert doc["vectors"] == {"n": 2, "mean_cosine": pytest.approx((1 + 2**-0.5) / 2)}
+    arrays["spk_valid"] = np.array([True, True, True])  # item 2 has a zero vector
+    bad = _write(tmp_path / "bad.npz", **arrays)
+    assert main(["probe-metrics", str(bad)]) == 2

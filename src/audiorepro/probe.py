@@ -16,6 +16,11 @@ key                       dtype, shape          meaning
 ``ev_ref_clip``, ``ev_pred_clip``  int [E], [P]  clip id of each event
 ``frame_true``            0/1 [F]               frame labels on one grid
 ``frame_prob``            float [F]             frame probabilities in [0, 1]
+``ev_ref_class``          int [E], optional     class of each reference event
+``ev_pred_class``         int [P], optional     class of each predicted event
+``ev_oracle_class``       int [E], optional     class predicted on each reference (oracle) span
+``spk_pred``, ``spk_ref``  float [S, V], opt.   speaker vectors, predicted and reference
+``spk_valid``             bool [S], optional    which speaker vectors count
 ========================  ====================  ==============================================
 
 Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming file and key.
@@ -33,8 +38,14 @@ import numpy.typing as npt
 from audiorepro.dump import sha256_file
 from audiorepro.errors import UserError
 from audiorepro.metrics.classification import classification_report
-from audiorepro.metrics.events import event_scores, frame_f1
+from audiorepro.metrics.events import (
+    detected_span_class_accuracy,
+    event_scores,
+    frame_f1,
+    span_class_accuracy,
+)
 from audiorepro.metrics.regression import regression_report
+from audiorepro.metrics.vectors import mean_cosine
 
 SCHEMA = "audiorepro.probe/1"
 SECTIONS = {
@@ -42,7 +53,12 @@ SECTIONS = {
     "classification": ("cls_names", "cls_true", "cls_pred"),
     "events": ("ev_ref", "ev_pred", "ev_ref_clip", "ev_pred_clip", "frame_true", "frame_prob"),
 }
-OPTIONAL = ("reg_train_mean", "cls_group")
+#: The speaker-vector section (``spk_pred``, ``spk_ref``, ``spk_valid``) is checked apart.
+OPTIONAL = (
+    "reg_train_mean", "cls_group",
+    "ev_ref_class", "ev_pred_class", "ev_oracle_class",
+    "spk_pred", "spk_ref", "spk_valid",
+)  # fmt: skip
 
 
 def load_predictions(path: str | Path) -> dict[str, npt.NDArray[Any]]:
@@ -84,7 +100,7 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
             unknown[0], "is not a prediction-file key (expected: " + ", ".join(sorted(known)) + ")"
         )
     present = [s for s, keys in SECTIONS.items() if any(k in arrays for k in keys)]
-    if not present:
+    if not present and "spk_pred" not in arrays:
         raise fail(None, "has no regression, classification or event section")
     for section in present:
         for key in SECTIONS[section]:
@@ -167,6 +183,39 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         fp = arrays["frame_prob"]
         if fp.size and (float(fp.min()) < 0 or float(fp.max()) > 1):
             raise fail("frame_prob", "has a value outside [0, 1]")
+        for key, n in (
+            ("ev_ref_class", arrays["ev_ref"].shape[0]),
+            ("ev_oracle_class", arrays["ev_ref"].shape[0]),
+            ("ev_pred_class", arrays["ev_pred"].shape[0]),
+        ):
+            if key in arrays:
+                ints(key, (n,), 0, None)
+    for key in ("ev_ref_class", "ev_pred_class", "ev_oracle_class"):
+        if key in arrays and "events" not in present:
+            raise fail(key, "needs the event section (ev_ref, ev_pred, ...)")
+    spk = [k for k in ("spk_pred", "spk_ref", "spk_valid") if k in arrays]
+    if spk:
+        for key in ("spk_pred", "spk_ref", "spk_valid"):
+            if key not in arrays:
+                raise fail(key, "is missing (required by the speaker-vector section)")
+        sp = arrays["spk_pred"]
+        if sp.ndim != 2:
+            raise fail("spk_pred", f"has shape {sp.shape}, expected [S, V]")
+        floats("spk_pred", sp.shape)
+        floats("spk_ref", sp.shape)
+        valid = arrays["spk_valid"]
+        if valid.dtype != np.bool_ or valid.shape != (sp.shape[0],):
+            raise fail(
+                "spk_valid",
+                f"has dtype {valid.dtype} and shape {valid.shape}, expected bool ({sp.shape[0]},)",
+            )
+        zero = (np.linalg.norm(sp, axis=1) == 0) | (np.linalg.norm(arrays["spk_ref"], axis=1) == 0)
+        if bool(np.any(zero & valid)):
+            raise fail(
+                "spk_valid",
+                f"marks item {int(np.argmax(zero & valid))} valid, but one "
+                "of its vectors is zero (expected it marked invalid)",
+            )
 
 
 def probe_report(
@@ -195,7 +244,25 @@ def probe_report(
             arrays["ev_ref"], arrays["ev_ref_clip"], arrays["ev_pred"], arrays["ev_pred_clip"]
         )
         events["frame_f1"] = frame_f1(arrays["frame_true"], arrays["frame_prob"])
+        if "ev_ref_class" in arrays and "ev_oracle_class" in arrays:
+            events["oracle_span_class_accuracy"] = span_class_accuracy(
+                arrays["ev_ref_class"], arrays["ev_oracle_class"]
+            )
+        if "ev_ref_class" in arrays and "ev_pred_class" in arrays:
+            events["detected_span_class_accuracy"] = detected_span_class_accuracy(
+                arrays["ev_ref"],
+                arrays["ev_ref_clip"],
+                arrays["ev_ref_class"],
+                arrays["ev_pred"],
+                arrays["ev_pred_clip"],
+                arrays["ev_pred_class"],
+            )
         out["events"] = events
+    if "spk_pred" in arrays:
+        out["vectors"] = {
+            "n": int(np.count_nonzero(arrays["spk_valid"])),
+            "mean_cosine": mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
+        }
     return out
 
 

@@ -140,3 +140,41 @@ def event_scores(
             out["start_mae_s"] = math.fsum(starts) / len(starts) if starts else None
             out["end_mae_s"] = math.fsum(ends) / len(ends) if ends else None
     return out
+
+
+def span_class_accuracy(ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike) -> float | None:
+    """Class accuracy over spans: ``mean [predicted_i == reference_i]``; None without spans.
+
+    Oracle-span accuracy: the classifier is given the reference spans. Detected-span accuracy:
+    the classes of predicted events matched (IoU >= 0.1) to reference events. Ties: none.
+
+    >>> span_class_accuracy([0, 1, 2], [0, 1, 1])
+    0.6666666666666666
+    """
+    r = np.asarray(ref_class, dtype=np.int64)
+    if r.size == 0:
+        return None
+    return int(np.count_nonzero(r == np.asarray(predicted_class, dtype=np.int64))) / r.size
+
+
+def detected_span_class_accuracy(
+    ref: npt.ArrayLike,
+    ref_clip: npt.ArrayLike,
+    ref_class: npt.ArrayLike,
+    pred: npt.ArrayLike,
+    pred_clip: npt.ArrayLike,
+    pred_class: npt.ArrayLike,
+) -> float | None:
+    """Class accuracy of predicted events over their matches at IoU >= 0.1 (see above)."""
+    r = np.asarray(ref, dtype=np.float64).reshape(-1, 2)
+    p = np.asarray(pred, dtype=np.float64).reshape(-1, 2)
+    rc, pc = np.asarray(ref_clip, dtype=np.int64), np.asarray(pred_clip, dtype=np.int64)
+    rk, pk = np.asarray(ref_class, dtype=np.int64), np.asarray(pred_class, dtype=np.int64)
+    truth: list[int] = []
+    guess: list[int] = []
+    for clip in sorted(set(rc.tolist()) | set(pc.tolist())):
+        ri, pi = np.flatnonzero(rc == clip), np.flatnonzero(pc == clip)
+        for a, b in match_events(r[ri], p[pi], threshold=IOU_THRESHOLDS[0]):
+            truth.append(int(rk[ri[a]]))
+            guess.append(int(pk[pi[b]]))
+    return span_class_accuracy(truth, guess)

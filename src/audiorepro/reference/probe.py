@@ -151,3 +151,15 @@ def frame_f1(true: Any, prob: Any) -> float | None:
         fp += (not t) and on
         fn += bool(t) and not on
     return 2 * tp / (2 * tp + fp + fn) if (2 * tp + fp + fn) else None
+
+
+def mean_cosine(pred: Any, ref: Any, valid: Any) -> float | None:
+    values = []
+    for a, b, ok in zip(pred, ref, valid, strict=True):
+        if not ok:
+            continue
+        dot = sum(Fraction(float(x)) * Fraction(float(y)) for x, y in zip(a, b, strict=True))
+        na = sum(Fraction(float(x)) ** 2 for x in a)
+        nb = sum(Fraction(float(y)) ** 2 for y in b)
+        values.append(float(dot) / math.sqrt(float(na) * float(nb)))
+    return math.fsum(values) / len(values) if values else None
