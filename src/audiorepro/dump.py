@@ -70,6 +70,36 @@ class Dump:
         return bool(counts.max() > 1)
 
 
+def read_npz(path: Path, *, what: str) -> dict[str, npt.NDArray[Any]]:
+    r"""Every array of an .npz file, never unpickling; problems are :class:`UserError`\s."""
+    name = str(path)
+    if not path.is_file():
+        raise UserError(f"no such file (expected {what})", source=name)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise UserError(f"is not a readable .npz archive ({exc})", source=name) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise UserError("is a single .npy array, expected an .npz archive", source=name)
+    arrays = {}
+    with loaded as npz:
+        for key in npz.files:
+            try:
+                arrays[key] = npz[key]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc):
+                    raise UserError(
+                        "holds a pickled object array, which is never loaded "
+                        "(expected numeric or string arrays)",
+                        source=name,
+                        key=key,
+                    ) from None
+                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
+            except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
+    return arrays
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -107,31 +137,8 @@ def make_dump(
 def load_dump(path: str | Path) -> Dump:
     """Load and validate a dump file; any problem raises :class:`UserError` naming file and key."""
     path = Path(path)
+    arrays = read_npz(path, what="an .npz embedding dump")
     name = str(path)
-    if not path.is_file():
-        raise UserError("no such file (expected an .npz embedding dump)", source=name)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise UserError(f"is not a readable .npz archive ({exc})", source=name) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise UserError("is a single .npy array, expected an .npz archive", source=name)
-    arrays = {}
-    with loaded as npz:
-        for key in npz.files:
-            try:
-                arrays[key] = npz[key]
-            except ValueError as exc:
-                if "allow_pickle" in str(exc):
-                    raise UserError(
-                        "holds a pickled object array, which is never loaded "
-                        "(expected numeric or string arrays)",
-                        source=name,
-                        key=key,
-                    ) from None
-                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                raise UserError(f"cannot be read ({exc})", source=name, key=key) from None
     return _validate(arrays, source=path.name, sha256=sha256_file(path), path_for_errors=name)
 
 

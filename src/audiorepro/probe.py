@@ -28,14 +28,13 @@ Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming f
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.dump import sha256_file
+from audiorepro.dump import read_npz, sha256_file
 from audiorepro.errors import UserError
 from audiorepro.metrics.classification import classification_report
 from audiorepro.metrics.events import (
@@ -65,26 +64,7 @@ def load_predictions(path: str | Path) -> dict[str, npt.NDArray[Any]]:
     """Read and validate a prediction file; returns its arrays."""
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise UserError("no such file (expected an .npz prediction file)", source=name)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise UserError(f"is not a readable .npz archive ({exc})", source=name) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise UserError("is a single .npy array, expected an .npz archive", source=name)
-    arrays: dict[str, npt.NDArray[Any]] = {}
-    with loaded as npz:
-        for key in npz.files:
-            try:
-                arrays[key] = npz[key]
-            except ValueError as exc:
-                what = (
-                    "holds a pickled object array, which is never loaded"
-                    if ("allow_pickle" in str(exc))
-                    else f"cannot be read ({exc})"
-                )
-                raise UserError(what, source=name, key=key) from None
+    arrays = read_npz(path, what="an .npz prediction file")
     validate_predictions(arrays, source=name)
     return arrays
 
