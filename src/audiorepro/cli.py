@@ -203,6 +203,40 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
         click.echo(json_dumps(report), nl=False)
 
 
+@cli.command()
+@click.option(
+    "--golden",
+    "golden",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Published-values file (audiorepro.published/1 TOML).",
+)
+@click.option(
+    "--dumps",
+    "dumps_dir",
+    type=click.Path(path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Folder holding the dumps the cells name.",
+)
+@click.option("--json", "json_out", type=click.Path(path_type=Path), default=None)
+def verify(golden: Path, dumps_dir: Path, json_out: Path | None) -> None:
+    """Recompute each published value and print PASS, FAIL or NOT VERIFIED per value.
+
+    Exit 0 only when every value passes; 1 when any fails or cannot be verified here.
+    """
+    from audiorepro.io import write_json
+    from audiorepro.verify import load_published, verify_lines, verify_published
+
+    report = verify_published(load_published(golden), dumps_dir)
+    for line in verify_lines(report):
+        click.echo(line)
+    if json_out is not None:
+        write_json(json_out, report)
+    if not report["passed"]:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:
