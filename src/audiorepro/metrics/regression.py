@@ -3,8 +3,11 @@
 Every function takes 1-D float arrays ``pred`` and ``true`` of one target, where ``NaN`` in
 ``true`` means "not annotated": such pairs are masked, never counted as 0. A value that does not
 exist is ``None`` (undefined), never 0: no valid pair for the errors; fewer than 3 valid pairs
-or a constant side for the correlations. Sums use ``math.fsum``, so results do not depend on
-the order of the items. There are no ties to break except in Spearman's ranks (averaged).
+or a constant side for the correlations. There are no ties to break except in Spearman's
+ranks (averaged).
+
+Rounding rule: per-pair differences (and squares, ``d * d``) in float64, sums with ``math.fsum``
+(correctly rounded, so independent of the order of the items), then one division.
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def root_mean_squared_error(pred: npt.ArrayLike, true: npt.ArrayLike) -> float |
     p, t = valid_pairs(pred, true)
     if p.size == 0:
         return None
-    return math.sqrt(math.fsum(((p - t) ** 2).tolist()) / p.size)
+    d = p - t
+    return math.sqrt(math.fsum((d * d).tolist()) / p.size)
 
 
 def _pearson(x: FloatArray, y: FloatArray) -> float | None:

@@ -24,15 +24,19 @@ def mae(pred: Any, true: Any) -> float | None:
     pairs = _pairs(pred, true)
     if not pairs:
         return None
-    return float(sum((abs(Fraction(p) - Fraction(t)) for p, t in pairs), Fraction(0)) / len(pairs))
+    # The definitions' rounding rule: each difference in float64, the sum rounded once, then
+    # one division.
+    total = float(sum((Fraction(abs(p - t)) for p, t in pairs), Fraction(0)))
+    return total / len(pairs)
 
 
 def rmse(pred: Any, true: Any) -> float | None:
     pairs = _pairs(pred, true)
     if not pairs:
         return None
-    mean_sq = sum(((Fraction(p) - Fraction(t)) ** 2 for p, t in pairs), Fraction(0)) / len(pairs)
-    return math.sqrt(mean_sq)
+    # d * d, not d ** 2: Python's float power is not always the correctly rounded square.
+    total = float(sum((Fraction((p - t) * (p - t)) for p, t in pairs), Fraction(0)))
+    return math.sqrt(total / len(pairs))
 
 
 def _corr(xs: list[float], ys: list[float]) -> float | None:
