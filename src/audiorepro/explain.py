@@ -53,7 +53,6 @@ def _cause(
     value: float,
     canonical: float,
     bounds: tuple[float, float],
-    dump: Dump,
 ) -> str:
     lo, hi = min(bounds), max(bounds)
     in_bounds = lo - EPS <= value <= hi + EPS
@@ -70,7 +69,7 @@ def _cause(
             + ("; ties add to it" if lo != hi else "")
         )
     if profile == "laion-clap" and concept == "median rank":
-        if math.floor(canonical) == value or math.floor(canonical - 0.5) + 1 == value:
+        if canonical != math.floor(canonical) and value == math.floor(canonical):
             return "it takes floor(median of rank - 1) + 1, so a median ending in .5 goes down"
     if in_bounds:
         return tie
@@ -126,7 +125,7 @@ def explain(
                 row["profiles"][p] = {"name": name, "value": value}
                 delta = value - canonical
                 if abs(delta) > EPS:
-                    cause = _cause(p, concept, direction, value, canonical, bounds, dump)
+                    cause = _cause(p, concept, direction, value, canonical, bounds)
                     word = "exceeds" if delta > 0 else "is below"
                     differences.append(
                         {
