@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audiorepro.dump import Dump, load_dump
+from audiorepro.dump import load_dump
 from audiorepro.errors import UserError
 from audiorepro.metrics.profiles import PROFILES, compute_profile
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES, compute_retrieval
+from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
 
 SCHEMA = "audiorepro.published/1"
 PLACEHOLDER_HASH = "to be filled on first verified download"
@@ -122,13 +122,6 @@ def _cell(c: dict[str, Any], i: int, name: str) -> PublishedCell:
     )
 
 
-def _reproduce(cell: PublishedCell, dump: Dump) -> dict[str, float]:
-    if cell.profile == "canonical":
-        metrics = compute_retrieval(dump).metrics(cell.tie_policy)  # type: ignore[arg-type]
-        return {f"{d}/{m}": v for d, block in metrics.items() for m, v in block.items()}
-    return compute_profile(dump, cell.profile).metrics
-
-
 def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> dict[str, Any]:
     """One row per published value; ``passed`` only when every row passes."""
     rows: list[dict[str, Any]] = []
@@ -149,7 +142,11 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> dict[
                     f"dump has {dump.n_captions} captions, the published cell {cell.n_captions}"
                 )
             else:
-                reproduced = _reproduce(cell, dump)
+                reproduced = compute_profile(
+                    dump,
+                    cell.profile,
+                    tie_policy=cell.tie_policy,  # type: ignore[arg-type]
+                ).metrics
         for metric, published in cell.values.items():
             row: dict[str, Any] = {
                 "cell": cell.dump,

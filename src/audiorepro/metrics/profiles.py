@@ -35,7 +35,7 @@ import numpy as np
 from audiorepro.dump import Dump
 from audiorepro.errors import UserError
 from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
-from audiorepro.metrics.retrieval import RetrievalResult, compute_retrieval
+from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
 
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
 SCHEMA = "audiorepro.profile/1"
@@ -68,22 +68,18 @@ class ProfileResult:
 
 
 def compute_profile(
-    dump: Dump, profile: str, *, result: RetrievalResult | None = None
+    dump: Dump,
+    profile: str,
+    *,
+    result: RetrievalResult | None = None,
+    tie_policy: TiePolicy = "pessimistic",
 ) -> ProfileResult:
-    """The metrics of ``dump`` under ``profile``; ``result`` reuses the exact rank counts."""
+    """The metrics of ``dump`` under ``profile``; ``result`` reuses the exact rank counts.
+
+    ``tie_policy`` applies to ``canonical`` only: every other profile has its peer's tie rule.
+    """
     if profile not in PROFILES:
         raise UserError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
-    if result is None:
-        result = compute_retrieval(dump)
-    if profile == "canonical":
-        flat = {
-            f"{d}/{name}": value
-            for d, metrics in result.metrics("pessimistic").items()
-            for name, value in metrics.items()
-        }
-        return ProfileResult("canonical", flat, ["canonical definitions, pessimistic ties"])
-    if profile == "trec":
-        return _trec(dump, result)
     if profile == "laion-clap":
         try:
             import torch  # noqa: F401
@@ -92,7 +88,18 @@ def compute_profile(
                 "the laion-clap profile needs torch, which is not installed "
                 "(pip install 'audiorepro[peers]')"
             ) from None
-        return _laion_clap(dump)
+        return _laion_clap(dump)  # its own torch arithmetic: no exact counts needed
+    if result is None:
+        result = compute_retrieval(dump)
+    if profile == "canonical":
+        flat = {
+            f"{d}/{name}": value
+            for d, metrics in result.metrics(tie_policy).items()
+            for name, value in metrics.items()
+        }
+        return ProfileResult("canonical", flat, [f"canonical definitions, {tie_policy} ties"])
+    if profile == "trec":
+        return _trec(dump, result)
     return _dcase(dump, result)
 
 
