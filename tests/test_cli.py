@@ -115,12 +115,17 @@ def test_parity_failure_exits_1(
         ["metrics", "x.npz", "--tie-policy", "random"],
         ["parity"],
         ["parity", "x.npz", "--tolerance", "-1"],
+        ["metrics", "x.npz", "--profile", "nope"],
+        ["verify"],
+        ["verify", "--golden", "x.toml", "--dumps", "/no/such/folder"],
         ["nosuchcommand"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert err.startswith("audiorepro: error: ") and "--help" in err
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -18,6 +18,13 @@ from audiorepro.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UserEr
 TIE_CHOICE = click.Choice(["pessimistic", "optimistic"])
 
 
+def json_option(help_text: str) -> Any:
+    """The ``--json OUT`` option every command shares (written atomically, sorted keys)."""
+    return click.option(
+        "--json", "json_out", type=click.Path(path_type=Path), default=None, help=help_text
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="audiorepro")
 def cli() -> None:
@@ -67,13 +74,7 @@ def _metrics_table(report: dict[str, Any]) -> str:
     show_default=True,
     help="Where relevant items go among tied scores.",
 )
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the audiorepro.metrics/1 JSON here.",
-)
+@json_option("Write the audiorepro.metrics/1 JSON here.")
 @click.option(
     "--chunk-rows",
     type=click.IntRange(min=1),
@@ -122,13 +123,7 @@ def metrics(
 @click.argument("dumps", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--tolerance", type=click.FloatRange(min=0.0), default=1e-9, show_default=True)
 @click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the metric_parity JSON here.",
-)
+@json_option("Write the metric_parity JSON here.")
 def parity(
     dumps: tuple[Path, ...], tolerance: float, tie_policy: str, json_out: Path | None
 ) -> None:
@@ -162,13 +157,7 @@ def parity(
 
 @cli.command("explain")
 @click.argument("dump", type=click.Path(path_type=Path))
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the explanation as JSON here.",
-)
+@json_option("Write the explanation as JSON here.")
 def explain_cmd(dump: Path, json_out: Path | None) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
     from audiorepro.dump import load_dump
@@ -184,13 +173,7 @@ def explain_cmd(dump: Path, json_out: Path | None) -> None:
 
 @cli.command("probe-metrics")
 @click.argument("predictions", type=click.Path(path_type=Path))
-@click.option(
-    "--json",
-    "json_out",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Write the audiorepro.probe/1 JSON here.",
-)
+@json_option("Write the audiorepro.probe/1 JSON here.")
 def probe_metrics(predictions: Path, json_out: Path | None) -> None:
     """Every probe metric that PREDICTIONS (.npz) supports: regression, classification, events."""
     from audiorepro.io import json_dumps, write_json
@@ -214,12 +197,12 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
 @click.option(
     "--dumps",
     "dumps_dir",
-    type=click.Path(path_type=Path),
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
     default=Path("."),
     show_default=True,
     help="Folder holding the dumps the cells name.",
 )
-@click.option("--json", "json_out", type=click.Path(path_type=Path), default=None)
+@json_option("Write the verification rows as JSON here.")
 def verify(golden: Path, dumps_dir: Path, json_out: Path | None) -> None:
     """Recompute each published value and print PASS, FAIL or NOT VERIFIED per value.
 
@@ -247,8 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("audiorepro: aborted", err=True)
         return EXIT_BAD_INPUT
+    except click.UsageError as exc:
+        # One line, like every other user error, with where to look for the right usage.
+        where = exc.ctx.command_path if exc.ctx is not None else "audiorepro"
+        click.echo(f"audiorepro: error: {exc.format_message()} (see '{where} --help')", err=True)
+        return EXIT_BAD_INPUT
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"audiorepro: error: {exc.format_message()}", err=True)
         return EXIT_BAD_INPUT
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
