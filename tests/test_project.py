@@ -92,3 +92,25 @@ def test_metric_registry_directions_and_docstrings() -> None:
 def test_tie_policy_checked() -> None:
     with pytest.raises(UserError, match="'tie_policy' parameter"):
         retrieval.ranking_from_scores([[1.0]], [[0]], tie_policy="random")  # type: ignore[arg-type]
+
+
+METRIC_MODULES = ["regression", "classification", "events", "vectors"]
+#: Public helpers that compute no metric themselves (a doctest is still required).
+HELPERS = {"valid_pairs", "average_ranks", "iou_matrix", "match_events", "decode_events",
+           "confusion_matrix"}
+
+
+@pytest.mark.parametrize("module", METRIC_MODULES)
+def test_every_probe_metric_documents_formula_ties_and_example(module: str) -> None:
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(f"audiorepro.metrics.{module}")
+    for name, func in vars(mod).items():
+        if (not inspect.isfunction(func) or func.__module__ != mod.__name__
+                or name.startswith("_") or name.endswith("_report")):
+            continue
+        doc = func.__doc__ or ""
+        assert ">>>" in doc, f"{module}.{name}: no doctest"
+        if name not in HELPERS:
+            assert "Formula" in doc and "Ties:" in doc, f"{module}.{name}: formula or ties"

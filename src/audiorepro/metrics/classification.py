@@ -46,13 +46,26 @@ def accuracy(true: npt.ArrayLike, pred: npt.ArrayLike) -> float | None:
 
 
 def per_class_recall(c: IntArray) -> list[float | None]:
-    """Recall of each class, ``C[k, k] / sum_j C[k, j]``; None for a class absent from true."""
+    """Recall of each class from a confusion matrix.
+
+    Formula: ``C[k, k] / sum_j C[k, j]``; None for a class absent from the references.
+    Ties: none.
+
+    >>> per_class_recall(confusion_matrix([0, 1, 1], [0, 0, 1], n_classes=3))
+    [1.0, 0.5, None]
+    """
     support = c.sum(axis=1)
     return [int(c[k, k]) / int(support[k]) if support[k] else None for k in range(c.shape[0])]
 
 
 def per_class_precision(c: IntArray) -> list[float | None]:
-    """Precision of each class, ``C[k, k] / sum_i C[i, k]``; None for a class never predicted."""
+    """Precision of each class from a confusion matrix.
+
+    Formula: ``C[k, k] / sum_i C[i, k]``; None for a class never predicted. Ties: none.
+
+    >>> per_class_precision(confusion_matrix([0, 1, 1], [0, 0, 1], n_classes=3))
+    [0.5, 1.0, None]
+    """
     predicted = c.sum(axis=0)
     return [int(c[k, k]) / int(predicted[k]) if predicted[k] else None for k in range(c.shape[0])]
 
@@ -103,8 +116,9 @@ def group_bootstrap_accuracy_ci(
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of accuracy, resampling whole groups (e.g. actors).
 
-    Each resample draws as many groups as there are, with replacement, from a seeded PCG64
-    generator, and pools their items. Interval: the ``(1 - level)/2`` and ``(1 + level)/2``
+    Formula: each resample draws as many groups as there are, with replacement, from a seeded
+    PCG64 generator, and pools their items; its accuracy is correct / items. Ties: none (the
+    quantiles interpolate linearly). Interval: the ``(1 - level)/2`` and ``(1 + level)/2``
     quantiles (numpy's linear interpolation) of the resampled accuracies. None without items.
 
     >>> groups = ["a", "a", "b", "b"]

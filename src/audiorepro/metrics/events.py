@@ -109,9 +109,15 @@ def event_scores(
 ) -> dict[str, Any]:
     """Precision, recall and F1 at each IoU threshold, and start/end MAE of the 0.1 matches.
 
-    Formulas: ``precision = matched / predicted``, ``recall = matched / reference``,
+    Formula: ``precision = matched / predicted``, ``recall = matched / reference``,
     ``f1 = 2 matched / (predicted + reference)``, each None when its denominator is 0;
     start/end MAE = mean absolute boundary difference over the matches at IoU >= 0.1.
+    Ties: counts never depend on which of several equally good matchings is taken; the
+    boundary errors use the solver's choice (deterministic for the same input).
+
+    >>> s = event_scores([[0, 1], [2, 3]], [0, 0], [[0.1, 1], [5, 6]], [0, 0])
+    >>> s["iou"]["0.5"], s["start_mae_s"]
+    ({'matched': 1, 'precision': 0.5, 'recall': 0.5, 'f1': 0.5}, 0.1)
     """
     r = np.asarray(ref, dtype=np.float64).reshape(-1, 2)
     p = np.asarray(pred, dtype=np.float64).reshape(-1, 2)
@@ -143,10 +149,11 @@ def event_scores(
 
 
 def span_class_accuracy(ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike) -> float | None:
-    """Class accuracy over spans: ``mean [predicted_i == reference_i]``; None without spans.
+    """Class accuracy over spans; None without spans.
 
-    Oracle-span accuracy: the classifier is given the reference spans. Detected-span accuracy:
-    the classes of predicted events matched (IoU >= 0.1) to reference events. Ties: none.
+    Formula: ``mean [predicted_i == reference_i]``. Oracle-span accuracy: the classifier is
+    given the reference spans. Detected-span accuracy: the classes of predicted events matched
+    (IoU >= 0.1) to reference events. Ties: none.
 
     >>> span_class_accuracy([0, 1, 2], [0, 1, 1])
     0.6666666666666666
@@ -165,7 +172,15 @@ def detected_span_class_accuracy(
     pred_clip: npt.ArrayLike,
     pred_class: npt.ArrayLike,
 ) -> float | None:
-    """Class accuracy of predicted events over their matches at IoU >= 0.1 (see above)."""
+    """Class accuracy of predicted events over their matches at IoU >= 0.1.
+
+    Formula: ``span_class_accuracy`` of the matched (reference, predicted) class pairs; None
+    without a match. Ties: as in :func:`event_scores`.
+
+    >>> detected_span_class_accuracy([[0, 1], [2, 3]], [0, 0], [1, 2],
+    ...                              [[0, 1], [2, 3], [7, 8]], [0, 0, 0], [1, 0, 2])
+    0.5
+    """
     r = np.asarray(ref, dtype=np.float64).reshape(-1, 2)
     p = np.asarray(pred, dtype=np.float64).reshape(-1, 2)
     rc, pc = np.asarray(ref_clip, dtype=np.int64), np.asarray(pred_clip, dtype=np.int64)

@@ -69,8 +69,9 @@ def normalized_mean_absolute_error(
 
 
 def root_mean_squared_error(pred: npt.ArrayLike, true: npt.ArrayLike) -> float | None:
-    """RMSE: ``sqrt(fsum((p_i - t_i)^2) / n)``; lower is better; None without pairs.
+    """RMSE: root mean squared error over annotated pairs; lower is better.
 
+    Formula: ``sqrt(fsum(d_i * d_i) / n)`` with ``d_i = p_i - t_i``; None without pairs.
     Ties: none to break.
 
     >>> root_mean_squared_error([0.0, 0.0], [3.0, 4.0])

@@ -184,11 +184,21 @@ def _per_query_count(ranking: Ranking, flags: npt.NDArray[np.bool_]) -> npt.NDAr
 
 
 def hit_at_k_per_query(ranking: Ranking, *, k: int) -> FloatArray:
+    """Per query ``[pos_1 <= k]``; their mean is :func:`hit_rate_at_k`.
+
+    >>> hit_at_k_per_query(Ranking.from_lists([[1], [3, 4]]), k=2).tolist()
+    [1.0, 0.0]
+    """
     _check_k(k, "hit_at_k_per_query")
     return (ranking.first <= k).astype(np.float64)
 
 
 def recall_at_k_per_query(ranking: Ranking, *, k: int) -> FloatArray:
+    """Per query ``|{i: pos_i <= k}| / |R|``; their mean is :func:`recall_at_k`.
+
+    >>> recall_at_k_per_query(Ranking.from_lists([[1], [3, 4]]), k=3).tolist()
+    [1.0, 0.5]
+    """
     _check_k(k, "recall_at_k_per_query")
     # An integer count over an integer: one IEEE division, correctly rounded.
     return _per_query_count(ranking, ranking.pos <= k) / ranking.n_relevant
@@ -198,6 +208,9 @@ def average_precision_per_query(ranking: Ranking, *, k: int | None = None) -> Fl
     """Per query ``(1/|R|) * sum_{i : pos_i <= k} i / pos_i``, correctly rounded.
 
     One relevant item: one IEEE division. Several: exact fractions, rounded once.
+
+    >>> average_precision_per_query(Ranking.from_lists([[2], [1, 3]])).tolist()
+    [0.5, 0.8333333333333334]
     """
     if k is not None:
         _check_k(k, "average_precision_per_query")
