@@ -96,8 +96,14 @@ def test_tie_policy_checked() -> None:
 
 METRIC_MODULES = ["regression", "classification", "events", "vectors"]
 #: Public helpers that compute no metric themselves (a doctest is still required).
-HELPERS = {"valid_pairs", "average_ranks", "iou_matrix", "match_events", "decode_events",
-           "confusion_matrix"}
+HELPERS = {
+    "valid_pairs",
+    "average_ranks",
+    "iou_matrix",
+    "match_events",
+    "decode_events",
+    "confusion_matrix",
+}
 
 
 @pytest.mark.parametrize("module", METRIC_MODULES)
@@ -107,8 +113,12 @@ def test_every_probe_metric_documents_formula_ties_and_example(module: str) -> N
 
     mod = importlib.import_module(f"audiorepro.metrics.{module}")
     for name, func in vars(mod).items():
-        if (not inspect.isfunction(func) or func.__module__ != mod.__name__
-                or name.startswith("_") or name.endswith("_report")):
+        if (
+            not inspect.isfunction(func)
+            or func.__module__ != mod.__name__
+            or name.startswith("_")
+            or name.endswith("_report")
+        ):
             continue
         doc = func.__doc__ or ""
         assert ">>>" in doc, f"{module}.{name}: no doctest"
