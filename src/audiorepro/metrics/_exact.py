@@ -127,16 +127,7 @@ def _scan_t2a(
     St: Any,
     j: int,
     c0: int,
-    T: Any,
-    A: Any,
-    t2a: Any,
-    p64: Any,
-    nT: Any,
-    nA: Any,
-    lo_s: Any,
-    hi_s: Any,
-    g64x2: float,
-    eta64x2: float,
+    ctx: Any,
     t2a_part: Any,
     collect: bool,
     out: Any,
@@ -149,6 +140,7 @@ def _scan_t2a(
     comparisons float64 cannot decide as rows ``(i, j)`` of ``out``.
     Returns (undecided, float64 refinements).
     """
+    T, A, t2a, p64, nT, nA, lo_s, hi_s, _clip_ptr, _csr_caps, _loc_s, _hic_s, g64x2, eta64x2 = ctx
     amb = 0
     nref = 0
     for b in range(St.shape[1]):
@@ -176,17 +168,7 @@ def _scan_a2t(
     j: int,
     k: int,
     c0: int,
-    T: Any,
-    A: Any,
-    t2a: Any,
-    p64: Any,
-    nT: Any,
-    nA: Any,
-    csr_caps: Any,
-    loc_s: Any,
-    hic_s: Any,
-    g64x2: float,
-    eta64x2: float,
+    ctx: Any,
     a2t_gt: Any,
     collect: bool,
     out: Any,
@@ -197,6 +179,7 @@ def _scan_a2t(
     The query is clip ``j``, the item caption ``i = c0 + b`` (not one of clip ``j``'s),
     compared with caption ``csr_caps[k]``. Collect mode records rows ``(k, i)``.
     """
+    T, A, t2a, p64, nT, nA, _lo_s, _hi_s, _clip_ptr, csr_caps, loc_s, hic_s, g64x2, eta64x2 = ctx
     amb = 0
     nref = 0
     c = csr_caps[k]
@@ -224,20 +207,7 @@ def _scan_a2t(
 def _count_chunk(
     St: Any,
     c0: int,
-    T: Any,
-    A: Any,
-    t2a: Any,
-    p64: Any,
-    nT: Any,
-    nA: Any,
-    lo_s: Any,
-    hi_s: Any,
-    clip_ptr: Any,
-    csr_caps: Any,
-    loc_s: Any,
-    hic_s: Any,
-    g64x2: float,
-    eta64x2: float,
+    ctx: Any,
     t2a_gt: Any,
     a2t_gt: Any,
     amb_t2a: Any,
@@ -252,6 +222,9 @@ def _count_chunk(
     thread, so a2t counts (per CSR entry of clip ``j``) need no locks; t2a counts (per
     caption) go to per-block partial rows, summed in a fixed order at the end.
     """
+    _T, _A, _t2a, _p64, _nT, _nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s, hic_s, _g64x2, _eta64x2 = (
+        ctx
+    )
     N, B = St.shape
     c1 = c0 + B
     nblk = (N + _BLOCK - 1) // _BLOCK
@@ -310,16 +283,7 @@ def _count_chunk(
                     St,
                     j,
                     c0,
-                    T,
-                    A,
-                    t2a,
-                    p64,
-                    nT,
-                    nA,
-                    lo_s,
-                    hi_s,
-                    g64x2,
-                    eta64x2,
+                    ctx,
                     p,
                     False,
                     dummy,
@@ -334,17 +298,7 @@ def _count_chunk(
                         j,
                         k,
                         c0,
-                        T,
-                        A,
-                        t2a,
-                        p64,
-                        nT,
-                        nA,
-                        csr_caps,
-                        loc_s,
-                        hic_s,
-                        g64x2,
-                        eta64x2,
+                        ctx,
                         a2t_gt,
                         False,
                         dummy,
@@ -480,6 +434,8 @@ def exact_rank_counts(
     flat = np.empty(n * min(chunk_rows, m), dtype=A.dtype)
     amb_t2a = np.zeros(n, np.int64)
     amb_a2t = np.zeros(n, np.int64)
+    # Everything the compiled passes read and never write, in one tuple (order as unpacked).
+    ctx = (T, A, t2a, p64, nT, nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s, hic_s, 2 * g64, eta64x2)
     for c0 in range(0, m, chunk_rows):
         c1 = min(m, c0 + chunk_rows)
         St = flat[: n * (c1 - c0)].reshape(n, c1 - c0)
@@ -487,20 +443,7 @@ def exact_rank_counts(
         _count_chunk(
             St,
             c0,
-            T,
-            A,
-            t2a,
-            p64,
-            nT,
-            nA,
-            lo_s,
-            hi_s,
-            clip_ptr,
-            csr_caps,
-            loc_s,
-            hic_s,
-            2 * g64,
-            eta64x2,
+            ctx,
             t2a_gt,
             a2t_gt,
             amb_t2a,
@@ -517,16 +460,7 @@ def exact_rank_counts(
                     St,
                     j,
                     c0,
-                    T,
-                    A,
-                    t2a,
-                    p64,
-                    nT,
-                    nA,
-                    lo_s,
-                    hi_s,
-                    2 * g64,
-                    eta64x2,
+                    ctx,
                     none,
                     True,
                     und_t,
@@ -539,17 +473,7 @@ def exact_rank_counts(
                         j,
                         k,
                         c0,
-                        T,
-                        A,
-                        t2a,
-                        p64,
-                        nT,
-                        nA,
-                        csr_caps,
-                        loc_s,
-                        hic_s,
-                        2 * g64,
-                        eta64x2,
+                        ctx,
                         none,
                         True,
                         und_a,
