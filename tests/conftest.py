@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
+atexit.register(shutil.rmtree, _HUB_CACHE, ignore_errors=True)
 build_tokenizer_cache(_HUB_CACHE)
 os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
 os.environ["HF_HOME"] = str(_HUB_CACHE)

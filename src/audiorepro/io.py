@@ -21,6 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+# Read once: os.umask can only be read by setting it, which is not thread-safe per write.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -29,9 +32,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates 0600; give the file the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -52,6 +52,16 @@ def _statistic(metric: str) -> Callable[[FloatArray], FloatArray]:
     return lambda v: np.asarray(np.mean(v, axis=-1), dtype=np.float64)
 
 
+def percentile_interval(stats: npt.ArrayLike, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of resampled statistics (numpy's linear quantiles).
+
+    >>> percentile_interval([0.0, 1.0, 2.0, 3.0, 4.0], 0.5)
+    (1.0, 3.0)
+    """
+    lo, hi = np.quantile(np.asarray(stats, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def _indices(n: int, n_resamples: int, seed: int) -> npt.NDArray[np.int64]:
     rng = np.random.Generator(np.random.PCG64(seed))
     return rng.integers(0, n, size=(n_resamples, n), dtype=np.int64)
@@ -73,8 +83,7 @@ def bootstrap_interval(
     """
     values = per_query_values(ranking, metric)
     stats = _statistic(metric)(values[_indices(values.size, n_resamples, seed)])
-    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return percentile_interval(stats, level)
 
 
 def paired_bootstrap(
@@ -104,7 +113,7 @@ def paired_bootstrap(
     stat = _statistic(metric)
     idx = _indices(va.size, n_resamples, seed)
     diffs = stat(va[idx]) - stat(vb[idx])
-    lo, hi = np.quantile(diffs, [(1 - level) / 2, (1 + level) / 2])
+    lo, hi = percentile_interval(diffs, level)
     return {
         "difference": float(stat(va) - stat(vb)),
         "low": float(lo),

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from audiorepro.metrics.bootstrap import percentile_interval
+
 IntArray = npt.NDArray[np.int64]
 
 
@@ -135,8 +137,7 @@ def group_bootstrap_accuracy_ci(
     rng = np.random.Generator(np.random.PCG64(seed))
     draws = rng.integers(0, len(names), size=(n_resamples, len(names)))
     acc = correct[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    lo, hi = np.quantile(acc, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    return percentile_interval(acc, level)
 
 
 def classification_report(
