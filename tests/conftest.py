@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -19,7 +20,8 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
 atexit.register(shutil.rmtree, _HUB_CACHE, ignore_errors=True)
-build_tokenizer_cache(_HUB_CACHE)
+# With the model stack installed, also the roberta-base text stand-in laion-clap builds from.
+build_tokenizer_cache(_HUB_CACHE, text_model=importlib.util.find_spec("transformers") is not None)
 os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
 os.environ["HF_HOME"] = str(_HUB_CACHE)
 

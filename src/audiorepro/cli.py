@@ -220,6 +220,216 @@ def verify(golden: Path, dumps_dir: Path, json_out: Path | None) -> None:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+registry_option = click.option(
+    "--registry",
+    "registries",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A checkpoint registry TOML adding to the bundled one (repeatable).",
+)
+device_option = click.option(
+    "--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1, ..."
+)
+
+
+def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], option: str) -> Any:
+    """Resolve a model spec and split KEY=VALUE items into architecture and preprocessing."""
+    from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
+    from audiorepro.models.settings import parse_overrides
+
+    spec = resolve_spec(name, load_registry(registries))
+    arch_items = tuple(i for i in items if i.partition("=")[0].strip() in ARCH_KEYS)
+    spec = with_architecture(spec, arch_items, source=option)
+    rest = tuple(i for i in items if i not in arch_items)
+    return spec, parse_overrides(rest, source=option)
+
+
+ARCH_KEYS = ("enable_fusion", "amodel", "tmodel")
+
+
+@cli.command("tiny-models")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--fusion/--no-fusion", default=True, show_default=True, help="Fused (aff_2d) or unfused.")
+def tiny_models(out: Path, seed: int, fusion: bool) -> None:
+    """Write one random tiny CLAP model in both formats, a local hub cache and DIR/registry.toml.
+
+    The registry names them tiny-hf and tiny-laion, so every command can be tried offline.
+    """
+    from audiorepro.models.tiny import build_tiny_models
+
+    path = build_tiny_models(out, seed=seed, fusion=fusion)
+    click.echo(f"wrote tiny-hf and tiny-laion (seed {seed}); registry: {path}")
+
+
+@cli.command()
+@click.option("--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>.")
+@click.option("--audio", type=click.Path(path_type=Path), required=True, help="Folder of audio files, or a list file.")
+@click.option("--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a preprocessing setting, or (for hf:/laion: specs) enable_fusion, amodel, tmodel.",
+)
+@click.option("--shard", default=None, metavar="I/N", help="Write part I of N (whole batches) for merge.")
+@registry_option
+@device_option
+def extract(
+    model: str,
+    audio: Path,
+    captions: Path,
+    out: Path,
+    settings: tuple[str, ...],
+    shard: str | None,
+    registries: tuple[Path, ...],
+    device: str,
+) -> None:
+    """Embed every clip and caption with one model and write the dump format (.npz)."""
+    from audiorepro.extract import extract as run_extract
+    from audiorepro.extract import parse_shard
+
+    part = parse_shard(shard)
+    spec, overrides = _spec(model, registries, settings, "--set")
+    meta = run_extract(spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True)
+    what = "part " + shard if shard else "dump"
+    click.echo(
+        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips, {meta['inputs']['n_captions']} "
+        f"captions, model {meta['model']} on {device}"
+    )
+
+
+@cli.command()
+@click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def merge(parts: tuple[Path, ...], out: Path) -> None:
+    """Join the parts of one sharded extraction (extract --shard i/n) into one dump."""
+    from audiorepro.extract import merge as run_merge
+
+    meta = run_merge(list(parts), out)
+    click.echo(f"merged {len(parts)} parts into {out} ({meta['inputs']['n_clips']} clips)")
+
+
+def _identity_lines(block: dict[str, Any]) -> list[str]:
+    lines = [f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"]
+    w = block["weights"]
+    lines.append(
+        f"weights: {w['status']} ({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
+        + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
+        + ")"
+    )
+    audio, text = block["audio_embedding_cosine_per_clip"], block["text_embedding_cosine_per_clip"]
+    if audio:
+        lines.append(
+            f"embeddings: audio cosine min {min(audio):.6f}, text cosine min {min(text):.6f}, "
+            f"similarity correlation {block['similarity_matrix_correlation']:.6f}, "
+            f"max abs diff {block['similarity_matrix_max_abs_diff']:.3g}"
+        )
+    diagnosis = block.get("diagnosis")
+    if diagnosis:
+        for row in diagnosis["tried"]:
+            if row.get("changed_side"):
+                lines.append(
+                    f"  tried {row['changed_side']}: {row['set']} -> min cosine "
+                    f"{row['min_cosine']:.6f}{' (closes the gap)' if row['closes_gap'] else ''}"
+                )
+        if not diagnosis["differing_settings"]:
+            lines.append("  no recorded preprocessing setting differs between the two sides")
+    verdict = block["verdict"]
+    if diagnosis and diagnosis.get("closing_setting"):
+        verdict += f" ({diagnosis['closing_setting']})"
+    lines.append(f"verdict: {verdict}")
+    return lines
+
+
+@cli.command()
+@click.option("--a", "a_name", required=True, help="The model under test (spec or registry name).")
+@click.option("--b", "b_name", default=None, help="The control to compare with (not with --golden).")
+@click.option("--a-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --a.")
+@click.option("--b-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --b.")
+@click.option("--audio", type=click.Path(path_type=Path), default=None, help="Fixture clips (default: bundled).")
+@click.option("--captions", type=click.Path(path_type=Path), default=None, help="Fixture captions CSV.")
+@click.option("--golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Compare --a with stored reference embeddings instead of with --b.")
+@click.option("--write-golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Store --a's fixture embeddings as a golden reference file.")
+@click.option("--min-cosine", type=float, default=0.99999, show_default=True, help="Golden threshold (--write-golden).")
+@click.option("--max-abs-diff", type=float, default=1e-4, show_default=True, help="Golden threshold (--write-golden).")
+@registry_option
+@device_option
+@json_option("Write the identity report as JSON here.")
+def identity(
+    a_name: str,
+    b_name: str | None,
+    a_set: tuple[str, ...],
+    b_set: tuple[str, ...],
+    audio: Path | None,
+    captions: Path | None,
+    golden: Path | None,
+    write_golden: Path | None,
+    min_cosine: float,
+    max_abs_diff: float,
+    registries: tuple[Path, ...],
+    device: str,
+    json_out: Path | None,
+) -> None:
+    """Are two checkpoints the same? Weights tensor by tensor, then fixture embeddings.
+
+    Verdict: identical / same weights, preprocessing differs (naming the setting that closes
+    the gap) / different checkpoints. Exit 0 only for identical (or a golden match).
+    """
+    from audiorepro import identity as ident
+    from audiorepro.io import write_json
+
+    modes = sum(x is not None for x in (b_name, golden, write_golden))
+    if modes != 1:
+        raise UserError("give exactly one of --b, --golden or --write-golden", key="identity")
+    a_spec, a_over = _spec(a_name, registries, a_set, "--a-set")
+    fixture = ident.load_fixture(audio, captions)
+    if write_golden is not None:
+        from audiorepro.io import atomic_write_bytes, npz_bytes
+
+        dump = ident.golden_arrays(a_spec, fixture, a_over, device, min_cosine, max_abs_diff)
+        import json as _json
+
+        import numpy as np
+
+        arrays = {
+            "audio_embeds": dump.audio_embeds,
+            "text_embeds": dump.text_embeds,
+            "text_to_audio": dump.text_to_audio,
+            "audio_ids": np.asarray(dump.audio_ids),
+            "captions": np.asarray(dump.captions),
+            "meta_json": np.asarray(_json.dumps(dump.meta, sort_keys=True)),
+        }
+        atomic_write_bytes(write_golden, npz_bytes(arrays))
+        click.echo(f"wrote golden embeddings of {a_name} on {fixture.name} to {write_golden}")
+        return
+    if golden is not None:
+        report = ident.compare_golden(a_spec, golden, fixture=fixture, overrides=a_over, device=device)
+        g = report["golden_identity"]
+        click.echo(
+            f"{a_name} vs golden {g['golden']} on {g['fixture']}: min cosine {g['min_cosine']:.6f} "
+            f"(>= {g['thresholds']['min_cosine']}), max abs diff {g['max_abs_diff']:.3g} "
+            f"(<= {g['thresholds']['max_abs_diff']})"
+        )
+        click.echo(f"verdict: {g['verdict']}")
+    else:
+        assert b_name is not None
+        b_spec, b_over = _spec(b_name, registries, b_set, "--b-set")
+        report = ident.compare(a_spec, b_spec, fixture,
+                               a_overrides=a_over, b_overrides=b_over, device=device)
+        for line in _identity_lines(report["checkpoint_identity"]):
+            click.echo(line)
+    passed = report.pop("passed")
+    if json_out is not None:
+        write_json(json_out, report)
+    if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:

@@ -1,0 +1,320 @@
+"""The checkpoint registry: which weights a model name means, proven by SHA-256.
+
+A registry is a TOML file (schema ``audiorepro.checkpoints/1``). The bundled one
+(``audiorepro/data/checkpoints.toml``) names the public CLAP checkpoints; ``--registry FILE``
+adds entries (``audiorepro tiny-models`` writes one). An entry::
+
+    [checkpoints."tiny-hf"]
+    format = "hf"                     # or "laion"
+    path = "tiny-hf"                  # hf: a local folder (relative to this file) ...
+    # repo = "laion/clap-htsat-fused" # ... or a hub repo with a full commit revision
+    # revision = "<40 hex digits>"
+    hub_cache = "hub"                 # optional: tokenizers / text stand-ins for offline use
+    [checkpoints."tiny-hf".weights]   # every file whose bytes matter -> SHA-256
+    "model.safetensors" = "9f86d0..."
+    [checkpoints."tiny-hf".architecture]
+    enable_fusion = true
+    amodel = "HTSAT-tiny"
+    tmodel = "roberta"
+    [checkpoints."tiny-hf".preprocessing]
+    frequency_min = 50.0              # any setting of audiorepro.models.settings
+
+A laion entry names its checkpoint with ``file`` (relative to the registry's folder, or to
+``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``. A hash (or revision) not yet
+known is written as :data:`PLACEHOLDER`; such an entry cannot be loaded until someone records
+the value of a verified download. Loading hashes every listed file first and refuses any
+mismatch.
+
+Specs on the command line: a registry name, ``hf:<repo or folder>[@<revision>]`` or
+``laion:<checkpoint path>`` (architecture and preprocessing then come from the defaults and
+options; the hashes are computed and recorded, not verified).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from audiorepro.errors import UserError
+from audiorepro.models.settings import Preprocessing, preprocessing_from_table
+
+SCHEMA = "audiorepro.checkpoints/1"
+PLACEHOLDER = "to be filled on first verified download"
+FORMATS = ("hf", "laion")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_ENTRY_KEYS = {
+    "format",
+    "repo",
+    "revision",
+    "path",
+    "file",
+    "hub_cache",
+    "weights",
+    "architecture",
+    "preprocessing",
+    "description",
+    "provenance",
+}
+_ARCH_KEYS = {"enable_fusion": bool, "amodel": str, "tmodel": str}
+
+
+@dataclass(frozen=True)
+class Architecture:
+    enable_fusion: bool = False
+    amodel: str = "HTSAT-tiny"
+    tmodel: str = "roberta"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enable_fusion": self.enable_fusion, "amodel": self.amodel, "tmodel": self.tmodel}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: where its files are, what they must hash to, how to preprocess."""
+
+    name: str
+    format: str
+    location: str
+    revision: str | None = None
+    weights: dict[str, str] = field(default_factory=dict)
+    architecture: Architecture = field(default_factory=Architecture)
+    preprocessing: Preprocessing = field(default_factory=Preprocessing)
+    hub_cache: Path | None = None
+    registry: str | None = None
+
+    @property
+    def is_hub(self) -> bool:
+        return self.format == "hf" and not Path(self.location).exists()
+
+
+def bundled_registry() -> Path:
+    return Path(str(resources.files("audiorepro") / "data" / "checkpoints.toml"))
+
+
+def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
+    src = str(source)
+
+    def fail(key: str, message: str) -> UserError:
+        return UserError(message, source=src, key=f"checkpoints.{name}.{key}")
+
+    if not isinstance(table, dict):
+        raise UserError("must be a table", source=src, key=f"checkpoints.{name}")
+    unknown = sorted(set(table) - _ENTRY_KEYS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key; expected some of {', '.join(sorted(_ENTRY_KEYS))}")
+    fmt = table.get("format")
+    if fmt not in FORMATS:
+        raise fail("format", f"is {fmt!r}; expected 'hf' or 'laion'")
+    base = source.parent
+    revision = table.get("revision")
+    if fmt == "hf":
+        if ("repo" in table) == ("path" in table):
+            raise fail("repo", "an hf entry needs exactly one of 'repo' (hub) or 'path' (folder)")
+        if "repo" in table:
+            location = str(table["repo"])
+            if revision is None:
+                raise fail("revision", "a hub entry needs the full commit revision it was verified at")
+        else:
+            location = str((base / str(table["path"])).resolve())
+    else:
+        if "file" not in table:
+            raise fail("file", "a laion entry needs 'file', the checkpoint's file name or path")
+        location = _laion_file(str(table["file"]), base)
+    weights = table.get("weights", {})
+    if not isinstance(weights, dict) or not weights:
+        raise fail("weights", "must be a table of file name -> sha256 (at least one file)")
+    for fname, digest in weights.items():
+        if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
+            raise fail(f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}")
+    arch_table = table.get("architecture", {})
+    for key, value in arch_table.items():
+        if key not in _ARCH_KEYS:
+            raise fail(f"architecture.{key}", f"unknown key; expected {', '.join(_ARCH_KEYS)}")
+        if not isinstance(value, _ARCH_KEYS[key]):
+            raise fail(f"architecture.{key}", f"expected a {_ARCH_KEYS[key].__name__}")
+    prep = preprocessing_from_table(
+        dict(table.get("preprocessing", {})), source=f"{src}: checkpoints.{name}.preprocessing"
+    )
+    hub_cache = table.get("hub_cache")
+    return ModelSpec(
+        name=name,
+        format=fmt,
+        location=location,
+        revision=None if revision is None else str(revision),
+        weights={str(k): str(v) for k, v in weights.items()},
+        architecture=Architecture(**arch_table),
+        preprocessing=prep,
+        hub_cache=None if hub_cache is None else (base / str(hub_cache)).resolve(),
+        registry=src,
+    )
+
+
+def _laion_file(file: str, base: Path) -> str:
+    candidate = base / file
+    env_dir = os.environ.get("AUDIOREPRO_CHECKPOINT_DIR")
+    if not candidate.exists() and env_dir:
+        candidate = Path(env_dir) / Path(file).name
+    return str(candidate.resolve())
+
+
+def read_registry(path: str | Path) -> dict[str, ModelSpec]:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError("no such registry file", source=path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"is not valid TOML ({exc})", source=path) from None
+    if data.get("schema") != SCHEMA:
+        raise UserError(f"is {data.get('schema')!r}; expected {SCHEMA!r}", source=path, key="schema")
+    entries = data.get("checkpoints")
+    if not isinstance(entries, dict) or not entries:
+        raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
+    unknown = sorted(set(data) - {"schema", "checkpoints"})
+    if unknown:
+        raise UserError("unknown key; expected 'schema' and 'checkpoints'", source=path, key=unknown[0])
+    return {name: _entry(name, table, source=path) for name, table in entries.items()}
+
+
+def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelSpec]:
+    """The bundled registry, then each ``--registry`` file (later entries win)."""
+    registry = read_registry(bundled_registry())
+    for path in extra:
+        registry.update(read_registry(path))
+    return registry
+
+
+def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
+    """A registry name, ``hf:<repo or folder>[@<revision>]`` or ``laion:<path>``."""
+    if spec in registry:
+        return registry[spec]
+    kind, sep, rest = spec.partition(":")
+    if sep and kind == "hf" and rest:
+        location, revision = rest, None
+        if "@" in rest:
+            location, _, revision = rest.rpartition("@")
+        path = Path(location)
+        if path.exists():
+            return ModelSpec(name=spec, format="hf", location=str(path.resolve()), revision=revision)
+        if revision is None or not _COMMIT.match(revision):
+            raise UserError(
+                "a hub model needs its full 40-hex commit revision (hf:<repo>@<commit>) so that "
+                "the weights are pinned; a local folder of that name does not exist either",
+                key=spec,
+            )
+        return ModelSpec(name=spec, format="hf", location=location, revision=revision)
+    if sep and kind == "laion" and rest:
+        return ModelSpec(name=spec, format="laion", location=str(Path(rest).resolve()))
+    known = ", ".join(sorted(registry))
+    raise UserError(
+        f"is neither a registry name ({known}) nor hf:<repo or folder>[@<revision>] "
+        "nor laion:<checkpoint path>",
+        key=spec,
+    )
+
+
+def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -> ModelSpec:
+    """Apply ``enable_fusion=...``, ``amodel=...``, ``tmodel=...`` items to a spec."""
+    from dataclasses import replace
+
+    from audiorepro.models.settings import parse_bool
+
+    changes: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if key == "enable_fusion":
+            try:
+                changes[key] = parse_bool(value)
+            except ValueError as exc:
+                raise UserError(f"{value!r} is not valid: {exc}", source=source, key=key) from None
+        else:
+            changes[key] = value
+    if not changes:
+        return spec
+    return replace(spec, architecture=replace(spec.architecture, **changes))
+
+
+def sha256_path(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def weight_files(spec: ModelSpec) -> dict[str, Path]:
+    """The local files of a spec's weights (hub snapshots from the local cache only)."""
+    if spec.format == "laion":
+        path = Path(spec.location)
+        if not path.is_file():
+            raise UserError(
+                "checkpoint file not found (set AUDIOREPRO_CHECKPOINT_DIR or give laion:<path>)",
+                source=path,
+                key=spec.name,
+            )
+        return {path.name: path}
+    if spec.is_hub:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            folder = Path(
+                snapshot_download(spec.location, revision=spec.revision, local_files_only=True)
+            )
+        except (LocalEntryNotFoundError, OSError, ValueError) as exc:
+            raise UserError(
+                f"revision {spec.revision} of {spec.location} is not in the local hub cache "
+                f"(audiorepro never downloads; {type(exc).__name__})",
+                key=spec.name,
+            ) from None
+    else:
+        folder = Path(spec.location)
+        if not folder.is_dir():
+            raise UserError("model folder not found", source=folder, key=spec.name)
+    names = spec.weights or {
+        p.name: "" for p in folder.iterdir() if p.is_file() and p.suffix in (".safetensors", ".json", ".bin", ".txt")
+    }
+    return {name: folder / name for name in sorted(names)}
+
+
+def verify_weights(spec: ModelSpec) -> dict[str, str]:
+    """SHA-256 of every weight file; a mismatch with the registry is an error, before loading."""
+    if spec.revision == PLACEHOLDER:
+        raise UserError(
+            f"the registry has no verified revision yet ({PLACEHOLDER!r}): record the commit "
+            "of a verified download in a registry file and pass --registry",
+            source=spec.registry,
+            key=f"checkpoints.{spec.name}.revision",
+        )
+    files = weight_files(spec)
+    hashes: dict[str, str] = {}
+    for name, path in files.items():
+        if not path.is_file():
+            raise UserError("weight file listed in the registry is missing", source=path, key=spec.name)
+        hashes[name] = sha256_path(path)
+    for name, expected in spec.weights.items():
+        got = hashes[name]
+        if expected == PLACEHOLDER:
+            raise UserError(
+                f"the registry has no verified hash for {name} yet ({PLACEHOLDER!r}); its SHA-256 "
+                f"here is {got}: once this download is verified, record it in a registry file "
+                "and pass --registry",
+                source=spec.registry,
+                key=f"checkpoints.{spec.name}.weights.{name}",
+            )
+        if got != expected:
+            raise UserError(
+                f"SHA-256 of {files[name]} is {got}, the registry expects {expected}: refusing "
+                "to load a checkpoint that is not the registered one",
+                source=spec.registry,
+                key=f"checkpoints.{spec.name}.weights.{name}",
+            )
+    return hashes
