@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from audiorepro.offline import build_tokenizer_cache
+from audiorepro.offline import activate_hub_cache, build_tokenizer_cache
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -20,10 +20,11 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
 atexit.register(shutil.rmtree, _HUB_CACHE, ignore_errors=True)
+os.environ["HF_HOME"] = str(_HUB_CACHE)
+# Point the hub at the cache first: building the text stand-in imports huggingface_hub.
+activate_hub_cache(_HUB_CACHE)
 # With the model stack installed, also the roberta-base text stand-in laion-clap builds from.
 build_tokenizer_cache(_HUB_CACHE, text_model=importlib.util.find_spec("transformers") is not None)
-os.environ["HF_HUB_CACHE"] = str(_HUB_CACHE)
-os.environ["HF_HOME"] = str(_HUB_CACHE)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

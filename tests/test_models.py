@@ -53,6 +53,13 @@ def tiny_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_unfused(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tiny-unfused")
+    assert main(["tiny-models", "--out", str(out), "--seed", "0", "--no-fusion"]) == 0
+    return out
+
+
 def _identity(tiny: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "identity.json"
     code = main(["identity", "--registry", str(tiny / "registry.toml"), "--json", str(out), *args])
@@ -74,9 +81,19 @@ def test_tiny_models_are_the_same_weights_in_both_formats(tiny: Path) -> None:
         "text_model.embeddings.position_ids",
         "text_model.embeddings.token_type_ids",
     ]
-    only = {k.split(".")[1] if k.startswith("audio_branch") else k.split(".")[0] for k in keys["laion_only"]}
-    assert only == {"spectrogram_extractor", "logmel_extractor", "tscam_conv", "head", "layers",
-                    "audio_transform", "text_transform"}
+    only = {
+        k.split(".")[1] if k.startswith("audio_branch") else k.split(".")[0]
+        for k in keys["laion_only"]
+    }
+    assert only == {
+        "spectrogram_extractor",
+        "logmel_extractor",
+        "tscam_conv",
+        "head",
+        "layers",
+        "audio_transform",
+        "text_transform",
+    }
     assert all(k.endswith("attn_mask") for k in keys["laion_only"] if ".layers." in k)
     # The tokenizers are the stand-ins, not a broken fallback.
     assert STANDIN_TOKEN in hf.tokenizer.get_vocab()
@@ -114,6 +131,20 @@ def test_identical_weights_and_matched_preprocessing(tiny: Path, tmp_path: Path)
     assert block["similarity_matrix_max_abs_diff"] < 1e-4
 
 
+def test_unfused_models_are_identical_and_keep_their_mel_band(
+    tiny_unfused: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _identity(tiny_unfused, tmp_path, "--a", "tiny-hf", "--b", "tiny-laion")
+    assert code == 0 and report["checkpoint_identity"]["verdict"] == "identical"
+    # Unfused laion-clap computes its mel inside the network from checkpoint tensors: the band
+    # cannot be a setting there, and asking for one is an error, not a silent no-op.
+    code, _ = _identity(
+        tiny_unfused, tmp_path, "--a", "tiny-hf", "--b", "tiny-laion", "--b-set", "frequency_min=0"
+    )
+    assert code == 2
+    assert "laion-clap fixes this to 50.0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "override, setting",
     [
@@ -125,7 +156,9 @@ def test_identical_weights_and_matched_preprocessing(tiny: Path, tmp_path: Path)
 def test_preprocessing_difference_is_named(
     tiny: Path, tmp_path: Path, override: str, setting: str
 ) -> None:
-    code, report = _identity(tiny, tmp_path, "--a", "tiny-hf", "--b", "tiny-laion", "--a-set", override)
+    code, report = _identity(
+        tiny, tmp_path, "--a", "tiny-hf", "--b", "tiny-laion", "--a-set", override
+    )
     block = report["checkpoint_identity"]
     assert code == 1
     assert block["verdict"] == "same weights, preprocessing differs"
@@ -135,7 +168,9 @@ def test_preprocessing_difference_is_named(
     assert list(block["diagnosis"]["differing_settings"]) == [setting]
 
 
-def test_different_seeds_are_different_checkpoints(tiny: Path, tiny_other: Path, tmp_path: Path) -> None:
+def test_different_seeds_are_different_checkpoints(
+    tiny: Path, tiny_other: Path, tmp_path: Path
+) -> None:
     code, report = _identity(
         tiny,
         tmp_path,
@@ -167,14 +202,19 @@ def _extract(tiny: Path, out: Path, *extra: str, model: str = "tiny-laion") -> i
     )  # fmt: skip
 
 
-def test_extraction_is_byte_identical_and_sharding_merges_exactly(tiny: Path, tmp_path: Path) -> None:
+def test_extraction_is_byte_identical_and_sharding_merges_exactly(
+    tiny: Path, tmp_path: Path
+) -> None:
     assert _extract(tiny, tmp_path / "a.npz") == 0
     assert _extract(tiny, tmp_path / "b.npz") == 0
     parts = [tmp_path / f"p{i}.part.npz" for i in range(3)]
     for i, part in enumerate(parts):
         assert _extract(tiny, part, "--shard", f"{i}/3") == 0
     assert main(["merge", *map(str, parts), "--out", str(tmp_path / "m.npz")]) == 0
-    digests = {p: hashlib.sha256((tmp_path / p).read_bytes()).hexdigest() for p in ("a.npz", "b.npz", "m.npz")}
+    digests = {
+        p: hashlib.sha256((tmp_path / p).read_bytes()).hexdigest()
+        for p in ("a.npz", "b.npz", "m.npz")
+    }
     assert len(set(digests.values())) == 1, digests
 
     dump = load_dump(tmp_path / "a.npz")
@@ -182,9 +222,10 @@ def test_extraction_is_byte_identical_and_sharding_merges_exactly(tiny: Path, tm
     assert dump.audio_ids[0] == "tone_440.wav"
     meta = dump.meta
     assert meta["model"] == "tiny-laion" and meta["device"] == "cpu" and meta["dtype"] == "float32"
-    assert meta["weights_sha256"]["tiny-laion.pt"] == hashlib.sha256(
-        (tiny / "tiny-laion.pt").read_bytes()
-    ).hexdigest()
+    assert (
+        meta["weights_sha256"]["tiny-laion.pt"]
+        == hashlib.sha256((tiny / "tiny-laion.pt").read_bytes()).hexdigest()
+    )
     assert meta["preprocessing"]["seed"] == 0 and meta["preprocessing"]["batch_size"] == 2
     assert meta["versions"]["torch"] and meta["versions"]["laion_clap"] == "1.1.7"
     assert meta["inputs"]["captions_sha256"] == hashlib.sha256(CAPTIONS.read_bytes()).hexdigest()
@@ -203,7 +244,10 @@ def test_merge_refuses_parts_that_do_not_belong_together(
     capsys.readouterr()
     assert main(["merge", str(tmp_path / "p0.part.npz"), "--out", str(tmp_path / "m.npz")]) == 2
     assert "missing [1]" in capsys.readouterr().err
-    assert main(["merge", str(tmp_path / "p0.part.npz"), str(other), "--out", str(tmp_path / "m.npz")]) == 2
+    assert (
+        main(["merge", str(tmp_path / "p0.part.npz"), str(other), "--out", str(tmp_path / "m.npz")])
+        == 2
+    )
     assert "different extraction" in capsys.readouterr().err
     assert not (tmp_path / "m.npz").exists()
 
@@ -219,16 +263,38 @@ def test_long_caption_layout_gives_the_same_dump(tiny: Path, tmp_path: Path) -> 
     long_csv.write_text(
         "file_name,caption\n" + "".join(f"{r[0]},{c}\n" for r in rows[1:] for c in r[1:])
     )
-    args = ["extract", "--registry", str(tiny / "registry.toml"), "--model", "tiny-laion",
-            "--set", "batch_size=2"]
-    assert main([*args, "--audio", str(audio), "--captions", str(long_csv), "--out", str(tmp_path / "l.npz")]) == 0
+    args = [
+        "extract",
+        "--registry",
+        str(tiny / "registry.toml"),
+        "--model",
+        "tiny-laion",
+        "--set",
+        "batch_size=2",
+    ]
+    assert (
+        main(
+            [
+                *args,
+                "--audio",
+                str(audio),
+                "--captions",
+                str(long_csv),
+                "--out",
+                str(tmp_path / "l.npz"),
+            ]
+        )
+        == 0
+    )
     assert _extract(tiny, tmp_path / "c.npz") == 0
     long_dump, clotho_dump = load_dump(tmp_path / "l.npz"), load_dump(tmp_path / "c.npz")
     np.testing.assert_array_equal(long_dump.audio_embeds, clotho_dump.audio_embeds)
     np.testing.assert_array_equal(long_dump.text_embeds, clotho_dump.text_embeds)
 
 
-def test_golden_reference_embeddings(tiny: Path, tiny_other: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_golden_reference_embeddings(
+    tiny: Path, tiny_other: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     golden = tmp_path / "golden.npz"
     reg = ["--registry", str(tiny / "registry.toml")]
     assert main(["identity", *reg, "--a", "tiny-laion", "--write-golden", str(golden)]) == 0
@@ -241,7 +307,9 @@ def test_golden_reference_embeddings(tiny: Path, tiny_other: Path, tmp_path: Pat
     assert block["verdict"] == "differs from golden" and block["min_cosine"] < 0.9
 
 
-def _bad_registry(tiny: Path, tmp_path: Path, digest: str | None = None, name: str = "tiny-laion.pt") -> Path:
+def _bad_registry(
+    tiny: Path, tmp_path: Path, digest: str | None = None, name: str = "tiny-laion.pt"
+) -> Path:
     text = (tiny / "registry.toml").read_text()
     text = text.replace('file = "tiny-laion.pt"', f'file = "{tiny / name}"')
     text = text.replace('hub_cache = "hub"', f'hub_cache = "{tiny / "hub"}"')
@@ -254,10 +322,25 @@ def _bad_registry(tiny: Path, tmp_path: Path, digest: str | None = None, name: s
     return path
 
 
-def test_wrong_hash_is_refused(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_wrong_hash_is_refused(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     reg = _bad_registry(tiny, tmp_path, digest="f" * 64)
-    code = main(["extract", "--registry", str(reg), "--model", "tiny-laion", "--audio", str(AUDIO),
-                 "--captions", str(CAPTIONS), "--out", str(tmp_path / "x.npz")])
+    code = main(
+        [
+            "extract",
+            "--registry",
+            str(reg),
+            "--model",
+            "tiny-laion",
+            "--audio",
+            str(AUDIO),
+            "--captions",
+            str(CAPTIONS),
+            "--out",
+            str(tmp_path / "x.npz"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "refusing to load" in err and "Traceback" not in err
     assert not (tmp_path / "x.npz").exists()
@@ -276,15 +359,40 @@ def test_corrupt_and_malicious_checkpoints_are_refused(
 
     evil = tmp_path / "evil.pt"
     evil.write_bytes(b"")
-    torch.save({"state_dict": {"x": torch.zeros(1)}, "extra": Payload()}, evil, pickle_module=pickle)
+    torch.save(
+        {"state_dict": {"x": torch.zeros(1)}, "extra": Payload()}, evil, pickle_module=pickle
+    )
     for path in (corrupt, evil):
-        code = main(["identity", "--a", f"laion:{path}", "--a-set", "enable_fusion=true",
-                     "--write-golden", str(tmp_path / "g.npz")])
+        code = main(
+            [
+                "identity",
+                "--a",
+                f"laion:{path}",
+                "--a-set",
+                "enable_fusion=true",
+                "--write-golden",
+                str(tmp_path / "g.npz"),
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 2, err
         assert str(path) in err and "cannot be loaded as a laion-clap" in err
         assert "Traceback" not in err
     assert not marker.exists(), "the checkpoint's pickle payload ran"
+
+
+def test_corrupt_hf_weights_are_refused(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "hf"
+    shutil.copytree(tiny / "tiny-hf", folder)
+    (folder / "model.safetensors").write_bytes(
+        (tiny / "tiny-hf" / "model.safetensors").read_bytes()[:4096]
+    )
+    code = main(["identity", "--a", f"hf:{folder}", "--write-golden", str(tmp_path / "g.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be loaded as a Hugging Face CLAP model" in err, err
+    assert str(folder) in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("problem", ["undecodable", "silent", "caption mismatch"])
@@ -309,8 +417,21 @@ def test_bad_audio_inputs_are_clear_errors(
     else:
         (audio / "clicks.wav").rename(audio / "renamed.wav")
         expected = "no audio file, first ['clicks.wav']"
-    code = main(["extract", "--registry", str(tiny / "registry.toml"), "--model", "tiny-laion",
-                 "--audio", str(audio), "--captions", str(captions), "--out", str(tmp_path / "x.npz")])
+    code = main(
+        [
+            "extract",
+            "--registry",
+            str(tiny / "registry.toml"),
+            "--model",
+            "tiny-laion",
+            "--audio",
+            str(audio),
+            "--captions",
+            str(captions),
+            "--out",
+            str(tmp_path / "x.npz"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and expected in err, err
     assert "Traceback" not in err

@@ -102,7 +102,8 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
             "full commit revision",
         ),
         (
-            '[checkpoints.m]\nformat = "laion"\nfile = "c.pt"\n[checkpoints.m.weights]\n"c.pt" = "abc"\n',
+            '[checkpoints.m]\nformat = "laion"\nfile = "c.pt"\n'
+            '[checkpoints.m.weights]\n"c.pt" = "abc"\n',
             "checkpoints.m.weights.c.pt",
             "64 hex digits",
         ),
@@ -132,7 +133,7 @@ def test_bad_registry_entries(tmp_path: Path, body: str, key: str, message: str)
 def test_registry_schema_is_checked(tmp_path: Path) -> None:
     path = tmp_path / "r.toml"
     path.write_text('schema = "other/1"\n')
-    with pytest.raises(UserError, match="expected 'audiorepro.checkpoints/1'"):
+    with pytest.raises(UserError, match=re.escape("expected 'audiorepro.checkpoints/1'")):
         read_registry(path)
 
 
@@ -166,5 +167,7 @@ def test_settings_overrides_are_validated() -> None:
     ]:
         with pytest.raises(UserError, match=message):
             parse_overrides([bad], source="--set")
-    prep = Preprocessing(frequency_min=0.0).resolved(Preprocessing(frequency_min=50.0, padding="pad"))
+    prep = Preprocessing(frequency_min=0.0).resolved(
+        Preprocessing(frequency_min=50.0, padding="pad")
+    )
     assert (prep.frequency_min, prep.padding) == (0.0, "pad")

@@ -250,7 +250,9 @@ ARCH_KEYS = ("enable_fusion", "amodel", "tmodel")
 @cli.command("tiny-models")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--fusion/--no-fusion", default=True, show_default=True, help="Fused (aff_2d) or unfused.")
+@click.option(
+    "--fusion/--no-fusion", default=True, show_default=True, help="Fused (aff_2d) or unfused."
+)
 def tiny_models(out: Path, seed: int, fusion: bool) -> None:
     """Write one random tiny CLAP model in both formats, a local hub cache and DIR/registry.toml.
 
@@ -263,18 +265,29 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 
 
 @cli.command()
-@click.option("--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>.")
-@click.option("--audio", type=click.Path(path_type=Path), required=True, help="Folder of audio files, or a list file.")
-@click.option("--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV.")
+@click.option(
+    "--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>."
+)
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder of audio files, or a list file.",
+)
+@click.option(
+    "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
+)
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
 @click.option(
     "--set",
     "settings",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Override a preprocessing setting, or (for hf:/laion: specs) enable_fusion, amodel, tmodel.",
+    help="Override a preprocessing setting, or (hf:/laion: specs) enable_fusion, amodel, tmodel.",
 )
-@click.option("--shard", default=None, metavar="I/N", help="Write part I of N (whole batches) for merge.")
+@click.option(
+    "--shard", default=None, metavar="I/N", help="Write part I of N (whole batches) for merge."
+)
 @registry_option
 @device_option
 def extract(
@@ -293,7 +306,9 @@ def extract(
 
     part = parse_shard(shard)
     spec, overrides = _spec(model, registries, settings, "--set")
-    meta = run_extract(spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True)
+    meta = run_extract(
+        spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True
+    )
     what = "part " + shard if shard else "dump"
     click.echo(
         f"wrote {what} {out}: {meta['inputs']['n_clips']} clips, {meta['inputs']['n_captions']} "
@@ -313,10 +328,13 @@ def merge(parts: tuple[Path, ...], out: Path) -> None:
 
 
 def _identity_lines(block: dict[str, Any]) -> list[str]:
-    lines = [f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"]
+    lines = [
+        f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
+    ]
     w = block["weights"]
     lines.append(
-        f"weights: {w['status']} ({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
+        f"weights: {w['status']} "
+        f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
         + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
         + ")"
     )
@@ -346,17 +364,46 @@ def _identity_lines(block: dict[str, Any]) -> list[str]:
 
 @cli.command()
 @click.option("--a", "a_name", required=True, help="The model under test (spec or registry name).")
-@click.option("--b", "b_name", default=None, help="The control to compare with (not with --golden).")
+@click.option(
+    "--b", "b_name", default=None, help="The control to compare with (not with --golden)."
+)
 @click.option("--a-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --a.")
 @click.option("--b-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --b.")
-@click.option("--audio", type=click.Path(path_type=Path), default=None, help="Fixture clips (default: bundled).")
-@click.option("--captions", type=click.Path(path_type=Path), default=None, help="Fixture captions CSV.")
-@click.option("--golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Compare --a with stored reference embeddings instead of with --b.")
-@click.option("--write-golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Store --a's fixture embeddings as a golden reference file.")
-@click.option("--min-cosine", type=float, default=0.99999, show_default=True, help="Golden threshold (--write-golden).")
-@click.option("--max-abs-diff", type=float, default=1e-4, show_default=True, help="Golden threshold (--write-golden).")
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Fixture clips (default: bundled).",
+)
+@click.option(
+    "--captions", type=click.Path(path_type=Path), default=None, help="Fixture captions CSV."
+)
+@click.option(
+    "--golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Compare --a with stored reference embeddings instead of with --b.",
+)
+@click.option(
+    "--write-golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store --a's fixture embeddings as a golden reference file.",
+)
+@click.option(
+    "--min-cosine",
+    type=float,
+    default=0.99999,
+    show_default=True,
+    help="Golden threshold (--write-golden).",
+)
+@click.option(
+    "--max-abs-diff",
+    type=float,
+    default=1e-4,
+    show_default=True,
+    help="Golden threshold (--write-golden).",
+)
 @registry_option
 @device_option
 @json_option("Write the identity report as JSON here.")
@@ -389,26 +436,18 @@ def identity(
     a_spec, a_over = _spec(a_name, registries, a_set, "--a-set")
     fixture = ident.load_fixture(audio, captions)
     if write_golden is not None:
-        from audiorepro.io import atomic_write_bytes, npz_bytes
+        from audiorepro.dump import save_dump
 
-        dump = ident.golden_arrays(a_spec, fixture, a_over, device, min_cosine, max_abs_diff)
-        import json as _json
-
-        import numpy as np
-
-        arrays = {
-            "audio_embeds": dump.audio_embeds,
-            "text_embeds": dump.text_embeds,
-            "text_to_audio": dump.text_to_audio,
-            "audio_ids": np.asarray(dump.audio_ids),
-            "captions": np.asarray(dump.captions),
-            "meta_json": np.asarray(_json.dumps(dump.meta, sort_keys=True)),
-        }
-        atomic_write_bytes(write_golden, npz_bytes(arrays))
+        save_dump(
+            write_golden,
+            ident.golden_dump(a_spec, fixture, a_over, device, min_cosine, max_abs_diff),
+        )
         click.echo(f"wrote golden embeddings of {a_name} on {fixture.name} to {write_golden}")
         return
     if golden is not None:
-        report = ident.compare_golden(a_spec, golden, fixture=fixture, overrides=a_over, device=device)
+        report = ident.compare_golden(
+            a_spec, golden, fixture=fixture, overrides=a_over, device=device
+        )
         g = report["golden_identity"]
         click.echo(
             f"{a_name} vs golden {g['golden']} on {g['fixture']}: min cosine {g['min_cosine']:.6f} "
@@ -419,8 +458,9 @@ def identity(
     else:
         assert b_name is not None
         b_spec, b_over = _spec(b_name, registries, b_set, "--b-set")
-        report = ident.compare(a_spec, b_spec, fixture,
-                               a_overrides=a_over, b_overrides=b_over, device=device)
+        report = ident.compare(
+            a_spec, b_spec, fixture, a_overrides=a_over, b_overrides=b_over, device=device
+        )
         for line in _identity_lines(report["checkpoint_identity"]):
             click.echo(line)
     passed = report.pop("passed")

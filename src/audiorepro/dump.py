@@ -250,3 +250,25 @@ def _strings(
     if arr.shape != (n,):
         raise fail(key, f"has shape {arr.shape}, expected ({n},)")
     return tuple(str(x) for x in arr)
+
+
+def dump_arrays(dump: Dump) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of a dump file, keyed as in the format table."""
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "audio_embeds": np.asarray(dump.audio_embeds),
+        "text_embeds": np.asarray(dump.text_embeds),
+        "text_to_audio": np.asarray(dump.text_to_audio, dtype=np.int64),
+        "meta_json": np.asarray(json.dumps(dump.meta, sort_keys=True)),
+    }
+    if dump.audio_ids is not None:
+        arrays["audio_ids"] = np.asarray(dump.audio_ids, dtype=str)
+    if dump.captions is not None:
+        arrays["captions"] = np.asarray(dump.captions, dtype=str)
+    return arrays
+
+
+def save_dump(path: str | Path, dump: Dump) -> None:
+    """Write a dump atomically; the bytes depend only on its contents (:func:`npz_bytes`)."""
+    from audiorepro.io import atomic_write_bytes, npz_bytes
+
+    atomic_write_bytes(path, npz_bytes(dump_arrays(dump)))

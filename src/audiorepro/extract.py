@@ -27,14 +27,24 @@ import numpy as np
 
 from audiorepro.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
 from audiorepro.captions import Captions, list_audio, match_audio, read_captions
-from audiorepro.dump import make_dump, read_npz
+from audiorepro.dump import make_dump, read_npz, save_dump
 from audiorepro.errors import UserError
 from audiorepro.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.registry import ModelSpec
 
 PART_KIND = "audiorepro.dump-part/1"
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
-VERSIONED = ("numpy", "scipy", "soundfile", "torch", "torchaudio", "torchvision", "transformers", "laion_clap", "audiorepro")
+VERSIONED = (
+    "numpy",
+    "scipy",
+    "soundfile",
+    "torch",
+    "torchaudio",
+    "torchvision",
+    "transformers",
+    "laion_clap",
+    "audiorepro",
+)
 
 
 def library_versions() -> dict[str, str | None]:
@@ -127,7 +137,9 @@ def extract(
         "kind": "audiorepro.extraction/1",
         **pipeline.meta(),
         "logit_scale": _logit_scale(pipeline),
-        "audio_decoder": f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})",
+        "audio_decoder": (
+            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
+        ),
         "resampler": RESAMPLER,
         "sample_rate": SAMPLE_RATE,
         "mono": "mean of channels",
@@ -144,7 +156,7 @@ def extract(
             captions=list(caps.texts),
             meta=meta,
         )
-        _write_dump(out, dump.audio_embeds, dump.text_embeds, meta, _labels(caps))
+        save_dump(out, dump)
         return meta
     part = {
         "kind": PART_KIND,
@@ -178,16 +190,6 @@ def _labels(caps: Captions) -> dict[str, Any]:
     }
 
 
-def _write_dump(out: Path, audio: Any, text: Any, meta: dict[str, Any], labels: dict[str, Any]) -> None:
-    arrays = {
-        "audio_embeds": np.asarray(audio),
-        "text_embeds": np.asarray(text),
-        "meta_json": np.asarray(json.dumps(meta, sort_keys=True)),
-        **labels,
-    }
-    atomic_write_bytes(out, npz_bytes(arrays))
-
-
 def merge(parts: list[Path], out: Path) -> dict[str, Any]:
     """Join the parts of one sharded extraction into the dump an unsharded run writes."""
     if not parts:
@@ -202,20 +204,31 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
         except json.JSONDecodeError as exc:
             raise UserError(f"holds invalid JSON ({exc})", source=path, key="part_json") from None
         if info.get("kind") != PART_KIND:
-            raise UserError(f"kind is {info.get('kind')!r}, expected {PART_KIND!r}", source=path, key="part_json")
+            raise UserError(
+                f"kind is {info.get('kind')!r}, expected {PART_KIND!r}",
+                source=path,
+                key="part_json",
+            )
         loaded.append((path, info, arrays))
     first_path, first, _ = loaded[0]
     n = first["shard"][1]
     for path, info, _ in loaded:
         if info["meta"] != first["meta"]:
-            differ = sorted(k for k in set(info["meta"]) | set(first["meta"]) if info["meta"].get(k) != first["meta"].get(k))
+            differ = sorted(
+                k
+                for k in set(info["meta"]) | set(first["meta"])
+                if info["meta"].get(k) != first["meta"].get(k)
+            )
             raise UserError(
-                f"belongs to a different extraction than {first_path.name} (differs in {', '.join(differ)})",
+                f"belongs to a different extraction than {first_path.name} "
+                f"(differs in {', '.join(differ)})",
                 source=path,
                 key="part_json",
             )
         if info["shard"][1] != n:
-            raise UserError(f"is shard {info['shard'][0]}/{info['shard'][1]}, others are of {n}", source=path)
+            raise UserError(
+                f"is shard {info['shard'][0]}/{info['shard'][1]}, others are of {n}", source=path
+            )
     found = sorted(info["shard"][0] for _, info, _ in loaded)
     if found != list(range(n)):
         missing = sorted(set(range(n)) - set(found))
@@ -228,16 +241,27 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
     for path, info, arrays in loaded:
         for key in labels:
             if not np.array_equal(arrays[key], labels[key]):
-                raise UserError(f"lists other clips or captions than {first_path.name}", source=path, key=key)
+                raise UserError(
+                    f"lists other clips or captions than {first_path.name}", source=path, key=key
+                )
         for kind in ("audio", "text"):
             start, stop = info[f"{kind}_range"]
             rows = arrays[f"{kind}_embeds"].shape[0] if arrays[f"{kind}_embeds"].size else 0
             if start != expected[kind] or stop - start != rows:
-                raise UserError(f"{kind} rows {start}..{stop} do not continue the previous part", source=path)
+                raise UserError(
+                    f"{kind} rows {start}..{stop} do not continue the previous part", source=path
+                )
             expected[kind] = stop
     audio = [a["audio_embeds"] for _, _, a in loaded if a["audio_embeds"].size]
     text = [a["text_embeds"] for _, _, a in loaded if a["text_embeds"].size]
     audio_embeds, text_embeds = np.concatenate(audio), np.concatenate(text)
-    make_dump(audio_embeds, text_embeds, labels["text_to_audio"], meta=meta)
-    _write_dump(out, audio_embeds, text_embeds, meta, labels)
-    return meta
+    dump = make_dump(
+        audio_embeds,
+        text_embeds,
+        labels["text_to_audio"],
+        audio_ids=labels["audio_ids"],
+        captions=labels["captions"],
+        meta=meta,
+    )
+    save_dump(out, dump)
+    return dict(meta)

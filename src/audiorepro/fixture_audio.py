@@ -163,7 +163,12 @@ def build(out: Path, names: tuple[str, ...] | None = None) -> dict[str, str]:
     return sums
 
 
-
 #: The clips of ``audiorepro identity``'s default fixture (all at most 10 s).
-IDENTITY_CLIPS = ("tone_440.wav", "chirp_up.wav", "noise_burst.wav", "chord_stereo.wav", "clicks.wav")
+IDENTITY_CLIPS = (
+    "tone_440.wav",
+    "chirp_up.wav",
+    "noise_burst.wav",
+    "chord_stereo.wav",
+    "clicks.wav",
+)
 IDENTITY_FIXTURE = "audiorepro-synthetic-5"

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from audiorepro.dump import Dump
 from audiorepro.errors import UserError
 from audiorepro.models.registry import ModelSpec
 
@@ -151,7 +152,9 @@ def compare_weights(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _embed(pipeline: Any, fixture: Fixture) -> tuple[Array, Array]:
-    return pipeline.embed_audio(list(fixture.waveforms)), pipeline.embed_text(list(fixture.captions))
+    return pipeline.embed_audio(list(fixture.waveforms)), pipeline.embed_text(
+        list(fixture.captions)
+    )
 
 
 def _state_pair(a: Any, b: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -206,8 +209,14 @@ def _diagnose(
             }
             tried.append(row)
             return row
-        tried.append({"setting": label, "changed_side": None, "closes_gap": False,
-                      "note": "neither side accepts the other's value"})
+        tried.append(
+            {
+                "setting": label,
+                "changed_side": None,
+                "closes_gap": False,
+                "note": "neither side accepts the other's value",
+            }
+        )
         return None
 
     closing = [n for n in names if (row := attempt(n, {n: None})) is not None and row["closes_gap"]]
@@ -231,7 +240,7 @@ def compare(
     b_overrides: dict[str, Any] | None = None,
     device: str = "cpu",
 ) -> dict[str, Any]:
-    """The full identity report (see the module docstring); ``report["passed"]`` for the exit code."""
+    """The full identity report (module docstring); ``report["passed"]`` gives the exit code."""
     from audiorepro.models.pipelines import configure_determinism, load_pipeline
 
     a_overrides, b_overrides = dict(a_overrides or {}), dict(b_overrides or {})
@@ -248,7 +257,9 @@ def compare(
         verdict = IDENTICAL
     else:
         verdict = PREPROCESSING
-        diagnosis = _diagnose(a_spec, b_spec, a_overrides, b_overrides, a, b, b_emb, fixture, device)
+        diagnosis = _diagnose(
+            a_spec, b_spec, a_overrides, b_overrides, a, b, b_emb, fixture, device
+        )
     block = {
         "fixture": fixture.name,
         "n": len(fixture.clip_ids),
@@ -260,7 +271,8 @@ def compare(
         "similarity_matrix_max_abs_diff": emb.get("similarity_matrix_max_abs_diff"),
         "verdict": verdict,
         "weights": weights,
-        "embeddings": {k: v for k, v in emb.items() if not k.endswith("_per_clip")} | {"match_cosine": MATCH_COSINE},
+        "embeddings": {k: v for k, v in emb.items() if not k.endswith("_per_clip")}
+        | {"match_cosine": MATCH_COSINE},
         "diagnosis": diagnosis,
         "a": a.meta(),
         "b": b.meta(),
@@ -271,8 +283,14 @@ def compare(
     return {"checkpoint_identity": block, "passed": verdict == IDENTICAL}
 
 
-def golden_arrays(spec: ModelSpec, fixture: Fixture, overrides: dict[str, Any], device: str,
-                  min_cosine: float, max_abs_diff: float) -> dict[str, Any]:
+def golden_dump(
+    spec: ModelSpec,
+    fixture: Fixture,
+    overrides: dict[str, Any],
+    device: str,
+    min_cosine: float,
+    max_abs_diff: float,
+) -> Dump:
     """A golden reference-embedding file (the dump format) for ``spec`` on ``fixture``."""
     from audiorepro.dump import make_dump
     from audiorepro.models.pipelines import configure_determinism, load_pipeline
@@ -286,11 +304,19 @@ def golden_arrays(spec: ModelSpec, fixture: Fixture, overrides: dict[str, Any], 
         "model": pipeline.meta(),
         "thresholds": {"min_cosine": min_cosine, "max_abs_diff": max_abs_diff},
     }
-    return make_dump(audio, text, fixture.caption_clip, audio_ids=fixture.clip_ids,
-                     captions=fixture.captions, meta=meta)
+    return make_dump(
+        audio,
+        text,
+        fixture.caption_clip,
+        audio_ids=fixture.clip_ids,
+        captions=fixture.captions,
+        meta=meta,
+    )
 
 
-def compare_golden(spec: ModelSpec, golden: Path, *, fixture: Fixture, overrides: dict[str, Any], device: str) -> dict[str, Any]:
+def compare_golden(
+    spec: ModelSpec, golden: Path, *, fixture: Fixture, overrides: dict[str, Any], device: str
+) -> dict[str, Any]:
     """Compare a loaded checkpoint's fixture embeddings with stored reference embeddings."""
     from audiorepro.dump import load_dump
     from audiorepro.models.pipelines import configure_determinism, load_pipeline
@@ -298,11 +324,17 @@ def compare_golden(spec: ModelSpec, golden: Path, *, fixture: Fixture, overrides
     ref = load_dump(golden)
     thresholds = ref.meta.get("thresholds")
     if ref.meta.get("kind") != "audiorepro.golden-embeddings/1" or not isinstance(thresholds, dict):
-        raise UserError("is not a golden embeddings file (meta_json kind/thresholds)", source=golden, key="meta_json")
+        raise UserError(
+            "is not a golden embeddings file (meta_json kind/thresholds)",
+            source=golden,
+            key="meta_json",
+        )
     try:
         min_cos, max_abs = float(thresholds["min_cosine"]), float(thresholds["max_abs_diff"])
     except (KeyError, TypeError, ValueError):
-        raise UserError("thresholds need min_cosine and max_abs_diff numbers", source=golden, key="meta_json") from None
+        raise UserError(
+            "thresholds need min_cosine and max_abs_diff numbers", source=golden, key="meta_json"
+        ) from None
     if ref.audio_ids != fixture.clip_ids or ref.captions != fixture.captions:
         raise UserError(
             f"was made on fixture {ref.meta.get('fixture')!r}, whose clips or captions differ from "
@@ -315,7 +347,9 @@ def compare_golden(spec: ModelSpec, golden: Path, *, fixture: Fixture, overrides
     audio, text = _embed(pipeline, fixture)
     emb = compare_embeddings(audio, text, np.asarray(ref.audio_embeds), np.asarray(ref.text_embeds))
     worst_abs = max(emb["audio_max_abs_diff"], emb["text_max_abs_diff"])
-    passed = bool(emb["min_cosine"] >= min_cos and worst_abs <= max_abs and not math.isnan(worst_abs))
+    passed = bool(
+        emb["min_cosine"] >= min_cos and worst_abs <= max_abs and not math.isnan(worst_abs)
+    )
     return {
         "golden_identity": {
             "golden": golden.name,

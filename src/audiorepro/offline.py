@@ -138,7 +138,7 @@ def activate_hub_cache(cache_dir: str | Path | None) -> None:
     if cache_dir is not None:
         env["HF_HUB_CACHE"] = str(Path(cache_dir).resolve())
     os.environ.update(env)
-    constants = sys.modules.get("huggingface_hub.constants")
+    constants: Any = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
         constants.HF_HUB_OFFLINE = True
         if cache_dir is not None:

@@ -84,7 +84,8 @@ def seed_all(seed: int) -> None:
     import torch
 
     random.seed(seed)
-    np.random.seed(seed)
+    # The libraries draw their crops from NumPy's legacy global generator: seed that one.
+    np.random.seed(seed)  # noqa: NPY002
     torch.manual_seed(seed)
 
 
@@ -203,7 +204,9 @@ def _progress(items: range, label: str, enabled: bool) -> Any:
         return items
     from tqdm import tqdm
 
-    return tqdm(items, desc=f"embedding {label} batches", unit="batch", file=sys.stderr, disable=None)
+    return tqdm(
+        items, desc=f"embedding {label} batches", unit="batch", file=sys.stderr, disable=None
+    )
 
 
 def _to_numpy(tensor: Any) -> Array:
@@ -217,14 +220,17 @@ class HFPipeline(Pipeline):
         self.spec, self.device = spec, device
         self.weight_hashes = verify_weights(spec)
         activate_hub_cache(spec.hub_cache)
+        from safetensors import SafetensorError
         from transformers import ClapFeatureExtractor, ClapModel, ClapProcessor
 
         source = spec.location
         try:
             model = ClapModel.from_pretrained(source, revision=spec.revision)
             processor = ClapProcessor.from_pretrained(source, revision=spec.revision)
-        except (OSError, ValueError) as exc:
-            raise UserError(f"cannot be loaded as a Hugging Face CLAP model ({exc})", source=source) from None
+        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
+            raise UserError(
+                f"cannot be loaded as a Hugging Face CLAP model: {_first_line(exc)}", source=source
+            ) from None
         fe = processor.feature_extractor
         defaults = Preprocessing(
             truncation=fe.truncation,
@@ -241,7 +247,10 @@ class HFPipeline(Pipeline):
                 f"enable_fusion={model.config.audio_config.enable_fusion}",
                 key=f"{spec.name}: truncation",
             )
-        if (fe.frequency_min, fe.frequency_max) != (self.settings.frequency_min, self.settings.frequency_max):
+        if (fe.frequency_min, fe.frequency_max) != (
+            self.settings.frequency_min,
+            self.settings.frequency_max,
+        ):
             # The filter banks are computed in __init__: rebuild the extractor with the band.
             fe = ClapFeatureExtractor(
                 feature_size=fe.feature_size,
@@ -314,17 +323,26 @@ class LaionPipeline(Pipeline):
             import laion_clap
 
             module = laion_clap.CLAP_Module(
-                enable_fusion=arch.enable_fusion, device=device, amodel=arch.amodel, tmodel=arch.tmodel
+                enable_fusion=arch.enable_fusion,
+                device=device,
+                amodel=arch.amodel,
+                tmodel=arch.tmodel,
             )
             _check_tokenizer(module, spec)
             try:
                 with _weights_only_torch_load():
                     module.load_ckpt(spec.location, verbose=False)
-            except (RuntimeError, EOFError, OSError, KeyError, ValueError, pickle.UnpicklingError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            except (
+                RuntimeError,
+                EOFError,
+                OSError,
+                KeyError,
+                ValueError,
+                pickle.UnpicklingError,
+            ) as exc:
                 raise UserError(
                     f"cannot be loaded as a laion-clap {arch.amodel}/{arch.tmodel} checkpoint "
-                    f"(enable_fusion={arch.enable_fusion}): {first}",
+                    f"(enable_fusion={arch.enable_fusion}): {_first_line(exc)}",
                     source=spec.location,
                 ) from None
         audio_cfg = module.model_cfg["audio_cfg"]
@@ -337,7 +355,11 @@ class LaionPipeline(Pipeline):
             is_longer="length",
         )
         settings = spec.preprocessing.with_overrides(overrides).resolved(defaults)
-        fixed = {"truncation": defaults.truncation, "padding": "repeatpad", "is_longer": "length"}
+        fixed: dict[str, Any] = {
+            "truncation": defaults.truncation,
+            "padding": "repeatpad",
+            "is_longer": "length",
+        }
         if not arch.enable_fusion:
             # Unfused models compute the mel inside the network from checkpoint tensors
             # (logmel_extractor.melW): the band is part of the weights, not a setting.
@@ -374,6 +396,11 @@ class LaionPipeline(Pipeline):
         return laion_to_hf(self.raw_state())
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _check_tokenizer(module: Any, spec: ModelSpec) -> None:
     """Refuse a tokenizer that does not fit the text model (an empty hub cache gives one)."""
     vocab = len(module.tokenize.get_vocab())
@@ -387,7 +414,9 @@ def _check_tokenizer(module: Any, spec: ModelSpec) -> None:
         )
 
 
-def load_pipeline(spec: ModelSpec, overrides: dict[str, Any] | None = None, device: str = "cpu") -> Pipeline:
+def load_pipeline(
+    spec: ModelSpec, overrides: dict[str, Any] | None = None, device: str = "cpu"
+) -> Pipeline:
     """Verify the weights' hashes, then load the model with its own library."""
     overrides = overrides or {}
     if spec.format == "hf":

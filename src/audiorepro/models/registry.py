@@ -120,7 +120,9 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
         if "repo" in table:
             location = str(table["repo"])
             if revision is None:
-                raise fail("revision", "a hub entry needs the full commit revision it was verified at")
+                raise fail(
+                    "revision", "a hub entry needs the full commit revision it was verified at"
+                )
         else:
             location = str((base / str(table["path"])).resolve())
     else:
@@ -132,7 +134,9 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
         raise fail("weights", "must be a table of file name -> sha256 (at least one file)")
     for fname, digest in weights.items():
         if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
-            raise fail(f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}")
+            raise fail(
+                f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
+            )
     arch_table = table.get("architecture", {})
     for key, value in arch_table.items():
         if key not in _ARCH_KEYS:
@@ -173,13 +177,17 @@ def read_registry(path: str | Path) -> dict[str, ModelSpec]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"is not valid TOML ({exc})", source=path) from None
     if data.get("schema") != SCHEMA:
-        raise UserError(f"is {data.get('schema')!r}; expected {SCHEMA!r}", source=path, key="schema")
+        raise UserError(
+            f"is {data.get('schema')!r}; expected {SCHEMA!r}", source=path, key="schema"
+        )
     entries = data.get("checkpoints")
     if not isinstance(entries, dict) or not entries:
         raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
     unknown = sorted(set(data) - {"schema", "checkpoints"})
     if unknown:
-        raise UserError("unknown key; expected 'schema' and 'checkpoints'", source=path, key=unknown[0])
+        raise UserError(
+            "unknown key; expected 'schema' and 'checkpoints'", source=path, key=unknown[0]
+        )
     return {name: _entry(name, table, source=path) for name, table in entries.items()}
 
 
@@ -202,7 +210,9 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
             location, _, revision = rest.rpartition("@")
         path = Path(location)
         if path.exists():
-            return ModelSpec(name=spec, format="hf", location=str(path.resolve()), revision=revision)
+            return ModelSpec(
+                name=spec, format="hf", location=str(path.resolve()), revision=revision
+            )
         if revision is None or not _COMMIT.match(revision):
             raise UserError(
                 "a hub model needs its full 40-hex commit revision (hf:<repo>@<commit>) so that "
@@ -280,7 +290,9 @@ def weight_files(spec: ModelSpec) -> dict[str, Path]:
         if not folder.is_dir():
             raise UserError("model folder not found", source=folder, key=spec.name)
     names = spec.weights or {
-        p.name: "" for p in folder.iterdir() if p.is_file() and p.suffix in (".safetensors", ".json", ".bin", ".txt")
+        p.name: ""
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix in (".safetensors", ".json", ".bin", ".txt")
     }
     return {name: folder / name for name in sorted(names)}
 
@@ -298,7 +310,9 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
     hashes: dict[str, str] = {}
     for name, path in files.items():
         if not path.is_file():
-            raise UserError("weight file listed in the registry is missing", source=path, key=spec.name)
+            raise UserError(
+                "weight file listed in the registry is missing", source=path, key=spec.name
+            )
         hashes[name] = sha256_path(path)
     for name, expected in spec.weights.items():
         got = hashes[name]

@@ -36,7 +36,14 @@ TRUNCATIONS = ("fusion", "rand_trunc")
 PADDINGS = ("repeatpad", "repeat", "pad")
 IS_LONGER = ("length", "extractor")
 #: The settings that the identity diagnosis tries to align, in the order it tries them.
-SWITCHES = ("frequency_min", "frequency_max", "is_longer", "int16_roundtrip", "truncation", "padding")
+SWITCHES = (
+    "frequency_min",
+    "frequency_max",
+    "is_longer",
+    "int16_roundtrip",
+    "truncation",
+    "padding",
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,9 @@ class Preprocessing:
     def resolved(self, defaults: Preprocessing) -> Preprocessing:
         """Fill every ``None`` from ``defaults``."""
         values = {
-            f.name: getattr(defaults, f.name) if getattr(self, f.name) is None else getattr(self, f.name)
+            f.name: getattr(defaults, f.name)
+            if getattr(self, f.name) is None
+            else getattr(self, f.name)
             for f in fields(self)
         }
         return Preprocessing(**values)

@@ -102,7 +102,11 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
 
     text = standin_text_config()
     text_config = ClapTextConfig(
-        **{k: v for k, v in text.items() if k not in ("architectures", "model_type", "initializer_range")}
+        **{
+            k: v
+            for k, v in text.items()
+            if k not in ("architectures", "model_type", "initializer_range")
+        }
     )
     audio_config = ClapAudioConfig(enable_fusion=fusion, fusion_type="aff_2d" if fusion else None)
     config = ClapConfig(text_config=text_config.to_dict(), audio_config=audio_config.to_dict())
@@ -112,7 +116,8 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
     missing = sorted(result.missing_keys)
     if result.unexpected_keys or any(not is_hf_only(k) for k in missing):
         raise RuntimeError(
-            f"laion -> HF mapping incomplete: missing {missing}, unexpected {result.unexpected_keys}"
+            f"laion -> HF mapping incomplete: missing {missing}, "
+            f"unexpected {result.unexpected_keys}"
         )
     hf_dir = out / "tiny-hf"
     hf.eval().save_pretrained(hf_dir)
@@ -131,7 +136,12 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
         f'schema = "{SCHEMA}"\n\n'
         + _entry(
             "tiny-hf",
-            {"format": "hf", "path": "tiny-hf", "hub_cache": "hub", "description": f"tiny random CLAP, seed {seed}"},
+            {
+                "format": "hf",
+                "path": "tiny-hf",
+                "hub_cache": "hub",
+                "description": f"tiny random CLAP, seed {seed}",
+            },
             {
                 "weights": hf_files,
                 "architecture": arch,
@@ -142,7 +152,12 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
         + "\n"
         + _entry(
             "tiny-laion",
-            {"format": "laion", "file": "tiny-laion.pt", "hub_cache": "hub", "description": f"tiny random CLAP, seed {seed}"},
+            {
+                "format": "laion",
+                "file": "tiny-laion.pt",
+                "hub_cache": "hub",
+                "description": f"tiny random CLAP, seed {seed}",
+            },
             {"weights": {"tiny-laion.pt": sha256_path(laion_path)}, "architecture": arch},
         )
     )
