@@ -470,6 +470,39 @@ def identity(
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+@cli.command()
+@click.argument("study_file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: reproduce-<study name>).",
+)
+def reproduce(study_file: Path | None, out: Path | None) -> None:
+    """Regenerate every table, the report, the bundle and the manifest of a study.
+
+    Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
+    fails (the report is still written, failure first).
+    """
+    from audiorepro.reproduce import run
+    from audiorepro.study import load_study
+
+    if study_file is None:
+        from audiorepro.demo import prepare_demo
+
+        out = out or Path("reproduce-demo")
+        study_file = prepare_demo(out / "cache" / "demo")
+    study = load_study(study_file)
+    out = out or Path(f"reproduce-{study.name}")
+    result = run(study, out)
+    status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
+    click.echo(f"{study.name}: {status}; report {out / 'report.html'}")
+    for failure in result["failures"]:
+        click.echo(f"  {failure}")
+    if not result["passed"]:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:

@@ -108,6 +108,7 @@ def extract(
     device: str = "cpu",
     shard: tuple[int, int] | None = None,
     progress: bool = False,
+    extra_meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Embed every clip and caption; write a dump (or a part with ``shard``). Returns meta."""
     import soundfile
@@ -146,6 +147,7 @@ def extract(
         "inputs": inputs,
         "determinism": determinism,
         "versions": library_versions(),
+        **(extra_meta or {}),
     }
     if shard is None:
         dump = make_dump(

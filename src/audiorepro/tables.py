@@ -44,11 +44,11 @@ class Table:
         """
         marks: list[set[int]] = []
         for j, col in enumerate(self.columns):
-            values = [
-                (i, float(r[1][j]))
-                for i, r in enumerate(self.rows)
-                if isinstance(r[1][j], int | float) and not isinstance(r[1][j], bool)
-            ]
+            values: list[tuple[int, float]] = []
+            for i, (_, row) in enumerate(self.rows):
+                v = row[j]
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    values.append((i, float(v)))
             if col.higher_is_better is None or not values:
                 marks.append(set())
                 continue

@@ -147,29 +147,46 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> dict[
                     cell.profile,
                     tie_policy=cell.tie_policy,  # type: ignore[arg-type]
                 ).metrics
-        for metric, published in cell.values.items():
-            row: dict[str, Any] = {
-                "cell": cell.dump,
-                "metric": metric,
-                "published": published,
-                "tolerance": cell.tolerance,
-                "reproduced": None,
-                "delta": None,
-                "status": NOT_VERIFIED,
-                "reason": reason,
-            }
-            if reason is None:
-                if metric not in reproduced:
-                    row["reason"] = f"profile {cell.profile} has no metric {metric}"
-                else:
-                    value = reproduced[metric]
-                    row.update(
-                        reproduced=value,
-                        delta=value - published,
-                        reason=None,
-                        status=PASS if abs(value - published) <= cell.tolerance else FAIL,
-                    )
-            rows.append(row)
+        rows += value_rows(cell.dump, cell.values, cell.tolerance, reproduced, reason, cell.profile)
+    return summarize(rows)
+
+
+def value_rows(
+    cell: str,
+    values: dict[str, float],
+    tolerance: float,
+    reproduced: dict[str, float],
+    reason: str | None,
+    profile: str,
+) -> list[dict[str, Any]]:
+    """One row per published value: PASS, FAIL, or NOT VERIFIED (with the reason)."""
+    rows = []
+    for metric, published in values.items():
+        row: dict[str, Any] = {
+            "cell": cell,
+            "metric": metric,
+            "published": published,
+            "tolerance": tolerance,
+            "reproduced": None,
+            "delta": None,
+            "status": NOT_VERIFIED,
+            "reason": reason,
+        }
+        if reason is None:
+            if metric not in reproduced:
+                row["reason"] = f"profile {profile} has no metric {metric}"
+            else:
+                value = reproduced[metric]
+                row.update(
+                    reproduced=value,
+                    delta=value - published,
+                    status=PASS if abs(value - published) <= tolerance else FAIL,
+                )
+        rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     counts = {s: sum(1 for r in rows if r["status"] == s) for s in (PASS, FAIL, NOT_VERIFIED)}
     return {"rows": rows, "counts": counts, "passed": counts[PASS] == len(rows)}
 

@@ -102,12 +102,26 @@ def configure_determinism(device: str) -> dict[str, Any]:
     torch.backends.cudnn.allow_tf32 = False
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError(f"device {device!r} requested but CUDA is not available", key="--device")
+    # CPU kernels split work by thread and the last bits of a sum follow the split (measured:
+    # audio embeddings move by 4e-8 between 1 and 2 threads). A fixed count, not the machine's,
+    # makes CPU embeddings independent of OMP_NUM_THREADS and of the core count.
+    threads = cpu_threads()
+    torch.set_num_threads(threads)
     return {
         "use_deterministic_algorithms": True,
         "cudnn_benchmark": False,
         "allow_tf32": False,
         "cublas_workspace_config": os.environ["CUBLAS_WORKSPACE_CONFIG"],
+        "cpu_threads": threads,
     }
+
+
+def cpu_threads() -> int:
+    """torch's CPU thread count for embedding: ``AUDIOREPRO_CPU_THREADS``, default 1."""
+    value = os.environ.get("AUDIOREPRO_CPU_THREADS", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(f"is {value!r}; expected an integer >= 1", key="AUDIOREPRO_CPU_THREADS")
+    return int(value)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,136 @@
+"""The bundled demo study: ``audiorepro reproduce`` with no study file runs it, offline.
+
+:func:`prepare_demo` writes into a work folder (``OUT/cache/demo``) everything the study needs,
+all made here from seeds: two synthetic fixture dumps (:mod:`audiorepro.fixture_dumps`), the
+synthetic fixture clips (:mod:`audiorepro.fixture_audio`), and tiny CLAP models of seeds 0 and 1
+in both formats (:mod:`audiorepro.models.tiny`); then ``study.toml``, whose paths are relative
+to it, so the study's bytes do not depend on where it runs. The study has three datasets: the
+two synthetic dumps (with published values: the project's golden values of those dumps) and
+the fixture clips embedded by tiny-laion, tiny-hf (same weights) and tiny-laion of seed 1 (a
+different checkpoint); a checkpoint-identity check expects tiny-hf and tiny-laion identical.
+A couple of minutes on a laptop CPU; later runs reuse the work folder (weights are still
+verified by hash on every load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from audiorepro.io import atomic_write_bytes, npz_bytes
+
+_STUDY = """\
+schema = "audiorepro.study/1"
+name = "demo"
+title = "audiorepro demo: synthetic dumps and tiny CLAP models"
+profiles = ["canonical", "laion-clap", "trec"]
+tie_policy = "pessimistic"
+bootstrap = {{ resamples = 1000, seed = 0, level = 0.95 }}
+
+[[cell]]
+id = "synthetic/5cap"
+model = "synthetic"
+dataset = "synthetic-5cap"
+dump = "dumps/synthetic_5cap.npz"
+sha256 = "{sha_5cap}"
+
+[[cell]]
+id = "synthetic/1cap"
+model = "synthetic"
+dataset = "synthetic-1cap"
+dump = "dumps/synthetic_1cap.npz"
+sha256 = "{sha_1cap}"
+
+[[cell]]
+id = "tiny-laion/fixture-audio"
+model = "tiny-laion (seed 0)"
+dataset = "fixture-audio"
+
+[cell.extract]
+model = "tiny-laion"
+registry = "tiny/registry.toml"
+audio = "audio"
+captions = "audio/captions.csv"
+settings = {{ batch_size = 2 }}
+
+[[cell]]
+id = "tiny-hf/fixture-audio"
+model = "tiny-hf (seed 0)"
+dataset = "fixture-audio"
+
+[cell.extract]
+model = "tiny-hf"
+registry = "tiny/registry.toml"
+audio = "audio"
+captions = "audio/captions.csv"
+settings = {{ batch_size = 2 }}
+
+[[cell]]
+id = "tiny-laion-seed1/fixture-audio"
+model = "tiny-laion (seed 1)"
+dataset = "fixture-audio"
+
+[cell.extract]
+model = "tiny-laion"
+registry = "tiny-seed1/registry.toml"
+audio = "audio"
+captions = "audio/captions.csv"
+settings = {{ batch_size = 2 }}
+
+[[identity]]
+a = "tiny-hf"
+b = "tiny-laion"
+registry = "tiny/registry.toml"
+expect = "identical"
+
+[[published]]
+cell = "synthetic/5cap"
+profile = "canonical"
+tolerance = 0.0
+provenance = "audiorepro golden values, golden/fixtures/synthetic_5cap.yml (definitions v1)"
+values = {{ {values} }}
+"""
+
+
+def golden_5cap() -> dict[str, float]:
+    """The published values of the demo's synthetic/5cap cell."""
+    return dict(_GOLDEN_5CAP)
+
+
+# Copied from golden/fixtures/synthetic_5cap.yml; tests/test_reproduce.py keeps them equal.
+_GOLDEN_5CAP = {
+    "t2a/r@1": 0.13,
+    "t2a/r@5": 0.415,
+    "t2a/r@10": 0.565,
+    "t2a/map": 0.2759604981005806,
+    "a2t/r@1": 0.3,
+    "a2t/r@5": 0.625,
+    "a2t/r@10": 0.775,
+    "a2t/map": 0.17799810060096083,
+}
+
+
+def prepare_demo(work: Path) -> Path:
+    """Write the demo's inputs and ``study.toml`` into ``work``; returns the study path."""
+    from audiorepro.fixture_audio import build as build_audio
+    from audiorepro.fixture_dumps import fixtures
+    from audiorepro.models.tiny import build_tiny_models
+
+    work = Path(work)
+    dumps = fixtures()
+    hashes = {}
+    for name in ("synthetic_5cap.npz", "synthetic_1cap.npz"):
+        data = npz_bytes(dumps[name])
+        atomic_write_bytes(work / "dumps" / name, data)
+        hashes[name] = hashlib.sha256(data).hexdigest()
+    build_audio(work / "audio")
+    for folder, seed in (("tiny", 0), ("tiny-seed1", 1)):
+        if not (work / folder / "registry.toml").is_file():
+            build_tiny_models(work / folder, seed=seed)
+    values = ", ".join(f'"{k}" = {v!r}' for k, v in _GOLDEN_5CAP.items())
+    text = _STUDY.format(
+        sha_5cap=hashes["synthetic_5cap.npz"], sha_1cap=hashes["synthetic_1cap.npz"], values=values
+    )
+    path = work / "study.toml"
+    atomic_write_bytes(path, text.encode())
+    return path

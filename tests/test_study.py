@@ -1,0 +1,104 @@
+"""Study files: a valid one loads; every broken one fails before work starts, naming the key."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from audiorepro.errors import UserError
+from audiorepro.study import load_study, parse_study
+from tests.conftest import FIXTURES
+
+DUMP = FIXTURES / "dumps" / "synthetic_5cap.npz"
+SHA = hashlib.sha256(DUMP.read_bytes()).hexdigest()
+
+
+def _study(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "d.npz").write_bytes(DUMP.read_bytes())
+    path = tmp_path / "study.toml"
+    path.write_text(body)
+    return path
+
+
+VALID = f"""
+schema = "audiorepro.study/1"
+name = "s1"
+profiles = ["canonical", "trec"]
+
+[[cell]]
+id = "m/d"
+model = "m"
+dataset = "d"
+dump = "d.npz"
+sha256 = "{SHA}"
+
+[[published]]
+cell = "m/d"
+tolerance = 1e-9
+provenance = "seed kit output"
+values = {{ "t2a/r@1" = 0.5 }}
+"""
+
+
+def test_valid_study_loads(tmp_path: Path) -> None:
+    study = load_study(_study(tmp_path, VALID))
+    assert study.name == "s1" and study.tie_policy == "pessimistic"
+    assert study.cells[0].dump == (tmp_path / "d.npz").resolve()
+    assert study.cells[0].profiles == ("canonical", "trec")
+    assert study.published[0].values == {"t2a/r@1": 0.5}
+    assert study.bootstrap.resamples == 1000 and study.bootstrap.level == 0.95
+
+
+@pytest.mark.parametrize(
+    "old, new, key, message",
+    [
+        ('name = "s1"', 'name = "s 1"', "name", "letters, digits"),
+        ('name = "s1"', "", "name", "is missing"),
+        ('name = "s1"', 'name = "s1"\ncolour = 1', "colour", "unknown key"),
+        ('["canonical", "trec"]', '["canonical", "beir"]', "profiles", "unknown profile 'beir'"),
+        ('dataset = "d"\n', "", "cell[0].dataset", "is missing"),
+        ('dump = "d.npz"', 'dump = "nope.npz"', "cell[0].dump", "does not exist"),
+        (f'sha256 = "{SHA}"', 'sha256 = "' + "0" * 64 + '"', "cell[0].sha256", "the study expects"),
+        (f'sha256 = "{SHA}"', 'sha256 = "abc"', "cell[0].sha256", "64 lowercase hex"),
+        ('cell = "m/d"', 'cell = "x"', "published[0].cell", "not a cell of this study"),
+        ('"t2a/r@1"', '"t2a/r@11"', "published[0].values.t2a/r@11", "unknown metric"),
+        ('"t2a/r@1"', '"up/r@1"', "published[0].values.up/r@1", "unknown metric"),
+        ("= 0.5", '= "0.5"', "published[0].values.t2a/r@1", "expected a number"),
+        ("tolerance = 1e-9", "tolerance = -1", "published[0].tolerance", ">= 0"),
+        ('provenance = "seed kit output"\n', "", "published[0].provenance", "is missing"),
+        ('schema = "audiorepro.study/1"', 'schema = "audiorepro.study/2"', "schema", "expected"),
+    ],
+)
+def test_broken_study_names_the_key(
+    tmp_path: Path, old: str, new: str, key: str, message: str
+) -> None:
+    assert old in VALID
+    with pytest.raises(UserError, match=message) as info:
+        load_study(_study(tmp_path, VALID.replace(old, new, 1)))
+    assert info.value.key == key
+    assert info.value.source == str((tmp_path / "study.toml").resolve())
+
+
+def test_repeated_cell_id(tmp_path: Path) -> None:
+    cell = VALID[VALID.index("[[cell]]") : VALID.index("[[published]]")]
+    with pytest.raises(UserError, match="repeats cell id 'm/d'") as info:
+        load_study(_study(tmp_path, VALID + cell))
+    assert info.value.key == "cell[1].id"
+
+
+def test_extract_cell_settings_are_validated(tmp_path: Path) -> None:
+    body = VALID.replace(
+        f'dump = "d.npz"\nsha256 = "{SHA}"',
+        f'extract = {{ model = "tiny-laion", audio = "{FIXTURES / "audio"}", '
+        f'captions = "{FIXTURES / "audio" / "captions.csv"}", settings = {{ batch_sise = 2 }} }}',
+    )
+    with pytest.raises(UserError, match="unknown preprocessing setting") as info:
+        load_study(_study(tmp_path, body))
+    assert info.value.key == "batch_sise"
+
+
+def test_not_toml(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="is not valid TOML"):
+        parse_study("[[cell", tmp_path / "s.toml")
