@@ -187,12 +187,13 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
 
 
 @cli.command()
+@click.argument("target", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--golden",
     "golden",
     type=click.Path(path_type=Path),
-    required=True,
-    help="Published-values file (audiorepro.published/1 TOML).",
+    default=None,
+    help="Published-values file (audiorepro.published/1 TOML), checked against --dumps.",
 )
 @click.option(
     "--dumps",
@@ -200,18 +201,42 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
     type=click.Path(path_type=Path, exists=True, file_okay=False),
     default=Path("."),
     show_default=True,
-    help="Folder holding the dumps the cells name.",
+    help="Folder holding the dumps the --golden cells name.",
 )
 @json_option("Write the verification rows as JSON here.")
-def verify(golden: Path, dumps_dir: Path, json_out: Path | None) -> None:
-    """Recompute each published value and print PASS, FAIL or NOT VERIFIED per value.
+def verify(
+    target: Path | None, golden: Path | None, dumps_dir: Path, json_out: Path | None
+) -> None:
+    """Check published values: one line per value, PASS, FAIL or NOT VERIFIED.
 
-    Exit 0 only when every value passes; 1 when any fails or cannot be verified here.
+    TARGET is a study file (its published values are recomputed from its dumps) or the output
+    folder of `reproduce` (its recorded checks are re-read and every output file is checked
+    against the manifest's hashes); or give --golden FILE with --dumps DIR. Exit 0 only when
+    every value passes; 1 when any fails or cannot be verified here; 2 for bad input.
     """
+    import tempfile
+
     from audiorepro.io import write_json
     from audiorepro.verify import load_published, verify_lines, verify_published
 
-    report = verify_published(load_published(golden), dumps_dir)
+    if (target is None) == (golden is None):
+        raise UserError(
+            "give a study file or reproduce output folder, or --golden FILE", key="verify"
+        )
+    if golden is not None:
+        report = verify_published(load_published(golden), dumps_dir)
+    elif target is not None and target.is_dir():
+        from audiorepro.reproduce import verify_output_dir
+
+        report = verify_output_dir(target)
+    else:
+        from audiorepro.reproduce import verify_study
+        from audiorepro.study import load_study
+
+        assert target is not None
+        study = load_study(target, strict=False)
+        with tempfile.TemporaryDirectory(prefix="audiorepro-verify-") as cache:
+            report = verify_study(study, Path(cache))
     for line in verify_lines(report):
         click.echo(line)
     if json_out is not None:

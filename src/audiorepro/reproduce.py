@@ -329,15 +329,9 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
     results = [CellResult(c) for c in study.cells]
 
     for res in _progress(results, "extract", progress):
-        path = res.cell.dump
-        try:
-            if res.cell.extract is not None:
-                path = _extract(res.cell, out / "cache" / "dumps")
-            assert path is not None
-            res.dump = load_dump(path)
-        except UserError as exc:
-            res.error = str(exc)
-            failures.append(f"cell {res.cell.id}: {exc}")
+        _load_cell(res, out / "cache" / "dumps")
+        if res.error is not None:
+            failures.append(f"cell {res.cell.id}: {res.error}")
 
     for res in _progress([r for r in results if r.dump is not None], "metrics", progress):
         _cell_metrics(res, study)
@@ -372,28 +366,8 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
                 f"identity {check.a} vs {check.b}: {block['verdict']} (expected {check.expect})"
             )
 
-    rows: list[dict[str, Any]] = []
-    by_id = {r.cell.id: r for r in results}
-    for pub in _progress(list(study.published), "golden", progress):
-        res = by_id[pub.cell]
-        reason = res.error
-        reproduced: dict[str, float] = {}
-        if reason is None and res.dump is not None and res.retrieval is not None:
-            if pub.profile == "canonical":
-                m = res.retrieval.metrics(pub.tie_policy)
-                reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
-            else:
-                reproduced = compute_profile(
-                    res.dump, pub.profile, result=res.retrieval, tie_policy=pub.tie_policy
-                ).metrics
-        rows += [
-            dict(r, provenance=pub.provenance)
-            for r in value_rows(
-                pub.cell, pub.values, pub.tolerance, reproduced, reason, pub.profile
-            )
-        ]
-    golden = summarize(rows)
-    for row in rows:
+    golden = summarize(golden_rows(study, results, progress))
+    for row in golden["rows"]:
         if row["status"] != PASS:
             failures.append(
                 f"published {row['cell']} {row['metric']}: {row['status']}"
@@ -424,6 +398,103 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
 
     write_manifest(out, study, [r.dump for r in results if r.dump is not None])
     return {**verification, "passed": not failures}
+
+
+def _load_cell(res: CellResult, cache: Path) -> None:
+    """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised."""
+    try:
+        if res.cell.extract is not None:
+            res.dump = load_dump(_extract(res.cell, cache))
+        elif res.cell.dump is None or not res.cell.dump.is_file():
+            res.error = f"dump {res.cell.dump} is not available here"
+        else:
+            res.dump = load_dump(res.cell.dump)
+            if res.dump.sha256 != res.cell.sha256:
+                res.error = (
+                    f"dump {res.cell.dump.name} has SHA-256 {res.dump.sha256}, "
+                    f"the study expects {res.cell.sha256}"
+                )
+                res.dump = None
+    except UserError as exc:
+        res.error = str(exc)
+        res.dump = None
+
+
+def golden_rows(
+    study: Study, results: list[CellResult], progress: bool = False
+) -> list[dict[str, Any]]:
+    """One row per published value: PASS, FAIL, or NOT VERIFIED when its cell has no dump."""
+    rows: list[dict[str, Any]] = []
+    by_id = {r.cell.id: r for r in results}
+    for pub in _progress(list(study.published), "golden", progress):
+        res = by_id[pub.cell]
+        reason = res.error
+        reproduced: dict[str, float] = {}
+        if reason is None and res.dump is not None:
+            if res.retrieval is None:
+                res.retrieval = compute_retrieval(res.dump)
+            if pub.profile == "canonical":
+                m = res.retrieval.metrics(pub.tie_policy)
+                reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
+            else:
+                reproduced = compute_profile(
+                    res.dump,
+                    pub.profile,
+                    result=res.retrieval,
+                    tie_policy=pub.tie_policy,
+                ).metrics
+        rows += [
+            dict(r, provenance=pub.provenance)
+            for r in value_rows(
+                pub.cell, pub.values, pub.tolerance, reproduced, reason, pub.profile
+            )
+        ]
+    return rows
+
+
+def verify_study(study: Study, cache: Path) -> dict[str, Any]:
+    """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
+    needed = {p.cell for p in study.published}
+    results = [CellResult(c) for c in study.cells if c.id in needed]
+    for res in results:
+        _load_cell(res, cache)
+    return summarize(golden_rows(study, results))
+
+
+def verify_output_dir(out: Path) -> dict[str, Any]:
+    """Re-read a reproduce output folder: its published-value rows, and every output file
+    against the manifest's SHA-256 (a changed file is a FAIL row naming it)."""
+    out = Path(out)
+    rows: list[dict[str, Any]] = []
+    for name in ("verification.json", "manifest.json"):
+        if not (out / name).is_file():
+            raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
+    try:
+        verification = json.loads((out / "verification.json").read_text(encoding="utf-8"))
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        rows = list(verification["golden"]["rows"])
+        outputs = dict(manifest["outputs"])
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise UserError(
+            f"holds an unreadable verification or manifest ({exc})", source=out
+        ) from None
+    for rel, expected in sorted(outputs.items()):
+        path = out / rel
+        got = sha256_file(path) if path.is_file() else None
+        if got != expected:
+            rows.append(
+                {
+                    "cell": "output",
+                    "metric": rel,
+                    "published": None,
+                    "reproduced": None,
+                    "delta": None,
+                    "tolerance": 0.0,
+                    "status": FAIL,
+                    "reason": "missing" if got is None else "SHA-256 differs from manifest.json",
+                }
+            )
+    return summarize(rows)
 
 
 def gzip_bytes(data: bytes) -> bytes:

@@ -197,7 +197,7 @@ def _profiles(r: _Reader, name: str, default: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...]) -> Cell:
+def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...], strict: bool) -> Cell:
     r = _Reader(raw, f"cell[{i}]", source, _CELL)
     cell_id = r.get("id", str, what="a unique cell id")
     has_dump, has_extract = "dump" in r.table, "extract" in r.table
@@ -206,7 +206,7 @@ def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...]) -> Cell:
     dump = sha = None
     extraction = None
     if has_dump:
-        dump = r.path("dump")
+        dump = r.path("dump", must_exist=strict)
         sha = r.get("sha256", str, what="the dump's SHA-256 (64 hex digits)")
         if not _SHA256.match(sha):
             raise r.error("sha256", f"is {sha!r}; expected 64 lowercase hex digits")
@@ -214,8 +214,8 @@ def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...]) -> Cell:
         e = _Reader(r.table["extract"], f"cell[{i}].extract", source, _EXTRACT)
         extraction = Extraction(
             model=e.get("model", str, what="a model spec or registry name"),
-            audio=e.path("audio"),  # type: ignore[arg-type]
-            captions=e.path("captions"),  # type: ignore[arg-type]
+            audio=e.path("audio", must_exist=strict),  # type: ignore[arg-type]
+            captions=e.path("captions", must_exist=strict),  # type: ignore[arg-type]
             registry=e.path("registry", None),
             settings=dict(e.get("settings", dict, {}, what="a table of preprocessing settings")),
             device=e.get("device", str, "cpu", what="a torch device name"),
@@ -282,7 +282,9 @@ def _verdict(r: _Reader) -> str | None:
     return str(expect) if expect is not None else None
 
 
-def parse_study(text: str, source: Path, *, check_hashes: bool = True) -> Study:
+def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
+    """Parse and validate a study. ``strict=False`` (for ``verify``) lets a dump be missing or
+    differ from its hash: such a cell's values are then reported NOT VERIFIED, not an error."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -308,7 +310,7 @@ def parse_study(text: str, source: Path, *, check_hashes: bool = True) -> Study:
     raw_cells = r.get("cell", list, what="at least one [[cell]]")
     if not raw_cells:
         raise r.error("cell", "is empty; expected at least one [[cell]]")
-    cells = tuple(_cell(c, i, source, profiles) for i, c in enumerate(raw_cells))
+    cells = tuple(_cell(c, i, source, profiles, strict) for i, c in enumerate(raw_cells))
     seen: set[str] = set()
     for i, c in enumerate(cells):
         if c.id in seen:
@@ -344,7 +346,7 @@ def parse_study(text: str, source: Path, *, check_hashes: bool = True) -> Study:
         identity=tuple(identity),
         published=published,
     )
-    if check_hashes:
+    if strict:
         check_dump_hashes(study)
     return study
 
@@ -363,7 +365,7 @@ def check_dump_hashes(study: Study) -> None:
             )
 
 
-def load_study(path: str | Path) -> Study:
+def load_study(path: str | Path, *, strict: bool = True) -> Study:
     path = Path(path)
     if not path.is_file():
         raise UserError("no such study file (expected a .toml study)", source=path)
@@ -371,4 +373,4 @@ def load_study(path: str | Path) -> Study:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
-    return parse_study(text, path.resolve())
+    return parse_study(text, path.resolve(), strict=strict)
