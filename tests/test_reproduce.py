@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -270,3 +271,28 @@ def test_report_in_a_headless_browser(demo: Path) -> None:
     finally:
         browser.quit()
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+def test_demo_golden(demo: Path, data_regression: Any) -> None:
+    """Every retrieval number of the demo, and its identity verdict, against golden/demo.
+
+    Embedding cosines are left out on purpose: their last bits follow the CPU's kernels; the
+    ranks and the metrics built on them do not, unless a real change moves a rank.
+    """
+    bundle = json.loads(gzip.decompress((demo / "bundle.json.gz").read_bytes()))
+    verification = bundle["verification"]
+    data_regression.check(
+        {
+            "cells": {
+                c["id"]: {"metrics": c["metrics"], "profiles": c["profiles"]}
+                for c in bundle["cells"]
+            },
+            "identity": {
+                "verdict": verification["checkpoint_identity"]["verdict"],
+                "weights": verification["checkpoint_identity"]["weights"]["status"],
+            },
+            "golden_counts": verification["golden"]["counts"],
+            "definitions_version": bundle["definitions_version"],
+        },
+        fullpath=GOLDEN / "demo" / "demo.yml",
+    )

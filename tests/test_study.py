@@ -102,3 +102,26 @@ def test_extract_cell_settings_are_validated(tmp_path: Path) -> None:
 def test_not_toml(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is not valid TOML"):
         parse_study("[[cell", tmp_path / "s.toml")
+
+
+def test_clap_study_matches_the_published_golden_and_is_not_verified_without_dumps(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from audiorepro.cli import main
+    from audiorepro.verify import load_published
+    from tests.conftest import GOLDEN, ROOT
+
+    study = load_study(ROOT / "studies" / "clap_retrieval.toml", strict=False)
+    published = {
+        c.dump: c.values for c in load_published(GOLDEN / "published" / "clap_retrieval.toml")
+    }
+    assert {study.cell(p.cell).dump.name: p.values for p in study.published} == published  # type: ignore[union-attr]
+    assert main(["verify", str(ROOT / "studies" / "clap_retrieval.toml")]) == 1
+    assert "0 passed, 0 failed, 32 not verified" in capsys.readouterr().out
+
+
+def test_unverified_dump_hash_refuses_to_reproduce(tmp_path: Path) -> None:
+    body = VALID.replace(f'sha256 = "{SHA}"', 'sha256 = "to be filled on first verified download"')
+    with pytest.raises(UserError, match=f"no verified SHA-256 .* hashes to {SHA}") as info:
+        load_study(_study(tmp_path, body))
+    assert info.value.key == "cell[0].sha256"

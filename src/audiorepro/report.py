@@ -25,7 +25,7 @@ h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #ddd}
 .pass{background:#e8f6ec;border-left:6px solid #27ae60;padding:.6rem 1rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{padding:.25rem .6rem;border-bottom:1px solid #eee}
 th{cursor:pointer;background:#f6f6f6;user-select:none}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.best{font-weight:bold}td.missing{color:#888;font-style:italic}
+td.best{font-weight:bold}td.missing{color:#888;font-style:italic}small.ci{color:#666;font-weight:normal}
 details{margin:.4rem 0;border:1px solid #ddd;border-radius:4px;padding:.3rem .8rem}
 summary{cursor:pointer;font-weight:600}code{background:#f3f3f3;padding:0 .2rem}
 svg text{font-size:10px;font-family:sans-serif}
@@ -86,8 +86,14 @@ def table_html(table: Table, table_id: str) -> str:
                 continue
             data = repr(v) if isinstance(v, float) else str(v)
             cls = "num" + (" best" if i in best[j] else "") if not isinstance(v, str) else ""
+            ci = table.intervals[i][j] if table.intervals else None
+            extra = (
+                ""
+                if ci is None
+                else f'<br><small class="ci">[{ci[0]:.{table.digits}f}, {ci[1]:.{table.digits}f}]</small>'
+            )
             cells.append(
-                f'<td class="{cls}" data-value="{_e(data)}">{_e(_fmt(v, table.digits))}</td>'
+                f'<td class="{cls}" data-value="{_e(data)}">{_e(_fmt(v, table.digits))}{extra}</td>'
             )
         rows.append("<tr>" + "".join(cells) + "</tr>")
     notes = "".join(f"<p><em>{_e(n)}</em></p>" for n in table.notes)
@@ -225,7 +231,16 @@ def _cell_panel(cell: dict[str, Any]) -> str:
         f"<table><thead><tr><th>direction</th><th>metric</th><th>value</th><th>95% bootstrap interval</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{curves}<p>Rank bins: {_e(bins)}</p>{hist}<ul>{ties}</ul>"
         f"<p>Model: {_e(meta.get('model', MISSING_TEXT))}; revision {_e(meta.get('revision') or MISSING_TEXT)}; "
-        f"weights {_e(meta.get('weights_sha256', MISSING_TEXT))}</p></details>"
+        f"weights: {_weights(meta)}</p></details>"
+    )
+
+
+def _weights(meta: dict[str, Any]) -> str:
+    weights = meta.get("weights_sha256")
+    if not weights:
+        return MISSING_TEXT
+    return ", ".join(
+        f"{_e(name)} sha256 <code>{_e(digest)}</code>" for name, digest in sorted(weights.items())
     )
 
 

@@ -48,7 +48,7 @@ from audiorepro.metrics.retrieval import (
     hit_rate_at_k,
 )
 from audiorepro.parity import DEFAULT_TOLERANCE, parity_cell
-from audiorepro.study import Cell, Study
+from audiorepro.study import PLACEHOLDER, Cell, Study
 from audiorepro.tables import Column, Table, to_csv, to_latex, to_markdown
 from audiorepro.verify import FAIL, NOT_VERIFIED, PASS, summarize, value_rows
 
@@ -252,11 +252,24 @@ def _tables(
                 for r in rows
             )
             name = f"{_slug(dataset)}_{direction}"
+            intervals = tuple(
+                tuple(
+                    (r.intervals[direction][n][0], r.intervals[direction][n][1])
+                    if n in HEADLINE and r.intervals
+                    else None
+                    for n in METRICS
+                )
+                for r in rows
+            )
             tables[name] = Table(
                 f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
                 columns,
                 body,
-                notes=(f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties.",),
+                notes=(
+                    f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
+                    "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
+                ),
+                intervals=intervals,
             )
     tables["parity"] = Table(
         "Metric parity: harness against the independent reference",
@@ -409,7 +422,13 @@ def _load_cell(res: CellResult, cache: Path) -> None:
             res.error = f"dump {res.cell.dump} is not available here"
         else:
             res.dump = load_dump(res.cell.dump)
-            if res.dump.sha256 != res.cell.sha256:
+            if res.cell.sha256 == PLACEHOLDER:
+                res.error = (
+                    f"the study has no verified SHA-256 for {res.cell.dump.name} yet "
+                    f"(this file: {res.dump.sha256})"
+                )
+                res.dump = None
+            elif res.dump.sha256 != res.cell.sha256:
                 res.error = (
                     f"dump {res.cell.dump.name} has SHA-256 {res.dump.sha256}, "
                     f"the study expects {res.cell.sha256}"

@@ -51,6 +51,8 @@ from audiorepro.metrics.profiles import PROFILES
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
 
 SCHEMA = "audiorepro.study/1"
+#: A dump hash not yet known; such a cell cannot be reproduced, only reported NOT VERIFIED.
+PLACEHOLDER = "to be filled on first verified download"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TOP = {
@@ -208,8 +210,10 @@ def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...], strict: boo
     if has_dump:
         dump = r.path("dump", must_exist=strict)
         sha = r.get("sha256", str, what="the dump's SHA-256 (64 hex digits)")
-        if not _SHA256.match(sha):
-            raise r.error("sha256", f"is {sha!r}; expected 64 lowercase hex digits")
+        if sha != PLACEHOLDER and not _SHA256.match(sha):
+            raise r.error(
+                "sha256", f"is {sha!r}; expected 64 lowercase hex digits or {PLACEHOLDER!r}"
+            )
     else:
         e = _Reader(r.table["extract"], f"cell[{i}].extract", source, _EXTRACT)
         extraction = Extraction(
@@ -357,6 +361,13 @@ def check_dump_hashes(study: Study) -> None:
         if cell.dump is None:
             continue
         got = sha256_file(cell.dump)
+        if cell.sha256 == PLACEHOLDER:
+            raise UserError(
+                f"has no verified SHA-256 for dump {cell.dump.name} yet ({PLACEHOLDER!r}); the "
+                f"file here hashes to {got}: record it once the dump is verified",
+                source=study.source,
+                key=f"cell[{i}].sha256",
+            )
         if got != cell.sha256:
             raise UserError(
                 f"dump {cell.dump.name} has SHA-256 {got}, the study expects {cell.sha256}",

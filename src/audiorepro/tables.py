@@ -33,6 +33,9 @@ class Table:
     row_header: str = "model"
     digits: int = 4
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Optional per-cell confidence intervals ``(low, high)`` (or None), row by row; shown in
+    #: the HTML report under each value, kept out of CSV, Markdown and LaTeX.
+    intervals: tuple[tuple[tuple[float, float] | None, ...], ...] = ()
 
     def best(self) -> list[set[int]]:
         """For each column, the row indices holding its best value (empty: none marked).
