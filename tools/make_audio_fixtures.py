@@ -17,18 +17,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from audiorepro.fixture_audio import build  # noqa: E402
-from audiorepro.io import atomic_write_bytes  # noqa: E402
-
-
-def _sums_text(sums: dict[str, str]) -> str:
-    return "".join(f"{sums[name]}  {name}\n" for name in sorted(sums))
+from audiorepro.io import regenerate  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,19 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "fixtures" / "audio")
     parser.add_argument("--check", action="store_true", help="compare with SHA256SUMS")
     args = parser.parse_args(argv)
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            got = _sums_text(build(Path(tmp)))
-        want = (args.out / "SHA256SUMS").read_text()
-        if got != want:
-            print("fixture audio differs from SHA256SUMS:\n" + got, file=sys.stderr)
-            return 1
-        print("fixture audio matches SHA256SUMS")
-        return 0
-    sums = build(args.out)
-    atomic_write_bytes(args.out / "SHA256SUMS", _sums_text(sums).encode())
-    print(f"wrote {len(sums)} files to {args.out}")
-    return 0
+    return regenerate(build, args.out, check=args.check, label="fixture audio files")
 
 
 if __name__ == "__main__":

@@ -15,39 +15,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from audiorepro.fixture_dumps import write_all  # noqa: E402
-from audiorepro.io import atomic_write_bytes  # noqa: E402
+from audiorepro.io import regenerate  # noqa: E402
 
 
-def sums_text(hashes: dict[str, str]) -> str:
-    return "".join(f"{h}  {n}\n" for n, h in sorted(hashes.items()))
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "fixtures" / "dumps")
-    ap.add_argument("--check", action="store_true", help="compare with the shipped SHA256SUMS")
-    args = ap.parse_args()
-    if args.check:
-        with tempfile.TemporaryDirectory() as tmp:
-            text = sums_text(write_all(Path(tmp)))
-        shipped = (args.out / "SHA256SUMS").read_text()
-        if text != shipped:
-            print("fixtures differ from SHA256SUMS:\n" + text, file=sys.stderr)
-            return 1
-        print("fixtures regenerate bit-identically")
-        return 0
-    hashes = write_all(args.out)
-    atomic_write_bytes(args.out / "SHA256SUMS", sums_text(hashes).encode())
-    print(sums_text(hashes), end="")
-    return 0
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "fixtures" / "dumps")
+    parser.add_argument("--check", action="store_true", help="compare with SHA256SUMS")
+    args = parser.parse_args(argv)
+    return regenerate(write_all, args.out, check=args.check, label="fixture dumps")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

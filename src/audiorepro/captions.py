@@ -23,6 +23,7 @@ from pathlib import Path
 
 from audiorepro.audio import AUDIO_SUFFIXES
 from audiorepro.errors import UserError
+from audiorepro.io import read_text
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,7 @@ def parse_captions(text: str, *, source: str = "<captions>") -> Captions:
 
 
 def read_captions(path: str | Path) -> Captions:
-    path = Path(path)
-    if not path.is_file():
-        raise UserError("no such caption file", source=path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
+    text = read_text(path, what="a caption CSV", encoding="utf-8-sig")
     return parse_captions(text, source=str(path))
 
 

@@ -220,9 +220,7 @@ def verify(
     from audiorepro.verify import load_published, verify_lines, verify_published
 
     if (target is None) == (golden is None):
-        raise UserError(
-            "give a study file or reproduce output folder, or --golden FILE", key="verify"
-        )
+        raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
     if golden is not None:
         report = verify_published(load_published(golden), dumps_dir)
     elif target is not None and target.is_dir():
@@ -457,7 +455,7 @@ def identity(
 
     modes = sum(x is not None for x in (b_name, golden, write_golden))
     if modes != 1:
-        raise UserError("give exactly one of --b, --golden or --write-golden", key="identity")
+        raise click.UsageError("give exactly one of --b, --golden or --write-golden")
     a_spec, a_over = _spec(a_name, registries, a_set, "--a-set")
     fixture = ident.load_fixture(audio, captions)
     if write_golden is not None:

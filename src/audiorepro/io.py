@@ -76,3 +76,59 @@ def npz_bytes(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
             info.external_attr = 0o644 << 16
             zf.writestr(info, member.getvalue())
     return buf.getvalue()
+
+
+def read_text(path: str | Path, *, what: str, encoding: str = "utf-8") -> str:
+    """A user's text file, or a :class:`UserError` naming it and what was expected."""
+    from audiorepro.errors import UserError
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no such file (expected {what})", source=path)
+    try:
+        return path.read_text(encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
+
+
+def read_toml(path: str | Path, *, what: str, schema: str) -> dict[str, Any]:
+    """A user's TOML document whose top-level ``schema`` must be ``schema``."""
+    import tomllib
+
+    from audiorepro.errors import UserError
+
+    text = read_text(path, what=what)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"is not valid TOML ({exc})", source=path) from None
+    if doc.get("schema") != schema:
+        raise UserError(
+            f"has schema {doc.get('schema')!r}, expected {schema!r}", source=path, key="schema"
+        )
+    return doc
+
+
+def regenerate(build: Any, out: Path, *, check: bool, label: str) -> int:
+    """Write generated files and their SHA256SUMS, or (``check``) compare a regeneration with it.
+
+    ``build(folder)`` writes the files and returns name -> SHA-256. Used by the fixture tools.
+    """
+    import sys
+    import tempfile
+
+    def sums_text(sums: dict[str, str]) -> str:
+        return "".join(f"{sums[name]}  {name}\n" for name in sorted(sums))
+
+    if check:
+        with tempfile.TemporaryDirectory() as tmp:
+            got = sums_text(build(Path(tmp)))
+        if got != (out / "SHA256SUMS").read_text():
+            print(f"{label} differ from SHA256SUMS:\n" + got, file=sys.stderr)
+            return 1
+        print(f"{label} regenerate bit-identically")
+        return 0
+    sums = build(out)
+    atomic_write_bytes(out / "SHA256SUMS", sums_text(sums).encode())
+    print(f"wrote {len(sums)} {label} to {out}")
+    return 0

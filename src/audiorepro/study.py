@@ -47,6 +47,7 @@ from typing import Any
 
 from audiorepro.dump import sha256_file
 from audiorepro.errors import UserError
+from audiorepro.io import read_text
 from audiorepro.metrics.profiles import PROFILES
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
 
@@ -378,10 +379,4 @@ def check_dump_hashes(study: Study) -> None:
 
 def load_study(path: str | Path, *, strict: bool = True) -> Study:
     path = Path(path)
-    if not path.is_file():
-        raise UserError("no such study file (expected a .toml study)", source=path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
-    return parse_study(text, path.resolve(), strict=strict)
+    return parse_study(read_text(path, what="a .toml study"), path.resolve(), strict=strict)

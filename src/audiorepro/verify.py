@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audiorepro.dump import load_dump
 from audiorepro.errors import UserError
+from audiorepro.io import read_toml
 from audiorepro.metrics.profiles import PROFILES, compute_profile
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
 
@@ -47,16 +47,7 @@ def load_published(path: str | Path) -> list[PublishedCell]:
     """Read and validate a published-values file; problems name the file and the key."""
     path = Path(path)
     name = str(path)
-    if not path.is_file():
-        raise UserError("no such file (expected a published-values .toml)", source=name)
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"is not valid TOML ({exc})", source=name) from None
-    if doc.get("schema") != SCHEMA:
-        raise UserError(
-            f"has schema {doc.get('schema')!r}, expected {SCHEMA!r}", source=name, key="schema"
-        )
+    doc = read_toml(path, what="a published-values .toml", schema=SCHEMA)
     unknown = sorted(set(doc) - {"schema", "provenance", "cell", "finding"})
     if unknown:
         raise UserError(

@@ -35,13 +35,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from audiorepro.errors import UserError
+from audiorepro.io import read_toml
 from audiorepro.models.settings import Preprocessing, preprocessing_from_table
 
 SCHEMA = "audiorepro.checkpoints/1"
@@ -170,16 +170,7 @@ def _laion_file(file: str, base: Path) -> str:
 
 def read_registry(path: str | Path) -> dict[str, ModelSpec]:
     path = Path(path)
-    if not path.is_file():
-        raise UserError("no such registry file", source=path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"is not valid TOML ({exc})", source=path) from None
-    if data.get("schema") != SCHEMA:
-        raise UserError(
-            f"is {data.get('schema')!r}; expected {SCHEMA!r}", source=path, key="schema"
-        )
+    data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
     entries = data.get("checkpoints")
     if not isinstance(entries, dict) or not entries:
         raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
