@@ -55,6 +55,11 @@ def test_demo_writes_every_output(demo: Path) -> None:
     tables = {p.name for p in (demo / "tables").iterdir()}
     for stem in ("synthetic-5cap_t2a", "fixture-audio_a2t", "parity", "identity", "published"):
         assert {f"{stem}.csv", f"{stem}.md", f"{stem}.tex"} <= tables
+    # The default run shows both study kinds: the probe demo is written beside it.
+    for name in (*DETERMINISTIC, "manifest.json", "tables/leaders.md"):
+        assert (demo / "probe" / name).is_file(), name
+    manifest = json.loads((demo / "manifest.json").read_text())
+    assert not any(rel.startswith("probe/") for rel in manifest["outputs"])
 
 
 def test_verification_keeps_the_published_structure(demo: Path) -> None:

@@ -507,22 +507,29 @@ def reproduce(study_file: Path | None, out: Path | None) -> None:
     Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
     fails (the report is still written, failure first).
     """
-    from audiorepro.reproduce import run
+    from audiorepro.reproduce import run_study
     from audiorepro.study import load_study
 
+    jobs: list[tuple[Path, Path]] = []
     if study_file is None:
-        from audiorepro.demo import prepare_demo
+        # The demo: a retrieval study in OUT and a probe study in OUT/probe.
+        from audiorepro.demo import prepare_demo, prepare_probe_demo
 
         out = out or Path("reproduce-demo")
-        study_file = prepare_demo(out / "cache" / "demo")
-    study = load_study(study_file)
-    out = out or Path(f"reproduce-{study.name}")
-    result = run(study, out)
-    status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
-    click.echo(f"{study.name}: {status}; report {out / 'report.html'}")
-    for failure in result["failures"]:
-        click.echo(f"  {failure}")
-    if not result["passed"]:
+        jobs.append((prepare_demo(out / "cache" / "demo"), out))
+        jobs.append((prepare_probe_demo(out / "cache" / "probe-demo"), out / "probe"))
+    else:
+        jobs.append((study_file, out or Path(f"reproduce-{load_study(study_file).name}")))
+    studies = [(load_study(path), target) for path, target in jobs]  # validate all first
+    passed = True
+    for study, target in studies:
+        result = run_study(study, target)
+        status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
+        click.echo(f"{study.name}: {status}; report {target / 'report.html'}")
+        for failure in result["failures"]:
+            click.echo(f"  {failure}")
+        passed = passed and bool(result["passed"])
+    if not passed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 

@@ -134,3 +134,38 @@ def prepare_demo(work: Path) -> Path:
     path = work / "study.toml"
     atomic_write_bytes(path, text.encode())
     return path
+
+
+_PROBE_HEAD = """\
+schema = "audiorepro.study/1"
+kind = "probe"
+name = "probe-demo"
+title = "audiorepro demo: a synthetic probe study of three audio encoders"
+"""
+
+
+def prepare_probe_demo(work: Path) -> Path:
+    """Write the synthetic probe runs (:mod:`audiorepro.fixture_probe`) and their study."""
+    from audiorepro.fixture_probe import MODELS, TARGETS, write_probe_fixtures
+
+    work = Path(work)
+    hashes = write_probe_fixtures(work / "runs")
+    lines = [_PROBE_HEAD]
+    for run, model, family, _ in MODELS:
+        for corpus in ("crema-like", "ravdess-like"):
+            name = f"{run}__{corpus}.npz"
+            lines += [
+                "[[run]]",
+                f'id = "{run}/{corpus}"',
+                f'model = "{model}"',
+                f'family = "{family}"',
+                f'corpus = "{corpus}"',
+                f'predictions = "runs/{name}"',
+                f'sha256 = "{hashes[name]}"',
+            ]
+            if corpus == "crema-like":
+                lines.append(f"n_targets = {len(TARGETS)}")
+            lines.append("")
+    path = work / "study.toml"
+    atomic_write_bytes(path, "\n".join(lines).encode())
+    return path

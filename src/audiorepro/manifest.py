@@ -133,22 +133,23 @@ def environment() -> dict[str, Any]:
 
 
 def output_hashes(out: Path) -> dict[str, str]:
-    """SHA-256 of every output file (relative path, sorted), without the cache and manifest."""
+    """SHA-256 of every output file (relative path, sorted), without the cache, the manifest
+    and nested study outputs (a subfolder with its own manifest, like the demo's ``probe/``)."""
+    nested = [p.parent for p in out.rglob("manifest.json") if p.parent != out]
     hashes = {}
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
-        if (
-            not path.is_file()
-            or rel == "manifest.json"
-            or rel.startswith("cache/")
-            or "/." in "/" + rel
-        ):
+        if not path.is_file() or rel == "manifest.json" or rel.startswith("cache/"):
+            continue
+        if "/." in "/" + rel or any(n in path.parents for n in nested):
             continue
         hashes[rel] = sha256_file(path)
     return hashes
 
 
-def write_manifest(out: Path, study: Any, dumps: list[Dump]) -> dict[str, Any]:
+def write_manifest(
+    out: Path, study: Any, dumps: list[Dump], *, inputs: dict[str, str] | None = None
+) -> dict[str, Any]:
     from audiorepro.io import atomic_write_bytes
 
     manifest = {
@@ -158,7 +159,7 @@ def write_manifest(out: Path, study: Any, dumps: list[Dump]) -> dict[str, Any]:
             "file": study.source.name,
             "sha256": sha256_file(study.source),
         },
-        "inputs": {d.source: d.sha256 for d in dumps},
+        "inputs": {d.source: d.sha256 for d in dumps} | (inputs or {}),
         "outputs": output_hashes(out),
         "environment": environment(),
         "git": _git(),

@@ -323,3 +323,88 @@ def render_report(study: Any, bundle: dict[str, Any], tables: dict[str, Table]) 
         f"<h2>Environment</h2>{packages}"
         f"<script>{_JS}</script></body></html>\n"
     )
+
+
+def _probe_summary(bundle: dict[str, Any]) -> str:
+    v = bundle["verification"]
+    runs = bundle["runs"]
+    targets = max((len((r["report"] or {}).get("regression", {})) for r in runs), default=0)
+    checked = (
+        f"{len(runs)} run(s) of {len({r['model'] for r in runs})} model(s): regression "
+        f"({targets} targets), classification, events and speaker vectors recomputed from the "
+        f"predictions; {sum(v['golden']['counts'].values())} published value(s)."
+    )
+    if v["failures"]:
+        items = "".join(f"<li>{_e(f)}</li>" for f in v["failures"])
+        title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
+        return (
+            f'<div class="fail" id="summary"><strong>{title}: {len(v["failures"])} problem(s).</strong>'
+            f"<ul>{items}</ul><p>Checked: {_e(checked)}</p></div>"
+        )
+    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}</p></div>'
+
+
+def _confusion(run: dict[str, Any]) -> str:
+    cls = (run["report"] or {}).get("classification")
+    if not cls:
+        return ""
+    names = list(cls["per_class"])
+    head = "".join(f"<th>{_e(n)}</th>" for n in names)
+    body = "".join(
+        f"<tr><th>{_e(names[i])}</th>" + "".join(f"<td class='num'>{c}</td>" for c in row) + "</tr>"
+        for i, row in enumerate(cls["confusion_matrix"])
+    )
+    return (
+        f"<details class='cell'><summary>{_e(run['model'])} on {_e(run['corpus'] or MISSING_TEXT)}: confusion matrix</summary>"
+        f"<table><thead><tr><th>true \\ predicted</th>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+    )
+
+
+def _probe_definitions() -> str:
+    from audiorepro.metrics import classification, events, regression, vectors
+
+    items = []
+    for module in (regression, classification, events, vectors):
+        for name, func in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("_") or func.__module__ != module.__name__:
+                continue
+            doc = inspect.getdoc(func) or ""
+            formula = next(
+                (p.replace("\n", " ") for p in doc.split("\n\n") if p.startswith("Formula")), ""
+            )
+            if formula:
+                items.append(
+                    f"<li><code>{_e(name)}</code>: {_e(doc.split(chr(10) + chr(10))[0])} {_e(formula)}</li>"
+                )
+    return "<ul>" + "".join(items) + "</ul>"
+
+
+def _probe_provenance(bundle: dict[str, Any]) -> str:
+    items = "".join(
+        f"<li>{_e(r['id'])} ({_e(r['model'])}, {_e(r['family'])}): predictions sha256 "
+        f"<code>{_e(r['predictions_sha256'])}</code></li>"
+        for r in bundle["runs"]
+    )
+    return f"<p>Study {_e(bundle['study']['name'])}, sha256 <code>{_e(bundle['study']['sha256'])}</code>.</p><ul>{items}</ul>"
+
+
+def render_probe_report(study: Any, bundle: dict[str, Any], tables: dict[str, Table]) -> str:
+    main = [n for n in ("leaders", "family_means") if n in tables]
+    targets = [n for n in tables if n.startswith("target_")]
+    other = [n for n in tables if n not in main and n not in targets]
+    target_panels = "".join(
+        f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{table_html(tables[n], f'table-{n}')}</details>"
+        for n in targets
+    )
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>audiorepro report: {_e(study.title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>audiorepro report: {_e(study.title)}</h1>{_probe_summary(bundle)}"
+        f"<h2>Task leaders</h2>{''.join(table_html(tables[n], f'table-{n}') for n in main)}"
+        f"<h2>Regression targets</h2>{target_panels}"
+        f"<h2>Classification, events, speaker vectors</h2>{''.join(table_html(tables[n], f'table-{n}') for n in other)}"
+        f"{''.join(_confusion(r) for r in bundle['runs'])}"
+        f"<h2>Metric definitions</h2>{_probe_definitions()}"
+        f"<h2>Provenance</h2>{_probe_provenance(bundle)}"
+        f"<script>{_JS}</script></body></html>\n"
+    )

@@ -333,6 +333,15 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
+def run_study(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
+    """Run a study of either kind (retrieval or probe)."""
+    if study.kind == "probe":
+        from audiorepro.probe_study import run_probe
+
+        return run_probe(study, out)
+    return run(study, out, progress=progress)
+
+
 def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
     """Run every stage; returns the verification document (with ``passed``)."""
     from audiorepro.report import render_report
@@ -473,6 +482,10 @@ def golden_rows(
 
 def verify_study(study: Study, cache: Path) -> dict[str, Any]:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
+    if study.kind == "probe":
+        from audiorepro.probe_study import verify_probe
+
+        return verify_probe(study)
     needed = {p.cell for p in study.published}
     results = [CellResult(c) for c in study.cells if c.id in needed]
     for res in results:

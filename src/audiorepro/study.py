@@ -58,6 +58,8 @@ _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TOP = {
     "schema",
+    "kind",
+    "run",
     "name",
     "title",
     "profiles",
@@ -73,6 +75,29 @@ _IDENTITY = {"a", "b", "registry", "a_settings", "b_settings", "audio", "caption
 VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
 _PUBLISHED = {"cell", "profile", "tie_policy", "tolerance", "provenance", "values"}
 _BOOTSTRAP = {"resamples", "seed", "level"}
+_RUN = {"id", "model", "family", "predictions", "sha256", "corpus", "n_targets"}
+KINDS = ("retrieval", "probe")
+#: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
+PROBE_METRIC = re.compile(
+    r"^(regression/[^/]+/(n|mae|normalized_mae|rmse|pearson|spearman)"
+    r"|classification/(n|accuracy|balanced_accuracy|macro_f1)"
+    r"|events/(frame_f1|start_mae_s|end_mae_s|oracle_span_class_accuracy"
+    r"|detected_span_class_accuracy|iou/(0\.1|0\.3|0\.5)/(precision|recall|f1|matched))"
+    r"|vectors/(n|mean_cosine))$"
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One probe run: a model's prediction file (for one classification corpus)."""
+
+    id: str
+    model: str
+    family: str
+    predictions: Path
+    sha256: str
+    corpus: str | None = None
+    n_targets: int | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +162,8 @@ class Study:
     cells: tuple[Cell, ...]
     identity: tuple[IdentityCheck, ...]
     published: tuple[Published, ...]
+    kind: str = "retrieval"
+    runs: tuple[Run, ...] = ()
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
@@ -240,11 +267,14 @@ def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...], strict: boo
     )
 
 
-def _published(raw: Any, i: int, source: Path, cells: set[str], tie: str) -> Published:
+def _published(
+    raw: Any, i: int, source: Path, cells: set[str], tie: str, kind: str = "retrieval"
+) -> Published:
     r = _Reader(raw, f"published[{i}]", source, _PUBLISHED)
-    cell = r.get("cell", str, what="the id of a cell of this study")
+    what = "cell" if kind == "retrieval" else "run"
+    cell = r.get("cell", str, what=f"the id of a {what} of this study")
     if cell not in cells:
-        raise r.error("cell", f"names {cell!r}, which is not a cell of this study")
+        raise r.error("cell", f"names {cell!r}, which is not a {what} of this study")
     profile = r.get("profile", str, "canonical", what="a profile name")
     if profile not in PROFILES:
         raise r.error(
@@ -260,7 +290,15 @@ def _published(raw: Any, i: int, source: Path, cells: set[str], tie: str) -> Pub
     if not values:
         raise r.error("values", "is empty; expected at least one published value")
     for metric, value in values.items():
-        if profile == "canonical":
+        if kind == "probe" and not PROBE_METRIC.match(metric):
+            raise r.error(
+                f"values.{metric}",
+                "unknown probe metric; expected regression/<target>/<mae|normalized_mae|rmse|"
+                "pearson|spearman|n>, classification/<accuracy|balanced_accuracy|macro_f1|n>, "
+                "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|"
+                "matched>> or vectors/<mean_cosine|n>",
+            )
+        if kind == "retrieval" and profile == "canonical":
             direction, _, name = metric.partition("/")
             if direction not in DIRECTIONS or name not in METRICS:
                 raise r.error(
@@ -312,6 +350,11 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
     )
     if bootstrap.resamples < 1 or not 0 < bootstrap.level < 1:
         raise b.error(None, "needs resamples >= 1 and 0 < level < 1")
+    kind = r.get("kind", str, "retrieval", what=f"one of {', '.join(KINDS)}")
+    if kind not in KINDS:
+        raise r.error("kind", f"is {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind == "probe":
+        return _probe_study(r, name, source, tie, bootstrap, strict)
     raw_cells = r.get("cell", list, what="at least one [[cell]]")
     if not raw_cells:
         raise r.error("cell", "is empty; expected at least one [[cell]]")
@@ -354,6 +397,66 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
     if strict:
         check_dump_hashes(study)
     return study
+
+
+def _probe_study(
+    r: _Reader, name: str, source: Path, tie: str, bootstrap: Bootstrap, strict: bool
+) -> Study:
+    for key in ("cell", "identity", "profiles"):
+        if key in r.table:
+            raise r.error(key, "is for retrieval studies; a probe study has [[run]] tables")
+    raw_runs = r.get("run", list, what="at least one [[run]]")
+    if not raw_runs:
+        raise r.error("run", "is empty; expected at least one [[run]]")
+    runs = []
+    for i, raw in enumerate(raw_runs):
+        rr = _Reader(raw, f"run[{i}]", source, _RUN)
+        sha = rr.get("sha256", str, what="the prediction file's SHA-256 (64 hex digits)")
+        if not _SHA256.match(sha):
+            raise rr.error("sha256", f"is {sha!r}; expected 64 lowercase hex digits")
+        n_targets = rr.get("n_targets", int, None, what="the number of regression targets")
+        runs.append(
+            Run(
+                id=rr.get("id", str, what="a unique run id"),
+                model=rr.get("model", str, what="the model's name"),
+                family=rr.get("family", str, what="the model family (for family means)"),
+                # A declared run whose file is missing is an incomplete study, reported by the
+                # runner (exit 1), not a malformed one.
+                predictions=rr.path("predictions", must_exist=False),  # type: ignore[arg-type]
+                sha256=sha,
+                corpus=rr.get("corpus", str, None, what="the classification corpus's name"),
+                n_targets=n_targets,
+            )
+        )
+    seen: set[str] = set()
+    for i, run in enumerate(runs):
+        if run.id in seen:
+            raise UserError(f"repeats run id {run.id!r}", source=source, key=f"run[{i}].id")
+        seen.add(run.id)
+        if strict and run.predictions.is_file() and sha256_file(run.predictions) != run.sha256:
+            raise UserError(
+                f"predictions {run.predictions.name} have SHA-256 "
+                f"{sha256_file(run.predictions)}, the study expects {run.sha256}",
+                source=source,
+                key=f"run[{i}].sha256",
+            )
+    published = tuple(
+        _published(p, i, source, seen, tie, kind="probe")
+        for i, p in enumerate(r.get("published", list, [], what="a list of [[published]] tables"))
+    )
+    return Study(
+        name=name,
+        title=r.get("title", str, name, what="a title"),
+        source=source,
+        profiles=(),
+        tie_policy=tie,
+        bootstrap=bootstrap,
+        cells=(),
+        identity=(),
+        published=published,
+        kind="probe",
+        runs=tuple(runs),
+    )
 
 
 def check_dump_hashes(study: Study) -> None:
