@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 import wave
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from audiorepro.audio import SAMPLE_RATE, read_audio
 from audiorepro.captions import list_audio, match_audio, parse_captions, read_captions
 from audiorepro.errors import UserError
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES
 
 soundfile = pytest.importorskip("soundfile")
 
@@ -137,13 +135,3 @@ def test_audio_list_file_and_folder(tmp_path: Path) -> None:
     assert list(list_audio(listing)) == ["clicks.wav"]
     with pytest.raises(UserError, match="holds no audio files"):
         list_audio(tmp_path / "empty" if (tmp_path / "empty").mkdir() is None else tmp_path)
-
-
-def test_fixture_audio_regenerates_bit_identically() -> None:
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "make_audio_fixtures.py"), "--check"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr

@@ -37,13 +37,14 @@ def test_reference_and_harness_share_no_code() -> None:
 
 def test_fixtures_regenerate_bit_identically() -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "make_fixtures.py"), "--check"],
+        [sys.executable, str(ROOT / "tools" / "make_fixtures.py"), "all", "--check"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert (FIXTURES / "dumps" / "SHA256SUMS").read_text().count("\n") == 4
+    for kind, files in (("dumps", 4), ("audio", 7), ("probe", 6)):
+        assert (FIXTURES / kind / "SHA256SUMS").read_text().count("\n") == files, kind
 
 
 K_FUNCS = [

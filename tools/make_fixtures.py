@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Regenerate the shipped fixture dumps in fixtures/dumps/ bit-identically.
+"""Regenerate the shipped fixtures bit-identically, or check them against their SHA256SUMS.
 
-Each dump is synthetic: clip vectors from a seeded PCG64 generator, captions as noisy copies of
-their clip, a few duplicated clips (exact ties), and in one dump coarsely quantized values
-(many exact ties). Normalization uses math.fsum and math.sqrt (correctly rounded) so that the
-bytes do not depend on the CPU's SIMD width or the BLAS. Usage:
+Kinds (each in its own folder with a SHA256SUMS file; the generators live in the package, so
+the demo study builds the very same bytes):
 
-    python tools/make_fixtures.py [--out fixtures/dumps] [--check]
+- ``dumps``: synthetic embedding dumps in ``fixtures/dumps/`` (``audiorepro.fixture_dumps``);
+- ``audio``: synthetic clips and captions in ``fixtures/audio/`` (``audiorepro.fixture_audio``);
+- ``probe``: synthetic probe-study prediction files in ``fixtures/probe/``
+  (``audiorepro.fixture_probe``).
 
-``--check`` regenerates into a temporary folder and compares with SHA256SUMS.
+Usage::
+
+    python tools/make_fixtures.py [dumps|audio|probe|all] [--check]
 """
 
 from __future__ import annotations
@@ -20,16 +23,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from audiorepro.fixture_audio import build as build_audio  # noqa: E402
 from audiorepro.fixture_dumps import write_all  # noqa: E402
+from audiorepro.fixture_probe import write_probe_fixtures  # noqa: E402
 from audiorepro.io import regenerate  # noqa: E402
+
+KINDS = {
+    "dumps": (write_all, "fixture dumps"),
+    "audio": (build_audio, "fixture audio files"),
+    "probe": (write_probe_fixtures, "probe prediction files"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "fixtures" / "dumps")
+    parser.add_argument("kind", nargs="?", default="all", choices=[*KINDS, "all"])
     parser.add_argument("--check", action="store_true", help="compare with SHA256SUMS")
     args = parser.parse_args(argv)
-    return regenerate(write_all, args.out, check=args.check, label="fixture dumps")
+    status = 0
+    for kind in KINDS if args.kind == "all" else [args.kind]:
+        build, label = KINDS[kind]
+        status |= regenerate(build, ROOT / "fixtures" / kind, check=args.check, label=label)
+    return status
 
 
 if __name__ == "__main__":

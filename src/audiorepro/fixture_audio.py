@@ -4,7 +4,7 @@ Six short clips at several sample rates, written as 16-bit PCM WAV with the stan
 :mod:`wave` module, and a Clotho-layout caption file with five captions per clip. Samples come
 from :mod:`math` (one libm call per sample, not a SIMD numpy kernel whose last bit can depend on
 the CPU) and PCG64 integers, rounded to int16, so the bytes do not depend on the machine.
-``tools/make_audio_fixtures.py`` writes them to ``fixtures/audio/`` (checked against
+``tools/make_fixtures.py audio`` writes them to ``fixtures/audio/`` (checked against
 ``SHA256SUMS`` by the tests); ``audiorepro identity`` synthesizes its default fixture from here.
 
 ``long_am_tone.wav`` (11 s) exercises cropping and fusion. The identity fixture leaves it out

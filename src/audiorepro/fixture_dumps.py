@@ -3,7 +3,7 @@
 Each dump is synthetic: clip vectors from a seeded PCG64 generator, captions as noisy copies of
 their clip, a few duplicated clips (exact ties), and in one dump coarsely quantized values
 (many exact ties). Normalization uses math.fsum and math.sqrt (correctly rounded) so that the
-bytes do not depend on the CPU's SIMD width or the BLAS. ``tools/make_fixtures.py`` writes
+bytes do not depend on the CPU's SIMD width or the BLAS. ``tools/make_fixtures.py dumps`` writes
 them to ``fixtures/dumps/`` (checked against ``SHA256SUMS``); the demo study builds them here.
 """
 

@@ -7,7 +7,7 @@ with actors as groups, vocal-burst events on a 20 ms grid, speaker vectors) and 
 "ravdess-like" corpus (8-class classification only). Better models get less noise, so the
 tables have a story, but every number comes from the metric code. Only PCG64 draws and
 arithmetic (no SIMD transcendental kernels) go into the values, so the bytes are the same on
-every machine. ``tools/make_probe_fixtures.py`` writes them; the demo study builds them too.
+every machine. ``tools/make_fixtures.py probe`` writes them; the demo study builds them too.
 """
 
 from __future__ import annotations
