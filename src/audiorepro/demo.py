@@ -27,56 +27,7 @@ profiles = ["canonical", "laion-clap", "trec"]
 tie_policy = "pessimistic"
 bootstrap = {{ resamples = 1000, seed = 0, level = 0.95 }}
 
-[[cell]]
-id = "synthetic/5cap"
-model = "synthetic"
-dataset = "synthetic-5cap"
-dump = "dumps/synthetic_5cap.npz"
-sha256 = "{sha_5cap}"
-
-[[cell]]
-id = "synthetic/1cap"
-model = "synthetic"
-dataset = "synthetic-1cap"
-dump = "dumps/synthetic_1cap.npz"
-sha256 = "{sha_1cap}"
-
-[[cell]]
-id = "tiny-laion/fixture-audio"
-model = "tiny-laion (seed 0)"
-dataset = "fixture-audio"
-
-[cell.extract]
-model = "tiny-laion"
-registry = "tiny/registry.toml"
-audio = "audio"
-captions = "audio/captions.csv"
-settings = {{ batch_size = 2 }}
-
-[[cell]]
-id = "tiny-hf/fixture-audio"
-model = "tiny-hf (seed 0)"
-dataset = "fixture-audio"
-
-[cell.extract]
-model = "tiny-hf"
-registry = "tiny/registry.toml"
-audio = "audio"
-captions = "audio/captions.csv"
-settings = {{ batch_size = 2 }}
-
-[[cell]]
-id = "tiny-laion-seed1/fixture-audio"
-model = "tiny-laion (seed 1)"
-dataset = "fixture-audio"
-
-[cell.extract]
-model = "tiny-laion"
-registry = "tiny-seed1/registry.toml"
-audio = "audio"
-captions = "audio/captions.csv"
-settings = {{ batch_size = 2 }}
-
+{cells}
 [[identity]]
 a = "tiny-hf"
 b = "tiny-laion"
@@ -90,6 +41,34 @@ tolerance = 0.0
 provenance = "audiorepro golden values, golden/fixtures/synthetic_5cap.yml (definitions v1)"
 values = {{ {values} }}
 """
+
+
+#: (cell id, table row, registry, model) of the tiny-model cells, all on the fixture clips.
+_TINY_CELLS = (
+    ("tiny-laion/fixture-audio", "tiny-laion (seed 0)", "tiny/registry.toml", "tiny-laion"),
+    ("tiny-hf/fixture-audio", "tiny-hf (seed 0)", "tiny/registry.toml", "tiny-hf"),
+    (
+        "tiny-laion-seed1/fixture-audio",
+        "tiny-laion (seed 1)",
+        "tiny-seed1/registry.toml",
+        "tiny-laion",
+    ),
+)
+
+
+def _cells(hashes: dict[str, str]) -> str:
+    blocks = [
+        f'[[cell]]\nid = "synthetic/{n}"\nmodel = "synthetic"\ndataset = "synthetic-{n}"\n'
+        f'dump = "dumps/synthetic_{n}.npz"\nsha256 = "{hashes[f"synthetic_{n}.npz"]}"\n'
+        for n in ("5cap", "1cap")
+    ]
+    blocks += [
+        f'[[cell]]\nid = "{cell}"\nmodel = "{row}"\ndataset = "fixture-audio"\n\n'
+        f'[cell.extract]\nmodel = "{model}"\nregistry = "{registry}"\naudio = "audio"\n'
+        'captions = "audio/captions.csv"\nsettings = { batch_size = 2 }\n'
+        for cell, row, registry, model in _TINY_CELLS
+    ]
+    return "\n".join(blocks)
 
 
 def golden_5cap() -> dict[str, float]:
@@ -128,9 +107,7 @@ def prepare_demo(work: Path) -> Path:
         if not (work / folder / "registry.toml").is_file():
             build_tiny_models(work / folder, seed=seed)
     values = ", ".join(f'"{k}" = {v!r}' for k, v in _GOLDEN_5CAP.items())
-    text = _STUDY.format(
-        sha_5cap=hashes["synthetic_5cap.npz"], sha_1cap=hashes["synthetic_1cap.npz"], values=values
-    )
+    text = _STUDY.format(cells=_cells(hashes), values=values)
     path = work / "study.toml"
     atomic_write_bytes(path, text.encode())
     return path
