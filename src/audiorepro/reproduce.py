@@ -55,17 +55,6 @@ from audiorepro.verify import FAIL, NOT_VERIFIED, PASS, summarize, value_rows
 BUNDLE_SCHEMA = "audiorepro.bundle/1"
 #: The numbers every table leads with; each carries a bootstrap interval.
 HEADLINE = ("r@1", "r@5", "r@10", "map")
-STAGES = (
-    "extract",
-    "metrics",
-    "parity",
-    "identity",
-    "golden",
-    "tables",
-    "report",
-    "bundle",
-    "manifest",
-)
 
 
 @dataclass
