@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.errors import UserError
-from audiorepro.io import atomic_write_bytes, json_dumps
 from audiorepro.probe import load_predictions, probe_report
 from audiorepro.study import Run, Study
-from audiorepro.tables import Column, Table, to_csv, to_latex, to_markdown
+from audiorepro.tables import Column, Table, slug, write_table
 from audiorepro.verify import PASS, summarize, value_rows
 
 BUNDLE_SCHEMA = "audiorepro.bundle/1"
@@ -193,7 +192,7 @@ def _tables(
     reg_runs = [r for r in runs if _get(r["report"], "regression")]
     targets = list(dict.fromkeys(t for r in reg_runs for t in r["report"]["regression"]))
     for target in targets:
-        tables[f"target_{_slug(target)}"] = Table(
+        tables[f"target_{slug(target)}"] = Table(
             f"Regression target {target}",
             REG_COLUMNS,
             tuple(
@@ -222,7 +221,7 @@ def _tables(
             )
             for r in group
         )
-        tables[f"classification_{_slug(str(corpus))}"] = Table(
+        tables[f"classification_{slug(str(corpus))}"] = Table(
             f"Classification, {corpus}",
             columns,
             tuple(
@@ -286,10 +285,6 @@ def _tables(
 def _interval(pair: Any) -> tuple[float, float]:
     low, high = pair
     return float(low), float(high)
-
-
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
@@ -357,7 +352,7 @@ def run_probe(study: Study, out: Path) -> dict[str, Any]:
     """Every stage for a probe study; returns the verification document (with ``passed``)."""
     from audiorepro.manifest import write_manifest
     from audiorepro.report import render_probe_report
-    from audiorepro.reproduce import gzip_bytes
+    from audiorepro.reproduce import write_outputs
 
     out = Path(out)
     runs = _runs(study)
@@ -374,9 +369,7 @@ def run_probe(study: Study, out: Path) -> dict[str, Any]:
     ]
     tables = _tables(present, lead, fam)
     for name, table in tables.items():
-        atomic_write_bytes(out / "tables" / f"{name}.csv", to_csv(table).encode())
-        atomic_write_bytes(out / "tables" / f"{name}.md", to_markdown(table).encode())
-        atomic_write_bytes(out / "tables" / f"{name}.tex", to_latex(table).encode())
+        write_table(out / "tables", name, table)
     verification = {"probe_complete": complete, "failures": failures, "golden": golden}
     from audiorepro.dump import sha256_file
 
@@ -389,8 +382,6 @@ def run_probe(study: Study, out: Path) -> dict[str, Any]:
         "family_means": fam,
         "verification": verification,
     }
-    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
-    atomic_write_bytes(out / "report.html", render_probe_report(study, bundle, tables).encode())
-    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
+    write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
     write_manifest(out, study, [], inputs={r.predictions.name: r.sha256 for r in study.runs})
     return {**verification, "passed": not failures}

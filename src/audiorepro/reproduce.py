@@ -49,7 +49,7 @@ from audiorepro.metrics.retrieval import (
 )
 from audiorepro.parity import DEFAULT_TOLERANCE, parity_cell
 from audiorepro.study import PLACEHOLDER, Cell, Study
-from audiorepro.tables import Column, Table, to_csv, to_latex, to_markdown
+from audiorepro.tables import Column, Table, slug, write_table
 from audiorepro.verify import FAIL, NOT_VERIFIED, PASS, summarize, value_rows
 
 BUNDLE_SCHEMA = "audiorepro.bundle/1"
@@ -73,11 +73,9 @@ class CellResult:
 
 
 def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
-    if not enabled or not items:
-        return items
-    from tqdm import tqdm
+    from audiorepro.models.pipelines import progress_bar
 
-    return tqdm(items, desc=f"{stage:<9}", unit="item", disable=None, leave=False)
+    return progress_bar(items, f"{stage:<9}", enabled, unit="item")
 
 
 def _extract_key(cell: Cell) -> str:
@@ -106,7 +104,7 @@ def _extract_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-def _extract(cell: Cell, cache: Path) -> Path:
+def _extract(cell: Cell, cache: Path) -> Dump:
     from audiorepro.extract import extract
     from audiorepro.models.registry import load_registry, resolve_spec
 
@@ -116,8 +114,9 @@ def _extract(cell: Cell, cache: Path) -> Path:
     path = cache / f"{key[:32]}.npz"
     if path.is_file():
         try:
-            if load_dump(path).meta.get("cache_key") == key:
-                return path
+            cached = load_dump(path)
+            if cached.meta.get("cache_key") == key:
+                return cached
         except UserError:
             pass  # a damaged cache entry is rebuilt, never trusted
     spec = resolve_spec(e.model, load_registry([e.registry] if e.registry else []))
@@ -130,7 +129,7 @@ def _extract(cell: Cell, cache: Path) -> Path:
         device=e.device,
         extra_meta={"cache_key": key},
     )
-    return path
+    return load_dump(path)
 
 
 def _cell_metrics(res: CellResult, study: Study) -> None:
@@ -240,7 +239,7 @@ def _tables(
                 (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
                 for r in rows
             )
-            name = f"{_slug(dataset)}_{direction}"
+            name = f"{slug(dataset)}_{direction}"
             intervals = tuple(
                 tuple(
                     (r.intervals[direction][n][0], r.intervals[direction][n][1])
@@ -318,10 +317,6 @@ def _tables(
     return tables
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
-
-
 def run_study(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
     """Run a study of either kind (retrieval or probe)."""
     if study.kind == "probe":
@@ -387,9 +382,7 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
 
     tables = _tables(results, parity_cells, identity_blocks, golden, study.tie_policy)
     for name, table in _progress(list(tables.items()), "tables", progress):
-        atomic_write_bytes(out / "tables" / f"{name}.csv", to_csv(table).encode())
-        atomic_write_bytes(out / "tables" / f"{name}.md", to_markdown(table).encode())
-        atomic_write_bytes(out / "tables" / f"{name}.tex", to_latex(table).encode())
+        write_table(out / "tables", name, table)
 
     verification = {
         "metric_parity": parity,
@@ -402,9 +395,7 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
         "golden": golden,
     }
     bundle = _bundle(study, results, paired, verification)
-    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
-    atomic_write_bytes(out / "report.html", render_report(study, bundle, tables).encode())
-    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
+    write_outputs(out, verification, render_report(study, bundle, tables), bundle)
     from audiorepro.manifest import write_manifest
 
     write_manifest(out, study, [r.dump for r in results if r.dump is not None])
@@ -415,7 +406,7 @@ def _load_cell(res: CellResult, cache: Path) -> None:
     """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised."""
     try:
         if res.cell.extract is not None:
-            res.dump = load_dump(_extract(res.cell, cache))
+            res.dump = _extract(res.cell, cache)
         elif res.cell.dump is None or not res.cell.dump.is_file():
             res.error = f"dump {res.cell.dump} is not available here"
         else:
@@ -516,6 +507,15 @@ def verify_output_dir(out: Path) -> dict[str, Any]:
                 }
             )
     return summarize(rows)
+
+
+def write_outputs(
+    out: Path, verification: dict[str, Any], report_html: str, bundle: dict[str, Any]
+) -> None:
+    """The three outputs every study kind writes besides its tables and manifest."""
+    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
+    atomic_write_bytes(out / "report.html", report_html.encode())
+    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
 
 
 def gzip_bytes(data: bytes) -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MISSING_TEXT = "Not recorded / undefined"
 Cell = float | int | str | None
@@ -128,6 +129,23 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
 }
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a dataset, target or corpus name.
+
+    >>> slug("crema-like/v2 (test)")
+    'crema-like_v2__test_'
+    """
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
+
+
+def write_table(folder: Path, name: str, table: Table) -> None:
+    """Write ``folder/name.csv``, ``.md`` and ``.tex`` atomically."""
+    from audiorepro.io import atomic_write_bytes
+
+    for suffix, render in ((".csv", to_csv), (".md", to_markdown), (".tex", to_latex)):
+        atomic_write_bytes(folder / f"{name}{suffix}", render(table).encode())
 
 
 def latex_escape(text: str) -> str:

@@ -181,7 +181,7 @@ class Pipeline:
         rows = []
         size = self.settings.batch_size
         starts = range(0, len(waveforms), size)
-        for start in _progress(starts, "audio", progress):
+        for start in progress_bar(starts, "embedding audio batches", progress):
             seed_all(batch_seed(self.settings.seed, first_index + start))
             batch = [self.prepare(w) for w in waveforms[start : start + size]]
             with torch.inference_mode():
@@ -193,7 +193,7 @@ class Pipeline:
 
         rows = []
         size = self.settings.batch_size
-        for start in _progress(range(0, len(texts), size), "text", progress):
+        for start in progress_bar(range(0, len(texts), size), "embedding text batches", progress):
             with torch.inference_mode():
                 rows.append(self._embed_text_batch(list(texts[start : start + size])))
         return np.concatenate(rows).astype(np.float32, copy=False)
@@ -213,14 +213,13 @@ class Pipeline:
         }
 
 
-def _progress(items: range, label: str, enabled: bool) -> Any:
-    if not enabled:
+def progress_bar(items: Any, label: str, enabled: bool, unit: str = "batch") -> Any:
+    """A tqdm bar on stderr when ``enabled`` and stderr is a terminal; else ``items`` as is."""
+    if not enabled or not len(items):
         return items
     from tqdm import tqdm
 
-    return tqdm(
-        items, desc=f"embedding {label} batches", unit="batch", file=sys.stderr, disable=None
-    )
+    return tqdm(items, desc=label, unit=unit, file=sys.stderr, disable=None, leave=False)
 
 
 def _to_numpy(tensor: Any) -> Array:
