@@ -284,12 +284,25 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
 
 
 def _laion_clap(dump: Dump) -> ProfileResult:
+    import torch
+
+    from audiorepro.models.pipelines import cpu_threads
+
     audio, text, scale, cpc, notes = laion_clap_inputs(dump)
+    # The loss is a torch reduction whose last bits follow the CPU thread split: compute it
+    # with the fixed thread count extraction uses, whatever ran before in this process.
+    previous = torch.get_num_threads()
+    torch.set_num_threads(cpu_threads())
+    try:
+        if cpc == 1:
+            metrics = _laion_get_metrics(audio, text, scale)
+        else:
+            metrics = _laion_clotho_audiocaps(audio, text, scale)
+    finally:
+        torch.set_num_threads(previous)
     if cpc == 1:
-        metrics = _laion_get_metrics(audio, text, scale)
         notes.append("one caption per clip: laion-clap's get_metrics")
     else:
-        metrics = _laion_clotho_audiocaps(audio, text, scale)
         notes.append(
             "five captions per clip: laion-clap's evaluate_clotho_audiocaps, which "
             "L2-normalizes the features again (F.normalize) before the logits"
