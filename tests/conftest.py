@@ -54,3 +54,23 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def fixture_dumps() -> list[Path]:
     assert DUMPS, "no fixture dumps in fixtures/dumps (run tools/make_fixtures.py)"
     return DUMPS
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled demo study, reproduced once per session with the local executor."""
+    pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
+    pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
+    from audiorepro.cli import main
+
+    out = tmp_path_factory.mktemp("demo") / "out"
+    assert main(["reproduce", "--out", str(out)]) == 0
+    return out
+
+
+def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
+    """SHA-256 of the named outputs of a reproduce run and of every table."""
+    import hashlib
+
+    files = [*names, *(f"tables/{p.name}" for p in sorted((out / "tables").iterdir()))]
+    return {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files}

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
-from tests.conftest import FIXTURES, GOLDEN, ROOT
+from tests.conftest import FIXTURES, GOLDEN, ROOT, outputs
 
 pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
 pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
@@ -37,16 +37,8 @@ CHROMIUM_FLAGS = (
 )
 
 
-@pytest.fixture(scope="session")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "out"
-    assert main(["reproduce", "--out", str(out)]) == 0
-    return out
-
-
 def _outputs(out: Path) -> dict[str, str]:
-    files = [*DETERMINISTIC, *(f"tables/{p.name}" for p in sorted((out / "tables").iterdir()))]
-    return {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files}
+    return outputs(out, DETERMINISTIC)
 
 
 def test_demo_writes_every_output(demo: Path) -> None:

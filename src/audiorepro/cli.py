@@ -493,6 +493,48 @@ def identity(
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+def slurm_options(func: Any) -> Any:
+    """The scheduler options shared by ``reproduce --executor slurm`` and ``slurm-template``."""
+    options = [
+        click.option(
+            "--shards", type=click.IntRange(min=1), default=1, show_default=True,
+            help="Array tasks per cell (extract --shard i/n).",
+        ),
+        click.option("--partition", default=None, help="Slurm partition."),
+        click.option("--account", default=None, help="Slurm account (project to charge)."),
+        click.option(
+            "--time", "time_min", type=click.IntRange(min=1), default=60, show_default=True,
+            help="Time limit per task, minutes.",
+        ),
+        click.option("--gpus-per-task", type=click.IntRange(min=0), default=None),
+        click.option("--cpus-per-task", type=click.IntRange(min=1), default=None),
+        click.option("--mem", default=None, help="Memory per node, e.g. 32G."),
+        click.option(
+            "--array-parallelism", type=click.IntRange(min=1), default=64, show_default=True,
+            help="Array tasks running at once.",
+        ),
+        click.option(
+            "--container", type=click.Path(path_type=Path, dir_okay=False), default=None,
+            help="Run each task as `apptainer exec --nv --containall --cleanenv ... SIF`.",
+        ),
+        click.option(
+            "--bind", "binds", multiple=True, metavar="SRC[:DST[:ro]]",
+            help="More apptainer binds (the study's inputs are bound read-only already).",
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
+    from audiorepro.scaleout import SlurmOptions
+
+    names = ("shards", "partition", "account", "time_min", "gpus_per_task", "cpus_per_task",
+             "mem", "array_parallelism", "container", "binds")  # fmt: skip
+    return SlurmOptions(**{n: kw[n] for n in names}, **extra)
+
+
 @cli.command()
 @click.argument("study_file", required=False, type=click.Path(path_type=Path))
 @click.option(
@@ -501,11 +543,40 @@ def identity(
     default=None,
     help="Output folder (default: reproduce-<study name>).",
 )
-def reproduce(study_file: Path | None, out: Path | None) -> None:
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where extraction runs: here, or as Slurm job arrays (submitit).",
+)
+@slurm_options
+@click.option(
+    "--slurm-folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="submitit's job files and logs (default: OUT/slurm).",
+)
+@click.option(
+    "--wait-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
+)
+def reproduce(
+    study_file: Path | None,
+    out: Path | None,
+    executor: str,
+    slurm_folder: Path | None,
+    wait_timeout: float | None,
+    **slurm_kw: Any,
+) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
 
     Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
-    fails (the report is still written, failure first).
+    fails (the report is still written, failure first). With --executor slurm, extraction runs
+    as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
+    missing.
     """
     from audiorepro.reproduce import run_study
     from audiorepro.study import load_study
@@ -523,6 +594,17 @@ def reproduce(study_file: Path | None, out: Path | None) -> None:
     studies = [(load_study(path), target) for path, target in jobs]  # validate all first
     passed = True
     for study, target in studies:
+        if executor == "slurm" and study.kind == "retrieval":
+            from audiorepro.scaleout import run_slurm
+
+            options = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
+            outcome = run_slurm(study, target, options, say=click.echo)
+            if outcome.failed:
+                click.echo(f"{study.name}: FAILED ({len(outcome.failed)} array task(s)):")
+                for line in outcome.failed:
+                    click.echo(f"  {line}")
+                click.echo("  rerun the same command to submit only the missing parts")
+                raise SystemExit(EXIT_CHECK_FAILED)
         result = run_study(study, target)
         status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
         click.echo(f"{study.name}: {status}; report {target / 'report.html'}")
@@ -530,6 +612,72 @@ def reproduce(study_file: Path | None, out: Path | None) -> None:
             click.echo(f"  {failure}")
         passed = passed and bool(result["passed"])
     if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@cli.command("extract-part")
+@click.argument("study_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--cell", "cell_id", required=True, help="The cell's id in the study.")
+@click.option("--shard", required=True, help="i/n: which part of the cell's extraction.")
+@click.option("--key", required=True, help="The cache key the submitter computed.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: Path) -> None:
+    """One array task of `reproduce --executor slurm` (and of `slurm-template` scripts): a
+    shard of a cell's extraction, written atomically with a SHA-256 record."""
+    from audiorepro.extract import parse_shard
+    from audiorepro.scaleout import extract_part
+    from audiorepro.study import load_study
+
+    parsed = parse_shard(shard)
+    assert parsed is not None
+    extract_part(load_study(study_file), cell_id, parsed, key, out)
+    click.echo(f"wrote {out}")
+
+
+@cli.command("slurm-template")
+@click.argument("study_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The study's output folder (default: reproduce-<study name>).",
+)
+@slurm_options
+def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
+    """Print an sbatch array script that extracts what STUDY still needs, for users who
+    submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
+    from audiorepro.scaleout import sbatch_script
+    from audiorepro.study import load_study
+
+    study = load_study(study_file)
+    target = out or Path(f"reproduce-{study.name}")
+    click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
+
+
+@cli.command()
+@click.option(
+    "--lock",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="Compare the installed packages with this lock (default: $AUDIOREPRO_LOCK).",
+)
+@click.option(
+    "--strict-environment",
+    is_flag=True,
+    help="Fail when an installed version differs from the lock (the image's own check).",
+)
+def selfcheck(lock: Path | None, strict_environment: bool) -> None:
+    """Check this installation: golden values, harness vs reference, tiny-model identity, and
+    the installed packages against the lock. Under a minute on a CPU, offline.
+    """
+    from audiorepro.selfcheck import run_selfcheck
+
+    checks = run_selfcheck(lock, strict_environment=strict_environment)
+    for check in checks:
+        click.echo(check.line())
+    failed = [c.name for c in checks if c.passed is False]
+    click.echo(f"selfcheck: {'FAILED (' + ', '.join(failed) + ')' if failed else 'passed'}")
+    if failed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 

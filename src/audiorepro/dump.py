@@ -134,6 +134,11 @@ def make_dump(
     return _validate(arrays, source=source, sha256=sha256)
 
 
+def dump_from_arrays(arrays: dict[str, npt.NDArray[Any]], *, source: str) -> Dump:
+    """Validate the arrays of a dump file (as read from it) and build a :class:`Dump`."""
+    return _validate(arrays, source=source, sha256=None)
+
+
 def load_dump(path: str | Path) -> Dump:
     """Load and validate a dump file; any problem raises :class:`UserError` naming file and key."""
     path = Path(path)

@@ -129,6 +129,28 @@ def environment() -> dict[str, Any]:
         "blas": _blas(),
         "thread_variables": {k: os.environ.get(k) for k in THREAD_VARIABLES},
         "determinism_variables": {k: os.environ.get(k) for k in DETERMINISM_VARIABLES},
+        "container": container(),
+    }
+
+
+def container() -> dict[str, Any] | None:
+    """The image this runs in (set by the Dockerfile), or None outside it.
+
+    ``base_image_pinned`` is true only when the base image is named by digest; until
+    ``tools/pin-base-image`` has run where a registry is reachable it says "base image unpinned".
+    """
+    base = os.environ.get("AUDIOREPRO_BASE_IMAGE")
+    if base is None:
+        return None
+    lock = os.environ.get("AUDIOREPRO_LOCK")
+    lock_path = Path(lock) if lock else None
+    pinned = "@sha256:" in base
+    return {
+        "base_image": base,
+        "base_image_pinned": pinned,
+        "base_image_note": None if pinned else "base image unpinned",
+        "lock": lock,
+        "lock_sha256": sha256_file(lock_path) if lock_path and lock_path.is_file() else None,
     }
 
 

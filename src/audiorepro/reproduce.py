@@ -78,7 +78,7 @@ def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
     return progress_bar(items, f"{stage:<9}", enabled, unit="item")
 
 
-def _extract_key(cell: Cell) -> str:
+def extract_key(cell: Cell) -> str:
     """A cache key over everything that decides an extraction's bytes."""
     from audiorepro.captions import list_audio, read_captions
     from audiorepro.models.pipelines import cpu_threads
@@ -104,21 +104,30 @@ def _extract_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-def _extract(cell: Cell, cache: Path) -> Dump:
+def cache_dump_path(cache: Path, key: str) -> Path:
+    """Where the extraction cache (``OUT/cache/dumps``) keeps the dump with this key."""
+    return cache / f"{key[:32]}.npz"
+
+
+def cached_dump(cache: Path, key: str) -> Dump | None:
+    """The cached extraction with this key, or None (a damaged entry is never trusted)."""
+    path = cache_dump_path(cache, key)
+    if not path.is_file():
+        return None
+    try:
+        dump = load_dump(path)
+    except UserError:
+        return None
+    return dump if dump.meta.get("cache_key") == key else None
+
+
+def extract_cell(cell: Cell, path: Path, key: str, shard: tuple[int, int] | None = None) -> None:
+    """Extract a cell's dump (or one shard's part) to ``path``, recording the cache key."""
     from audiorepro.extract import extract
     from audiorepro.models.registry import load_registry, resolve_spec
 
     assert cell.extract is not None
     e = cell.extract
-    key = _extract_key(cell)
-    path = cache / f"{key[:32]}.npz"
-    if path.is_file():
-        try:
-            cached = load_dump(path)
-            if cached.meta.get("cache_key") == key:
-                return cached
-        except UserError:
-            pass  # a damaged cache entry is rebuilt, never trusted
     spec = resolve_spec(e.model, load_registry([e.registry] if e.registry else []))
     extract(
         spec,
@@ -127,8 +136,18 @@ def _extract(cell: Cell, cache: Path) -> Dump:
         path,
         overrides=e.settings,
         device=e.device,
+        shard=shard,
         extra_meta={"cache_key": key},
     )
+
+
+def _extract(cell: Cell, cache: Path) -> Dump:
+    key = extract_key(cell)
+    cached = cached_dump(cache, key)
+    if cached is not None:
+        return cached
+    path = cache_dump_path(cache, key)
+    extract_cell(cell, path, key)
     return load_dump(path)
 
 

@@ -1,0 +1,75 @@
+# syntax=docker/dockerfile:1
+# The audiorepro image: the pinned GPU evaluation stack (torch, transformers, laion-clap) and
+# audiorepro, checked by `audiorepro selfcheck` at the end of the build.
+#
+# BASE_IMAGE: a CUDA-enabled PyTorch image for linux/amd64 and linux/arm64 (JUWELS Booster and
+# JUPITER GH200 nodes are aarch64) whose Python is 3.11 and whose torch, torchvision and
+# torchaudio are the trio the locks pin (2.9.1, 0.24.1, 2.9.1; a CUDA local label such as
+# +cu128 satisfies the pin). The default below names the tag only: no registry was reachable
+# where this file was written, and a digest is never invented. `tools/pin-base-image` resolves
+# the tag's digest where a registry is reachable and rewrites this line to TAG@sha256:DIGEST;
+# until then `audiorepro selfcheck` and every run's manifest say "base image unpinned".
+ARG BASE_IMAGE=docker.io/pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime
+FROM ${BASE_IMAGE}
+
+ARG BASE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/audiorepro/audiorepro
+LABEL org.opencontainers.image.title="audiorepro" \
+      org.opencontainers.image.description="Re-derive published audio-embedding benchmark numbers and prove they still hold" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
+
+# Determinism: cuBLAS needs a fixed workspace for deterministic algorithms; hash seeds and every
+# BLAS/OpenMP pool are fixed (the last bits of CPU kernels follow the thread split); numba's
+# cache goes to /tmp because a SIF is read-only; nothing is downloaded at run time (weights and
+# data come in through read-only binds).
+ENV PYTHONHASHSEED=0 \
+    CUBLAS_WORKSPACE_CONFIG=:4096:8 \
+    OMP_NUM_THREADS=1 \
+    MKL_NUM_THREADS=1 \
+    OPENBLAS_NUM_THREADS=1 \
+    NUMEXPR_NUM_THREADS=1 \
+    AUDIOREPRO_CPU_THREADS=1 \
+    NUMBA_CACHE_DIR=/tmp/audiorepro-numba \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    AUDIOREPRO_BASE_IMAGE=${BASE_IMAGE} \
+    AUDIOREPRO_LOCK=/opt/audiorepro/lock.txt \
+    PATH=/opt/audiorepro/venv/bin:${PATH}
+
+# A virtual environment that sees the base image's packages: pins the base already satisfies
+# (its CUDA build of the torch trio) are kept, everything else is installed from the lock of
+# this architecture, with hash checking on. The build backend comes first, from its own lock,
+# and builds every source distribution without build isolation, so nothing unhashed is fetched.
+COPY requirements/build.txt requirements/image-linux-*.txt /opt/audiorepro/requirements/
+RUN set -eu; \
+    lock="/opt/audiorepro/requirements/image-linux-$(uname -m).txt"; \
+    if [ ! -f "$lock" ]; then echo "no lock for $(uname -m): see tools/lock.py" >&2; exit 1; fi; \
+    ln -s "$lock" /opt/audiorepro/lock.txt; \
+    python3 -m venv --system-site-packages /opt/audiorepro/venv; \
+    pip install --require-hashes -r /opt/audiorepro/requirements/build.txt; \
+    pip install --require-hashes --no-build-isolation -r "$lock"
+
+COPY pyproject.toml README.md /opt/audiorepro/build/
+COPY src /opt/audiorepro/build/src
+RUN pip install --no-deps --no-build-isolation /opt/audiorepro/build \
+    && rm -rf /opt/audiorepro/build
+
+RUN useradd --create-home --uid 1000 --shell /bin/sh audiorepro
+USER audiorepro
+WORKDIR /home/audiorepro
+
+# The image's own check: golden values, harness vs reference, tiny-model identity, and every
+# installed package against the lock.
+RUN audiorepro selfcheck --strict-environment
+
+ENTRYPOINT ["audiorepro"]
+CMD ["--help"]

@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Build the image with podman, check it, and emulate apptainer.def: ``tox -e container``.
+
+Steps of ``check`` (each printed with its time):
+
+1. **base**: no registry is reachable on the machines this runs on in CI, so the stand-in base
+   image is Debian bookworm (``debootstrap --variant=minbase`` with python3, python3-venv,
+   python3-pip, ca-certificates), imported as ``localhost/audiorepro-base:bookworm``; its
+   tarball is cached under ``$XDG_CACHE_HOME/audiorepro/container``. With
+   ``AUDIOREPRO_CONTAINER_BASE=IMAGE`` the real base (or any other) is used instead.
+2. **build**: ``podman build`` of the Dockerfile on that base, with the host's CA bundle mounted
+   read-only into the build (never baked in) so that pip can reach the package index; the build
+   ends with the image's own ``audiorepro selfcheck --strict-environment``.
+3. **inspect**: OCI labels, non-root user, entrypoint, determinism environment.
+4. **selfcheck**: ``podman run IMAGE selfcheck --strict-environment`` as a fresh container.
+5. **apptainer**: ``apptainer.def`` read strictly and emulated (see ``tools/apptainer_def.py``):
+   built on the image, then ``%test`` and ``%runscript`` (``--version``, and ``reproduce`` of
+   the demo study into a bound folder) run as an unknown non-root uid on a read-only root file
+   system with a fresh /tmp, as ``apptainer run --containall --cleanenv`` would. Reported as
+   "emulated, not an apptainer build".
+
+How the CI image differs from the real one: only in its base. The real base (Dockerfile's
+``BASE_IMAGE``) is a CUDA PyTorch image that already holds the torch trio the lock pins; the
+stand-in holds Debian's Python 3.11 and nothing else, so the trio (PyPI's 2.9.1 wheels, with
+their nvidia-* CUDA wheels on x86_64) comes from the same lock as everything else. Every other
+package, and audiorepro, is installed by the same Dockerfile lines from the same lock.
+
+Where podman is missing the check is skipped with the reason (exit 0); ``.ci/run`` installs it
+when it runs as root. podman's defaults fail on these machines (the nofile and nproc limits,
+crun and hybrid cgroups), so a ``containers.conf`` with runc, cgroupfs and explicit ulimits is
+written and selected with ``CONTAINERS_CONF``.
+
+Usage::
+
+    python tools/container.py check      # everything above
+    python tools/container.py base       # only the stand-in base image
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import apptainer_def  # noqa: E402
+
+BASE_TAG = "localhost/audiorepro-base:bookworm"
+IMAGE = "localhost/audiorepro:ci"
+EMULATED = "localhost/audiorepro-sif-emulated:ci"
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+BASE_PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
+CONTAINERS_CONF = """\
+# Written by tools/container.py: podman's defaults fail on the CI machines (raising the nofile
+# limit, the nproc limit, crun on hybrid cgroups).
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+"""
+#: Environment the Dockerfile must set (determinism, offline, the lock).
+IMAGE_ENV = (
+    "PYTHONHASHSEED=0",
+    "CUBLAS_WORKSPACE_CONFIG=:4096:8",
+    "OMP_NUM_THREADS=1",
+    "MKL_NUM_THREADS=1",
+    "OPENBLAS_NUM_THREADS=1",
+    "AUDIOREPRO_CPU_THREADS=1",
+    "HF_HUB_OFFLINE=1",
+    "AUDIOREPRO_LOCK=/opt/audiorepro/lock.txt",
+)
+#: Running like ``apptainer run --containall --cleanenv`` as an HPC user: a uid the image does
+#: not know, a read-only root file system (a SIF is read-only), a fresh /tmp, HOME in it.
+APPTAINER_LIKE = [
+    "--user",
+    "4242:4242",
+    "--read-only",
+    "--tmpfs",
+    "/tmp:rw,exec",
+    "-e",
+    "HOME=/tmp",
+]
+
+
+class Failed(RuntimeError):
+    pass
+
+
+def cache_dir() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    path = base / "audiorepro" / "container"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def run(cmd: list[str], *, capture: bool = False, **kw: object) -> subprocess.CompletedProcess[str]:
+    print("+ " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, text=True, capture_output=capture, check=False, **kw)  # type: ignore[call-overload]
+    if proc.returncode != 0:
+        detail = (proc.stdout or "")[-3000:] + (proc.stderr or "")[-3000:] if capture else ""
+        raise Failed(f"exit {proc.returncode}: {' '.join(cmd)}\n{detail}")
+    return proc
+
+
+def podman(*args: str, capture: bool = False) -> subprocess.CompletedProcess[str]:
+    return run(["podman", *args], capture=capture)
+
+
+def skip_reason() -> str | None:
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install podman buildah runc fuse-overlayfs uidmap)"
+    return None
+
+
+def setup_podman() -> None:
+    conf = cache_dir() / "containers.conf"
+    conf.write_text(CONTAINERS_CONF)
+    os.environ["CONTAINERS_CONF"] = str(conf)
+
+
+def ensure_base() -> str:
+    """The stand-in base image (or $AUDIOREPRO_CONTAINER_BASE); returns its reference."""
+    if os.environ.get("AUDIOREPRO_CONTAINER_BASE"):
+        return os.environ["AUDIOREPRO_CONTAINER_BASE"]
+    if subprocess.run(["podman", "image", "exists", BASE_TAG], check=False).returncode == 0:
+        return BASE_TAG
+    tarball = cache_dir() / f"base-bookworm-{platform.machine()}.tar"
+    if not tarball.is_file():
+        if shutil.which("debootstrap") is None or os.geteuid() != 0:
+            raise Failed(
+                "the stand-in base needs root and debootstrap (apt-get install debootstrap)"
+            )
+        with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+            rootfs = Path(tmp) / "rootfs"
+            run(["debootstrap", "--variant=minbase", f"--include={BASE_PACKAGES}", "bookworm",
+                 str(rootfs), DEBIAN_MIRROR], capture=True)  # fmt: skip
+            partial = tarball.with_suffix(".tar.partial")
+            run(["tar", "-C", str(rootfs), "-cf", str(partial), "."])
+            partial.replace(tarball)
+    run(["podman", "import", str(tarball), BASE_TAG], capture=True)
+    return BASE_TAG
+
+
+def git_revision() -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
+def build(base: str) -> None:
+    args = ["build", "--file", str(ROOT / "Dockerfile"), "--tag", IMAGE]
+    args += ["--build-arg", f"BASE_IMAGE={base}", "--build-arg", f"REVISION={git_revision()}"]
+    if base.startswith("localhost/"):
+        args.append("--pull=never")
+    if CA_BUNDLE.is_file():
+        args += ["--volume", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"]
+    podman(*args, str(ROOT))
+
+
+def inspect() -> list[str]:
+    info = json.loads(podman("image", "inspect", IMAGE, capture=True).stdout)[0]
+    config = info["Config"]
+    labels = config.get("Labels") or {}
+    problems = []
+    for key in ("source", "revision", "version", "base.name"):
+        if not labels.get(f"org.opencontainers.image.{key}"):
+            problems.append(f"label org.opencontainers.image.{key} missing")
+    if config.get("User") in (None, "", "root", "0"):
+        problems.append(f"runs as root (User={config.get('User')!r})")
+    if config.get("Entrypoint") != ["audiorepro"]:
+        problems.append(f"entrypoint is {config.get('Entrypoint')!r}, not ['audiorepro']")
+    env = set(config.get("Env") or [])
+    problems += [f"environment lacks {item}" for item in IMAGE_ENV if item not in env]
+    return problems
+
+
+def emulate_apptainer(out: Path) -> None:
+    definition = apptainer_def.load(ROOT / "apptainer.def")
+    print(
+        f"apptainer.def: Bootstrap {definition.header['Bootstrap']} From "
+        f"{definition.header['From']}; sections "
+        + ", ".join(f"%{s}" for s in definition.sections)
+        + f"; emulated on {IMAGE} (the image that From names)"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        apptainer_def.containerfile(definition, IMAGE, Path(tmp))
+        podman("build", "--pull=never", "--tag", EMULATED, tmp)
+
+    def action(script: str, *args: str, binds: tuple[str, ...] = ()) -> str:
+        volumes = [x for b in binds for x in ("--volume", b)]
+        cmd = ["run", "--rm", *APPTAINER_LIKE, *volumes, "--entrypoint", "/bin/sh", EMULATED]
+        proc = podman(*cmd, "-c", apptainer_def.ACTION, script, *args, capture=True)
+        print(proc.stdout.rstrip())
+        return proc.stdout
+
+    print("%test:")
+    action("/.singularity.d/test")
+    print("%runscript --version:")
+    if "audiorepro, version" not in action("/.singularity.d/runscript", "--version"):
+        raise Failed("%runscript --version did not print audiorepro's version")
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o777)  # the unknown uid writes here, as an HPC user into their own folder
+    print("%runscript reproduce --out /out/demo (the bundled demo study):")
+    action("/.singularity.d/runscript", "reproduce", "--out", "/out/demo", binds=(f"{out}:/out",))
+    for name in ("report.html", "bundle.json.gz", "verification.json", "manifest.json"):
+        if not (out / "demo" / name).is_file():
+            raise Failed(f"%runscript reproduce wrote no {name}")
+
+
+def check() -> int:
+    reason = skip_reason()
+    if reason:
+        print(f"SKIPPED container check: {reason}")
+        return 0
+    setup_podman()
+    timings = {}
+    try:
+        for name, step in (
+            ("base", ensure_base),
+            ("build", None),
+            ("inspect", None),
+            ("selfcheck", None),
+            ("apptainer", None),
+        ):
+            start = time.monotonic()
+            print(f"== {name}", flush=True)
+            if name == "base":
+                base = step()  # type: ignore[misc]
+                print(f"base image: {base}")
+            elif name == "build":
+                build(base)
+            elif name == "inspect":
+                problems = inspect()
+                if problems:
+                    raise Failed("image: " + "; ".join(problems))
+            elif name == "selfcheck":
+                proc = podman("run", "--rm", IMAGE, "selfcheck", "--strict-environment",
+                              capture=True)  # fmt: skip
+                print(proc.stdout.rstrip())
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    emulate_apptainer(Path(tmp) / "out")
+            timings[name] = time.monotonic() - start
+    except (Failed, apptainer_def.DefinitionError) as exc:
+        print(f"container check FAILED: {exc}", file=sys.stderr)
+        return 1
+    print(
+        "container check passed: image built from the Dockerfile (stand-in base "
+        f"{base}), selfcheck passed in it; apptainer.def emulated, not an apptainer build "
+        "(%test and %runscript passed). Seconds: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in timings.items())
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["check", "base"])
+    args = parser.parse_args(argv)
+    if args.command == "base":
+        reason = skip_reason()
+        if reason:
+            print(f"cannot: {reason}", file=sys.stderr)
+            return 1
+        setup_podman()
+        print(ensure_base())
+        return 0
+    return check()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
