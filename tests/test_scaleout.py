@@ -1,0 +1,294 @@
+"""Scale-out on Slurm: the executor against a real single-node Slurm started by the tests.
+
+The cluster comes from ``tools/slurm-local`` (Debian's slurmctld, slurmd and munge; accounting
+off, with its sacct stand-in first on PATH). Tests that need it skip, saying why, when not root
+or without the packages; ``.ci/run`` installs them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audiorepro.errors import UserError
+from audiorepro.io import atomic_write_bytes, npz_bytes
+from audiorepro.scaleout import (
+    Part,
+    SlurmOptions,
+    part_finished,
+    run_slurm,
+    sbatch_script,
+    task_command,
+    write_part_record,
+)
+from audiorepro.study import load_study
+from tests.conftest import ROOT, outputs
+
+SLURM_LOCAL = ROOT / "tools" / "slurm-local"
+DAEMONS = ("munged", "slurmctld", "slurmd", "sinfo", "squeue", "sbatch", "scancel")
+DETERMINISTIC = ("report.html", "bundle.json.gz", "verification.json")
+
+
+# --- parts and commands (no cluster needed) ------------------------------------------------
+
+
+def _fake_part(path: Path, key: str, shard: tuple[int, int]) -> Part:
+    info = {"kind": "audiorepro.dump-part/1", "shard": list(shard), "meta": {"cache_key": key}}
+    arrays = {"audio_embeds": np.zeros((1, 2)), "part_json": np.asarray(json.dumps(info))}
+    atomic_write_bytes(path, npz_bytes(arrays))
+    return Part("c", shard[0], shard[1], key, path)
+
+
+def test_a_part_counts_by_content_hash_not_by_existence(tmp_path: Path) -> None:
+    part = _fake_part(tmp_path / "0.part.npz", "k" * 64, (0, 2))
+    assert not part_finished(part)  # no record: a killed task's leftover, or a foreign file
+    write_part_record(part.path)
+    assert part_finished(part)
+    data = bytearray(part.path.read_bytes())
+    data[-1] ^= 1
+    part.path.write_bytes(bytes(data))
+    assert not part_finished(part)  # changed after its record was written
+    other = _fake_part(tmp_path / "1.part.npz", "x" * 64, (1, 2))
+    write_part_record(other.path)
+    assert not part_finished(Part("c", 1, 2, "k" * 64, other.path))  # another extraction
+    assert not part_finished(Part("c", 0, 2, "x" * 64, other.path))  # another shard
+
+
+def _study(work: Path, tmp_path: Path, cells: int = 1) -> Path:
+    """A study over the demo's tiny models and clips (absolute paths), ``cells`` extractions."""
+    blocks = []
+    for model, registry in (("tiny-laion", "tiny"), ("tiny-hf", "tiny"))[:cells]:
+        blocks.append(
+            f'[[cell]]\nid = "{model}/clips"\nmodel = "{model}"\ndataset = "clips"\n\n'
+            f'[cell.extract]\nmodel = "{model}"\nregistry = "{work}/{registry}/registry.toml"\n'
+            f'audio = "{work}/audio"\ncaptions = "{work}/audio/captions.csv"\n'
+            "settings = { batch_size = 2 }\n"
+        )
+    path = tmp_path / "study" / "study.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        'schema = "audiorepro.study/1"\nname = "scaleout"\ntitle = "tiny cells on Slurm"\n'
+        'profiles = ["canonical"]\ntie_policy = "pessimistic"\n'
+        "bootstrap = { resamples = 200, seed = 0, level = 0.95 }\n\n" + "\n".join(blocks)
+    )
+    return path
+
+
+def test_task_commands_with_and_without_a_container(demo: Path, tmp_path: Path) -> None:
+    work = demo / "cache" / "demo"
+    study = load_study(_study(work, tmp_path))
+    part = Part("tiny-laion/clips", 1, 3, "k" * 64, tmp_path / "out" / "p.part.npz")
+    local = task_command(study, tmp_path / "out", part, SlurmOptions())
+    assert local[:3] == [sys.executable, "-m", "audiorepro"]
+    assert local[3:] == [
+        "extract-part",
+        str(study.source.resolve()),
+        "--cell",
+        "tiny-laion/clips",
+        "--shard",
+        "1/3",
+        "--key",
+        "k" * 64,
+        "--out",
+        str(part.path.resolve()),
+    ]
+    sif = tmp_path / "audiorepro.sif"
+    wrapped = task_command(
+        study, tmp_path / "out", part, SlurmOptions(container=sif, binds=("/scratch:/scratch",))
+    )
+    head = ["apptainer", "exec", "--nv", "--containall", "--cleanenv"]
+    assert wrapped[:5] == head
+    binds = [wrapped[i + 1] for i, x in enumerate(wrapped) if x == "--bind"]
+    parts = (tmp_path / "out" / "cache" / "parts").resolve()
+    assert f"{(work / 'audio').resolve()}:{(work / 'audio').resolve()}:ro" in binds
+    assert f"{(work / 'tiny').resolve()}:{(work / 'tiny').resolve()}:ro" in binds
+    assert "/scratch:/scratch" in binds
+    assert binds[-1] == f"{parts}:{parts}"  # the only writable bind, last
+    assert wrapped[wrapped.index(str(sif.resolve())) + 1 :] == ["audiorepro", *local[3:]]
+
+
+def test_sbatch_template_is_valid_bash_with_the_requests(demo: Path, tmp_path: Path) -> None:
+    study = load_study(_study(demo / "cache" / "demo", tmp_path, cells=2))
+    options = SlurmOptions(
+        shards=3, partition="booster", account="proj", time_min=90, gpus_per_task=1
+    )
+    script = sbatch_script(study, tmp_path / "out", options)
+    assert "#SBATCH --array=0-5%64" in script
+    for line in ("--partition=booster", "--account=proj", "--time=90", "--gpus-per-task=1"):
+        assert f"#SBATCH {line}" in script
+    assert script.count("extract-part") == 6
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+# --- a real local Slurm ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def slurm() -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("a local Slurm needs root (munged and slurmd run as root); see .ci/run")
+    missing = [d for d in DAEMONS if shutil.which(d) is None]
+    if missing:
+        pytest.skip(
+            f"Slurm is not installed ({', '.join(missing)} missing): apt-get install "
+            "slurmctld slurmd slurm-client munge (.ci/run does)"
+        )
+    pytest.importorskip("submitit", reason="submitit is not installed (extra `slurm`)")
+    state = Path(tempfile.mkdtemp(prefix="ars-", dir="/tmp"))
+    subprocess.run([sys.executable, str(SLURM_LOCAL), "up", "--dir", str(state)], check=True)
+    env = subprocess.run(
+        [sys.executable, str(SLURM_LOCAL), "env", "--dir", str(state)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    with pytest.MonkeyPatch.context() as mp:
+        for line in env.splitlines():
+            key, _, value = line.removeprefix("export ").partition("=")
+            mp.setenv(key, value)
+        yield state
+        subprocess.run(["scancel", "--user=root"], check=False)
+    subprocess.run([sys.executable, str(SLURM_LOCAL), "down", "--dir", str(state)], check=True)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def _squeue(job: str) -> dict[str, str]:
+    out = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "all", "-j", job, "-o", "%i|%T"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return dict(line.split("|") for line in out.split())
+
+
+def test_demo_on_slurm_is_byte_identical_to_local(
+    slurm: Path, demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audiorepro.cli import main
+
+    out = tmp_path / "out"
+    argv = ["reproduce", "--out", str(out), "--executor", "slurm", "--shards", "2"]
+    # GPU requests go through the scheduler (its gres.conf has device-like files); the tiny
+    # models still run on the CPU, as the study says.
+    argv += ["--gpus-per-task", "1", "--cpus-per-task", "1", "--wait-timeout", "900"]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "submitting 6 of 6 extraction part(s)" in said
+    assert outputs(out, DETERMINISTIC) == outputs(demo, DETERMINISTIC)
+    assert outputs(out / "probe", DETERMINISTIC) == outputs(demo / "probe", DETERMINISTIC)
+    job = next((out / "slurm").iterdir()).name.split("_")[0]
+    detail = subprocess.run(
+        ["scontrol", "show", "job", f"{job}_0"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "gres/gpu=1" in detail or "gres:gpu:1" in detail, detail
+    # Everything is finished now: a rerun submits nothing and writes the same bytes.
+    assert main(argv) == 0
+    assert "submitting" not in capsys.readouterr().out
+    assert outputs(out, DETERMINISTIC) == outputs(demo, DETERMINISTIC)
+
+
+def _kill_when_running(job_ids: list[str], signal: str, shard: int) -> None:
+    """Wait (bounded) until the array task for ``shard`` runs, then send it ``signal``."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if job_ids:
+            task = job_ids[shard]
+            if _squeue(task.split("_")[0]).get(task) == "RUNNING":
+                subprocess.run(["scancel", f"--signal={signal}", "--full", task], check=True)
+                return
+        time.sleep(0.2)
+    raise AssertionError("the task never ran")
+
+
+def _in_thread(
+    study: Any, out: Path, options: SlurmOptions
+) -> tuple[threading.Thread, dict[str, Any], list[str]]:
+    """run_slurm in a thread; the job ids appear in the returned list once submitted."""
+    import audiorepro.scaleout as scaleout
+
+    result: dict[str, Any] = {}
+    ids: list[str] = []
+    submit = scaleout.submit
+
+    def recording_submit(*args: Any, **kwargs: Any) -> list[Any]:
+        jobs = submit(*args, **kwargs)
+        ids.extend(j.job_id for j in jobs)
+        return jobs
+
+    def target() -> None:
+        scaleout.submit = recording_submit  # type: ignore[assignment]
+        try:
+            result["outcome"] = run_slurm(study, out, options, say=lambda s: None)
+        except UserError as exc:
+            result["error"] = exc
+        finally:
+            scaleout.submit = submit  # type: ignore[assignment]
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, result, ids
+
+
+def test_a_killed_task_is_reported_and_only_its_part_is_rerun(
+    slurm: Path, demo: Path, tmp_path: Path
+) -> None:
+    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    out = tmp_path / "out"
+    # Each task waits 3 s before extracting, so that shard 0 is surely killed mid-run.
+    options = SlurmOptions(shards=2, folder=tmp_path / "slurm", setup=("sleep 3",), poll_s=0.5)
+    thread, result, ids = _in_thread(study, out, options)
+    _kill_when_running(ids, "KILL", 0)
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    outcome = result["outcome"]
+    (failed,) = outcome.failed
+    assert failed.startswith(f"cell tiny-laion/clips shard 0/2: job {ids[0]} ")
+    assert any(state in failed for state in ("FAILED", "CANCELLED")), failed
+    assert "log " in failed and str(tmp_path / "slurm") in failed
+    assert not list((out / "cache" / "dumps").glob("*.npz"))  # nothing merged
+    parts = sorted((out / "cache" / "parts").rglob("*.part.npz"))
+    assert [p.name for p in parts] == ["0001-of-0002.part.npz"]
+    # The rerun submits only shard 0 and then merges both.
+    again = run_slurm(study, out, SlurmOptions(shards=2, folder=tmp_path / "slurm2", poll_s=0.5))
+    assert [p.shard for p in again.submitted] == [0]
+    assert again.failed == []
+    (merged,) = (out / "cache" / "dumps").glob("*.npz")
+    (local,) = [p for p in (demo / "cache" / "dumps").glob("*.npz") if p.name == merged.name]
+    assert merged.read_bytes() == local.read_bytes()  # same as the unsharded local extraction
+
+
+def test_cancelled_and_overdue_jobs_never_hang_the_runner(
+    slurm: Path, demo: Path, tmp_path: Path
+) -> None:
+    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    # Tasks that would sit for a minute: the wait gives up after its bound, naming them.
+    slow = SlurmOptions(shards=2, folder=tmp_path / "a", setup=("sleep 60",), poll_s=0.5)
+    start = time.monotonic()
+    with pytest.raises(UserError, match=r"gave up after 3 s waiting for 2 array task\(s\)"):
+        run_slurm(study, tmp_path / "a-out", slow.__class__(**{**slow.__dict__, "wait_timeout_s": 3}))
+    assert time.monotonic() - start < 60
+    subprocess.run(["scancel", "--user=root"], check=True)
+    # Cancelled while running: reported as such, promptly.
+    opts = SlurmOptions(shards=2, folder=tmp_path / "b", setup=("sleep 60",), poll_s=0.5)
+    thread, result, ids = _in_thread(study, tmp_path / "b-out", opts)
+    deadline = time.monotonic() + 60
+    while not ids and time.monotonic() < deadline:
+        time.sleep(0.2)
+    subprocess.run(["scancel", ids[0].split("_")[0]], check=True)
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the runner hung on a cancelled job"
+    failed = result["outcome"].failed
+    assert len(failed) == 2 and all("CANCELLED" in line for line in failed), failed
