@@ -278,7 +278,9 @@ def test_cancelled_and_overdue_jobs_never_hang_the_runner(
     slow = SlurmOptions(shards=2, folder=tmp_path / "a", setup=("sleep 60",), poll_s=0.5)
     start = time.monotonic()
     with pytest.raises(UserError, match=r"gave up after 3 s waiting for 2 array task\(s\)"):
-        run_slurm(study, tmp_path / "a-out", slow.__class__(**{**slow.__dict__, "wait_timeout_s": 3}))
+        run_slurm(
+            study, tmp_path / "a-out", slow.__class__(**{**slow.__dict__, "wait_timeout_s": 3})
+        )
     assert time.monotonic() - start < 60
     subprocess.run(["scancel", "--user=root"], check=True)
     # Cancelled while running: reported as such, promptly.
@@ -292,3 +294,43 @@ def test_cancelled_and_overdue_jobs_never_hang_the_runner(
     assert not thread.is_alive(), "the runner hung on a cancelled job"
     failed = result["outcome"].failed
     assert len(failed) == 2 and all("CANCELLED" in line for line in failed), failed
+
+
+def test_extract_part_refuses_inputs_changed_since_submission(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audiorepro.cli import main
+
+    study = _study(demo / "cache" / "demo", tmp_path)
+    part = tmp_path / "p.part.npz"
+    argv = ["extract-part", str(study), "--cell", "tiny-laion/clips", "--shard", "0/2"]
+    assert main([*argv, "--key", "0" * 64, "--out", str(part)]) == 2
+    err = capsys.readouterr().err
+    assert "changed since submission" in err and "Traceback" not in err
+    assert main([*argv[:3], "nope", *argv[4:], "--key", "0" * 64, "--out", str(part)]) == 2
+    assert "'nope' is not a cell to extract" in capsys.readouterr().err
+    assert not part.exists()
+
+
+def test_hand_submitted_template_then_reproduce_submits_nothing(
+    slurm: Path, demo: Path, tmp_path: Path
+) -> None:
+    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    out = tmp_path / "out"
+    options = SlurmOptions(shards=2, folder=tmp_path / "logs", gpus_per_task=1)
+    script = tmp_path / "extract.sbatch"
+    script.write_text(sbatch_script(study, out, options))
+    (tmp_path / "logs").mkdir()
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", str(script)], capture_output=True, text=True, check=True
+    )
+    job = submitted.stdout.strip()
+    deadline = time.monotonic() + 300
+    while any(s in ("PENDING", "RUNNING") for s in _squeue(job).values()):
+        assert time.monotonic() < deadline, _squeue(job)
+        time.sleep(0.5)
+    assert set(_squeue(job).values()) == {"COMPLETED"}, _squeue(job)
+    outcome = run_slurm(study, out, options, say=lambda s: None)
+    assert outcome.submitted == [] and outcome.failed == []
+    (merged,) = (out / "cache" / "dumps").glob("*.npz")
+    assert merged.read_bytes() == (demo / "cache" / "dumps" / merged.name).read_bytes()

@@ -39,6 +39,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -218,6 +219,9 @@ def emulate_apptainer(out: Path) -> None:
     for name in ("report.html", "bundle.json.gz", "verification.json", "manifest.json"):
         if not (out / "demo" / name).is_file():
             raise Failed(f"%runscript reproduce wrote no {name}")
+        # To compare by hand with a run elsewhere (`sha256sum reproduce-demo/...`).
+        digest = hashlib.sha256((out / "demo" / name).read_bytes()).hexdigest()
+        print(f"  {digest}  demo/{name}")
 
 
 def check() -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -213,7 +214,17 @@ def run_command(argv: list[str]) -> None:
 
 
 def _executor(out: Path, options: SlurmOptions) -> Any:
-    import submitit
+    try:
+        import submitit
+    except ImportError:
+        raise UserError(
+            "needs submitit: pip install 'audiorepro[slurm]'", key="--executor slurm"
+        ) from None
+    if shutil.which("sbatch") is None:
+        raise UserError(
+            "no sbatch on PATH: submit from a Slurm login node (or start tools/slurm-local)",
+            key="--executor slurm",
+        )
 
     folder = options.folder or out / "slurm"
     executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=0)
