@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -278,9 +279,7 @@ def test_cancelled_and_overdue_jobs_never_hang_the_runner(
     slow = SlurmOptions(shards=2, folder=tmp_path / "a", setup=("sleep 60",), poll_s=0.5)
     start = time.monotonic()
     with pytest.raises(UserError, match=r"gave up after 3 s waiting for 2 array task\(s\)"):
-        run_slurm(
-            study, tmp_path / "a-out", slow.__class__(**{**slow.__dict__, "wait_timeout_s": 3})
-        )
+        run_slurm(study, tmp_path / "a-out", replace(slow, wait_timeout_s=3))
     assert time.monotonic() - start < 60
     subprocess.run(["scancel", "--user=root"], check=True)
     # Cancelled while running: reported as such, promptly.

@@ -48,12 +48,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import apptainer_def  # noqa: E402
+
+T = TypeVar("T")
 
 BASE_TAG = "localhost/audiorepro-base:bookworm"
 IMAGE = "localhost/audiorepro:ci"
@@ -224,40 +228,44 @@ def emulate_apptainer(out: Path) -> None:
         print(f"  {digest}  demo/{name}")
 
 
+def check_image() -> None:
+    problems = inspect()
+    if problems:
+        raise Failed("image: " + "; ".join(problems))
+
+
+def selfcheck_in_image() -> None:
+    proc = podman("run", "--rm", IMAGE, "selfcheck", "--strict-environment", capture=True)
+    print(proc.stdout.rstrip())
+
+
+def emulate_apptainer_in_tmp() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        emulate_apptainer(Path(tmp) / "out")
+
+
 def check() -> int:
     reason = skip_reason()
     if reason:
         print(f"SKIPPED container check: {reason}")
         return 0
     setup_podman()
-    timings = {}
+    timings: dict[str, float] = {}
+
+    def timed(name: str, step: Callable[[], T]) -> T:
+        print(f"== {name}", flush=True)
+        start = time.monotonic()
+        result = step()
+        timings[name] = time.monotonic() - start
+        return result
+
     try:
-        for name, step in (
-            ("base", ensure_base),
-            ("build", None),
-            ("inspect", None),
-            ("selfcheck", None),
-            ("apptainer", None),
-        ):
-            start = time.monotonic()
-            print(f"== {name}", flush=True)
-            if name == "base":
-                base = step()  # type: ignore[misc]
-                print(f"base image: {base}")
-            elif name == "build":
-                build(base)
-            elif name == "inspect":
-                problems = inspect()
-                if problems:
-                    raise Failed("image: " + "; ".join(problems))
-            elif name == "selfcheck":
-                proc = podman("run", "--rm", IMAGE, "selfcheck", "--strict-environment",
-                              capture=True)  # fmt: skip
-                print(proc.stdout.rstrip())
-            else:
-                with tempfile.TemporaryDirectory() as tmp:
-                    emulate_apptainer(Path(tmp) / "out")
-            timings[name] = time.monotonic() - start
+        base = timed("base", ensure_base)
+        print(f"base image: {base}")
+        timed("build", lambda: build(base))
+        timed("inspect", check_image)
+        timed("selfcheck", selfcheck_in_image)
+        timed("apptainer", emulate_apptainer_in_tmp)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)
         return 1

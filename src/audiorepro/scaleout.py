@@ -84,7 +84,6 @@ class Outcome:
 
     submitted: list[Part] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    job_ids: list[str] = field(default_factory=list)
 
 
 def part_path(out: Path, key: str, shard: int, n_shards: int) -> Path:
@@ -305,7 +304,6 @@ def run_slurm(
         )
         jobs = submit(study, out, todo, options)
         outcome.submitted = todo
-        outcome.job_ids = [j.job_id for j in jobs]
         states = wait(jobs, options.timeout(), options.poll_s, say)
         for part, job in zip(todo, jobs, strict=True):
             state = states[job.job_id]
