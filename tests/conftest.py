@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from audiorepro.offline import activate_hub_cache, build_tokenizer_cache
+from tests.goldens import tiered_regression  # noqa: F401 (a fixture)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -74,3 +75,13 @@ def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
 
     files = [*names, *(f"tables/{p.name}" for p in sorted((out / "tables").iterdir()))]
     return {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``crosscpu`` tests run only when asked for by name (``-m crosscpu``): they take minutes."""
+    if "crosscpu" in (config.option.markexpr or ""):
+        return
+    keep = [i for i in items if i.get_closest_marker("crosscpu") is None]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep

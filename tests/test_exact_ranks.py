@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -21,11 +23,14 @@ def test_exact_sign_float32() -> None:
 
 
 def test_exact_sign_float64_beyond_double_precision() -> None:
-    x = np.array([1.0, 2.0**-80, -1.0])
-    a = np.array([1e16, 1.0, 1e16])
-    b = np.array([1e16, 0.0, 1e16])
-    # 1e16 + 2**-80 - 1e16: float64 loses the middle term entirely; integers do not.
-    assert float(x @ a) == float(x @ b)
+    x = np.array([1.0, 2.0**-40])
+    a = np.array([1.0, 2.0**-40])
+    b = np.array([1.0, 0.0])
+    # x.a = 1 + 2**-80 exactly, x.b = 1. Both products are exact and 1 + 2**-80 rounds to 1
+    # in float64 whatever the kernel does with two terms (either order, with or without FMA),
+    # so float64 cannot tell them apart; the exact stage can.
+    assert float(x @ a) == float(x @ b) == 1.0
+    assert math.fsum([1.0, 2.0**-80]) == 1.0
     assert exact_dot_difference_sign(x, a, x, b) == 1
     assert exact_dot_difference_sign(x, b, x, a) == -1
 

@@ -11,17 +11,14 @@ from typing import Any
 
 import pytest
 
-from audiorepro.dump import load_dump
-from audiorepro.metrics.retrieval import compute_retrieval, metrics_report
 from tests.conftest import DUMPS, GOLDEN
+from tests.goldens import fixture_data
 
 
 @pytest.mark.parametrize("path", DUMPS, ids=[p.stem for p in DUMPS])
-def test_fixture_metrics_golden(path: Path, data_regression: Any) -> None:
-    dump = load_dump(path)
-    report = metrics_report(dump, compute_retrieval(dump))
-    golden = GOLDEN / "fixtures" / f"{path.stem}.yml"
-    data_regression.check(report, fullpath=golden)
+def test_fixture_metrics_golden(path: Path, tiered_regression: Any) -> None:
+    """Shipped dumps through the exact engine: every value tier a, equal to the last bit."""
+    tiered_regression(fixture_data(path), GOLDEN / "fixtures" / f"{path.stem}.yml")
 
 
 def test_every_fixture_has_a_golden_file() -> None:

@@ -16,6 +16,7 @@ from audiorepro.errors import UserError
 from audiorepro.probe_study import flatten, leaders
 from audiorepro.study import load_study
 from tests.conftest import FIXTURES, GOLDEN
+from tests.goldens import probe_data
 
 OUTPUTS = ("report.html", "bundle.json.gz", "verification.json")
 
@@ -69,18 +70,9 @@ def test_leaders_follow_the_metric_direction() -> None:
     assert [r["model"] for r in task["ranking"]] == ["b", "a"] and task["undefined"] == ["c"]
 
 
-def test_probe_golden(probe_demo: tuple[Path, Path], data_regression: Any) -> None:
-    import gzip
-
+def test_probe_golden(probe_demo: tuple[Path, Path], tiered_regression: Any) -> None:
     _, out = probe_demo
-    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
-    data_regression.check(
-        {
-            "runs": {r["id"]: flatten(r["report"]) for r in bundle["runs"]},
-            "family_means": bundle["family_means"],
-        },
-        fullpath=GOLDEN / "demo" / "probe.yml",
-    )
+    tiered_regression(probe_data(out), GOLDEN / "demo" / "probe.yml")
 
 
 def test_rerun_is_byte_identical(probe_demo: tuple[Path, Path], tmp_path: Path) -> None:

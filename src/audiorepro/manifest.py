@@ -11,8 +11,10 @@ commit and dirty flag of the audiorepro source, when it runs from a checkout.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -86,7 +88,10 @@ def _blas() -> dict[str, Any]:
 
         info["threadpools"] = sorted(
             (
-                {k: p.get(k) for k in ("user_api", "internal_api", "num_threads", "version")}
+                {
+                    k: p.get(k)
+                    for k in ("architecture", "internal_api", "num_threads", "user_api", "version")
+                }
                 for p in threadpool_info()
             ),
             key=lambda p: (str(p["user_api"]), str(p["internal_api"])),
@@ -94,6 +99,54 @@ def _blas() -> dict[str, Any]:
     except ImportError:
         info["threadpools"] = None
     return info
+
+
+#: Environment variables that select CPU code paths (``tox -e crosscpu`` sets them).
+DISPATCH_VARIABLES = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "OPENBLAS_CORETYPE",
+    "NPY_DISABLE_CPU_FEATURES",
+    "NPY_ENABLE_CPU_FEATURES",
+)
+_ISA_FLAG = re.compile(
+    r"^(sse\d\w*|ssse3|avx\w*|fma\w*|f16c|amx\w*|asimd\w*|sve\w*|neon|bf16|i8mm)$"
+)
+
+
+def _isa_flags() -> list[str]:
+    """The CPU's vector-instruction features, from /proc/cpuinfo (Linux), sorted."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return sorted({f for f in line.split(":", 1)[1].split() if _ISA_FLAG.match(f)})
+    except OSError:
+        pass
+    return []
+
+
+def cpu_dispatch() -> dict[str, Any]:
+    """The CPU's features and the code paths in force: two outputs whose tier-b numbers
+    differ (README, "What bit-identical covers") can be told apart by this block."""
+    features: dict[str, bool] = {}
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            features = importlib.import_module(name).__cpu_features__
+            break
+        except (ImportError, AttributeError):
+            continue
+    torch = sys.modules.get("torch")
+    return {
+        "isa_flags": _isa_flags(),
+        "numpy_cpu_features": sorted(k for k, on in features.items() if on),
+        "torch_cpu_capability": (
+            torch.backends.cpu.get_cpu_capability() if torch is not None else None
+        ),
+        "variables": {k: os.environ.get(k) for k in DISPATCH_VARIABLES},
+    }
 
 
 def _git() -> dict[str, Any]:
@@ -127,6 +180,7 @@ def environment() -> dict[str, Any]:
         "gpus": _gpus(),
         "packages": library_versions(),
         "blas": _blas(),
+        "cpu_dispatch": cpu_dispatch(),
         "thread_variables": {k: os.environ.get(k) for k in THREAD_VARIABLES},
         "determinism_variables": {k: os.environ.get(k) for k in DETERMINISM_VARIABLES},
         "container": container(),

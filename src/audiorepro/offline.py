@@ -93,9 +93,12 @@ def _text_model_files() -> dict[str, bytes]:
     from safetensors.torch import save
     from transformers import RobertaConfig, RobertaModel
 
+    from audiorepro.models.seeded import redraw_initialization
+
     config = standin_text_config()
     torch.manual_seed(0)
     model = RobertaModel(RobertaConfig(**config), add_pooling_layer=True)
+    redraw_initialization(model, 0)  # the same bytes, hence the same revision, on every CPU
     state = {k: v.contiguous() for k, v in sorted(model.state_dict().items())}
     return {
         "config.json": json.dumps(config, sort_keys=True).encode(),

@@ -13,8 +13,10 @@
 
 The audio tower is laion-clap's HTSAT-tiny (the smallest HTSAT it builds); the text tower is
 the two-layer stand-in of :func:`audiorepro.offline.standin_text_config`. laion-clap builds the
-model (so its own initialization seeds the audio tower), the text tower is then drawn from the
-seed with a wide spread (std 0.2, see the stand-in's docstring), and the Hugging Face model is
+model, every randomly initialized tensor is redrawn from the seed with numpy's PCG64 stream
+(torch's samplers follow the CPU's instruction set, numpy's integers do not: the models, their
+hashes and every cache key are the same on every machine), the text tower with a wide spread
+(std 0.2, see the stand-in's docstring), and the Hugging Face model is
 filled through :mod:`audiorepro.models.mapping`, asserting the exact missing/unexpected keys.
 """
 
@@ -25,9 +27,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from audiorepro.io import atomic_write_bytes
 from audiorepro.models.mapping import is_hf_only, laion_to_hf
 from audiorepro.models.registry import SCHEMA, sha256_path
+from audiorepro.models.seeded import redraw_initialization, uniform_fill
 from audiorepro.offline import activate_hub_cache, build_tokenizer_cache, standin_text_config
 
 TEXT_STD = 0.2
@@ -36,13 +41,12 @@ TEXT_STD = 0.2
 def _randomize_text_tower(tower: Any, seed: int) -> None:
     import torch
 
-    generator = torch.Generator().manual_seed(seed)
+    rng = np.random.Generator(np.random.PCG64(seed))
     with torch.no_grad():
         for name, param in sorted(tower.named_parameters()):
             if "LayerNorm" in name:
                 continue
-            std = TEXT_STD if name.endswith("weight") else TEXT_STD / 10
-            param.copy_(torch.randn(param.shape, generator=generator) * std)
+            uniform_fill(param, TEXT_STD if name.endswith("weight") else TEXT_STD / 10, rng)
 
 
 def _toml_value(value: Any) -> str:
@@ -86,6 +90,7 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
             enable_fusion=fusion, device="cpu", amodel="HTSAT-tiny", tmodel="roberta"
         )
     model = module.model.eval()
+    redraw_initialization(model, seed)
     _randomize_text_tower(model.text_branch, seed)
     state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     # laion-clap's load_ckpt deletes this key unconditionally; current transformers no longer

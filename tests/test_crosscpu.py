@@ -1,0 +1,157 @@
+"""Reproducibility tiers under other CPU code paths, on one machine (``tox -e crosscpu``).
+
+Each variant reruns, in a fresh process with environment variables that make torch, oneDNN,
+MKL, OpenBLAS or numpy take another code path: the fixture generator (``--check``), the
+fixture dumps' metrics, and the whole demo. Then: tier a values equal the golden files to the
+last bit, tier b values lie within their recorded tolerances, the extraction cache keys and
+the probe demo are unchanged, and the extracted embeddings differ from the native run by less
+than the stated ``EMBEDDING_REL_TOLERANCE``. A variant that needs an instruction set this CPU
+lacks is skipped, saying which.
+
+Not part of the default run (a few minutes): selected with ``-m crosscpu``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audiorepro.manifest import cpu_dispatch
+from audiorepro.tiers import EMBEDDING_REL_TOLERANCE
+from tests.conftest import DUMPS, GOLDEN, ROOT
+from tests.goldens import compare_with_golden, demo_data, probe_data, with_legend
+
+pytestmark = pytest.mark.crosscpu
+
+pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
+pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
+
+_NUMPY_AVX512 = (
+    "AVX512F AVX512CD AVX512VL AVX512BW AVX512DQ AVX512VNNI AVX512IFMA AVX512VBMI "
+    "AVX512VBMI2 AVX512BITALG AVX512VPOPCNTDQ AVX512FP16 "
+    "AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR"
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    env: dict[str, str]
+    needs: str | None  # a numpy CPU feature name the variant's code path needs
+
+    def missing(self) -> str | None:
+        if self.needs is None or self.needs in cpu_dispatch()["numpy_cpu_features"]:
+            return None
+        return f"this CPU lacks {self.needs}, which variant {self.name} selects"
+
+
+NATIVE = Variant("native", {}, None)
+VARIANTS = (
+    Variant("aten-default", {"ATEN_CPU_CAPABILITY": "default"}, None),
+    Variant("aten-avx2", {"ATEN_CPU_CAPABILITY": "avx2"}, "AVX2"),
+    Variant("aten-avx512", {"ATEN_CPU_CAPABILITY": "avx512"}, "AVX512_SKX"),
+    Variant("onednn-avx2", {"ONEDNN_MAX_CPU_ISA": "AVX2"}, "AVX2"),
+    Variant("mkl-avx2", {"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, "AVX2"),
+    Variant("openblas-haswell", {"OPENBLAS_CORETYPE": "Haswell"}, "AVX2"),
+    Variant("openblas-skylakex", {"OPENBLAS_CORETYPE": "SkylakeX"}, "AVX512_SKX"),
+    Variant("numpy-no-avx512", {"NPY_DISABLE_CPU_FEATURES": _NUMPY_AVX512}, "AVX512F"),
+)
+
+_SCRIPT = """
+import json, sys
+from pathlib import Path
+from audiorepro.cli import main
+from audiorepro.manifest import cpu_dispatch
+out = Path(sys.argv[1])
+rc = {"fixtures": {}}
+rc["make_fixtures"] = __import__("subprocess").run(
+    [sys.executable, "tools/make_fixtures.py", "all", "--check"], capture_output=True
+).returncode
+for dump in sys.argv[2:]:
+    name = Path(dump).stem
+    rc["fixtures"][name] = main(["metrics", dump, "--json", str(out / "fixtures" / f"{name}.json")])
+rc["reproduce"] = main(["reproduce", "--out", str(out / "demo")])
+rc["dispatch"] = cpu_dispatch()
+(out / "variant.json").write_text(json.dumps(rc, sort_keys=True))
+"""
+
+
+def _run(variant: Variant, base: Path) -> Path:
+    """Run the variant's work in a fresh process; returns its output folder."""
+    out = base / variant.name
+    (out / "fixtures").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k not in variant.env}
+    env.update(variant.env)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(out), *map(str, DUMPS)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    (out / "log.txt").write_text(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, f"{variant.name} failed:\n{proc.stderr[-4000:]}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every runnable variant (and the native run), two processes at a time."""
+    base = tmp_path_factory.mktemp("crosscpu")
+    todo = [v for v in (NATIVE, *VARIANTS) if v.missing() is None]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outs = list(pool.map(lambda v: _run(v, base), todo))
+    return {v.name: out for v, out in zip(todo, outs, strict=True)}
+
+
+def _embeddings(out: Path) -> dict[str, np.ndarray]:
+    arrays = {}
+    for path in sorted((out / "demo" / "cache" / "dumps").glob("*.npz")):
+        with np.load(path, allow_pickle=False) as z:
+            for key in ("audio_embeds", "text_embeds"):
+                arrays[f"{path.name}:{key}"] = z[key].astype(np.float64)
+    return arrays
+
+
+@pytest.mark.parametrize("variant", (NATIVE, *VARIANTS), ids=lambda v: v.name)
+def test_tiers_hold_under_dispatch_variant(variant: Variant, runs: dict[str, Path]) -> None:
+    reason = variant.missing()
+    if reason is not None:
+        pytest.skip(reason)
+    out = runs[variant.name]
+    record = json.loads((out / "variant.json").read_text())
+    for key, value in variant.env.items():
+        assert record["dispatch"]["variables"][key] == value  # the manifest sees the variant
+    assert record["make_fixtures"] == 0, "the shipped fixtures are not bit-identical here"
+    assert record["reproduce"] == 0 and set(record["fixtures"].values()) == {0}
+
+    problems: list[str] = []
+    for path in DUMPS:
+        report = json.loads((out / "fixtures" / f"{path.stem}.json").read_text())
+        problems += compare_with_golden(
+            with_legend(report), GOLDEN / "fixtures" / f"{path.stem}.yml"
+        )
+    problems += compare_with_golden(demo_data(out / "demo"), GOLDEN / "demo" / "demo.yml")
+    problems += compare_with_golden(
+        probe_data(out / "demo" / "probe"), GOLDEN / "demo" / "probe.yml"
+    )
+    assert problems == [], f"{variant.name}: " + "\n".join(problems)
+
+    native = runs["native"]
+    keys = sorted(p.name for p in (native / "demo" / "cache" / "dumps").glob("*.npz"))
+    assert sorted(p.name for p in (out / "demo" / "cache" / "dumps").glob("*.npz")) == keys
+    ours, theirs = _embeddings(out), _embeddings(native)
+    for name, x in theirs.items():
+        rel = np.linalg.norm(ours[name] - x, axis=1) / np.linalg.norm(x, axis=1)
+        print(f"{variant.name} {name}: max relative difference {rel.max():.3g}")
+        assert rel.max() <= EMBEDDING_REL_TOLERANCE, name

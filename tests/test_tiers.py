@@ -1,0 +1,118 @@
+"""The tier-b tolerances hold: perturbed embeddings and float32 arithmetic stay inside them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audiorepro.dump import make_dump
+from audiorepro.manifest import DISPATCH_VARIABLES, cpu_dispatch
+from audiorepro.metrics.retrieval import compute_retrieval
+from audiorepro.tiers import (
+    compare,
+    fragility,
+    laion_scores,
+    loss_tolerance,
+    rank_tolerance,
+    score_bound,
+    tiered,
+)
+from tests.strategies import dumps
+
+
+def _perturb(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
+    """Each row moved by ``eps`` times its norm (the most the bound allows), randomly."""
+    u = rng.standard_normal(x.shape)
+    u /= np.maximum(np.linalg.norm(u, axis=1, keepdims=True), 1e-300)
+    return np.asarray(x + u * eps * np.linalg.norm(x, axis=1, keepdims=True))
+
+
+@given(dumps(), st.sampled_from([1e-3, 0.05, 0.3]), st.integers(0, 2**32 - 1))
+def test_rank_metrics_move_within_their_tolerance(
+    arrays: dict[str, Any], eps: float, seed: int
+) -> None:
+    audio = arrays["audio_embeds"].astype(np.float64)
+    text = arrays["text_embeds"].astype(np.float64)
+    t2a = arrays["text_to_audio"]
+    rng = np.random.default_rng(seed)
+    before = compute_retrieval(make_dump(audio, text, t2a)).metrics("pessimistic")
+    after = compute_retrieval(
+        make_dump(_perturb(audio, eps, rng), _perturb(text, eps, rng), t2a)
+    ).metrics("pessimistic")
+    scores = audio @ text.T
+    bound = score_bound(audio, text, float32_scores=False, embedding_rel_error=eps)
+    for direction in ("t2a", "a2t"):
+        frag = fragility(scores, bound, t2a, direction)
+        for name, value in before[direction].items():
+            moved = abs(after[direction][name] - value)
+            assert moved <= rank_tolerance(name, frag) + 1e-12, (direction, name, frag)
+
+
+def test_untouched_embeddings_have_zero_tolerance_without_ties() -> None:
+    rng = np.random.default_rng(0)
+    audio, text = rng.standard_normal((8, 4)), rng.standard_normal((16, 4))
+    bound = score_bound(audio, text, float32_scores=False, embedding_rel_error=0.0)
+    frag = fragility(audio @ text.T, bound, np.arange(16) % 8, "t2a")
+    assert frag.fragile == 0 and rank_tolerance("r@1", frag) == 0.0
+
+
+def test_duplicated_clip_is_fragile_under_any_perturbation() -> None:
+    audio = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    text = np.array([[1.0, 0.1], [0.9, 0.0], [0.0, 1.0]])
+    bound = score_bound(audio, text, float32_scores=False, embedding_rel_error=0.0)
+    frag = fragility(audio @ text.T, bound, np.array([0, 1, 2]), "t2a")
+    assert (frag.fragile, frag.max_shift) == (2, 1)  # captions 0 and 1 tie exactly
+
+
+@given(dumps(max_clips=6, max_dim=8), st.sampled_from([1.0, 14.285714]))
+def test_float32_loss_stays_within_its_tolerance(arrays: dict[str, Any], scale: float) -> None:
+    """laion-clap's torch float32 loss against the same loss in exact-ish float64."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    audio = arrays["audio_embeds"].astype(np.float32)
+    text = arrays["text_embeds"].astype(np.float32)
+    n = len(audio)
+    text = text[:n] if len(text) >= n else np.concatenate([text, audio[len(text) :]])
+    labels = torch.arange(n)
+    z32 = scale * torch.from_numpy(audio) @ torch.from_numpy(text).T
+    loss32 = float((F.cross_entropy(z32, labels) + F.cross_entropy(z32.T, labels)) / 2)
+    z = laion_scores(audio, text, scale, 1)
+
+    def ce(logits: np.ndarray) -> float:
+        m = logits.max(axis=1)
+        lse = m + np.log(np.exp(logits - m[:, None]).sum(axis=1))
+        return float(np.mean(lse - np.diag(logits)))
+
+    exact = (ce(z) + ce(z.T)) / 2
+    bound = score_bound(audio, text, scale=scale, float32_scores=True, embedding_rel_error=0.0)
+    assert abs(loss32 - exact) <= loss_tolerance(bound, z, exact) + 1e-9 * max(1.0, abs(exact))
+
+
+def test_compare_is_exact_for_tier_a_and_tolerant_for_tier_b() -> None:
+    golden = {"cells": {"x": 0.5, "y": tiered(1.0, 1e-6)}}
+    assert compare(golden, {"cells": {"x": 0.5, "y": tiered(1.0 + 5e-7, 0.0)}}) == []
+    assert compare(golden, {"cells": {"x": math.nextafter(0.5, 1), "y": tiered(1.0, 1e-6)}})
+    assert compare(golden, {"cells": {"x": 0.5, "y": tiered(float("nan"), 1e-6)}})
+    assert compare(golden, {"cells": {"x": 0.5}}) == ["cells/y: missing"]
+    # A tier-a value turned into a tier-b one (or back) is a difference, not a pass.
+    assert compare(golden, {"cells": {"x": tiered(0.5, 1.0), "y": tiered(1.0, 1e-6)}})
+
+
+def test_manifest_records_the_dispatch_in_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    record = cpu_dispatch()
+    assert set(record["variables"]) == set(DISPATCH_VARIABLES)
+    assert record["variables"]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert record["variables"]["OPENBLAS_CORETYPE"] is None
+    assert (
+        "SSE2" in record["numpy_cpu_features"]
+        or record["numpy_cpu_features"] == []
+        or ("ASIMD" in record["numpy_cpu_features"])
+    )
