@@ -29,7 +29,35 @@ PUBLIC = {
 }
 
 
-def test_bundled_registry_names_the_public_checkpoints_without_invented_hashes() -> None:
+# The public pins (Hugging Face file pages' LFS details, commit histories, third-party pins that
+# agree; see the registry's provenance): revision and weight SHA-256, None where none was found.
+PINS = {
+    "laion/clap-htsat-fused": (
+        "cca9e288ab447cee67d9ada1f85ddb46500f1401",
+        {"pytorch_model.bin": "1ed5d0215d887551ddd0a49ce7311b21429ebdf1e6a129d4e68f743357225253"},
+    ),
+    "laion/clap-htsat-unfused": (
+        "8fa0f1c6d0433df6e97c127f64b2a1d6c0dcda8a",
+        {"pytorch_model.bin": "1cd3c601bc4afe0fa87be3de4c13dd2cfadd249fac1e29acf74a9b296c3219bb"},
+    ),
+    "630k-best": ("bc020633ac5bc0bb364febd3b97401ca42816cea", {"630k-best.pt": None}),
+    "630k-audioset-best": (
+        "bc020633ac5bc0bb364febd3b97401ca42816cea",
+        {"630k-audioset-best.pt": "8053c9775516af2f4902e1e8281e356cc1bf7a85e8b761908170767b77c3f037"},
+    ),
+    "630k-fusion-best": ("bc020633ac5bc0bb364febd3b97401ca42816cea", {"630k-fusion-best.pt": None}),
+    "630k-audioset-fusion-best": (
+        "bc020633ac5bc0bb364febd3b97401ca42816cea",
+        {
+            "630k-audioset-fusion-best.pt": (
+                "fb171dd9b608aebdac3d89286cd7615c5100af4cc7dc37797c7fb8d3cc15e3a5"
+            )
+        },
+    ),
+}
+
+
+def test_bundled_registry_carries_the_public_pins_and_invents_nothing() -> None:
     registry = read_registry(bundled_registry())
     assert set(PUBLIC) <= set(registry)
     for name, (fmt, fusion) in PUBLIC.items():
@@ -37,15 +65,56 @@ def test_bundled_registry_names_the_public_checkpoints_without_invented_hashes()
         assert spec.format == fmt
         assert spec.architecture.enable_fusion is fusion
         assert spec.architecture.amodel == "HTSAT-tiny" and spec.architecture.tmodel == "roberta"
-        # Nothing here could be computed from a verified download: every value says so.
-        assert set(spec.weights.values()) == {PLACEHOLDER}
-        if fmt == "hf":
-            assert spec.revision == PLACEHOLDER
+        revision, weights = PINS[name]
+        assert spec.revision == revision
+        assert spec.weights == {k: v or PLACEHOLDER for k, v in weights.items()}
+        # HF weights are pytorch_model.bin: the pinned revisions have no model.safetensors.
+        assert not any(f.endswith(".safetensors") for f in {**spec.weights, **spec.files})
+    fused, unfused = registry["laion/clap-htsat-fused"], registry["laion/clap-htsat-unfused"]
+    # no file hash of the fused repo was found; the unfused ones are corroborated
+    assert set(fused.files.values()) == {PLACEHOLDER}
+    assert PLACEHOLDER not in unfused.files.values() and len(unfused.files) == 7
+    assert unfused.sizes["pytorch_model.bin"] == 614_525_833
 
 
-def test_unverified_public_entry_refuses_to_load() -> None:
+def test_provenance_says_how_sure_each_pin_is() -> None:
+    import tomllib
+
+    doc = tomllib.loads(bundled_registry().read_text())
+    for name in PUBLIC:
+        provenance = doc["checkpoints"][name]["provenance"]
+        assert "upstream" in provenance or "corroborated" in provenance
+    assert "corroborated" in doc["checkpoints"]["630k-audioset-fusion-best"]["provenance"]
+    assert "corroborated" in doc["checkpoints"]["laion/clap-htsat-unfused"]["provenance"]
+
+
+def test_support_repos_pin_the_text_models_laion_clap_loads() -> None:
+    from audiorepro.models.registry import load_support
+
+    support = load_support()
+    assert {s.repo: s.revision for s in support.values()} == {
+        "roberta-base": "e2da8e2f811d1448a5b465c236feacd80ffbac7b",
+        "bert-base-uncased": "86b5e0934494bd15c9632b12f734a8a67f723594",
+        "facebook/bart-base": "aadd2ab0ae0c8268c7c9693540e9904811f36177",
+    }
+    for name in ("630k-best", "630k-audioset-fusion-best"):
+        assert set(load_registry()[name].support) == set(support)
+
+
+def test_public_entry_not_in_the_cache_refuses_to_load_and_never_downloads() -> None:
     spec = load_registry()["laion/clap-htsat-fused"]
-    with pytest.raises(UserError, match="no verified revision"):
+    with pytest.raises(UserError, match="not in the local hub cache .audiorepro never downloads"):
+        verify_weights(spec)
+
+
+def test_public_entry_without_a_published_hash_refuses_to_load(tmp_path: Path) -> None:
+    import dataclasses
+
+    (tmp_path / "630k-best.pt").write_bytes(b"x")
+    spec = dataclasses.replace(
+        load_registry()["630k-best"], location=str(tmp_path / "630k-best.pt")
+    )
+    with pytest.raises(UserError, match="no verified hash for 630k-best.pt yet"):
         verify_weights(spec)
 
 
@@ -94,7 +163,7 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
     "body, key, message",
     [
         ('[checkpoints.m]\nformat = "onnx"\n', "checkpoints.m.format", "expected 'hf' or 'laion'"),
-        ('[checkpoints.m]\nformat = "laion"\nfiles = "x"\n', "checkpoints.m.files", "unknown key"),
+        ('[checkpoints.m]\nformat = "laion"\nweight = "x"\n', "checkpoints.m.weight", "unknown key"),
         ('[checkpoints.m]\nformat = "laion"\n', "checkpoints.m.file", "needs 'file'"),
         (
             '[checkpoints.m]\nformat = "hf"\nrepo = "a/b"\n[checkpoints.m.weights]\n"x" = "y"\n',

@@ -681,6 +681,48 @@ def selfcheck(lock: Path | None, strict_environment: bool) -> None:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@registry_option
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Hugging Face hub cache folder (what HF_HUB_CACHE names; default: the standard one).",
+)
+@click.option(
+    "--mirror", default=None, help="Replace the scheme and host of dataset URLs with this URL."
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("data"),
+    show_default=True,
+    help="Where datasets are downloaded and prepared (DATA/<name>/).",
+)
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="audiocaps-test: the folder of the clips you have.",
+)
+def fetch(
+    names: tuple[str, ...],
+    registries: tuple[Path, ...],
+    cache: Path | None,
+    mirror: str | None,
+    data: Path,
+    audio: Path | None,
+) -> None:
+    """Download checkpoints (at their pinned hub commit) and datasets, and check every file's
+    hash before reporting success; the only command that downloads."""
+    from audiorepro.fetch import run_fetch
+
+    code = run_fetch(names, registries, cache, mirror, data, audio, click.echo)
+    if code:
+        raise SystemExit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
     try:

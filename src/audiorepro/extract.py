@@ -86,8 +86,15 @@ def shard_range(n_items: int, batch_size: int, shard: tuple[int, int] | None) ->
 
 
 def _inputs(captions_path: Path, caps: Captions, paths: list[Path]) -> dict[str, Any]:
+    from audiorepro.fetch.datasets import dataset_record
+
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
+    # A dataset prepared by `fetch` (which clips of the published set are present) travels
+    # with the dump; absent for a plain folder, so other dumps keep their bytes.
+    record = dataset_record(captions_path)
+    extra = {} if record is None else {"dataset": record}
     return {
+        **extra,
         "captions_file": captions_path.name,
         "captions_sha256": hashlib.sha256(captions_path.read_bytes()).hexdigest(),
         "captions_layout": caps.layout,

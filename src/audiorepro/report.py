@@ -231,7 +231,19 @@ def _cell_panel(cell: dict[str, Any]) -> str:
         f"<table><thead><tr><th>direction</th><th>metric</th><th>value</th><th>95% bootstrap interval</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{curves}<p>Rank bins: {_e(bins)}</p>{hist}<ul>{ties}</ul>"
         f"<p>Model: {_e(meta.get('model', MISSING_TEXT))}; revision {_e(meta.get('revision') or MISSING_TEXT)}; "
-        f"weights: {_weights(meta)}</p></details>"
+        f"weights: {_weights(meta)}</p>{_coverage(meta)}</details>"
+    )
+
+
+def _coverage(meta: dict[str, Any]) -> str:
+    """Which clips of the published set the dump has (a dataset prepared by fetch)."""
+    ds = meta.get("inputs", {}).get("dataset")
+    if not ds:
+        return ""
+    return (
+        f"<p>Dataset {_e(ds.get('name'))}: {ds.get('clips_present')} of "
+        f"{ds.get('clips_expected')} clips present ({ds.get('clips_missing')} missing); "
+        f"present-clip list sha256 <code>{_e(ds.get('present_sha256'))}</code></p>"
     )
 
 

@@ -101,6 +101,9 @@ def extract_key(cell: Cell) -> str:
         "captions": sha256_file(e.captions),
         "audio": listing,
     }
+    record = e.captions.parent / "dataset.json"
+    if record.is_file():  # a dataset prepared by fetch: its coverage record is in the dump
+        key["dataset"] = sha256_file(record)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 

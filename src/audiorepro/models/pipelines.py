@@ -32,7 +32,8 @@ import numpy.typing as npt
 from audiorepro.audio import SAMPLE_RATE
 from audiorepro.errors import UserError
 from audiorepro.models.mapping import laion_to_hf
-from audiorepro.models.registry import ModelSpec, verify_weights
+from audiorepro.models.registry import ModelSpec, verify_weights, weight_files
+from audiorepro.models.safeload import check_pickled
 from audiorepro.models.settings import Preprocessing
 from audiorepro.offline import activate_hub_cache
 
@@ -232,6 +233,8 @@ class HFPipeline(Pipeline):
     def __init__(self, spec: ModelSpec, overrides: dict[str, Any], device: str) -> None:
         self.spec, self.device = spec, device
         self.weight_hashes = verify_weights(spec)
+        # A pickled pytorch_model.bin is opened with weights_only=True before transformers is.
+        check_pickled(weight_files(spec))
         activate_hub_cache(spec.hub_cache)
         from safetensors import SafetensorError
         from transformers import ClapFeatureExtractor, ClapModel, ClapProcessor

@@ -20,7 +20,12 @@ adds entries (``audiorepro tiny-models`` writes one). An entry::
     frequency_min = 50.0              # any setting of audiorepro.models.settings
 
 A laion entry names its checkpoint with ``file`` (relative to the registry's folder, or to
-``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``. A hash (or revision) not yet
+``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``; with ``repo`` and ``revision`` it
+is also found in the hub cache, where ``audiorepro fetch`` puts it. Optional tables:
+``files`` (the other files a model needs, each with its SHA-256 or the placeholder: pinned by
+the revision only), ``sizes`` (bytes), and ``support`` (names of top-level ``[support.NAME]``
+hub repositories the model's library loads by itself, fetched at their pinned revision; see
+:func:`read_support`). A hash (or revision) not yet
 known is written as :data:`PLACEHOLDER`; such an entry cannot be loaded until someone records
 the value of a verified download. Loading hashes every listed file first and refuses any
 mismatch.
@@ -57,6 +62,9 @@ _ENTRY_KEYS = {
     "file",
     "hub_cache",
     "weights",
+    "files",
+    "sizes",
+    "support",
     "architecture",
     "preprocessing",
     "description",
@@ -88,6 +96,14 @@ class ModelSpec:
     preprocessing: Preprocessing = field(default_factory=Preprocessing)
     hub_cache: Path | None = None
     registry: str | None = None
+    #: Other files the model needs (config, tokenizer, preprocessor): SHA-256 or PLACEHOLDER.
+    files: dict[str, str] = field(default_factory=dict)
+    #: Sizes in bytes, where known.
+    sizes: dict[str, int] = field(default_factory=dict)
+    #: ``[support.NAME]`` repositories the model's library loads by itself.
+    support: tuple[str, ...] = ()
+    #: A laion checkpoint's hub repository (its ``revision`` pins the commit), for fetch.
+    hub_repo: str | None = None
 
     @property
     def is_hub(self) -> bool:
@@ -129,6 +145,8 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
         if "file" not in table:
             raise fail("file", "a laion entry needs 'file', the checkpoint's file name or path")
         location = _laion_file(str(table["file"]), base)
+        if "repo" in table and not (isinstance(revision, str) and _COMMIT.match(revision)):
+            raise fail("revision", "a laion entry with a hub 'repo' needs its 40-hex commit")
     weights = table.get("weights", {})
     if not isinstance(weights, dict) or not weights:
         raise fail("weights", "must be a table of file name -> sha256 (at least one file)")
@@ -137,6 +155,22 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
             raise fail(
                 f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
             )
+    files = table.get("files", {})
+    if not isinstance(files, dict):
+        raise fail("files", "must be a table of file name -> sha256")
+    for fname, digest in files.items():
+        if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
+            raise fail(
+                f"files.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
+            )
+    sizes = table.get("sizes", {})
+    if not isinstance(sizes, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()
+    ):
+        raise fail("sizes", "must be a table of file name -> size in bytes (an integer >= 0)")
+    support = table.get("support", [])
+    if not isinstance(support, list) or not all(isinstance(v, str) for v in support):
+        raise fail("support", "must be a list of [support.NAME] names")
     arch_table = table.get("architecture", {})
     for key, value in arch_table.items():
         if key not in _ARCH_KEYS:
@@ -157,6 +191,10 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
         preprocessing=prep,
         hub_cache=None if hub_cache is None else (base / str(hub_cache)).resolve(),
         registry=src,
+        files={str(k): str(v) for k, v in files.items()},
+        sizes={str(k): int(v) for k, v in sizes.items()},
+        support=tuple(support),
+        hub_repo=str(table["repo"]) if fmt == "laion" and "repo" in table else None,
     )
 
 
@@ -174,12 +212,78 @@ def read_registry(path: str | Path) -> dict[str, ModelSpec]:
     entries = data.get("checkpoints")
     if not isinstance(entries, dict) or not entries:
         raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
-    unknown = sorted(set(data) - {"schema", "checkpoints"})
+    unknown = sorted(set(data) - {"schema", "checkpoints", "support"})
     if unknown:
         raise UserError(
-            "unknown key; expected 'schema' and 'checkpoints'", source=path, key=unknown[0]
+            "unknown key; expected 'schema', 'checkpoints' and 'support'",
+            source=path,
+            key=unknown[0],
         )
     return {name: _entry(name, table, source=path) for name, table in entries.items()}
+
+
+@dataclass(frozen=True)
+class SupportRepo:
+    """A hub repository a model's library loads by itself (laion-clap's text models)."""
+
+    name: str
+    repo: str
+    revision: str
+    allow: tuple[str, ...]
+    weights_one_of: tuple[str, ...] = ()
+    provenance: str = ""
+    registry: str | None = None
+
+
+_SUPPORT_KEYS = {"repo", "revision", "allow", "weights_one_of", "provenance"}
+
+
+def read_support(path: str | Path) -> dict[str, SupportRepo]:
+    """The ``[support.NAME]`` tables of a registry file (each: repo, 40-hex revision, allow
+    patterns, optional ``weights_one_of``: the first of these names the revision has)."""
+    path = Path(path)
+    data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
+    out: dict[str, SupportRepo] = {}
+    for name, table in dict(data.get("support", {})).items():
+
+        def fail(key: str, message: str, name: str = name) -> UserError:
+            return UserError(message, source=path, key=f"support.{name}.{key}")
+
+        if not isinstance(table, dict):
+            raise UserError("must be a table", source=path, key=f"support.{name}")
+        unknown = sorted(set(table) - _SUPPORT_KEYS)
+        if unknown:
+            expected = ", ".join(sorted(_SUPPORT_KEYS))
+            raise fail(unknown[0], f"unknown key; expected some of {expected}")
+        revision = table.get("revision")
+        if not (isinstance(revision, str) and _COMMIT.match(revision)):
+            raise fail("revision", f"is {revision!r}; expected the 40-hex commit")
+        if not isinstance(table.get("repo"), str):
+            raise fail("repo", "is missing; expected the hub repository id")
+        lists = {}
+        for key in ("allow", "weights_one_of"):
+            value = table.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise fail(key, "must be a list of file names or glob patterns")
+            lists[key] = tuple(value)
+        out[name] = SupportRepo(
+            name=name,
+            repo=table["repo"],
+            revision=revision,
+            allow=lists["allow"],
+            weights_one_of=lists["weights_one_of"],
+            provenance=str(table.get("provenance", "")),
+            registry=str(path),
+        )
+    return out
+
+
+def load_support(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, SupportRepo]:
+    """The bundled ``[support.*]`` repositories, then each ``--registry`` file's."""
+    support = read_support(bundled_registry())
+    for path in extra:
+        support.update(read_support(path))
+    return support
 
 
 def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelSpec]:
@@ -255,6 +359,8 @@ def weight_files(spec: ModelSpec) -> dict[str, Path]:
     """The local files of a spec's weights (hub snapshots from the local cache only)."""
     if spec.format == "laion":
         path = Path(spec.location)
+        if not path.is_file() and spec.hub_repo is not None:
+            path = _laion_from_hub_cache(spec) or path
         if not path.is_file():
             raise UserError(
                 "checkpoint file not found (set AUDIOREPRO_CHECKPOINT_DIR or give laion:<path>)",
@@ -280,12 +386,22 @@ def weight_files(spec: ModelSpec) -> dict[str, Path]:
         folder = Path(spec.location)
         if not folder.is_dir():
             raise UserError("model folder not found", source=folder, key=spec.name)
-    names = spec.weights or {
+    names = {**spec.weights, **spec.files} or {
         p.name: ""
         for p in folder.iterdir()
         if p.is_file() and p.suffix in (".safetensors", ".json", ".bin", ".txt")
     }
     return {name: folder / name for name in sorted(names)}
+
+
+def _laion_from_hub_cache(spec: ModelSpec) -> Path | None:
+    """Where ``fetch`` put a laion checkpoint: the hub cache's snapshot of its pinned commit."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(
+        spec.hub_repo or "", Path(spec.location).name, revision=spec.revision
+    )
+    return Path(found) if isinstance(found, str) else None
 
 
 def verify_weights(spec: ModelSpec) -> dict[str, str]:
@@ -305,6 +421,14 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
                 "weight file listed in the registry is missing", source=path, key=spec.name
             )
         hashes[name] = sha256_path(path)
+    for name, expected in spec.files.items():
+        # Files without a published hash are pinned by the revision alone.
+        if expected not in (PLACEHOLDER, hashes[name]):
+            raise UserError(
+                f"SHA-256 of {files[name]} is {hashes[name]}, the registry expects {expected}",
+                source=spec.registry,
+                key=f"checkpoints.{spec.name}.files.{name}",
+            )
     for name, expected in spec.weights.items():
         got = hashes[name]
         if expected == PLACEHOLDER:

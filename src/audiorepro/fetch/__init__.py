@@ -1,0 +1,120 @@
+"""``audiorepro fetch``: the one command that downloads.
+
+Checkpoints come from the Hugging Face hub at their pinned commit (:mod:`.hub`), datasets
+through pooch with their published hashes (:mod:`.datasets`). Every file is checked before the
+command reports success; afterwards every other command runs with ``HF_HUB_OFFLINE=1``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from audiorepro.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.fetch.datasets import SCHEMA as DATASETS_SCHEMA
+from audiorepro.fetch.datasets import (
+    Dataset,
+    Say,
+    bundled_datasets,
+    prepare_audiocaps,
+    prepare_clotho,
+    read_datasets,
+)
+from audiorepro.io import read_text
+
+__all__ = ["run_fetch"]
+
+
+def _split_registries(paths: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
+    """``--registry`` files by schema: checkpoint registries and datasets registries."""
+    models: list[Path] = []
+    datasets: list[Path] = []
+    for path in paths:
+        try:
+            schema = tomllib.loads(read_text(path, what="a registry .toml")).get("schema")
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(f"is not valid TOML ({exc})", source=path) from None
+        (datasets if schema == DATASETS_SCHEMA else models).append(path)
+    return models, datasets
+
+
+def run_fetch(
+    names: tuple[str, ...],
+    registries: tuple[Path, ...],
+    cache: Path | None,
+    mirror: str | None,
+    data: Path,
+    audio: Path | None,
+    say: Say,
+) -> int:
+    """Fetch every name (checkpoints and datasets); returns the exit code."""
+    from audiorepro.fetch import hub
+    from audiorepro.models.registry import PLACEHOLDER, load_registry, load_support
+
+    model_files, dataset_files = _split_registries(registries)
+    models = load_registry(model_files)
+    support = load_support(model_files)
+    datasets: dict[str, Dataset] = read_datasets(bundled_datasets())
+    for path in dataset_files:
+        datasets.update(read_datasets(path))
+    unknown = [n for n in names if n not in models and n not in datasets]
+    if unknown:
+        raise UserError(
+            f"is neither a checkpoint ({', '.join(sorted(models))}) nor a dataset "
+            f"({', '.join(sorted(datasets))})",
+            key=unknown[0],
+        )
+    if audio is not None and "audiocaps" not in {datasets[n].kind for n in names if n in datasets}:
+        raise UserError("is only for an audiocaps dataset", key="--audio")
+    unverified: list[str] = []
+    wanted_support: list[str] = []
+    if any(n in models for n in names):
+        hub.allow_downloads(cache)
+    for name in names:
+        if name in datasets:
+            ds = datasets[name]
+            say(f"{name}: downloading {len(ds.files)} file(s) into {data / name}")
+            record: dict[str, Any] | None
+            if ds.kind == "clotho":
+                record = prepare_clotho(ds, data, mirror, say)
+            else:
+                record = prepare_audiocaps(ds, data, mirror, audio, say)
+            if record is not None:
+                say(
+                    f"{name}: {record['clips_present']} of {record['clips_expected']} clips "
+                    f"present, {record['clips_missing']} missing, {record['extra_files']} "
+                    f"extra file(s); present-list sha256 {record['present_sha256']}; "
+                    f"prepared {data / name}"
+                )
+            continue
+        spec = models[name]
+        for fetched in hub.fetch_model(spec, cache):
+            say(hub.summary_line(fetched))
+            if fetched.file in spec.weights and spec.weights[fetched.file] == PLACEHOLDER:
+                unverified.append(
+                    f"{name}: {fetched.file} has no published SHA-256 in the registry; this "
+                    f"download's is {fetched.sha256}: once verified, record it in a registry "
+                    "file (extract refuses it until then)"
+                )
+        for s in spec.support:
+            if s not in support:
+                raise UserError(
+                    f"names support repository {s!r}, which no registry defines",
+                    source=spec.registry,
+                    key=f"checkpoints.{name}.support",
+                )
+            if s not in wanted_support:
+                wanted_support.append(s)
+    for s in wanted_support:
+        files = hub.fetch_support(support[s], cache)
+        say(
+            f"{s}: {support[s].repo}@{support[s].revision[:12]}: {len(files)} file(s) "
+            "(pinned by revision; refs/main set to it for laion-clap's unpinned loads)"
+        )
+    for line in unverified:
+        say(f"UNVERIFIED {line}")
+    if unverified:
+        return EXIT_CHECK_FAILED
+    say("fetch: done; every file with a published hash matched it")
+    return EXIT_OK
