@@ -115,7 +115,25 @@ def test_clap_study_matches_the_published_golden_and_is_not_verified_without_dum
     published = {
         c.dump: c.values for c in load_published(GOLDEN / "published" / "clap_retrieval.toml")
     }
-    assert {study.cell(p.cell).dump.name: p.values for p in study.published} == published  # type: ignore[union-attr]
+    # the golden names the seed kit's dumps <org>__<model>__<dataset>__dump.npz
+    assert {
+        study.cell(p.cell).id.replace("/", "__") + "__dump.npz": p.values for p in study.published
+    } == published
+    # every cell makes its own dump from the data `fetch` prepares, on a GPU
+    assert all(c.extract is not None and c.extract.device == "cuda" for c in study.cells)
+    assert {c.model for c in study.cells} == {
+        "laion/clap-htsat-fused",
+        "laion/clap-htsat-unfused",
+        "630k-audioset-best",
+        "630k-audioset-fusion-best",
+    }
+    (check,) = study.identity
+    assert (check.a, check.b, check.expect) == (
+        "laion/clap-htsat-fused",
+        "630k-audioset-fusion-best",
+        "different checkpoints",
+    )
+    # no data here: every published value is NOT VERIFIED, never a pass
     assert main(["verify", str(ROOT / "studies" / "clap_retrieval.toml")]) == 1
     assert "0 passed, 0 failed, 32 not verified" in capsys.readouterr().out
 
