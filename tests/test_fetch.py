@@ -499,3 +499,109 @@ def test_extract_refuses_a_malicious_pytorch_model_bin(tmp_path: Path) -> None:
     (line,) = r.stderr.strip().splitlines()
     assert "pytorch_model.bin" in line and "refused" in line
     assert not marker.exists()
+
+
+# -- from fetch to verdict: a tiny variant of the CLAP study ---------------------------------
+
+HF_COMMIT = "c1a9c1a9c1a9c1a9c1a9c1a9c1a9c1a9c1a9c1a9"
+LAION_COMMIT = "1a10c1a91a10c1a91a10c1a91a10c1a91a10c1a9"
+
+
+def _hub_snapshot_files(cache: Path, repo: str) -> dict[str, bytes]:
+    base = cache / ("models--" + repo.replace("/", "--"))
+    revision = (base / "refs" / "main").read_text().strip()
+    return {p.name: p.read_bytes() for p in (base / "snapshots" / revision).iterdir()}
+
+
+@pytest.mark.slow
+def test_tiny_clap_study_runs_from_fetch_to_verdict(tmp_path: Path) -> None:
+    """The real commands on tiny models served under the real names and pinned text-model
+    revisions: fetch (models, laion-clap's text models, a Clotho-shaped split), then
+    reproduce offline, ending in the verdict table and the identity finding."""
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    from audiorepro.models.registry import load_support
+    from audiorepro.models.tiny import build_tiny_models
+
+    a = build_tiny_models(tmp_path / "a", seed=0).parent  # the "Hugging Face port"
+    b = build_tiny_models(tmp_path / "b", seed=1).parent  # "laion_clap's checkpoint"
+    hf_files = {p.name: p.read_bytes() for p in (a / "tiny-hf").iterdir()}
+    buf = io.BytesIO()
+    torch.save(load_file(a / "tiny-hf" / "model.safetensors"), buf)
+    del hf_files["model.safetensors"]  # as on the pinned hub revision: pytorch_model.bin only
+    hf_files["pytorch_model.bin"] = buf.getvalue()
+    laion = (b / "tiny-laion.pt").read_bytes()
+    registry = tmp_path / "registry.toml"
+    registry.write_text(
+        'schema = "audiorepro.checkpoints/1"\n'
+        '[checkpoints."laion/clap-htsat-fused"]\nformat = "hf"\n'
+        f'repo = "laion/clap-htsat-fused"\nrevision = "{HF_COMMIT}"\n'
+        '[checkpoints."laion/clap-htsat-fused".weights]\n'
+        f'"pytorch_model.bin" = "{sha256(hf_files["pytorch_model.bin"])}"\n'
+        '[checkpoints."laion/clap-htsat-fused".files]\n'
+        + "".join(
+            f'"{n}" = "{sha256(d)}"\n' for n, d in sorted(hf_files.items()) if n[-4:] != ".bin"
+        )
+        + '[checkpoints."laion/clap-htsat-fused".architecture]\nenable_fusion = true\n'
+        '[checkpoints."630k-audioset-fusion-best"]\nformat = "laion"\n'
+        'file = "630k-audioset-fusion-best.pt"\nrepo = "lukewys/laion_clap"\n'
+        f'revision = "{LAION_COMMIT}"\n'
+        'support = ["bert-base-uncased", "roberta-base", "facebook/bart-base"]\n'
+        '[checkpoints."630k-audioset-fusion-best".weights]\n'
+        f'"630k-audioset-fusion-best.pt" = "{sha256(laion)}"\n'
+        '[checkpoints."630k-audioset-fusion-best".architecture]\nenable_fusion = true\n'
+    )
+    clotho = clotho_files(tmp_path)
+    datasets = datasets_registry(tmp_path, clotho)
+    study_dir = tmp_path / "study"
+    cache = tmp_path / "hub-cache"
+    with StandinHub() as hub, FileServer(served(clotho)) as files:
+        hub.add("laion/clap-htsat-fused", HF_COMMIT, hf_files)
+        hub.add("lukewys/laion_clap", LAION_COMMIT, {"630k-audioset-fusion-best.pt": laion})
+        for s in load_support().values():  # the stand-ins, under the bundled pinned revisions
+            hub.add(s.repo, s.revision, _hub_snapshot_files(a / "hub", s.repo))
+        r = run_cli(
+            ["fetch", "laion/clap-htsat-fused", "630k-audioset-fusion-best", "clotho-eval",
+             "--registry", str(registry), "--registry", str(datasets), "--cache", str(cache),
+             "--mirror", files.url, "--data", str(study_dir / "data")],
+            {"HF_ENDPOINT": hub.url},
+        )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "fetch: done" in r.stdout
+    study = study_dir / "tiny_clap.toml"
+    cells = "".join(
+        f'[[cell]]\nid = "{m}/clotho5"\nmodel = "{m}"\ndataset = "clotho5"\n'
+        f'extract = {{ model = "{m}", audio = "data/clotho-eval/audio", '
+        f'captions = "data/clotho-eval/captions.csv", registry = "../registry.toml" }}\n'
+        for m in ("laion/clap-htsat-fused", "630k-audioset-fusion-best")
+    )
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "tiny-clap"\nbootstrap = { resamples = 20 }\n'
+        + cells
+        + '[[identity]]\na = "laion/clap-htsat-fused"\nb = "630k-audioset-fusion-best"\n'
+        'registry = "../registry.toml"\nexpect = "different checkpoints"\n'
+        # With three clips every caption finds its clip within 5: t2a r@5 is 1 by definition.
+        '[[published]]\ncell = "laion/clap-htsat-fused/clotho5"\ntolerance = 0.0\n'
+        'provenance = "definition: three clips"\nvalues = { "t2a/r@5" = 1.0 }\n'
+    )
+    out = tmp_path / "out"
+    r = run_cli(
+        ["reproduce", str(study), "--out", str(out)],
+        {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_ENDPOINT": _closed_port()},
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    verification = json.loads((out / "verification.json").read_text())
+    assert verification["checkpoint_identity"]["verdict"] == "different checkpoints"
+    assert verification["golden"]["counts"]["PASS"] == 1
+    import gzip
+
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    for cell in bundle["cells"]:
+        dataset = cell["model_meta"]["inputs"]["dataset"]
+        assert (dataset["name"], dataset["clips_present"], dataset["clips_missing"]) == (
+            "clotho-eval", 3, 0,
+        )  # fmt: skip
+    assert "clotho-eval: 3 of 3 clips present" in (out / "report.html").read_text()

@@ -347,7 +347,9 @@ class LaionPipeline(Pipeline):
             _check_tokenizer(module, spec)
             try:
                 with _weights_only_torch_load():
-                    module.load_ckpt(spec.location, verbose=False)
+                    # The verified file: beside the registry, or where fetch put it.
+                    (checkpoint,) = weight_files(spec).values()
+                    module.load_ckpt(str(checkpoint), verbose=False)
             except (
                 RuntimeError,
                 EOFError,
