@@ -211,9 +211,11 @@ def test_extraction_is_byte_identical_and_sharding_merges_exactly(
     for i, part in enumerate(parts):
         assert _extract(tiny, part, "--shard", f"{i}/3") == 0
     assert main(["merge", *map(str, parts), "--out", str(tmp_path / "m.npz")]) == 0
+    # --jobs: local processes over whole batches, merged like shards
+    assert _extract(tiny, tmp_path / "j.npz", "--jobs", "3") == 0
     digests = {
         p: hashlib.sha256((tmp_path / p).read_bytes()).hexdigest()
-        for p in ("a.npz", "b.npz", "m.npz")
+        for p in ("a.npz", "b.npz", "m.npz", "j.npz")
     }
     assert len(set(digests.values())) == 1, digests
 

@@ -311,6 +311,13 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 @click.option(
     "--shard", default=None, metavar="I/N", help="Write part I of N (whole batches) for merge."
 )
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Local processes over whole batches, merged like shards (same bytes as one).",
+)
 @registry_option
 @device_option
 def extract(
@@ -320,6 +327,7 @@ def extract(
     out: Path,
     settings: tuple[str, ...],
     shard: str | None,
+    jobs: int,
     registries: tuple[Path, ...],
     device: str,
 ) -> None:
@@ -327,6 +335,17 @@ def extract(
     from audiorepro.extract import extract as run_extract
     from audiorepro.extract import parse_shard
 
+    if jobs > 1:
+        from audiorepro.extract_jobs import extract_in_processes
+
+        if shard is not None:
+            raise click.UsageError("--jobs and --shard do not go together")
+        args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
+        args += [f"--set={s}" for s in settings] + ["--device", device]
+        args += [f"--registry={r}" for r in registries]
+        extract_in_processes(args, out, jobs)
+        click.echo(f"wrote dump {out} ({jobs} processes, merged)")
+        return
     part = parse_shard(shard)
     spec, overrides = _spec(model, registries, settings, "--set")
     meta = run_extract(
