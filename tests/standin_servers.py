@@ -77,7 +77,8 @@ class _Server:
 
     # -- responses ------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, *, head: bool) -> None:
-        self.requests.append(f"{h.command} {h.path}")
+        rng = h.headers.get("Range")
+        self.requests.append(f"{h.command} {h.path}" + (f" range={rng}" if rng else ""))
         if len(self.requests) > self.max_requests:
             self._send(h, 503, b"too many requests", {}, head=head)
             self.stop()

@@ -2,9 +2,10 @@
 
 Every download goes through ``huggingface_hub.hf_hub_download`` with the registry's 40-hex
 ``revision`` (never ``main``), into the hub cache (``--cache``, else ``HF_HUB_CACHE``/the
-standard one), following ``HF_ENDPOINT`` as the library does. The library resumes an
-interrupted transfer from its ``.incomplete`` file (HTTP ranges) and retries a dropped
-connection; audiorepro then hashes the file it got. A file whose SHA-256 or size is not the
+standard one), following ``HF_ENDPOINT`` as the library does. The library retries a dropped
+connection and resumes the transfer within the call (HTTP ranges); a call that fails leaves no
+partial file (huggingface_hub 2.x), so the next ``fetch`` restarts that file. audiorepro then
+hashes the file it got. A file whose SHA-256 or size is not the
 registry's is removed from the cache (its snapshot link and its blob), so nothing a later
 ``extract`` would load is left, and the error names the file and both hashes.
 
@@ -129,7 +130,7 @@ def download(repo: str, file: str, revision: str, cache: Path | None) -> Path:
         if not _transport_error(exc) and not isinstance(exc, HfHubHTTPError | OSError):
             raise
         raise UserError(
-            f"download of {url} failed ({_cause(exc)}); rerun fetch to resume, or "
+            f"download of {url} failed ({_cause(exc)}); rerun fetch to download it again, or "
             f"{_hand_placement(repo, revision, file, cache)}",
             key=f"{repo}/{file}",
         ) from None
