@@ -148,21 +148,15 @@ def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
         if "repo" in table and not (isinstance(revision, str) and _COMMIT.match(revision)):
             raise fail("revision", "a laion entry with a hub 'repo' needs its 40-hex commit")
     weights = table.get("weights", {})
-    if not isinstance(weights, dict) or not weights:
-        raise fail("weights", "must be a table of file name -> sha256 (at least one file)")
-    for fname, digest in weights.items():
-        if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
-            raise fail(
-                f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
-            )
     files = table.get("files", {})
-    if not isinstance(files, dict):
-        raise fail("files", "must be a table of file name -> sha256")
-    for fname, digest in files.items():
-        if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
-            raise fail(
-                f"files.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
-            )
+    for key, hashes in (("weights", weights), ("files", files)):
+        if not isinstance(hashes, dict) or (key == "weights" and not hashes):
+            raise fail(key, "must be a table of file name -> sha256 (weights: at least one file)")
+        for fname, digest in hashes.items():
+            if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
+                raise fail(
+                    f"{key}.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
+                )
     sizes = table.get("sizes", {})
     if not isinstance(sizes, dict) or not all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()
