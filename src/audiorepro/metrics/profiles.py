@@ -354,8 +354,8 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
     equal = np.empty(n, dtype=np.int64)
 
     def locate(i: int, row: npt.NDArray[np.float64]) -> None:
-        # float64 input, as measure() sorts a list of Python floats: the float32 sort kernel
-        # is another dispatch target and can order ties differently.
+        # float64 input, as measure() sorts a list of Python floats: numpy picks its sort
+        # kernel by dtype (float32 and float64 agreed on ties here, which nothing promises).
         desc = np.argsort(row, axis=-1)[::-1]
         tgt = int(targets[i])
         position[i] = int(np.flatnonzero(desc == tgt)[0]) + 1
