@@ -278,6 +278,21 @@ def test_float32_rounding_ties_that_exact_scores_separate() -> None:
     assert ties["t2a"]["bounds"]["R1"] == [1.0, 0.5]
 
 
+# The canonical exact counts (computed alongside, for the notes) warn about the overflow.
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_scores_that_overflow_float32_tie_as_the_organizers_see_them() -> None:
+    pytest.importorskip("torch")
+    # Caption 0 scores 4.5e38 and 4.8e38 in float64, both inf in float32: a tie.
+    audio = np.array([[1.5e19, 1.5e19], [1.6e19, 1.6e19], [0.0, 1.0]], np.float32)
+    text = np.array([[1.5e19, 1.5e19], [1.0, 1.0], [0.0, 1.0]], np.float32)
+    dump = make_dump(audio, text, [0, 1, 2])
+    ranks = dcase_ranks(dump)
+    assert ranks.equal[0] == 1 and ranks.greater[0] == 0
+    full = dcase_ranks(dump, exhaustive=True)
+    assert np.array_equal(ranks.position, full.position)
+    assert compute_profile(dump, "dcase").metrics == _organizers(dump)
+
+
 def test_without_torch_the_fallback_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     case = next(c for c in CASES if c["dump"] == "gauss_60x5_d16.npz")
@@ -288,7 +303,17 @@ def test_without_torch_the_fallback_is_marked(monkeypatch: pytest.MonkeyPatch) -
     for m in DCASE_METRICS:
         lo, hi = prof.ties["t2a"]["bounds"][m]
         assert hi <= prof.metrics[m] <= lo
-    # This dump has no near-tie that float32 rounding could decide: any kernel agrees.
+    # No caption's clip is within twice the float32 error bound of another clip's score, so
+    # any float32 kernel ranks it the same, and the fallback gives the organizers' values.
+    dump = load_dump(_case_path(case))
+    a, t = dump.audio_embeds.astype(np.float64), dump.text_embeds.astype(np.float64)
+    rows = np.arange(dump.n_captions)
+    scores, size = t @ a.T, np.abs(t) @ np.abs(a).T
+    gamma = a.shape[1] * 2.0**-24 / (1 - a.shape[1] * 2.0**-24)
+    own = dump.text_to_audio
+    gap = np.abs(scores - scores[rows, own][:, None])
+    gap[rows, own] = np.inf
+    assert np.all(gap > 4 * gamma * (size + size[rows, own][:, None]))
     assert prof.metrics == case["organizers_numpy_1_23_5"]
 
 

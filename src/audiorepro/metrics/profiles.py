@@ -385,15 +385,17 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
         for start in range(0, n, _DCASE_CHUNK):
             t64 = t32[start : start + _DCASE_CHUNK].astype(np.float64)
             approx = t64 @ a64.T
+            size = np.abs(t64) @ abs_a.T  # bounds every product and partial sum
             # Factor 2 covers the float64 products' own error and the bound's rounding.
-            radius = 2.0 * (gamma * (np.abs(t64) @ abs_a.T) + dim * _F32_TINY)
+            radius = 2.0 * (gamma * size + dim * _F32_TINY)
             for r in range(len(t64)):
                 i = start + r
                 text_i = text[i]
                 row = approx[r].copy()
                 done = np.zeros(len(row), dtype=bool)
-                if exhaustive or float(np.max(radius[r])) > _F32_MAX / 4:
-                    # Near overflow the bound means nothing: every pair with torch.dot.
+                if exhaustive or float(np.max(size[r])) > _F32_MAX / 2:
+                    # A float32 sum may overflow to inf (ties that float64 does not see), and
+                    # the bound means nothing there: every pair with torch.dot.
                     _torch_dots(row, done, np.ones(len(row), dtype=bool), audio_rows, text_i)
                 else:
                     label = _components(approx[r], radius[r])
