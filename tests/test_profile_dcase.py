@@ -293,6 +293,15 @@ def test_scores_that_overflow_float32_tie_as_the_organizers_see_them() -> None:
     assert compute_profile(dump, "dcase").metrics == _organizers(dump)
 
 
+def test_subnormal_embeddings_score_as_the_organizers_see_them() -> None:
+    pytest.importorskip("torch")
+    tiny = np.float32(1e-40)  # subnormal: a kernel may flush it, beyond any relative bound
+    audio = np.array([[1.0, tiny], [1.0, 0.0], [0.0, 1.0]], np.float32)
+    text = np.array([[1.0, tiny], [1.0, 1.0], [0.5, 1.0]], np.float32)
+    dump = make_dump(audio, text, [1, 0, 2])
+    assert compute_profile(dump, "dcase").metrics == _organizers(dump)
+
+
 def test_without_torch_the_fallback_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     case = next(c for c in CASES if c["dump"] == "gauss_60x5_d16.npz")
