@@ -41,7 +41,12 @@ import numpy.typing as npt
 
 from audiorepro.dump import Dump
 from audiorepro.errors import UserError
-from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
+from audiorepro.metrics._exact import (
+    RankCounts,
+    _gamma,
+    _unit_roundoff,
+    exact_dot_difference_sign,
+)
 from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
 
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
@@ -221,9 +226,7 @@ def _trec(dump: Dump, result: RetrievalResult) -> ProfileResult:
 DCASE_METRICS = ("R1", "R5", "R10", "mAP10")
 SCORES_TORCH = "torch.dot"
 SCORES_NUMPY = "numpy float32 matmul (fallback: torch not installed)"
-_F32_U = 2.0**-24  # unit roundoff of float32
-_F32_TINY = 2.0**-126  # the smallest normal float32: what one op that underflows (or flushes
-# to zero) can lose
+_F32_NORMAL = float(np.finfo(np.float32).tiny)  # below it (but not 0): subnormal
 _F32_MAX = float(np.finfo(np.float32).max)
 _DCASE_CHUNK = 1024
 
@@ -378,10 +381,12 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
     # A kernel that treats subnormal inputs as zero loses whole products, which no relative
     # bound covers: then every pair goes through torch.dot.
     exhaustive = exhaustive or any(
-        bool(np.any((x != 0) & (np.abs(x) < _F32_TINY))) for x in (a32, t32)
+        bool(np.any((x != 0) & (np.abs(x) < _F32_NORMAL))) for x in (a32, t32)
     )
     dim = a32.shape[1]
-    gamma = dim * _F32_U / (1.0 - dim * _F32_U)
+    # The bound the exact rank counts use (Higham eq. 3.5 plus underflow), with sum |a_i t_i|.
+    u, eta = _unit_roundoff(np.dtype(np.float32))
+    gamma = _gamma(dim, u)
     audio_rows = torch.from_numpy(a32.copy()).unbind(0)
     text = torch.from_numpy(t32.copy())
     a64 = a32.astype(np.float64)
@@ -394,7 +399,7 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
             approx = t64 @ a64.T
             size = np.abs(t64) @ abs_a.T  # bounds every product and partial sum
             # Factor 2 covers the float64 products' own error and the bound's rounding.
-            radius = 2.0 * (gamma * size + 2 * dim * _F32_TINY)
+            radius = 2.0 * (gamma * size + 2 * dim * eta)
             for r in range(len(t64)):
                 i = start + r
                 text_i = text[i]
