@@ -76,7 +76,7 @@ def _cause(
             )
         else:
             how = (
-                "its float32 scores (torch.dot) round near-equal exact scores together or "
+                "its float32 scores round near-equal exact scores together or "
                 "apart, so they order some clips unlike the exact scores"
             )
         return (
