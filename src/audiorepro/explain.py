@@ -3,7 +3,9 @@
 Rows are concepts (R@k, recall@k, mAP@10, mAP, MRR, mean and median rank); columns are the
 canonical value (with its optimistic/pessimistic tie bounds) and each profile's value under
 the peer's own name. Every difference from the canonical value gets one plain-language line
-with its cause.
+with its cause. The DCASE value comes with its interval over every order of the clips tied in
+its float32 scores, beside the canonical value and bounds, and the report says why a DCASE
+number can move between machines (:data:`DCASE_MOVES`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ TIE_RULES = {
     "dcase": "numpy.argsort(scores)[::-1]",
 }
 EPS = 1e-12
+DCASE_MOVES = (
+    "why a DCASE number can move between machines: where a caption's clip ties another clip "
+    "in the float32 scores, numpy.argsort(scores)[::-1], which is not stable, decides its "
+    "position, and numpy orders ties by its sort kernel (numpy 1.26 with AVX-512 sorting "
+    "orders them unlike numpy 1.23.5, the organizers' pin, or a CPU without AVX-512); the "
+    "float32 scores come from torch's dot kernel, whose last bits can follow the CPU and its "
+    "BLAS and so make or break ties. The interval over every tie order holds wherever the "
+    "float32 scores are the same; the canonical value (exact scores) holds on every machine."
+)
 #: Profiles whose peer evaluates text-to-audio retrieval only.
 T2A_ONLY = {"dcase"}
 
@@ -53,8 +64,25 @@ def _cause(
     value: float,
     canonical: float,
     bounds: tuple[float, float],
+    interval: list[float] | None = None,
 ) -> str:
     lo, hi = min(bounds), max(bounds)
+    if profile == "dcase" and interval is not None:
+        dlo, dhi = min(interval), max(interval)
+        if dlo != dhi:
+            how = (
+                "numpy.argsort(scores)[::-1] puts the clips tied in its float32 scores in the "
+                "order this numpy build and CPU give them"
+            )
+        else:
+            how = (
+                "its float32 scores round near-equal exact scores together or "
+                "apart, so they order some clips unlike the exact scores"
+            )
+        return (
+            f"{how}; over every order of the float32 ties the DCASE value lies in "
+            f"[{dlo:.6g}, {dhi:.6g}], the canonical value (exact scores) in [{lo:.6g}, {hi:.6g}]"
+        )
     in_bounds = lo - EPS <= value <= hi + EPS
     tie = (
         f"ties: {profile} orders tied scores by {TIE_RULES[profile]}; the canonical value "
@@ -101,6 +129,15 @@ def explain(
         "skipped": skipped,
         "directions": {},
     }
+    dcase = by_profile.get("dcase")
+    if dcase is not None and dcase.ties is not None:
+        scores = next(n for n in dcase.notes if n.startswith(("scores:", "FALLBACK")))
+        out["dcase"] = {
+            "queries_affected": dcase.ties["t2a"]["queries_affected"],
+            "n_queries": dump.n_captions,
+            "scores": scores,
+            "machine_dependence": DCASE_MOVES,
+        }
     for direction in ("t2a", "a2t"):
         rows = []
         differences = []
@@ -123,9 +160,14 @@ def explain(
                     continue
                 value = res.metrics[name]
                 row["profiles"][p] = {"name": name, "value": value}
+                interval = None
+                if res.ties is not None and name in res.ties[direction]["bounds"]:
+                    # [optimistic, pessimistic] over every tie order, as tie_bounds.
+                    interval = list(res.ties[direction]["bounds"][name])
+                    row["profiles"][p]["interval"] = interval
                 delta = value - canonical
                 if abs(delta) > EPS:
-                    cause = _cause(p, concept, direction, value, canonical, bounds)
+                    cause = _cause(p, concept, direction, value, canonical, bounds, interval)
                     word = "exceeds" if delta > 0 else "is below"
                     differences.append(
                         {
@@ -156,10 +198,33 @@ def explain_text(report: dict[str, Any]) -> str:
                 for p in profiles
             )
             lines.append(f"     {r['concept']:<12}{r['canonical']:>12.6f}{cells}")
+        dcase_rows = [r for r in block["rows"] if "interval" in r["profiles"].get("dcase", {})]
+        if dcase_rows and "dcase" in report:
+            info = report["dcase"]
+            lines.append(
+                f"     dcase over every tie order ({info['queries_affected']} of "
+                f"{info['n_queries']} captions tie their clip in the float32 scores):"
+            )
+            lines.append(
+                f"     {'concept':<12}{'dcase':>12}  {'interval':<24}{'canonical':>12}  bounds"
+            )
+            for r in dcase_rows:
+                cell = r["profiles"]["dcase"]
+                lo, hi = sorted(cell["interval"])
+                clo, chi = sorted(r["tie_bounds"])
+                lines.append(
+                    f"     {r['concept']:<12}{cell['value']:>12.6f}  "
+                    f"{f'[{lo:.6f}, {hi:.6f}]':<24}{r['canonical']:>12.6f}  "
+                    f"[{clo:.6f}, {chi:.6f}]"
+                )
         for d in block["differences"]:
             lines.append(f"  - {d['text']}")
         if not block["differences"]:
             lines.append("  - every profile agrees with the canonical value")
+    if "dcase" in report:
+        lines.append("")
+        lines.append(f"dcase {report['dcase']['scores']}")
+        lines.append(f"dcase: {report['dcase']['machine_dependence']}")
     for p, why in report["skipped"].items():
         lines.append(f"{p}: not applicable here ({why})")
     return "\n".join(lines)
