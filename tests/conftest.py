@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from audiorepro.offline import activate_hub_cache, build_tokenizer_cache
+from audiorepro.models.offline import activate_hub_cache, build_tokenizer_cache
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

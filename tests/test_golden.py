@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from audiorepro.dump import load_dump
+from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.retrieval import compute_retrieval, metrics_report
 from tests.conftest import DUMPS, GOLDEN
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
 from audiorepro.metrics import retrieval
 from tests.conftest import FIXTURES, ROOT
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.models.registry import (
-    PLACEHOLDER,
     bundled_registry,
     load_registry,
     read_registry,
     resolve_spec,
     verify_weights,
 )
-from audiorepro.models.settings import Preprocessing, parse_overrides
+from audiorepro.specs.settings import Preprocessing, parse_overrides
 
 PUBLIC = {
     "laion/clap-htsat-fused": ("hf", True),

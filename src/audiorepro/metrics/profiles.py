@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from audiorepro.dump import Dump
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.dump import Dump
 from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
 from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
 
@@ -285,8 +286,6 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
 
 def _laion_clap(dump: Dump) -> ProfileResult:
     import torch
-
-    from audiorepro.models.pipelines import cpu_threads
 
     audio, text, scale, cpc, notes = laion_clap_inputs(dump)
     # The loss is a torch reduction whose last bits follow the CPU thread split: compute it

@@ -41,8 +41,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.dump import Dump
-from audiorepro.errors import param_error
+from audiorepro.core.errors import param_error
+from audiorepro.formats.dump import Dump
 from audiorepro.metrics._exact import ExactStats, RankCounts, exact_rank_counts
 
 DEFINITIONS_VERSION = 1

@@ -17,7 +17,7 @@ adds entries (``audiorepro tiny-models`` writes one). An entry::
     amodel = "HTSAT-tiny"
     tmodel = "roberta"
     [checkpoints."tiny-hf".preprocessing]
-    frequency_min = 50.0              # any setting of audiorepro.models.settings
+    frequency_min = 50.0              # any setting of audiorepro.specs.settings
 
 A laion entry names its checkpoint with ``file`` (relative to the registry's folder, or to
 ``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``. A hash (or revision) not yet
@@ -32,20 +32,19 @@ options; the hashes are computed and recorded, not verified).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import UserError
-from audiorepro.io import read_toml
-from audiorepro.models.settings import Preprocessing, preprocessing_from_table
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import read_toml
+from audiorepro.specs.settings import Preprocessing, parse_bool, preprocessing_from_table
 
 SCHEMA = "audiorepro.checkpoints/1"
-PLACEHOLDER = "to be filled on first verified download"
 FORMATS = ("hf", "laion")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -223,10 +222,6 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
 
 def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -> ModelSpec:
     """Apply ``enable_fusion=...``, ``amodel=...``, ``tmodel=...`` items to a spec."""
-    from dataclasses import replace
-
-    from audiorepro.models.settings import parse_bool
-
     changes: dict[str, Any] = {}
     for item in items:
         key, _, value = item.partition("=")
@@ -241,14 +236,6 @@ def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -
     if not changes:
         return spec
     return replace(spec, architecture=replace(spec.architecture, **changes))
-
-
-def sha256_path(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def weight_files(spec: ModelSpec) -> dict[str, Path]:
@@ -304,7 +291,7 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
             raise UserError(
                 "weight file listed in the registry is missing", source=path, key=spec.name
             )
-        hashes[name] = sha256_path(path)
+        hashes[name] = sha256_file(path)
     for name, expected in spec.weights.items():
         got = hashes[name]
         if expected == PLACEHOLDER:
