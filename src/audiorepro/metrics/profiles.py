@@ -87,7 +87,7 @@ def compute_profile(
         except ImportError:
             raise UserError(
                 "the laion-clap profile needs torch, which is not installed "
-                "(pip install 'audiorepro[peers]')"
+                "(pip install 'audiorepro[models]')"
             ) from None
         return _laion_clap(dump)  # its own torch arithmetic: no exact counts needed
     if result is None:

@@ -46,15 +46,13 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import sha256_file
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import read_text
 from audiorepro.metrics.profiles import PROFILES
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
 from audiorepro.specs.settings import parse_value
 
 SCHEMA = "audiorepro.study/1"
-#: A dump hash not yet known; such a cell cannot be reproduced, only reported NOT VERIFIED.
-PLACEHOLDER = "to be filled on first verified download"
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _TOP = {
