@@ -95,9 +95,17 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
     [
         ('[checkpoints.m]\nformat = "onnx"\n', "checkpoints.m.format", "expected 'hf' or 'laion'"),
         ('[checkpoints.m]\nformat = "laion"\nfiles = "x"\n', "checkpoints.m.files", "unknown key"),
-        ('[checkpoints.m]\nformat = "laion"\n', "checkpoints.m.file", "needs 'file'"),
         (
-            '[checkpoints.m]\nformat = "hf"\nrepo = "a/b"\n[checkpoints.m.weights]\n"x" = "y"\n',
+            '[checkpoints.m]\nformat = "laion"\n[checkpoints.m.weights]\n"c.pt" = "'
+            + "0" * 64
+            + '"\n',
+            "checkpoints.m.file",
+            "needs 'file'",
+        ),
+        (
+            '[checkpoints.m]\nformat = "hf"\nrepo = "a/b"\n[checkpoints.m.weights]\n"x" = "'
+            + "0" * 64
+            + '"\n',
             "checkpoints.m.revision",
             "full commit revision",
         ),

@@ -40,7 +40,7 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> dict[
                 reproduced = compute_profile(
                     dump,
                     cell.profile,
-                    tie_policy=cell.tie_policy,  # type: ignore[arg-type]
+                    tie_policy=cell.tie_policy,
                 ).metrics
         rows += value_rows(cell.dump, cell.values, cell.tolerance, reproduced, reason, cell.profile)
     return summarize(rows)

@@ -23,7 +23,13 @@ from audiorepro.core.io import json_dumps, write_json
 from audiorepro.formats.dump import load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.metrics.profiles import PROFILES, compute_profile
-from audiorepro.metrics.retrieval import METRICS, compute_retrieval, metrics_report
+from audiorepro.metrics.retrieval import (
+    METRICS,
+    TIE_POLICIES,
+    TiePolicy,
+    compute_retrieval,
+    metrics_report,
+)
 from audiorepro.models import identity as ident
 from audiorepro.models.extract import extract as run_extract
 from audiorepro.models.extract import merge as run_merge
@@ -35,9 +41,9 @@ from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch
 from audiorepro.runner.study import run_study, verify_output_dir, verify_study
 from audiorepro.specs.published import load_published
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import load_study
+from audiorepro.specs.study import RetrievalStudy, load_study
 
-TIE_CHOICE = click.Choice(["pessimistic", "optimistic"])
+TIE_CHOICE = click.Choice(TIE_POLICIES)
 
 
 def json_option(help_text: str) -> Any:
@@ -108,7 +114,7 @@ def _metrics_table(report: dict[str, Any]) -> str:
     help="Whose definitions and names: canonical, trec or dcase.",
 )
 def metrics(
-    dump: Path, tie_policy: str, json_out: Path | None, chunk_rows: int | None, profile: str
+    dump: Path, tie_policy: TiePolicy, json_out: Path | None, chunk_rows: int | None, profile: str
 ) -> None:
     """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
     under a peer's own definitions and names (--profile)."""
@@ -128,7 +134,7 @@ def metrics(
         if json_out is not None:
             write_json(json_out, prof.to_json(d))
         return
-    report = metrics_report(d, result, tie_policy=tie_policy)  # type: ignore[arg-type]
+    report = metrics_report(d, result, tie_policy=tie_policy)
     click.echo(_metrics_table(report))
     if json_out is not None:
         write_json(json_out, report)
@@ -140,14 +146,14 @@ def metrics(
 @click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
 @json_option("Write the metric_parity JSON here.")
 def parity(
-    dumps: tuple[Path, ...], tolerance: float, tie_policy: str, json_out: Path | None
+    dumps: tuple[Path, ...], tolerance: float, tie_policy: TiePolicy, json_out: Path | None
 ) -> None:
     """Check the fast harness against the independent reference on each DUMP.
 
     Exit 0 when every metric agrees within the tolerance, 1 otherwise.
     """
     loaded = [load_dump(p) for p in dumps]
-    report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy)  # type: ignore[arg-type]
+    report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy)
     block = report["metric_parity"]
     for cell in block["cells"]:
         status = "PASS" if cell["passed"] else "FAIL"
@@ -585,6 +591,16 @@ def reproduce(
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
+def _retrieval_study(path: Path) -> RetrievalStudy:
+    """A study whose cells Slurm can extract: a retrieval study (probe studies extract nothing)."""
+    study = load_study(path)
+    if not isinstance(study, RetrievalStudy):
+        raise UserError(
+            "is a probe study; only a retrieval study has cells to extract", source=path
+        )
+    return study
+
+
 @cli.command("extract-part")
 @click.argument("study_file", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--cell", "cell_id", required=True, help="The cell's id in the study.")
@@ -596,7 +612,7 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
     shard of a cell's extraction, written atomically with a SHA-256 record."""
     parsed = parse_shard(shard)
     assert parsed is not None
-    extract_part(load_study(study_file), cell_id, parsed, key, out)
+    extract_part(_retrieval_study(study_file), cell_id, parsed, key, out)
     click.echo(f"wrote {out}")
 
 
@@ -612,7 +628,7 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
 def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
-    study = load_study(study_file)
+    study = _retrieval_study(study_file)
     target = out or Path(f"reproduce-{study.name}")
     click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
 

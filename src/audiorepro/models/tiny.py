@@ -29,7 +29,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.models.mapping import is_hf_only, laion_to_hf
 from audiorepro.models.offline import activate_hub_cache, build_tokenizer_cache, standin_text_config
-from audiorepro.models.registry import SCHEMA
+from audiorepro.specs.registry import SCHEMA
 
 TEXT_STD = 0.2
 

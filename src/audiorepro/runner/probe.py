@@ -34,7 +34,7 @@ from audiorepro.render.html import render_probe_report
 from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import BUNDLE_SCHEMA, write_outputs
-from audiorepro.specs.study import Run, Study
+from audiorepro.specs.study import ProbeStudy, Run
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -313,7 +313,7 @@ def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     return report, None
 
 
-def _golden_rows(study: Study, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     by_id = {r["id"]: r for r in runs}
     for pub in study.published:
@@ -327,7 +327,7 @@ def _golden_rows(study: Study, runs: list[dict[str, Any]]) -> list[dict[str, Any
     return rows
 
 
-def _runs(study: Study) -> list[dict[str, Any]]:
+def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
         report, problem = _load_run(run)
@@ -345,12 +345,12 @@ def _runs(study: Study) -> list[dict[str, Any]]:
     return runs
 
 
-def verify_probe(study: Study) -> dict[str, Any]:
+def verify_probe(study: ProbeStudy) -> dict[str, Any]:
     """``audiorepro verify`` for a probe study: its published values, recomputed."""
     return summarize(_golden_rows(study, _runs(study)))
 
 
-def run_probe(study: Study, out: Path) -> dict[str, Any]:
+def run_probe(study: ProbeStudy, out: Path) -> dict[str, Any]:
     """Every stage for a probe study; returns the verification document (with ``passed``)."""
     out = Path(out)
     runs = _runs(study)

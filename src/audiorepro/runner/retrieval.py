@@ -56,7 +56,7 @@ from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.executors.local import extract_local
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import BUNDLE_SCHEMA, write_outputs
-from audiorepro.specs.study import Cell, Study
+from audiorepro.specs.study import Cell, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 
@@ -80,11 +80,11 @@ def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
     return progress_bar(items, f"{stage:<9}", enabled, unit="item")
 
 
-def _cell_metrics(res: CellResult, study: Study) -> None:
+def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
     assert res.dump is not None
     tie = study.tie_policy
     res.retrieval = compute_retrieval(res.dump)
-    res.metrics = res.retrieval.metrics(tie)  # type: ignore[arg-type]
+    res.metrics = res.retrieval.metrics(tie)
     res.ties = res.retrieval.ties()
     for profile in res.cell.profiles:
         if profile == "canonical":
@@ -93,11 +93,11 @@ def _cell_metrics(res: CellResult, study: Study) -> None:
             res.dump,
             profile,
             result=res.retrieval,
-            tie_policy=tie,  # type: ignore[arg-type]
+            tie_policy=tie,
         ).metrics
     b = study.bootstrap
     for direction in DIRECTIONS:
-        ranking = res.retrieval.ranking(direction, tie)  # type: ignore[arg-type]
+        ranking = res.retrieval.ranking(direction, tie)
         res.intervals[direction] = {
             m: list(
                 bootstrap_interval(ranking, m, n_resamples=b.resamples, seed=b.seed, level=b.level)
@@ -136,7 +136,7 @@ def rank_histogram(first: Any) -> dict[str, Any]:
     return {"bins": [label for label, _, _ in RANK_BINS], "counts": counts}
 
 
-def _paired(results: list[CellResult], study: Study) -> list[dict[str, Any]]:
+def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, Any]]:
     """Paired bootstrap of every later model against the first, per dataset, same queries."""
     out: list[dict[str, Any]] = []
     by_dataset: dict[str, list[CellResult]] = {}
@@ -148,11 +148,12 @@ def _paired(results: list[CellResult], study: Study) -> list[dict[str, Any]]:
         base = group[0]
         for other in group[1:]:
             assert base.dump is not None and other.dump is not None
+            assert base.retrieval is not None and other.retrieval is not None
             if base.dump.text_to_audio.tolist() != other.dump.text_to_audio.tolist():
                 continue
             for direction in DIRECTIONS:
-                ra = other.retrieval.ranking(direction, study.tie_policy)  # type: ignore[union-attr,arg-type]
-                rb = base.retrieval.ranking(direction, study.tie_policy)  # type: ignore[union-attr,arg-type]
+                ra = other.retrieval.ranking(direction, study.tie_policy)
+                rb = base.retrieval.ranking(direction, study.tie_policy)
                 for m in HEADLINE:
                     d = paired_bootstrap(
                         ra, rb, m, n_resamples=b.resamples, seed=b.seed, level=b.level
@@ -265,7 +266,7 @@ def _tables(
     return tables
 
 
-def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
+def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str, Any]:
     """Run every stage; returns the verification document (with ``passed``)."""
     out = Path(out)
     failures: list[str] = []
@@ -283,7 +284,7 @@ def run(study: Study, out: Path, *, progress: bool = True) -> dict[str, Any]:
     parity_cells = []
     for res in _progress([r for r in results if r.dump is not None], "parity", progress):
         assert res.dump is not None
-        cell = parity_cell(res.dump, tolerance=DEFAULT_TOLERANCE, tie_policy=study.tie_policy)  # type: ignore[arg-type]
+        cell = parity_cell(res.dump, tolerance=DEFAULT_TOLERANCE, tie_policy=study.tie_policy)
         cell["cell"] = res.cell.id
         res.parity = cell
         parity_cells.append(cell)
@@ -365,7 +366,7 @@ def load_cell(res: CellResult, cache: Path) -> None:
 
 
 def golden_rows(
-    study: Study, results: list[CellResult], progress: bool = False
+    study: RetrievalStudy, results: list[CellResult], progress: bool = False
 ) -> list[dict[str, Any]]:
     """One row per published value: PASS, FAIL, or NOT VERIFIED when its cell has no dump."""
     rows: list[dict[str, Any]] = []
@@ -409,7 +410,7 @@ def _identity(check: Any) -> dict[str, Any]:
 
 
 def _bundle(
-    study: Study,
+    study: RetrievalStudy,
     results: list[CellResult],
     paired: list[dict[str, Any]],
     verification: dict[str, Any],

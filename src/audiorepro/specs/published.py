@@ -3,34 +3,117 @@
 A published-values file lists cells: a dump file name, what it holds, the profile and tie
 policy the values were computed under, a tolerance, and the values by metric name (``t2a/r@1``
 for canonical metrics, the peer's own names for other profiles). :mod:`audiorepro.checks.verify`
-recomputes and compares them.
+recomputes and compares them. The format is declared once, as :class:`PublishedFile`
+(JSON Schema in ``docs/schemas/published.schema.json``).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import PROFILES
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
+from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy
+from audiorepro.specs.schema import Spec, validate
 
 SCHEMA = "audiorepro.published/1"
-CELL_KEYS = {"dump", "model", "dataset", "n_clips", "n_captions", "sha256", "profile",
-             "tie_policy", "tolerance", "values"}  # fmt: skip
-REQUIRED_CELL_KEYS = {"dump", "profile", "tolerance", "values"}
+#: A published value: a finite number (TOML's inf and nan are refused).
+Number = Annotated[float, Field(allow_inf_nan=False)]
+DumpSha256 = Annotated[
+    str,
+    Field(
+        pattern=rf"^([0-9a-f]{{64}}|{PLACEHOLDER})$",
+        description=f"the dump's SHA-256: 64 lowercase hex digits, or {PLACEHOLDER!r}",
+    ),
+]
+PROFILES_SCHEMA: JsonDict = {"enum": list(PROFILES)}
+
+
+def known_profile(value: str) -> str:
+    """A profile name, or a ValueError naming the known ones."""
+    if value not in PROFILES:
+        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(PROFILES)}")
+    return value
+
+
+def canonical_metric_problem(metric: str) -> str | None:
+    """Why ``metric`` is not a canonical metric name (``t2a/r@1``), or None.
+
+    >>> canonical_metric_problem("t2a/r@1") is None
+    True
+    >>> canonical_metric_problem("up/r@1")[:14]
+    'unknown metric'
+    """
+    direction, _, name = metric.partition("/")
+    if direction in DIRECTIONS and name in METRICS:
+        return None
+    return (
+        f"unknown metric; expected <direction>/<metric> with direction in "
+        f"{', '.join(DIRECTIONS)} and metric in {', '.join(METRICS)}"
+    )
+
+
+class PublishedCellSpec(Spec):
+    """Published values of one dump, with the profile and tie policy they were computed under."""
+
+    dump: str = Field(description="the dump's file name (in --dumps)")
+    model: str | None = Field(None, description="the model's name")
+    dataset: str | None = Field(None, description="the dataset's name")
+    n_clips: int | None = Field(None, ge=1, description="the number of clips in the dump")
+    n_captions: int | None = Field(None, ge=1, description="the number of captions in the dump")
+    sha256: DumpSha256 | None = None
+    profile: str = Field(description="a profile name", json_schema_extra=PROFILES_SCHEMA)
+    tie_policy: TiePolicy = Field("pessimistic", description="the tie policy of the values")
+    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
+    values: dict[str, Number] = Field(
+        min_length=1, description="a table of metric -> published value"
+    )
+
+    _profile = field_validator("profile")(known_profile)
+
+
+class PublishedFile(Spec):
+    """A published-values file (``audiorepro.published/1``)."""
+
+    schema_: str = Field(alias="schema", pattern=f"^{SCHEMA}$", description=repr(SCHEMA))
+    provenance: str | dict[str, str] | None = Field(
+        None, description="where the values were published (text, or a table of texts)"
+    )
+    cell: list[PublishedCellSpec] = Field(min_length=1, description="at least one [[cell]]")
+    finding: dict[str, Any] | None = Field(
+        None, description="recorded findings, not values to verify (free-form tables)"
+    )
+
+    @model_validator(mode="after")
+    def _canonical_names(self) -> PublishedFile:
+        for i, c in enumerate(self.cell):
+            for metric in c.values if c.profile == "canonical" else ():
+                problem = canonical_metric_problem(metric)
+                if problem is not None:
+                    raise MetricNameError(f"cell[{i}].values.{metric}", problem)
+        return self
+
+
+class MetricNameError(Exception):
+    """A problem at a known key path, raised through pydantic (not a ValueError)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key, self.message = key, message
 
 
 @dataclass(frozen=True)
 class PublishedCell:
     dump: str
     profile: str
-    tie_policy: str
+    tie_policy: TiePolicy
     tolerance: float
     values: dict[str, float]
     n_clips: int | None = None
@@ -43,68 +126,23 @@ class PublishedCell:
 def load_published(path: str | Path) -> list[PublishedCell]:
     """Read and validate a published-values file; problems name the file and the key."""
     path = Path(path)
-    name = str(path)
     doc = read_toml(path, what="a published-values .toml", schema=SCHEMA)
-    unknown = sorted(set(doc) - {"schema", "provenance", "cell", "finding"})
-    if unknown:
-        raise UserError(
-            "is not a top-level key (expected schema, provenance, cell, finding)",
-            source=name,
-            key=unknown[0],
+    try:
+        spec = validate(PublishedFile, doc, source=str(path))
+    except MetricNameError as exc:
+        raise UserError(exc.message, source=str(path), key=exc.key) from None
+    return [
+        PublishedCell(
+            dump=c.dump,
+            profile=c.profile,
+            tie_policy=c.tie_policy,
+            tolerance=c.tolerance,
+            values=dict(c.values),
+            n_clips=c.n_clips,
+            n_captions=c.n_captions,
+            sha256=None if c.sha256 in (None, PLACEHOLDER) else c.sha256,
+            model=c.model,
+            dataset=c.dataset,
         )
-    cells = doc.get("cell")
-    if not isinstance(cells, list) or not cells:
-        raise UserError("is missing or empty (expected [[cell]] tables)", source=name, key="cell")
-    return [_cell(c, i, name) for i, c in enumerate(cells)]
-
-
-def _cell(c: dict[str, Any], i: int, name: str) -> PublishedCell:
-    def fail(key: str, msg: str) -> UserError:
-        return UserError(msg, source=name, key=f"cell[{i}].{key}")
-
-    for key in sorted(set(c) - CELL_KEYS):
-        raise fail(key, "is not a cell key (expected " + ", ".join(sorted(CELL_KEYS)) + ")")
-    for key in sorted(REQUIRED_CELL_KEYS - set(c)):
-        raise fail(key, "is missing (required)")
-    profile = c["profile"]
-    if profile not in PROFILES:
-        raise fail("profile", f"is {profile!r}, expected one of {', '.join(PROFILES)}")
-    tie_policy = c.get("tie_policy", "pessimistic")
-    if tie_policy not in TIE_POLICIES:
-        raise fail("tie_policy", f"is {tie_policy!r}, expected pessimistic or optimistic")
-    tol = c["tolerance"]
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
-        raise fail("tolerance", f"is {tol!r}, expected a number >= 0")
-    values = c["values"]
-    if not isinstance(values, dict) or not values:
-        raise fail("values", "is empty, expected metric = value pairs")
-    for metric, value in values.items():
-        if profile == "canonical":
-            direction, _, base = metric.partition("/")
-            if direction not in DIRECTIONS or base not in METRICS:
-                raise fail(
-                    f"values.{metric}",
-                    "is not a canonical metric name (expected "
-                    "t2a/NAME or a2t/NAME with NAME one of " + ", ".join(METRICS) + ")",
-                )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise fail(f"values.{metric}", f"is {value!r}, expected a finite number")
-    sha = c.get("sha256")
-    if sha is not None and sha != PLACEHOLDER and not re.fullmatch(r"[0-9a-f]{64}", sha):
-        raise fail("sha256", f"is {sha!r}, expected 64 hex digits or {PLACEHOLDER!r}")
-    return PublishedCell(
-        dump=str(c["dump"]),
-        profile=profile,
-        tie_policy=tie_policy,
-        tolerance=float(tol),
-        values={k: float(v) for k, v in values.items()},
-        n_clips=c.get("n_clips"),
-        n_captions=c.get("n_captions"),
-        sha256=None if sha in (None, PLACEHOLDER) else sha,
-        model=c.get("model"),
-        dataset=c.get("dataset"),
-    )
+        for c in spec.cell
+    ]

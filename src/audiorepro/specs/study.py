@@ -31,10 +31,17 @@ A study is cells of model x dataset, identity checks, and published values to ve
     provenance = "paper, table, URL, or 'seed kit output'"
     values = { "t2a/r@1" = 0.5 }
 
-:func:`load_study` checks everything before any work starts: unknown or missing keys, unknown
-profile and metric names, duplicate or unknown cell ids, missing files, and every dump's
-SHA-256 against the study's. Each problem is a :class:`~audiorepro.core.errors.UserError` naming the
-file and the key (``cell[2].sha256``).
+A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks:
+each is one model's prediction file (``predictions``, ``sha256``, ``model``, ``family``,
+optional ``corpus`` and ``n_targets``); its published values are named by their path in the
+probe report (``regression/valence/mae``).
+
+The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
+(:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
+:func:`load_study` checks everything before any work starts: unknown or missing keys, types,
+unknown profile and metric names, duplicate or unknown cell ids, missing files, and every
+dump's SHA-256 against the study's. Each problem is a :class:`~audiorepro.core.errors.UserError`
+naming the file and the key (``cell[2].sha256``).
 """
 
 from __future__ import annotations
@@ -43,39 +50,29 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import read_text
-from audiorepro.metrics.profiles import PROFILES
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TIE_POLICIES
+from audiorepro.metrics.retrieval import TiePolicy
+from audiorepro.specs.published import (
+    PROFILES_SCHEMA,
+    DumpSha256,
+    Number,
+    canonical_metric_problem,
+    known_profile,
+)
+from audiorepro.specs.schema import Spec, validate
 from audiorepro.specs.settings import parse_value
 
 SCHEMA = "audiorepro.study/1"
-_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_TOP = {
-    "schema",
-    "kind",
-    "run",
-    "name",
-    "title",
-    "profiles",
-    "tie_policy",
-    "bootstrap",
-    "cell",
-    "identity",
-    "published",
-}
-_CELL = {"id", "model", "dataset", "dump", "sha256", "extract", "profiles"}
-_EXTRACT = {"model", "audio", "captions", "registry", "settings", "device"}
-_IDENTITY = {"a", "b", "registry", "a_settings", "b_settings", "audio", "captions", "expect"}
-VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
-_PUBLISHED = {"cell", "profile", "tie_policy", "tolerance", "provenance", "values"}
-_BOOTSTRAP = {"resamples", "seed", "level"}
-_RUN = {"id", "model", "family", "predictions", "sha256", "corpus", "n_targets"}
 KINDS = ("retrieval", "probe")
+VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
+Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
 #: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
 PROBE_METRIC = re.compile(
     r"^(regression/[^/]+/(n|mae|normalized_mae|rmse|pearson|spearman)"
@@ -84,6 +81,172 @@ PROBE_METRIC = re.compile(
     r"|detected_span_class_accuracy|iou/(0\.1|0\.3|0\.5)/(precision|recall|f1|matched))"
     r"|vectors/(n|mean_cosine))$"
 )
+_PROBE_METRICS = (
+    "regression/<target>/<mae|normalized_mae|rmse|pearson|spearman|n>, "
+    "classification/<accuracy|balanced_accuracy|macro_f1|n>, "
+    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>> "
+    "or vectors/<mean_cosine|n>"
+)
+
+# --- the file format (what a user writes) --------------------------------------------------
+
+Name = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="the study's name: letters, digits, '.', '_' or '-'",
+    ),
+]
+FileSha256 = Annotated[
+    str,
+    Field(pattern=r"^[0-9a-f]{64}$", description="the file's SHA-256: 64 lowercase hex digits"),
+]
+RelativePath = Annotated[str, Field(description="a path (relative to the study file)")]
+
+
+def _known_profiles(value: list[str] | None) -> list[str] | None:
+    for p in value or ():
+        known_profile(p)
+    return value
+
+
+_PROFILES_SCHEMA: JsonDict = {"items": PROFILES_SCHEMA}
+
+
+class BootstrapSpec(Spec):
+    """How the 95% intervals are drawn: resamples, seed, level."""
+
+    resamples: int = Field(1000, ge=1, description="an integer >= 1")
+    seed: int = Field(0, description="an integer")
+    level: float = Field(0.95, gt=0, lt=1, description="a level in (0, 1)")
+
+
+class ExtractSpec(Spec):
+    """How to make a cell's dump: model, audio folder, captions, registry, settings."""
+
+    model: str = Field(description="a model spec or registry name")
+    audio: RelativePath
+    captions: RelativePath
+    registry: RelativePath | None = None
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="a table of preprocessing settings"
+    )
+    device: str = Field("cpu", description="a torch device name")
+
+
+class CellSpec(Spec):
+    """One model x dataset: a dump with its SHA-256, or how to extract it."""
+
+    id: str = Field(description="a unique cell id")
+    model: str = Field(description="the model's name (the table row)")
+    dataset: str = Field(description="the dataset's name (one table per dataset)")
+    dump: RelativePath | None = None
+    sha256: DumpSha256 | None = None
+    extract: ExtractSpec | None = None
+    profiles: list[str] | None = Field(
+        None, description="a list of profiles", json_schema_extra=_PROFILES_SCHEMA
+    )
+
+    _profiles = field_validator("profiles")(_known_profiles)
+
+
+class IdentitySpec(Spec):
+    """A checkpoint-identity check between two model specs."""
+
+    a: str = Field(description="a model spec")
+    b: str = Field(description="a model spec")
+    registry: RelativePath | None = None
+    a_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
+    b_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
+    audio: RelativePath | None = None
+    captions: RelativePath | None = None
+    expect: Verdict | None = Field(None, description=f"one of {', '.join(VERDICTS)}")
+
+
+class PublishedSpec(Spec):
+    """Published values of one cell (or run), with their tolerance and provenance."""
+
+    cell: str = Field(description="the id of a cell (or run) of this study")
+    profile: str = Field(
+        "canonical", description="a profile name", json_schema_extra=PROFILES_SCHEMA
+    )
+    tie_policy: TiePolicy | None = Field(None, description="the tie policy of the values")
+    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
+    provenance: str = Field(description="where the value was published")
+    values: dict[str, Number] = Field(
+        min_length=1, description="a table of metric -> published value"
+    )
+
+    _profile = field_validator("profile")(known_profile)
+
+
+class RunSpec(Spec):
+    """One probe run: a model's prediction file (for one classification corpus)."""
+
+    id: str = Field(description="a unique run id")
+    model: str = Field(description="the model's name")
+    family: str = Field(description="the model family (for family means)")
+    predictions: RelativePath
+    sha256: FileSha256
+    corpus: str | None = Field(None, description="the classification corpus's name")
+    n_targets: int | None = Field(None, ge=0, description="the number of regression targets")
+
+
+class _StudyFile(Spec):
+    schema_: Literal["audiorepro.study/1"] = Field(alias="schema", description="the format id")
+    name: Name
+    title: str | None = Field(None, description="a title")
+    tie_policy: TiePolicy = Field("pessimistic", description="the tie policy of every metric")
+    bootstrap: BootstrapSpec = Field(default_factory=BootstrapSpec, description="a table")
+
+
+class RetrievalStudyFile(_StudyFile):
+    """A retrieval study: cells of model x dataset, identity checks, published values."""
+
+    kind: Literal["retrieval"] = Field("retrieval", description="the study kind")
+    profiles: list[str] = Field(
+        default_factory=lambda: ["canonical"],
+        description="a list of profiles",
+        json_schema_extra=_PROFILES_SCHEMA,
+    )
+    cell: list[CellSpec] = Field(min_length=1, description="at least one [[cell]]")
+    identity: list[IdentitySpec] = Field(
+        default_factory=list, description="a list of [[identity]] tables"
+    )
+    published: list[PublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+    _profiles = field_validator("profiles")(_known_profiles)
+
+
+class ProbeStudyFile(_StudyFile):
+    """A probe study: runs of prediction files and published values of their metrics."""
+
+    kind: Literal["probe"] = Field(description="the study kind")
+    run: list[RunSpec] = Field(min_length=1, description="at least one [[run]]")
+    published: list[PublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_retrieval_tables(cls, data: Any) -> Any:
+        for key in ("cell", "identity", "profiles"):
+            if isinstance(data, dict) and key in data:
+                raise _KeyError(key, "is for retrieval studies; a probe study has [[run]] tables")
+        return data
+
+
+class _KeyError(Exception):
+    """A problem at a known top-level key, raised through pydantic (not a ValueError)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key, self.message = key, message
+
+
+# --- the loaded study (paths resolved, defaults applied) -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -137,7 +300,7 @@ class IdentityCheck:
 class Published:
     cell: str
     profile: str
-    tie_policy: str
+    tie_policy: TiePolicy
     tolerance: float
     provenance: str
     values: dict[str, float]
@@ -151,176 +314,211 @@ class Bootstrap:
 
 
 @dataclass(frozen=True)
-class Study:
+class RetrievalStudy:
+    """A retrieval study, loaded: cells, identity checks, published values."""
+
     name: str
     title: str
     source: Path
     profiles: tuple[str, ...]
-    tie_policy: str
+    tie_policy: TiePolicy
     bootstrap: Bootstrap
     cells: tuple[Cell, ...]
     identity: tuple[IdentityCheck, ...]
     published: tuple[Published, ...]
-    kind: str = "retrieval"
-    runs: tuple[Run, ...] = ()
+    kind: Literal["retrieval"] = "retrieval"
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
 
 
-class _Reader:
-    """Typed access to one TOML table, every error naming the file and the key path."""
+@dataclass(frozen=True)
+class ProbeStudy:
+    """A probe study, loaded: runs of prediction files and published values."""
 
-    def __init__(self, table: Any, where: str, source: Path, allowed: set[str]) -> None:
-        self.source, self.where = source, where
-        if not isinstance(table, dict):
-            raise self.error(None, "must be a table")
-        unknown = sorted(set(table) - allowed)
-        if unknown:
-            raise self.error(
-                unknown[0], f"unknown key; expected some of {', '.join(sorted(allowed))}"
-            )
-        self.table = table
-
-    def key(self, name: str | None) -> str:
-        if name is None:
-            return self.where
-        return f"{self.where}.{name}" if self.where else name
-
-    def error(self, name: str | None, message: str) -> UserError:
-        return UserError(message, source=self.source, key=self.key(name))
-
-    def get(
-        self, name: str, kind: type | tuple[type, ...], default: Any = ..., *, what: str
-    ) -> Any:
-        if name not in self.table:
-            if default is ...:
-                raise self.error(name, f"is missing; expected {what}")
-            return default
-        value = self.table[name]
-        if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-            raise self.error(name, f"is {value!r}; expected {what}")
-        return value
-
-    def path(self, name: str, default: Any = ..., *, must_exist: bool = True) -> Path | None:
-        text = self.get(name, str, default, what="a path (relative to the study file)")
-        if text is None:
-            return None
-        path: Path = (self.source.parent / text).resolve()
-        if must_exist and not path.exists():
-            raise self.error(name, f"{text!r} does not exist (looked for {path})")
-        return path
+    name: str
+    title: str
+    source: Path
+    published: tuple[Published, ...]
+    runs: tuple[Run, ...]
+    kind: Literal["probe"] = "probe"
 
 
-def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
-    return kind if isinstance(kind, tuple) else (kind,)
+Study = RetrievalStudy | ProbeStudy
 
 
-def _profiles(r: _Reader, name: str, default: Any) -> tuple[str, ...]:
-    value = r.get(name, list, default, what=f"a list of profiles ({', '.join(PROFILES)})")
-    if value is None:
-        return ()
-    for p in value:
-        if p not in PROFILES:
-            raise r.error(name, f"unknown profile {p!r}; expected one of {', '.join(PROFILES)}")
-    return tuple(value)
+def _path(source: Path, key: str, text: str | None, *, must_exist: bool) -> Path | None:
+    if text is None:
+        return None
+    path: Path = (source.parent / text).resolve()
+    if must_exist and not path.exists():
+        raise UserError(f"{text!r} does not exist (looked for {path})", source=source, key=key)
+    return path
 
 
-def _cell(raw: Any, i: int, source: Path, profiles: tuple[str, ...], strict: bool) -> Cell:
-    r = _Reader(raw, f"cell[{i}]", source, _CELL)
-    cell_id = r.get("id", str, what="a unique cell id")
-    has_dump, has_extract = "dump" in r.table, "extract" in r.table
-    if has_dump == has_extract:
-        raise r.error("dump", "give exactly one of 'dump' (with 'sha256') or 'extract'")
-    dump = sha = None
-    extraction = None
-    if has_dump:
-        dump = r.path("dump", must_exist=strict)
-        sha = r.get("sha256", str, what="the dump's SHA-256 (64 hex digits)")
-        if sha != PLACEHOLDER and not _SHA256.match(sha):
-            raise r.error(
-                "sha256", f"is {sha!r}; expected 64 lowercase hex digits or {PLACEHOLDER!r}"
-            )
-    else:
-        e = _Reader(r.table["extract"], f"cell[{i}].extract", source, _EXTRACT)
-        extraction = Extraction(
-            model=e.get("model", str, what="a model spec or registry name"),
-            audio=e.path("audio", must_exist=strict),  # type: ignore[arg-type]
-            captions=e.path("captions", must_exist=strict),  # type: ignore[arg-type]
-            registry=e.path("registry", None),
-            settings=dict(e.get("settings", dict, {}, what="a table of preprocessing settings")),
-            device=e.get("device", str, "cpu", what="a torch device name"),
-        )
-
-        for key, value in extraction.settings.items():
-            parse_value(key, value, source=f"{source}: cell[{i}].extract.settings")
-    return Cell(
-        id=cell_id,
-        model=r.get("model", str, what="the model's name (the table row)"),
-        dataset=r.get("dataset", str, what="the dataset's name (one table per dataset)"),
-        dump=dump,
-        sha256=sha,
-        extract=extraction,
-        profiles=_profiles(r, "profiles", None) or profiles,
-    )
+def _required_path(source: Path, key: str, text: str, *, must_exist: bool) -> Path:
+    path = _path(source, key, text, must_exist=must_exist)
+    assert path is not None
+    return path
 
 
 def _published(
-    raw: Any, i: int, source: Path, cells: set[str], tie: str, kind: str = "retrieval"
+    spec: PublishedSpec, i: int, source: Path, ids: set[str], tie: TiePolicy, kind: str
 ) -> Published:
-    r = _Reader(raw, f"published[{i}]", source, _PUBLISHED)
+    where = f"published[{i}]"
     what = "cell" if kind == "retrieval" else "run"
-    cell = r.get("cell", str, what=f"the id of a {what} of this study")
-    if cell not in cells:
-        raise r.error("cell", f"names {cell!r}, which is not a {what} of this study")
-    profile = r.get("profile", str, "canonical", what="a profile name")
-    if profile not in PROFILES:
-        raise r.error(
-            "profile", f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}"
+    if spec.cell not in ids:
+        raise UserError(
+            f"names {spec.cell!r}, which is not a {what} of this study",
+            source=source,
+            key=f"{where}.cell",
         )
-    tie_policy = r.get("tie_policy", str, tie, what=f"one of {', '.join(TIE_POLICIES)}")
-    if tie_policy not in TIE_POLICIES:
-        raise r.error("tie_policy", f"is {tie_policy!r}; expected one of {', '.join(TIE_POLICIES)}")
-    tolerance = float(r.get("tolerance", (int, float), what="a tolerance >= 0"))
-    if not tolerance >= 0:
-        raise r.error("tolerance", f"is {tolerance}; expected a number >= 0")
-    values = r.get("values", dict, what="a table of metric -> published value")
-    if not values:
-        raise r.error("values", "is empty; expected at least one published value")
-    for metric, value in values.items():
+    for metric in spec.values:
         if kind == "probe" and not PROBE_METRIC.match(metric):
-            raise r.error(
-                f"values.{metric}",
-                "unknown probe metric; expected regression/<target>/<mae|normalized_mae|rmse|"
-                "pearson|spearman|n>, classification/<accuracy|balanced_accuracy|macro_f1|n>, "
-                "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|"
-                "matched>> or vectors/<mean_cosine|n>",
+            raise UserError(
+                f"unknown probe metric; expected {_PROBE_METRICS}",
+                source=source,
+                key=f"{where}.values.{metric}",
             )
-        if kind == "retrieval" and profile == "canonical":
-            direction, _, name = metric.partition("/")
-            if direction not in DIRECTIONS or name not in METRICS:
-                raise r.error(
-                    f"values.{metric}",
-                    f"unknown metric; expected <direction>/<metric> with direction in "
-                    f"{', '.join(DIRECTIONS)} and metric in {', '.join(METRICS)}",
-                )
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise r.error(f"values.{metric}", f"is {value!r}; expected a number")
+        problem = canonical_metric_problem(metric)
+        if kind == "retrieval" and spec.profile == "canonical" and problem is not None:
+            raise UserError(problem, source=source, key=f"{where}.values.{metric}")
     return Published(
-        cell=cell,
-        profile=profile,
-        tie_policy=tie_policy,
-        tolerance=tolerance,
-        provenance=r.get("provenance", str, what="where the value was published"),
-        values={k: float(v) for k, v in values.items()},
+        cell=spec.cell,
+        profile=spec.profile,
+        tie_policy=spec.tie_policy or tie,
+        tolerance=spec.tolerance,
+        provenance=spec.provenance,
+        values=dict(spec.values),
     )
 
 
-def _verdict(r: _Reader) -> str | None:
-    expect = r.get("expect", str, None, what=f"one of {', '.join(VERDICTS)}")
-    if expect is not None and expect not in VERDICTS:
-        raise r.error("expect", f"is {expect!r}; expected one of {', '.join(VERDICTS)}")
-    return str(expect) if expect is not None else None
+def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], strict: bool) -> Cell:
+    where = f"cell[{i}]"
+    if (spec.dump is None) == (spec.extract is None):
+        raise UserError(
+            "give exactly one of 'dump' (with 'sha256') or 'extract'",
+            source=source,
+            key=f"{where}.dump",
+        )
+    extraction = None
+    if spec.dump is not None and spec.sha256 is None:
+        raise UserError(
+            "is missing; expected the dump's SHA-256 (64 hex digits)",
+            source=source,
+            key=f"{where}.sha256",
+        )
+    if spec.extract is not None:
+        e, at = spec.extract, f"{where}.extract"
+        extraction = Extraction(
+            model=e.model,
+            audio=_required_path(source, f"{at}.audio", e.audio, must_exist=strict),
+            captions=_required_path(source, f"{at}.captions", e.captions, must_exist=strict),
+            registry=_path(source, f"{at}.registry", e.registry, must_exist=True),
+            settings=dict(e.settings),
+            device=e.device,
+        )
+        for key, value in extraction.settings.items():
+            parse_value(key, value, source=f"{source}: {at}.settings")
+    return Cell(
+        id=spec.id,
+        model=spec.model,
+        dataset=spec.dataset,
+        dump=_path(source, f"{where}.dump", spec.dump, must_exist=strict),
+        sha256=spec.sha256 if spec.dump is not None else None,
+        extract=extraction,
+        profiles=tuple(spec.profiles or ()) or profiles,
+    )
+
+
+def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
+    spec = validate(RetrievalStudyFile, doc, source=str(source))
+    profiles = tuple(spec.profiles)
+    cells = tuple(_cell(c, i, source, profiles, strict) for i, c in enumerate(spec.cell))
+    seen: set[str] = set()
+    for i, c in enumerate(cells):
+        if c.id in seen:
+            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
+        seen.add(c.id)
+    identity = tuple(
+        IdentityCheck(
+            a=ir.a,
+            b=ir.b,
+            registry=_path(source, f"identity[{i}].registry", ir.registry, must_exist=True),
+            a_settings=dict(ir.a_settings),
+            b_settings=dict(ir.b_settings),
+            audio=_path(source, f"identity[{i}].audio", ir.audio, must_exist=True),
+            captions=_path(source, f"identity[{i}].captions", ir.captions, must_exist=True),
+            expect=ir.expect,
+        )
+        for i, ir in enumerate(spec.identity)
+    )
+    published = tuple(
+        _published(p, i, source, seen, spec.tie_policy, "retrieval")
+        for i, p in enumerate(spec.published)
+    )
+    b = spec.bootstrap
+    study = RetrievalStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        profiles=profiles,
+        tie_policy=spec.tie_policy,
+        bootstrap=Bootstrap(resamples=b.resamples, seed=b.seed, level=b.level),
+        cells=cells,
+        identity=identity,
+        published=published,
+    )
+    if strict:
+        check_dump_hashes(study)
+    return study
+
+
+def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
+    try:
+        spec = validate(ProbeStudyFile, doc, source=str(source))
+    except _KeyError as exc:
+        raise UserError(exc.message, source=source, key=exc.key) from None
+    runs = []
+    seen: set[str] = set()
+    for i, r in enumerate(spec.run):
+        if r.id in seen:
+            raise UserError(f"repeats run id {r.id!r}", source=source, key=f"run[{i}].id")
+        seen.add(r.id)
+        # A declared run whose file is missing is an incomplete study, reported by the
+        # runner (exit 1), not a malformed one.
+        predictions = _required_path(
+            source, f"run[{i}].predictions", r.predictions, must_exist=False
+        )
+        if strict and predictions.is_file() and sha256_file(predictions) != r.sha256:
+            raise UserError(
+                f"predictions {predictions.name} have SHA-256 {sha256_file(predictions)}, "
+                f"the study expects {r.sha256}",
+                source=source,
+                key=f"run[{i}].sha256",
+            )
+        runs.append(
+            Run(
+                id=r.id,
+                model=r.model,
+                family=r.family,
+                predictions=predictions,
+                sha256=r.sha256,
+                corpus=r.corpus,
+                n_targets=r.n_targets,
+            )
+        )
+    published = tuple(
+        _published(p, i, source, seen, spec.tie_policy, "probe")
+        for i, p in enumerate(spec.published)
+    )
+    return ProbeStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        published=published,
+        runs=tuple(runs),
+    )
 
 
 def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
@@ -330,134 +528,17 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"is not valid TOML ({exc})", source=source) from None
-    r = _Reader(doc, "", source, _TOP)
-    if doc.get("schema") != SCHEMA:
-        raise r.error("schema", f"is {doc.get('schema')!r}; expected {SCHEMA!r}")
-    name = r.get("name", str, what="the study's name ([A-Za-z0-9._-]+)")
-    if not _NAME.match(name):
-        raise r.error("name", f"is {name!r}; expected letters, digits, '.', '_' or '-'")
-    profiles = _profiles(r, "profiles", ["canonical"])
-    tie = r.get("tie_policy", str, "pessimistic", what=f"one of {', '.join(TIE_POLICIES)}")
-    if tie not in TIE_POLICIES:
-        raise r.error("tie_policy", f"is {tie!r}; expected one of {', '.join(TIE_POLICIES)}")
-    b = _Reader(r.get("bootstrap", dict, {}, what="a table"), "bootstrap", source, _BOOTSTRAP)
-    bootstrap = Bootstrap(
-        resamples=b.get("resamples", int, 1000, what="an integer >= 1"),
-        seed=b.get("seed", int, 0, what="an integer"),
-        level=float(b.get("level", float, 0.95, what="a level in (0, 1)")),
-    )
-    if bootstrap.resamples < 1 or not 0 < bootstrap.level < 1:
-        raise b.error(None, "needs resamples >= 1 and 0 < level < 1")
-    kind = r.get("kind", str, "retrieval", what=f"one of {', '.join(KINDS)}")
+    kind = doc.get("kind", "retrieval")
     if kind not in KINDS:
-        raise r.error("kind", f"is {kind!r}; expected one of {', '.join(KINDS)}")
+        raise UserError(
+            f"is {kind!r}; expected one of {', '.join(KINDS)}", source=source, key="kind"
+        )
     if kind == "probe":
-        return _probe_study(r, name, source, tie, bootstrap, strict)
-    raw_cells = r.get("cell", list, what="at least one [[cell]]")
-    if not raw_cells:
-        raise r.error("cell", "is empty; expected at least one [[cell]]")
-    cells = tuple(_cell(c, i, source, profiles, strict) for i, c in enumerate(raw_cells))
-    seen: set[str] = set()
-    for i, c in enumerate(cells):
-        if c.id in seen:
-            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
-        seen.add(c.id)
-    identity = []
-    for i, raw in enumerate(r.get("identity", list, [], what="a list of [[identity]] tables")):
-        ir = _Reader(raw, f"identity[{i}]", source, _IDENTITY)
-        identity.append(
-            IdentityCheck(
-                a=ir.get("a", str, what="a model spec"),
-                b=ir.get("b", str, what="a model spec"),
-                registry=ir.path("registry", None),
-                a_settings=dict(ir.get("a_settings", dict, {}, what="a table")),
-                b_settings=dict(ir.get("b_settings", dict, {}, what="a table")),
-                audio=ir.path("audio", None),
-                captions=ir.path("captions", None),
-                expect=_verdict(ir),
-            )
-        )
-    published = tuple(
-        _published(p, i, source, seen, tie)
-        for i, p in enumerate(r.get("published", list, [], what="a list of [[published]] tables"))
-    )
-    study = Study(
-        name=name,
-        title=r.get("title", str, name, what="a title"),
-        source=source,
-        profiles=profiles,
-        tie_policy=tie,
-        bootstrap=bootstrap,
-        cells=cells,
-        identity=tuple(identity),
-        published=published,
-    )
-    if strict:
-        check_dump_hashes(study)
-    return study
+        return _probe(doc, source, strict)
+    return _retrieval(doc, source, strict)
 
 
-def _probe_study(
-    r: _Reader, name: str, source: Path, tie: str, bootstrap: Bootstrap, strict: bool
-) -> Study:
-    for key in ("cell", "identity", "profiles"):
-        if key in r.table:
-            raise r.error(key, "is for retrieval studies; a probe study has [[run]] tables")
-    raw_runs = r.get("run", list, what="at least one [[run]]")
-    if not raw_runs:
-        raise r.error("run", "is empty; expected at least one [[run]]")
-    runs = []
-    for i, raw in enumerate(raw_runs):
-        rr = _Reader(raw, f"run[{i}]", source, _RUN)
-        sha = rr.get("sha256", str, what="the prediction file's SHA-256 (64 hex digits)")
-        if not _SHA256.match(sha):
-            raise rr.error("sha256", f"is {sha!r}; expected 64 lowercase hex digits")
-        n_targets = rr.get("n_targets", int, None, what="the number of regression targets")
-        runs.append(
-            Run(
-                id=rr.get("id", str, what="a unique run id"),
-                model=rr.get("model", str, what="the model's name"),
-                family=rr.get("family", str, what="the model family (for family means)"),
-                # A declared run whose file is missing is an incomplete study, reported by the
-                # runner (exit 1), not a malformed one.
-                predictions=rr.path("predictions", must_exist=False),  # type: ignore[arg-type]
-                sha256=sha,
-                corpus=rr.get("corpus", str, None, what="the classification corpus's name"),
-                n_targets=n_targets,
-            )
-        )
-    seen: set[str] = set()
-    for i, run in enumerate(runs):
-        if run.id in seen:
-            raise UserError(f"repeats run id {run.id!r}", source=source, key=f"run[{i}].id")
-        seen.add(run.id)
-        if strict and run.predictions.is_file() and sha256_file(run.predictions) != run.sha256:
-            raise UserError(
-                f"predictions {run.predictions.name} have SHA-256 "
-                f"{sha256_file(run.predictions)}, the study expects {run.sha256}",
-                source=source,
-                key=f"run[{i}].sha256",
-            )
-    published = tuple(
-        _published(p, i, source, seen, tie, kind="probe")
-        for i, p in enumerate(r.get("published", list, [], what="a list of [[published]] tables"))
-    )
-    return Study(
-        name=name,
-        title=r.get("title", str, name, what="a title"),
-        source=source,
-        profiles=(),
-        tie_policy=tie,
-        bootstrap=bootstrap,
-        cells=(),
-        identity=(),
-        published=published,
-        kind="probe",
-        runs=tuple(runs),
-    )
-
-
-def check_dump_hashes(study: Study) -> None:
+def check_dump_hashes(study: RetrievalStudy) -> None:
     """Every dump the study names must have the SHA-256 the study states."""
     for i, cell in enumerate(study.cells):
         if cell.dump is None:

@@ -36,7 +36,7 @@ from audiorepro.core.io import atomic_write_bytes
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.extract import merge
 from audiorepro.runner.cache import cache_dump_path, cached_dump, extract_cell, extract_key
-from audiorepro.specs.study import Study
+from audiorepro.specs.study import RetrievalStudy
 
 #: States after which a Slurm job will not change any more (sacct's vocabulary).
 RUNNING_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED",
@@ -120,7 +120,9 @@ def part_finished(part: Part) -> bool:
     )
 
 
-def extract_part(study: Study, cell_id: str, shard: tuple[int, int], key: str, out: Path) -> None:
+def extract_part(
+    study: RetrievalStudy, cell_id: str, shard: tuple[int, int], key: str, out: Path
+) -> None:
     """An array task's work: one shard of a cell's extraction, then the part's record.
 
     ``key`` is the cache key the driver computed: if this node computes another one (inputs,
@@ -141,7 +143,7 @@ def extract_part(study: Study, cell_id: str, shard: tuple[int, int], key: str, o
     write_part_record(out)
 
 
-def plan(study: Study, out: Path, shards: int) -> tuple[list[Part], list[Part]]:
+def plan(study: RetrievalStudy, out: Path, shards: int) -> tuple[list[Part], list[Part]]:
     """``(all parts, parts still to run)`` for the cells whose cached dump is missing."""
     if shards < 1:
         raise UserError(f"must be >= 1, got {shards}", key="--shards")
@@ -160,7 +162,7 @@ def plan(study: Study, out: Path, shards: int) -> tuple[list[Part], list[Part]]:
     return parts, todo
 
 
-def _bind_paths(study: Study, out: Path, extra: tuple[str, ...]) -> list[str]:
+def _bind_paths(study: RetrievalStudy, out: Path, extra: tuple[str, ...]) -> list[str]:
     """apptainer --bind arguments: the study's inputs read-only, the parts folder writable."""
     read_only = {study.source.parent.resolve()}
     for cell in study.cells:
@@ -174,7 +176,7 @@ def _bind_paths(study: Study, out: Path, extra: tuple[str, ...]) -> list[str]:
     return [*binds, *extra, f"{parts}:{parts}"]
 
 
-def task_command(study: Study, out: Path, part: Part, options: SlurmOptions) -> list[str]:
+def task_command(study: RetrievalStudy, out: Path, part: Part, options: SlurmOptions) -> list[str]:
     """The command an array task runs (on the node, in the container with ``--container``)."""
     args = [
         "extract-part",
@@ -242,7 +244,7 @@ def _executor(out: Path, options: SlurmOptions) -> Any:
     return executor
 
 
-def submit(study: Study, out: Path, parts: list[Part], options: SlurmOptions) -> list[Any]:
+def submit(study: RetrievalStudy, out: Path, parts: list[Part], options: SlurmOptions) -> list[Any]:
     """Submit one array task per part; returns submitit's jobs, in the parts' order."""
     for part in parts:
         part.path.parent.mkdir(parents=True, exist_ok=True)
@@ -288,7 +290,7 @@ def wait(
 
 
 def run_slurm(
-    study: Study, out: Path, options: SlurmOptions, say: Callable[[str], None] = print
+    study: RetrievalStudy, out: Path, options: SlurmOptions, say: Callable[[str], None] = print
 ) -> Outcome:
     """Extract what is missing on Slurm and merge it into the cache (module docstring)."""
     outcome = Outcome()
@@ -321,7 +323,7 @@ def run_slurm(
     return outcome
 
 
-def sbatch_script(study: Study, out: Path, options: SlurmOptions) -> str:
+def sbatch_script(study: RetrievalStudy, out: Path, options: SlurmOptions) -> str:
     """An sbatch array script running the same tasks ``--executor slurm`` would submit now."""
     _, todo = plan(study, out, options.shards)
     logs = (options.folder or out / "slurm").resolve()
