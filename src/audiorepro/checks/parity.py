@@ -11,7 +11,9 @@ The output keeps the structure that existing readers of CLAP verification files 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import NotRequired
+
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
 from audiorepro.formats.dump import Dump
@@ -21,15 +23,55 @@ from audiorepro.reference import reference_retrieval_metrics
 DEFAULT_TOLERANCE = 1e-9
 
 
+class ParityRow(TypedDict):
+    """One metric of one dump, from the harness and from the independent reference."""
+
+    direction: str
+    metric: str
+    harness: float
+    independent: float
+    abs_delta: float
+
+
+class ParityCell(TypedDict):
+    """Every canonical metric of one dump, harness against reference."""
+
+    source: str
+    n_clips: int
+    n_captions: int
+    captions_per_clip: int | None
+    multi_positive: bool
+    worst_abs_delta: float
+    passed: bool
+    rows: list[ParityRow]
+    #: The study cell's id, in a reproduce run's verification.
+    cell: NotRequired[str]
+
+
+class ParityBlock(TypedDict):
+    """The ``metric_parity`` block of ``verification.json`` and ``audiorepro parity``."""
+
+    cells: list[ParityCell]
+    n_cells: int
+    cells_with_multi_positive_ap: int
+    tolerance: float
+    worst_abs_delta: float
+    passed: bool
+
+
+class ParityReport(TypedDict):
+    metric_parity: ParityBlock
+
+
 def parity_cell(
     dump: Dump, *, tolerance: float = DEFAULT_TOLERANCE, tie_policy: TiePolicy = "pessimistic"
-) -> dict[str, Any]:
+) -> ParityCell:
     """Every canonical metric of one dump from the harness and from the reference."""
     harness = compute_retrieval(dump).metrics(tie_policy)
     independent = reference_retrieval_metrics(
         dump.audio_embeds, dump.text_embeds, dump.text_to_audio, tie_policy=tie_policy
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[ParityRow] = []
     deltas: list[float] = []
     for direction in DIRECTIONS:
         for name in METRICS:
@@ -62,7 +104,7 @@ def parity_report(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     tie_policy: TiePolicy = "pessimistic",
-) -> dict[str, Any]:
+) -> ParityReport:
     """The ``metric_parity`` block for several dumps."""
     if not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise param_error("tolerance", "parity_report", "a float >= 0", tolerance)

@@ -8,18 +8,47 @@ available here (never a pass).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.profiles import compute_profile
 from audiorepro.specs.published import PublishedCell
 
-PASS, FAIL, NOT_VERIFIED = "PASS", "FAIL", "NOT VERIFIED"
+Status = Literal["PASS", "FAIL", "NOT VERIFIED"]
+PASS: Status = "PASS"
+FAIL: Status = "FAIL"
+NOT_VERIFIED: Status = "NOT VERIFIED"
 
 
-def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> dict[str, Any]:
+class ValueRow(TypedDict):
+    """One published value: reproduced, compared, and its status (with the reason when it
+    could not be verified)."""
+
+    cell: str
+    metric: str
+    published: float | None
+    reproduced: float | None
+    delta: float | None
+    tolerance: float
+    status: Status
+    reason: str | None
+    #: Where the value was published (rows of a study's ``[[published]]`` tables).
+    provenance: NotRequired[str]
+
+
+class Summary(TypedDict):
+    """Rows, counts by status, and ``passed`` only when every row passes."""
+
+    rows: list[ValueRow]
+    counts: dict[str, int]
+    passed: bool
+
+
+def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summary:
     """One row per published value; ``passed`` only when every row passes."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ValueRow] = []
     for cell in cells:
         path = Path(dumps_dir) / cell.dump
         reason = None
@@ -53,11 +82,11 @@ def value_rows(
     reproduced: dict[str, float],
     reason: str | None,
     profile: str,
-) -> list[dict[str, Any]]:
+) -> list[ValueRow]:
     """One row per published value: PASS, FAIL, or NOT VERIFIED (with the reason)."""
     rows = []
     for metric, published in values.items():
-        row: dict[str, Any] = {
+        row: ValueRow = {
             "cell": cell,
             "metric": metric,
             "published": published,
@@ -72,21 +101,22 @@ def value_rows(
                 row["reason"] = f"profile {profile} has no metric {metric}"
             else:
                 value = reproduced[metric]
-                row.update(
-                    reproduced=value,
-                    delta=value - published,
-                    status=PASS if abs(value - published) <= tolerance else FAIL,
-                )
+                row["reproduced"] = value
+                row["delta"] = value - published
+                row["status"] = PASS if abs(value - published) <= tolerance else FAIL
         rows.append(row)
     return rows
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in (PASS, FAIL, NOT_VERIFIED)}
+def summarize(rows: list[ValueRow]) -> Summary:
+    """Counts by status; ``passed`` only when every row passes (an empty list passes)."""
+    counts: dict[str, int] = {
+        s: sum(1 for r in rows if r["status"] == s) for s in (PASS, FAIL, NOT_VERIFIED)
+    }
     return {"rows": rows, "counts": counts, "passed": counts[PASS] == len(rows)}
 
 
-def verify_lines(report: dict[str, Any]) -> list[str]:
+def verify_lines(report: Summary) -> list[str]:
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.6g}"
 

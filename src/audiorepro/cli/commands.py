@@ -26,6 +26,7 @@ from audiorepro.metrics.profiles import PROFILES, compute_profile
 from audiorepro.metrics.retrieval import (
     METRICS,
     TIE_POLICIES,
+    MetricsReport,
     TiePolicy,
     compute_retrieval,
     metrics_report,
@@ -67,7 +68,7 @@ def _fmt(value: float | None) -> str:
     return f"{value:.6f}"
 
 
-def _metrics_table(report: dict[str, Any]) -> str:
+def _metrics_table(report: MetricsReport) -> str:
     cpc = report["captions_per_clip"]
     per = f"{cpc} per clip" if cpc is not None else "varying per clip"
     lines = [

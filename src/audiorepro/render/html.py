@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from audiorepro.metrics import classification, events, regression, vectors
@@ -167,7 +168,7 @@ def svg_bars(
     return "".join(parts)
 
 
-def _summary(bundle: dict[str, Any]) -> str:
+def _summary(bundle: Mapping[str, Any]) -> str:
     v = bundle["verification"]
     counts = v["golden"]["counts"]
     cells = bundle["cells"]
@@ -260,7 +261,7 @@ def _definitions() -> str:
     return "<ul>" + "".join(items) + "</ul>"
 
 
-def render_report(study: Any, bundle: dict[str, Any], tables: dict[str, Table]) -> str:
+def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
     v = bundle["verification"]
     result_tables = "".join(
         table_html(t, f"table-{name}")
@@ -326,7 +327,7 @@ def render_report(study: Any, bundle: dict[str, Any], tables: dict[str, Table]) 
     )
 
 
-def _probe_summary(bundle: dict[str, Any]) -> str:
+def _probe_summary(bundle: Mapping[str, Any]) -> str:
     v = bundle["verification"]
     runs = bundle["runs"]
     targets = max((len((r["report"] or {}).get("regression", {})) for r in runs), default=0)
@@ -378,7 +379,7 @@ def _probe_definitions() -> str:
     return "<ul>" + "".join(items) + "</ul>"
 
 
-def _probe_provenance(bundle: dict[str, Any]) -> str:
+def _probe_provenance(bundle: Mapping[str, Any]) -> str:
     items = "".join(
         f"<li>{_e(r['id'])} ({_e(r['model'])}, {_e(r['family'])}): predictions sha256 "
         f"<code>{_e(r['predictions_sha256'])}</code></li>"
@@ -387,7 +388,7 @@ def _probe_provenance(bundle: dict[str, Any]) -> str:
     return f"<p>Study {_e(bundle['study']['name'])}, sha256 <code>{_e(bundle['study']['sha256'])}</code>.</p><ul>{items}</ul>"
 
 
-def render_probe_report(study: Any, bundle: dict[str, Any], tables: dict[str, Table]) -> str:
+def render_probe_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
     main = [n for n in ("leaders", "family_means") if n in tables]
     targets = [n for n in tables if n.startswith("target_")]
     other = [n for n in tables if n not in main and n not in targets]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
@@ -169,17 +170,39 @@ def output_hashes(out: Path) -> dict[str, str]:
     return hashes
 
 
+class StudyFileRecord(TypedDict):
+    name: str
+    file: str
+    sha256: str
+
+
+class Manifest(TypedDict):
+    """``manifest.json``: SHA-256 of every input and output, environment, time and host (the
+    one output that may differ between two runs of the same study)."""
+
+    schema: str
+    study: StudyFileRecord
+    #: input file name -> SHA-256 (None: a dump made in memory, never a file)
+    inputs: dict[str, str | None]
+    #: output path (relative, sorted) -> SHA-256
+    outputs: dict[str, str]
+    environment: dict[str, Any]
+    git: dict[str, Any]
+    time: dict[str, Any]
+    host: str
+
+
 def write_manifest(
     out: Path, study: Any, dumps: list[Dump], *, inputs: dict[str, str] | None = None
-) -> dict[str, Any]:
-    manifest = {
+) -> Manifest:
+    manifest: Manifest = {
         "schema": SCHEMA,
         "study": {
             "name": study.name,
             "file": study.source.name,
             "sha256": sha256_file(study.source),
         },
-        "inputs": {d.source: d.sha256 for d in dumps} | (inputs or {}),
+        "inputs": {**{d.source: d.sha256 for d in dumps}, **(inputs or {})},
         "outputs": output_hashes(out),
         "environment": environment(),
         "git": _git(),

@@ -25,7 +25,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from audiorepro.checks.verify import PASS, summarize, value_rows
+from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.predictions import load_predictions
@@ -33,7 +33,13 @@ from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
 from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.manifest import write_manifest
-from audiorepro.runner.outputs import BUNDLE_SCHEMA, write_outputs
+from audiorepro.runner.outputs import (
+    PROBE_BUNDLE,
+    Outcome,
+    ProbeBundle,
+    ProbeVerification,
+    write_outputs,
+)
 from audiorepro.specs.study import ProbeStudy, Run
 
 IOU = ("0.1", "0.3", "0.5")
@@ -313,15 +319,15 @@ def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     return report, None
 
 
-def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow]:
+    rows: list[ValueRow] = []
     by_id = {r["id"]: r for r in runs}
     for pub in study.published:
         run = by_id[pub.cell]
         reproduced = {k: v for k, v in flatten(run["report"] or {}).items() if v is not None}
         reason = run["problem"] if run["report"] is None else None
         rows += [
-            dict(r, provenance=pub.provenance)
+            ValueRow(**r, provenance=pub.provenance)
             for r in value_rows(pub.cell, pub.values, pub.tolerance, reproduced, reason, "probe")
         ]
     return rows
@@ -345,13 +351,13 @@ def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
     return runs
 
 
-def verify_probe(study: ProbeStudy) -> dict[str, Any]:
+def verify_probe(study: ProbeStudy) -> Summary:
     """``audiorepro verify`` for a probe study: its published values, recomputed."""
     return summarize(_golden_rows(study, _runs(study)))
 
 
-def run_probe(study: ProbeStudy, out: Path) -> dict[str, Any]:
-    """Every stage for a probe study; returns the verification document (with ``passed``)."""
+def run_probe(study: ProbeStudy, out: Path) -> Outcome:
+    """Every stage for a probe study; returns whether it passed, and why not."""
     out = Path(out)
     runs = _runs(study)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
@@ -368,10 +374,13 @@ def run_probe(study: ProbeStudy, out: Path) -> dict[str, Any]:
     tables = _tables(present, lead, fam)
     for name, table in tables.items():
         write_table(out / "tables", name, table)
-    verification = {"probe_complete": complete, "failures": failures, "golden": golden}
-
-    bundle = {
-        "schema": BUNDLE_SCHEMA,
+    verification: ProbeVerification = {
+        "probe_complete": complete,
+        "failures": failures,
+        "golden": golden,
+    }
+    bundle: ProbeBundle = {
+        "schema": PROBE_BUNDLE,
         "kind": "probe",
         "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
         "runs": runs,
@@ -381,4 +390,4 @@ def run_probe(study: ProbeStudy, out: Path) -> dict[str, Any]:
     }
     write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
     write_manifest(out, study, [], inputs={r.predictions.name: r.sha256 for r in study.runs})
-    return {**verification, "passed": not failures}
+    return {"passed": not failures, "failures": failures}

@@ -31,8 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from audiorepro.checks.parity import DEFAULT_TOLERANCE, parity_cell
-from audiorepro.checks.verify import FAIL, NOT_VERIFIED, PASS, summarize, value_rows
+from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
+from audiorepro.checks.verify import (
+    FAIL,
+    NOT_VERIFIED,
+    PASS,
+    Summary,
+    ValueRow,
+    summarize,
+    value_rows,
+)
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 
@@ -46,6 +54,7 @@ from audiorepro.metrics.retrieval import (
     DIRECTIONS,
     METRICS,
     RetrievalResult,
+    TieSummary,
     compute_retrieval,
     hit_rate_at_k,
 )
@@ -55,7 +64,14 @@ from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.executors.local import extract_local
 from audiorepro.runner.manifest import write_manifest
-from audiorepro.runner.outputs import BUNDLE_SCHEMA, write_outputs
+from audiorepro.runner.outputs import (
+    RETRIEVAL_BUNDLE,
+    BundleCell,
+    Outcome,
+    RetrievalBundle,
+    RetrievalVerification,
+    write_outputs,
+)
 from audiorepro.specs.study import Cell, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
@@ -67,10 +83,10 @@ class CellResult:
     dump: Dump | None = None
     error: str | None = None
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    ties: dict[str, Any] = field(default_factory=dict)
+    ties: dict[str, TieSummary] = field(default_factory=dict)
     profiles: dict[str, dict[str, float]] = field(default_factory=dict)
     intervals: dict[str, dict[str, list[float]]] = field(default_factory=dict)
-    parity: dict[str, Any] | None = None
+    parity: ParityCell | None = None
     retrieval: RetrievalResult | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
     rank_histogram: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -173,9 +189,9 @@ def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, 
 
 def _tables(
     results: list[CellResult],
-    parity: list[dict[str, Any]],
+    parity: list[ParityCell],
     identity: list[dict[str, Any]],
-    golden: dict[str, Any],
+    golden: Summary,
     tie_policy: str,
 ) -> dict[str, Table]:
     tables: dict[str, Table] = {}
@@ -266,8 +282,8 @@ def _tables(
     return tables
 
 
-def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str, Any]:
-    """Run every stage; returns the verification document (with ``passed``)."""
+def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> Outcome:
+    """Run every stage; returns whether the study passed, and why not."""
     out = Path(out)
     failures: list[str] = []
     results = [CellResult(c) for c in study.cells]
@@ -281,7 +297,7 @@ def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str,
         _cell_metrics(res, study)
     paired = _paired(results, study)
 
-    parity_cells = []
+    parity_cells: list[ParityCell] = []
     for res in _progress([r for r in results if r.dump is not None], "parity", progress):
         assert res.dump is not None
         cell = parity_cell(res.dump, tolerance=DEFAULT_TOLERANCE, tie_policy=study.tie_policy)
@@ -292,7 +308,7 @@ def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str,
             failures.append(
                 f"metric parity failed for cell {res.cell.id} (worst {cell['worst_abs_delta']:.3g})"
             )
-    parity = {
+    parity: ParityBlock = {
         "cells": parity_cells,
         "n_cells": len(parity_cells),
         "cells_with_multi_positive_ap": sum(1 for c in parity_cells if c["multi_positive"]),
@@ -322,7 +338,7 @@ def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str,
     for name, table in _progress(list(tables.items()), "tables", progress):
         write_table(out / "tables", name, table)
 
-    verification = {
+    verification: RetrievalVerification = {
         "metric_parity": parity,
         "checkpoint_identity": identity_blocks[0] if identity_blocks else None,
         "checkpoint_identities": identity_blocks,
@@ -336,7 +352,7 @@ def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> dict[str,
     write_outputs(out, verification, render_report(study, bundle, tables), bundle)
 
     write_manifest(out, study, [r.dump for r in results if r.dump is not None])
-    return {**verification, "passed": not failures}
+    return {"passed": not failures, "failures": failures}
 
 
 def load_cell(res: CellResult, cache: Path) -> None:
@@ -367,9 +383,9 @@ def load_cell(res: CellResult, cache: Path) -> None:
 
 def golden_rows(
     study: RetrievalStudy, results: list[CellResult], progress: bool = False
-) -> list[dict[str, Any]]:
+) -> list[ValueRow]:
     """One row per published value: PASS, FAIL, or NOT VERIFIED when its cell has no dump."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ValueRow] = []
     by_id = {r.cell.id: r for r in results}
     for pub in _progress(list(study.published), "golden", progress):
         res = by_id[pub.cell]
@@ -389,7 +405,7 @@ def golden_rows(
                     tie_policy=pub.tie_policy,
                 ).metrics
         rows += [
-            dict(r, provenance=pub.provenance)
+            ValueRow(**r, provenance=pub.provenance)
             for r in value_rows(
                 pub.cell, pub.values, pub.tolerance, reproduced, reason, pub.profile
             )
@@ -413,23 +429,23 @@ def _bundle(
     study: RetrievalStudy,
     results: list[CellResult],
     paired: list[dict[str, Any]],
-    verification: dict[str, Any],
-) -> dict[str, Any]:
+    verification: RetrievalVerification,
+) -> RetrievalBundle:
     cells = []
     for r in results:
-        entry: dict[str, Any] = {
+        entry: BundleCell = {
             "id": r.cell.id,
             "model": r.cell.model,
             "dataset": r.cell.dataset,
             "error": r.error,
         }
         if r.dump is not None:
-            entry.update(
-                dump_sha256=r.dump.sha256,
-                n_clips=r.dump.n_clips,
-                n_captions=r.dump.n_captions,
-                captions_per_clip=r.dump.captions_per_clip,
-                model_meta={
+            entry |= {
+                "dump_sha256": r.dump.sha256,
+                "n_clips": r.dump.n_clips,
+                "n_captions": r.dump.n_captions,
+                "captions_per_clip": r.dump.captions_per_clip,
+                "model_meta": {
                     k: r.dump.meta[k]
                     for k in (
                         "model",
@@ -441,16 +457,16 @@ def _bundle(
                     )
                     if k in r.dump.meta
                 },
-                curves=r.curves,
-                rank_histogram=r.rank_histogram,
-                metrics=r.metrics,
-                ties=r.ties,
-                profiles=r.profiles,
-                intervals=r.intervals,
-            )
+                "curves": r.curves,
+                "rank_histogram": r.rank_histogram,
+                "metrics": r.metrics,
+                "ties": r.ties,
+                "profiles": r.profiles,
+                "intervals": r.intervals,
+            }
         cells.append(entry)
     return {
-        "schema": BUNDLE_SCHEMA,
+        "schema": RETRIEVAL_BUNDLE,
         "definitions_version": DEFINITIONS_VERSION,
         "study": {
             "name": study.name,

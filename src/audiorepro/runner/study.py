@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from audiorepro.checks.verify import FAIL, summarize
+from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
+from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
 from audiorepro.runner.retrieval import CellResult, golden_rows, load_cell, run
 from audiorepro.specs.study import Study
@@ -27,9 +27,9 @@ def run_study(
     progress: bool = True,
     slurm: SlurmOptions | None = None,
     say: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Run a study of either kind (retrieval or probe); returns the verification document
-    (with ``passed``).
+) -> Outcome:
+    """Run a study of either kind (retrieval or probe); returns whether it passed, and why
+    not (the full record is ``verification.json`` in ``out``).
 
     Extraction runs here (the local executor, cell by cell) unless ``slurm`` is given: then
     a retrieval study's missing extractions first run as Slurm job arrays. If any array task
@@ -44,7 +44,7 @@ def run_study(
     return run(study, out, progress=progress)
 
 
-def verify_study(study: Study, cache: Path) -> dict[str, Any]:
+def verify_study(study: Study, cache: Path) -> Summary:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
     if study.kind == "probe":
         return verify_probe(study)
@@ -55,11 +55,11 @@ def verify_study(study: Study, cache: Path) -> dict[str, Any]:
     return summarize(golden_rows(study, results))
 
 
-def verify_output_dir(out: Path) -> dict[str, Any]:
+def verify_output_dir(out: Path) -> Summary:
     """Re-read a reproduce output folder: its published-value rows, and every output file
     against the manifest's SHA-256 (a changed file is a FAIL row naming it)."""
     out = Path(out)
-    rows: list[dict[str, Any]] = []
+    rows: list[ValueRow] = []
     for name in ("verification.json", "manifest.json"):
         if not (out / name).is_file():
             raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
