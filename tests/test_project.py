@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import configparser
 import re
+import socket
 import subprocess
 import sys
 import tomllib
@@ -220,3 +221,9 @@ def test_demo_published_values_are_package_data() -> None:
         if isinstance(node, ast.Constant) and isinstance(node.value, float)
     ]
     assert floats == [], floats
+
+
+def test_tests_are_network_free_unless_marked() -> None:
+    """A connection off this machine fails at once in a test not marked network."""
+    with pytest.raises(OSError, match="network-free test"):
+        socket.create_connection(("192.0.2.1", 80), timeout=0.1)  # TEST-NET-1: never routed
