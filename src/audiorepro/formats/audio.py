@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import resample_poly
 
 from audiorepro.core.errors import UserError
 
@@ -57,6 +56,9 @@ def resample(
     """
     if rate == target:
         return samples
+    # scipy.signal takes half a second to import: only a clip that needs resampling pays it,
+    # not every command line start.
+    from scipy.signal import resample_poly
 
     g = gcd(rate, target)
     out = resample_poly(samples, target // g, rate // g)
