@@ -14,6 +14,7 @@ import pytest
 
 from audiorepro.core.errors import UserError
 from audiorepro.runner.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
+from audiorepro.specs.published import PublishedFile
 from audiorepro.specs.registry import RegistryFile
 from audiorepro.specs.schema import validate
 from tests.conftest import GOLDEN, ROOT
@@ -109,3 +110,12 @@ def test_one_error_style(doc: dict[str, Any], key: str, message: str) -> None:
         validate(RegistryFile, doc, source="r.toml")
     assert info.value.key == key and message in str(info.value)
     assert str(info.value).startswith(f"r.toml: key '{key}': ") and "\n" not in str(info.value)
+
+
+def test_a_union_key_is_named_as_written() -> None:
+    """pydantic names a union's member (``provenance.str``); the user wrote ``provenance``."""
+    doc = {"schema": "audiorepro.published/1", "provenance": 5, "cell": []}
+    with pytest.raises(UserError) as info:
+        validate(PublishedFile, doc, source="p.toml")
+    assert info.value.key == "provenance"
+    assert "is 5; expected where the values were published" in str(info.value)

@@ -16,12 +16,11 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import PROFILES
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy
-from audiorepro.specs.schema import Spec, validate
+from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.published/1"
 #: A published value: a finite number (TOML's inf and nan are refused).
@@ -97,16 +96,8 @@ class PublishedFile(Spec):
             for metric in c.values if c.profile == "canonical" else ():
                 problem = canonical_metric_problem(metric)
                 if problem is not None:
-                    raise MetricNameError(f"cell[{i}].values.{metric}", problem)
+                    raise KeyProblem(("cell", i, "values", metric), problem)
         return self
-
-
-class MetricNameError(Exception):
-    """A problem at a known key path, raised through pydantic (not a ValueError)."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key, self.message = key, message
 
 
 @dataclass(frozen=True)
@@ -127,10 +118,7 @@ def load_published(path: str | Path) -> list[PublishedCell]:
     """Read and validate a published-values file; problems name the file and the key."""
     path = Path(path)
     doc = read_toml(path, what="a published-values .toml", schema=SCHEMA)
-    try:
-        spec = validate(PublishedFile, doc, source=str(path))
-    except MetricNameError as exc:
-        raise UserError(exc.message, source=str(path), key=exc.key) from None
+    spec = validate(PublishedFile, doc, source=str(path))
     return [
         PublishedCell(
             dump=c.dump,

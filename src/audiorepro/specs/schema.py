@@ -19,6 +19,7 @@ unique) stays in each format's loader, with the same error style.
 
 from __future__ import annotations
 
+import types
 import typing
 from typing import Any, TypeVar
 
@@ -38,6 +39,18 @@ _KINDS = {
     "model": "a table",
     "list": "a list",
 }
+
+
+class KeyProblem(Exception):
+    """A problem a model validator finds at a known key path (``("cell", 2, "id")``).
+
+    Raised from a validator it passes through pydantic untouched (it is not a ValueError);
+    :func:`validate` reports it like every other problem.
+    """
+
+    def __init__(self, loc: tuple[int | str, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc, self.message = loc, message
 
 
 class Spec(BaseModel):
@@ -116,6 +129,38 @@ def _expected(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
     return what
 
 
+def _without_union_tags(
+    model: type[BaseModel], loc: tuple[int | str, ...]
+) -> tuple[int | str, ...]:
+    """``loc`` without the member names pydantic adds inside a union (``provenance.str``): a
+    user wrote ``provenance``, and that is the key to name."""
+    current: list[type[BaseModel]] = [model]
+    annotation: Any = None
+    out: list[int | str] = []
+    for part in loc:
+        if isinstance(part, int):
+            out.append(part)
+            continue
+        found = next((_fields(m)[part] for m in current if part in _fields(m)), None)
+        if found is not None:
+            annotation = found.annotation
+        elif _is_union(annotation) and part not in _fields_of(annotation):
+            continue  # a union member's tag
+        else:
+            annotation = _dict_value(annotation)
+        out.append(part)
+        current = _models_in(annotation)
+    return tuple(out)
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _fields_of(annotation: Any) -> set[str]:
+    return {name for m in _models_in(annotation) for name in _fields(m)}
+
+
 def _dict_value(annotation: Any) -> Any:
     """The value type of a ``dict[str, X]`` annotation (also inside ``| None``), or None."""
     if typing.get_origin(annotation) is dict:
@@ -165,12 +210,14 @@ def validate(model: type[M], data: Any, *, source: str, where: tuple[int | str, 
     """
     try:
         return model.model_validate(data)
+    except KeyProblem as exc:
+        raise UserError(exc.message, source=source, key=key_path((*where, *exc.loc))) from None
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         errors.sort(key=lambda e: e["type"] != "extra_forbidden")
-        first = errors[0]
-        loc = (*where, *first["loc"])
-        key = key_path(loc) or None
+        loc = _without_union_tags(model, tuple(errors[0]["loc"]))
+        first = dict(errors[0], loc=loc)
+        key = key_path((*where, *loc)) or None
         raise UserError(_message(model, first), source=source, key=key) from None
 
 

@@ -66,7 +66,7 @@ from audiorepro.specs.published import (
     canonical_metric_problem,
     known_profile,
 )
-from audiorepro.specs.schema import Spec, validate
+from audiorepro.specs.schema import KeyProblem, Spec, validate
 from audiorepro.specs.settings import parse_value
 
 SCHEMA = "audiorepro.study/1"
@@ -234,16 +234,10 @@ class ProbeStudyFile(_StudyFile):
     def _no_retrieval_tables(cls, data: Any) -> Any:
         for key in ("cell", "identity", "profiles"):
             if isinstance(data, dict) and key in data:
-                raise _KeyError(key, "is for retrieval studies; a probe study has [[run]] tables")
+                raise KeyProblem(
+                    (key,), "is for retrieval studies; a probe study has [[run]] tables"
+                )
         return data
-
-
-class _KeyError(Exception):
-    """A problem at a known top-level key, raised through pydantic (not a ValueError)."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(message)
-        self.key, self.message = key, message
 
 
 # --- the loaded study (paths resolved, defaults applied) -----------------------------------
@@ -475,10 +469,7 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
 
 
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
-    try:
-        spec = validate(ProbeStudyFile, doc, source=str(source))
-    except _KeyError as exc:
-        raise UserError(exc.message, source=source, key=exc.key) from None
+    spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
     seen: set[str] = set()
     for i, r in enumerate(spec.run):
