@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audiorepro.checks.explain import explain
 from audiorepro.cli import main
-from audiorepro.dump import load_dump, make_dump
-from audiorepro.explain import explain
+from audiorepro.formats.dump import load_dump, make_dump
 from tests.conftest import DUMPS, FIXTURES
 
 

@@ -22,8 +22,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from audiorepro.cli import main
-from audiorepro.dump import Dump, load_dump, make_dump
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.metrics.profiles import (
     DCASE_METRICS,
     SCORES_NUMPY,
@@ -137,7 +137,7 @@ def test_the_other_sort_dispatch_matches_its_column_too() -> None:
     code = (
         "import json, sys\n"
         "from numpy.core._multiarray_umath import __cpu_features__ as f\n"
-        "from audiorepro.dump import load_dump\n"
+        "from audiorepro.formats.dump import load_dump\n"
         "from audiorepro.metrics.profiles import compute_profile\n"
         "out = {'avx512': bool(f.get('AVX512_SKX')), 'metrics': [\n"
         "    compute_profile(load_dump(p), 'dcase').metrics for p in sys.argv[1:]]}\n"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.dump import Dump, load_dump, make_dump
+from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.metrics.profiles import TREC_MEASURES, compute_profile
 from tests.conftest import DUMPS
 

@@ -39,8 +39,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.dump import Dump
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.dump import Dump
 from audiorepro.metrics._exact import (
     RankCounts,
     _gamma,
@@ -105,7 +106,7 @@ def compute_profile(
         except ImportError:
             raise UserError(
                 "the laion-clap profile needs torch, which is not installed "
-                "(pip install 'audiorepro[peers]')"
+                "(pip install 'audiorepro[models]')"
             ) from None
         return _laion_clap(dump)  # its own torch arithmetic: no exact counts needed
     if result is None:
@@ -251,7 +252,7 @@ def dcase_candidates(dump: Dump) -> npt.NDArray[np.int64]:
     """The clips in order of first appearance in the caption table, as the organizers list
     their candidates (their score table is built clip by clip from the captions' file ids).
 
-    >>> from audiorepro.dump import make_dump
+    >>> from audiorepro.formats.dump import make_dump
     >>> d = make_dump(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32)[[2, 0, 2, 1]],
     ...               [2, 0, 2, 1])
     >>> dcase_candidates(d).tolist()
@@ -375,8 +376,6 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
             for r, row in enumerate(block):
                 locate(start + r, row)
         return DcaseRanks(position, greater, equal, SCORES_NUMPY)
-
-    from audiorepro.models.pipelines import cpu_threads
 
     # A kernel that treats subnormal inputs as zero loses whole products, which no relative
     # bound covers: then every pair goes through torch.dot.
@@ -507,8 +506,6 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
 
 def _laion_clap(dump: Dump) -> ProfileResult:
     import torch
-
-    from audiorepro.models.pipelines import cpu_threads
 
     audio, text, scale, cpc, notes = laion_clap_inputs(dump)
     # The loss is a torch reduction whose last bits follow the CPU thread split: compute it

@@ -17,7 +17,7 @@ adds entries (``audiorepro tiny-models`` writes one). An entry::
     amodel = "HTSAT-tiny"
     tmodel = "roberta"
     [checkpoints."tiny-hf".preprocessing]
-    frequency_min = 50.0              # any setting of audiorepro.models.settings
+    frequency_min = 50.0              # any setting of audiorepro.specs.settings
 
 A laion entry names its checkpoint with ``file`` (relative to the registry's folder, or to
 ``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``. A hash (or revision) not yet
@@ -32,37 +32,22 @@ options; the hashes are computed and recorded, not verified).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import UserError
-from audiorepro.io import read_toml
-from audiorepro.models.settings import Preprocessing, preprocessing_from_table
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import read_toml
+from audiorepro.specs.registry import SCHEMA, EntrySpec, RegistryFile
+from audiorepro.specs.schema import validate
+from audiorepro.specs.settings import Preprocessing, parse_bool, preprocessing_from_table
 
-SCHEMA = "audiorepro.checkpoints/1"
-PLACEHOLDER = "to be filled on first verified download"
 FORMATS = ("hf", "laion")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_ENTRY_KEYS = {
-    "format",
-    "repo",
-    "revision",
-    "path",
-    "file",
-    "hub_cache",
-    "weights",
-    "architecture",
-    "preprocessing",
-    "description",
-    "provenance",
-}
-_ARCH_KEYS = {"enable_fusion": bool, "amodel": str, "tmodel": str}
 
 
 @dataclass(frozen=True)
@@ -98,64 +83,42 @@ def bundled_registry() -> Path:
     return Path(str(resources.files("audiorepro") / "data" / "checkpoints.toml"))
 
 
-def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
+def _entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
     src = str(source)
 
     def fail(key: str, message: str) -> UserError:
         return UserError(message, source=src, key=f"checkpoints.{name}.{key}")
 
-    if not isinstance(table, dict):
-        raise UserError("must be a table", source=src, key=f"checkpoints.{name}")
-    unknown = sorted(set(table) - _ENTRY_KEYS)
-    if unknown:
-        raise fail(unknown[0], f"unknown key; expected some of {', '.join(sorted(_ENTRY_KEYS))}")
-    fmt = table.get("format")
-    if fmt not in FORMATS:
-        raise fail("format", f"is {fmt!r}; expected 'hf' or 'laion'")
     base = source.parent
-    revision = table.get("revision")
-    if fmt == "hf":
-        if ("repo" in table) == ("path" in table):
+    if entry.format == "hf":
+        if (entry.repo is None) == (entry.path is None):
             raise fail("repo", "an hf entry needs exactly one of 'repo' (hub) or 'path' (folder)")
-        if "repo" in table:
-            location = str(table["repo"])
-            if revision is None:
+        if entry.repo is not None:
+            location = entry.repo
+            if entry.revision is None:
                 raise fail(
                     "revision", "a hub entry needs the full commit revision it was verified at"
                 )
         else:
-            location = str((base / str(table["path"])).resolve())
+            assert entry.path is not None
+            location = str((base / entry.path).resolve())
     else:
-        if "file" not in table:
+        if entry.file is None:
             raise fail("file", "a laion entry needs 'file', the checkpoint's file name or path")
-        location = _laion_file(str(table["file"]), base)
-    weights = table.get("weights", {})
-    if not isinstance(weights, dict) or not weights:
-        raise fail("weights", "must be a table of file name -> sha256 (at least one file)")
-    for fname, digest in weights.items():
-        if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
-            raise fail(
-                f"weights.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
-            )
-    arch_table = table.get("architecture", {})
-    for key, value in arch_table.items():
-        if key not in _ARCH_KEYS:
-            raise fail(f"architecture.{key}", f"unknown key; expected {', '.join(_ARCH_KEYS)}")
-        if not isinstance(value, _ARCH_KEYS[key]):
-            raise fail(f"architecture.{key}", f"expected a {_ARCH_KEYS[key].__name__}")
+        location = _laion_file(entry.file, base)
     prep = preprocessing_from_table(
-        dict(table.get("preprocessing", {})), source=f"{src}: checkpoints.{name}.preprocessing"
+        dict(entry.preprocessing), source=f"{src}: checkpoints.{name}.preprocessing"
     )
-    hub_cache = table.get("hub_cache")
+    arch = entry.architecture
     return ModelSpec(
         name=name,
-        format=fmt,
+        format=entry.format,
         location=location,
-        revision=None if revision is None else str(revision),
-        weights={str(k): str(v) for k, v in weights.items()},
-        architecture=Architecture(**arch_table),
+        revision=entry.revision,
+        weights=dict(entry.weights),
+        architecture=Architecture(arch.enable_fusion, arch.amodel, arch.tmodel),
         preprocessing=prep,
-        hub_cache=None if hub_cache is None else (base / str(hub_cache)).resolve(),
+        hub_cache=None if entry.hub_cache is None else (base / entry.hub_cache).resolve(),
         registry=src,
     )
 
@@ -171,15 +134,8 @@ def _laion_file(file: str, base: Path) -> str:
 def read_registry(path: str | Path) -> dict[str, ModelSpec]:
     path = Path(path)
     data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
-    entries = data.get("checkpoints")
-    if not isinstance(entries, dict) or not entries:
-        raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
-    unknown = sorted(set(data) - {"schema", "checkpoints"})
-    if unknown:
-        raise UserError(
-            "unknown key; expected 'schema' and 'checkpoints'", source=path, key=unknown[0]
-        )
-    return {name: _entry(name, table, source=path) for name, table in entries.items()}
+    spec = validate(RegistryFile, data, source=str(path))
+    return {name: _entry(name, entry, source=path) for name, entry in spec.checkpoints.items()}
 
 
 def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelSpec]:
@@ -223,10 +179,6 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
 
 def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -> ModelSpec:
     """Apply ``enable_fusion=...``, ``amodel=...``, ``tmodel=...`` items to a spec."""
-    from dataclasses import replace
-
-    from audiorepro.models.settings import parse_bool
-
     changes: dict[str, Any] = {}
     for item in items:
         key, _, value = item.partition("=")
@@ -241,14 +193,6 @@ def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -
     if not changes:
         return spec
     return replace(spec, architecture=replace(spec.architecture, **changes))
-
-
-def sha256_path(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def weight_files(spec: ModelSpec) -> dict[str, Path]:
@@ -304,7 +248,7 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
             raise UserError(
                 "weight file listed in the registry is missing", source=path, key=spec.name
             )
-        hashes[name] = sha256_path(path)
+        hashes[name] = sha256_file(path)
     for name, expected in spec.weights.items():
         got = hashes[name]
         if expected == PLACEHOLDER:
