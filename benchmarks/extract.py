@@ -65,7 +65,7 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
     """One run in this process; returns seconds (model loading excluded) and peak memory."""
     import contextlib
 
-    from audiorepro.offline import activate_hub_cache
+    from audiorepro.models.offline import activate_hub_cache
 
     activate_hub_cache(models / "hub")
     files = sorted(clips.glob("*.wav"))
@@ -98,7 +98,7 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
             "torch_threads": torch.get_num_threads(),
         }
     if kind.startswith("audiorepro"):
-        from audiorepro.audio import read_audio
+        from audiorepro.formats.audio import read_audio
         from audiorepro.models.pipelines import configure_determinism, load_pipeline
         from audiorepro.models.registry import load_registry
 
@@ -148,7 +148,7 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
 def run_jobs(jobs: int, models: Path, clips: Path, out: Path) -> dict[str, Any]:
     """``audiorepro extract --jobs N`` end to end (wall time, models loaded per process)."""
     cmd = [
-        sys.executable, "-m", "audiorepro.cli", "extract", "--registry",
+        sys.executable, "-m", "audiorepro", "extract", "--registry",
         str(models / "registry.toml"), "--model", "tiny-hf", "--audio", str(clips),
         "--captions", str(clips / "captions.csv"), "--out", str(out), "--jobs", str(jobs),
     ]  # fmt: skip

@@ -37,7 +37,7 @@ MEMORY_BUDGET = 20 * 2**30  # bytes a peer may plausibly use on a 24 GiB machine
 
 def make_dump(path: Path, n_clips: int, captions: int, dim: int = 512, seed: int = 0) -> None:
     """Synthetic CLAP-like dump: unit vectors, captions = noisy clip copies, 2% duplicated clips."""
-    from audiorepro.io import atomic_write_bytes, npz_bytes
+    from audiorepro.core.io import atomic_write_bytes, npz_bytes
 
     rng = np.random.default_rng(seed)
     audio = rng.standard_normal((n_clips, dim), dtype=np.float32)
@@ -81,8 +81,8 @@ def run_peer(peer: str, dump: Path, repeats: int = 3) -> dict[str, object]:
     from audiorepro.metrics._exact import DEFAULT_CHUNK_ELEMENTS
 
     if peer == "audiorepro":
-        from audiorepro.dump import load_dump
-        from audiorepro.dump import make_dump as mk
+        from audiorepro.formats.dump import load_dump
+        from audiorepro.formats.dump import make_dump as mk
         from audiorepro.metrics.retrieval import compute_retrieval
 
         rng = np.random.default_rng(0)  # warm the compiled kernels (cached on disk)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import ipaddress
 import os
 import shutil
+import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from audiorepro.offline import activate_hub_cache, build_tokenizer_cache
+from audiorepro.models.offline import activate_hub_cache, build_tokenizer_cache
 from tests.goldens import tiered_regression  # noqa: F401 (a fixture)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -77,11 +80,82 @@ def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
     return {f: hashlib.sha256((out / f).read_bytes()).hexdigest() for f in files}
 
 
+#: The layer of every test module (markers declared in pyproject.toml): ``unit`` tests one
+#: module (in memory or on fixture files), ``integration`` several layers together (the
+#: command line in process, the runner on dumps, tiny models), ``e2e`` the kit as a user runs
+#: it (the demo study, a fresh virtualenv, a container, Slurm, a real browser). Doctests are
+#: unit tests. Select with ``-m unit``, ``-m "not e2e"``; the default runs everything.
+LAYERS = {
+    "unit": {
+        "test_audio_inputs.py", "test_bootstrap.py", "test_container.py", "test_dump_validation.py",
+        "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
+        "test_probe_invariance.py", "test_probe_metrics.py", "test_profiles.py",
+        "test_project.py", "test_registry.py", "test_retrieval_definitions.py",
+        "test_retrieval_fuzz.py", "test_schemas.py", "test_study.py", "test_tables.py",
+        "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
+    },
+    "integration": {
+        "test_cli.py", "test_core_install.py", "test_explain.py", "test_models.py",
+        "test_probe_study.py", "test_profile_laion_clap.py", "test_selfcheck.py",
+        "test_verify.py",
+    },
+    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
+}  # fmt: skip
+#: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
+#: quick loop while editing.
+SLOW = {"test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``crosscpu`` tests run only when asked for by name (``-m crosscpu``): they take minutes."""
-    if "crosscpu" in (config.option.markexpr or ""):
+    """Marks every test with its layer; ``crosscpu`` tests (minutes) run only when asked for
+    by name (``-m crosscpu``, ``tox -e crosscpu``)."""
+    if "crosscpu" not in (config.option.markexpr or ""):
+        keep = [i for i in items if i.get_closest_marker("crosscpu") is None]
+        if len(keep) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+            items[:] = keep
+    layer_of = {module: layer for layer, modules in LAYERS.items() for module in modules}
+    for item in items:
+        name = item.path.name
+        if not name.startswith("test_"):
+            item.add_marker("unit")  # a doctest of the package or of docs/
+            continue
+        if name not in layer_of:
+            raise pytest.UsageError(f"tests/{name} has no layer: add it to LAYERS in conftest.py")
+        item.add_marker(layer_of[name])
+        if name in SLOW:
+            item.add_marker("slow")
+
+
+def _loopback(host: Any) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _network_free(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests are network-free unless marked ``network``: a connection to anything but this
+    machine fails at once (in this process; subprocesses of network tests are theirs)."""
+    if request.node.get_closest_marker("network"):
         return
-    keep = [i for i in items if i.get_closest_marker("crosscpu") is None]
-    if len(keep) < len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-        items[:] = keep
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def check(sock: socket.socket, address: Any) -> None:
+        family = sock.family
+        if family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
+            raise OSError(f"network-free test tried to reach {address!r}: mark it network")
+
+    def connect(sock: socket.socket, address: Any) -> None:
+        check(sock, address)
+        real_connect(sock, address)
+
+    def connect_ex(sock: socket.socket, address: Any) -> int:
+        check(sock, address)
+        return real_connect_ex(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)

@@ -2,7 +2,7 @@
 
 Each builder turns one output (a fixture dump's report, a demo run's bundle, the probe demo's
 bundle) into the structure its golden file holds, with every value in its tier
-(:mod:`audiorepro.tiers`): plain values are tier a (exact), tier-b leaves carry their
+(:mod:`audiorepro.checks.tiers`): plain values are tier a (exact), tier-b leaves carry their
 tolerance.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from audiorepro.dump import load_dump
+from audiorepro.checks.tiers import LEGEND, compare
+from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.retrieval import compute_retrieval, metrics_report
-from audiorepro.tiers import LEGEND, compare
 
 
 def with_legend(data: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def demo_dumps(out: Path) -> dict[str, tuple[Path, bool]]:
 
 def demo_data(out: Path) -> dict[str, Any]:
     """Every retrieval number of a demo run, in its tier, and its identity verdict."""
-    from audiorepro.tiers import tier_cell
+    from audiorepro.checks.tiers import tier_cell
 
     bundle = _bundle(out)
     dumps = demo_dumps(out)
@@ -76,7 +76,7 @@ def demo_data(out: Path) -> dict[str, Any]:
 def probe_data(out: Path) -> dict[str, Any]:
     """Every metric of every probe run, and the family means: all tier a (float64 over the
     shipped prediction files, with order-fixed sums)."""
-    from audiorepro.probe_study import flatten
+    from audiorepro.runner.probe import flatten
 
     bundle = _bundle(out)
     return with_legend(

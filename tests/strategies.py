@@ -39,3 +39,51 @@ def dumps(draw: Any, max_clips: int = 9, max_dim: int = 5) -> dict[str, Any]:
         "text_embeds": text.astype(dtype),
         "text_to_audio": t2a,
     }
+
+
+# --- probe metrics (tests/test_probe_invariance.py) ---------------------------------------
+
+#: Values on a grid of quarters: sums, shifts and affine maps stay exact, ties are common.
+_grid = st.integers(-8, 8).map(lambda v: v / 4)
+#: Class labels are 0 .. CLASSES - 1.
+CLASSES = 4
+
+
+@st.composite
+def regression_pairs(draw: Any, max_items: int = 12) -> tuple[list[float], list[float]]:
+    """(predictions, references); a reference may be NaN (not annotated)."""
+    n = draw(st.integers(0, max_items))
+    pred = draw(st.lists(_grid, min_size=n, max_size=n))
+    true = draw(st.lists(_grid | st.just(float("nan")), min_size=n, max_size=n))
+    return pred, true
+
+
+@st.composite
+def class_pairs(draw: Any, max_items: int = 12) -> tuple[list[int], list[int]]:
+    """(references, predictions) as class indices in [0, CLASSES)."""
+    n = draw(st.integers(0, max_items))
+    labels = st.integers(0, CLASSES - 1)
+    return draw(st.lists(labels, min_size=n, max_size=n)), draw(
+        st.lists(labels, min_size=n, max_size=n)
+    )
+
+
+@st.composite
+def frame_pairs(draw: Any, max_items: int = 16) -> tuple[list[int], list[float]]:
+    """(0/1 frame labels, frame probabilities), probabilities on a grid that hits 0.5."""
+    n = draw(st.integers(0, max_items))
+    probs = st.integers(0, 8).map(lambda v: v / 8)
+    return draw(st.lists(st.integers(0, 1), min_size=n, max_size=n)), draw(
+        st.lists(probs, min_size=n, max_size=n)
+    )
+
+
+@st.composite
+def vector_triples(draw: Any, max_items: int = 8, dim: int = 3) -> tuple[Any, Any, Any]:
+    """(predicted vectors, reference vectors, valid flags); valid vectors are never zero."""
+    n = draw(st.integers(1, max_items))
+    rows = st.lists(_grid, min_size=dim, max_size=dim).map(lambda r: r if any(r) else [1.0, *r[1:]])
+    pred = np.array(draw(st.lists(rows, min_size=n, max_size=n)))
+    ref = np.array(draw(st.lists(rows, min_size=n, max_size=n)))
+    valid = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    return pred, ref, valid

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audiorepro.audio import SAMPLE_RATE, read_audio
-from audiorepro.captions import list_audio, match_audio, parse_captions, read_captions
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.formats.audio import SAMPLE_RATE, read_audio
+from audiorepro.formats.captions import list_audio, match_audio, parse_captions, read_captions
 from tests.conftest import FIXTURES
 
 soundfile = pytest.importorskip("soundfile")

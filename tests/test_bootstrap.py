@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from audiorepro.dump import load_dump
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap, per_query_values
 from audiorepro.metrics.retrieval import METRICS, RetrievalResult, compute_retrieval
 from tests.conftest import FIXTURES

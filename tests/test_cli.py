@@ -89,7 +89,7 @@ def test_parity_keeps_published_structure(tmp_path: Path) -> None:
 def test_parity_failure_exits_1(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import audiorepro.parity as parity
+    import audiorepro.checks.parity as parity
 
     real = parity.reference_retrieval_metrics
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audiorepro.manifest import cpu_dispatch
-from audiorepro.tiers import EMBEDDING_REL_TOLERANCE
+from audiorepro.checks.tiers import EMBEDDING_REL_TOLERANCE
+from audiorepro.runner.manifest import cpu_dispatch
 from tests.conftest import DUMPS, GOLDEN, ROOT
 from tests.goldens import compare_with_golden, demo_data, probe_data, with_legend
 
@@ -69,7 +69,7 @@ _SCRIPT = """
 import json, sys
 from pathlib import Path
 from audiorepro.cli import main
-from audiorepro.manifest import cpu_dispatch
+from audiorepro.runner.manifest import cpu_dispatch
 out = Path(sys.argv[1])
 rc = {"fixtures": {}}
 rc["make_fixtures"] = __import__("subprocess").run(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
 
 
 def good() -> dict[str, Any]:

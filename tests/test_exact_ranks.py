@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from audiorepro.dump import make_dump
+from audiorepro.formats.dump import make_dump
 from audiorepro.metrics._exact import exact_dot_difference_sign
 from audiorepro.metrics.retrieval import compute_retrieval
 

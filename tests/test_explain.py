@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audiorepro.checks.explain import explain
 from audiorepro.cli import main
-from audiorepro.dump import load_dump, make_dump
-from audiorepro.explain import explain
+from audiorepro.formats.dump import load_dump, make_dump
 from tests.conftest import DUMPS, FIXTURES
 
 
@@ -71,3 +71,32 @@ def test_explain_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "t2a:" in text and "a2t:" in text
     doc = json.loads(out.read_text())
     assert set(doc["directions"]) == {"t2a", "a2t"}
+
+
+def test_dcase_value_interval_and_canonical_side_by_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    dump = FIXTURES / "dumps" / "synthetic_ties.npz"
+    report = explain(load_dump(dump))
+    assert "can move between machines" in report["dcase"]["machine_dependence"]
+    assert report["dcase"]["queries_affected"] > 0
+    cells = [r for r in report["directions"]["t2a"]["rows"] if "dcase" in r["profiles"]]
+    assert {r["concept"] for r in cells} == {"R@1", "R@5", "R@10", "mAP@10"}
+    for r in cells:
+        optimistic, pessimistic = r["profiles"]["dcase"]["interval"]
+        assert pessimistic <= r["profiles"]["dcase"]["value"] <= optimistic
+    named = [d for d in report["directions"]["t2a"]["differences"] if d["profile"] == "dcase"]
+    assert named and all("float32" in d["text"] for d in named)
+    assert main(["explain", str(dump)]) == 0
+    text = capsys.readouterr().out
+    assert "dcase over every tie order" in text
+    assert "why a DCASE number can move between machines" in text
+
+
+def test_dcase_cause_names_ties_or_rounding() -> None:
+    from audiorepro.explain import _cause
+
+    tied = _cause("dcase", "R@1", "t2a", 0.5, 0.4, (0.6, 0.4), [0.6, 0.4])
+    assert "numpy.argsort" in tied and "[0.4, 0.6]" in tied
+    rounded = _cause("dcase", "R@1", "t2a", 0.5, 0.4, (0.4, 0.4), [0.5, 0.5])
+    assert "round near-equal exact scores" in rounded and "[0.5, 0.5]" in rounded

@@ -40,7 +40,7 @@ def run_cli(
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-m", "audiorepro.cli", *args],
+        [sys.executable, "-m", "audiorepro", *args],
         env=full,
         capture_output=True,
         text=True,
@@ -274,8 +274,8 @@ def served(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def test_clotho_is_downloaded_md5_checked_and_prepared(tmp_path: Path) -> None:
-    from audiorepro.captions import list_audio, match_audio, read_captions
     from audiorepro.fetch.datasets import dataset_record
+    from audiorepro.formats.captions import list_audio, match_audio, read_captions
 
     files = clotho_files(tmp_path)
     reg = datasets_registry(tmp_path, files)
@@ -370,8 +370,8 @@ def test_audiocaps_lists_only_present_clips_and_counts_the_rest(tmp_path: Path) 
     import numpy as np
     import soundfile
 
-    from audiorepro.captions import list_audio, match_audio, read_captions
     from audiorepro.fetch.datasets import dataset_record, present_digest
+    from audiorepro.formats.captions import list_audio, match_audio, read_captions
 
     ids = ["abcdefghijk", "Bcdefghijkl", "c-d_efghijk", "dddddddddddd"[:11], "eeeeeeeeeee"]
     csv_bytes = audiocaps_csv(ids)
@@ -454,7 +454,7 @@ def test_pytorch_model_bin_is_read_weights_only(tmp_path: Path) -> None:
 
     import torch
 
-    from audiorepro.errors import UserError
+    from audiorepro.core.errors import UserError
     from audiorepro.models.safeload import load_weights_only
 
     good = tmp_path / "pytorch_model.bin"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.locks import LOCKS, check_lock, environment_differences, read_lock
+from audiorepro.checks.locks import LOCKS, check_lock, environment_differences, read_lock
 from tests.conftest import ROOT
 
 PYPROJECT = ROOT / "pyproject.toml"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.dump import load_dump
+from audiorepro.formats.dump import load_dump
 from tests.conftest import FIXTURES
 
 torch = pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
@@ -68,9 +68,9 @@ def _identity(tiny: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, An
 
 def test_tiny_models_are_the_same_weights_in_both_formats(tiny: Path) -> None:
     from audiorepro.models.mapping import check_key_sets
+    from audiorepro.models.offline import STANDIN_TOKEN
     from audiorepro.models.pipelines import load_pipeline
     from audiorepro.models.registry import load_registry
-    from audiorepro.offline import STANDIN_TOKEN
 
     registry = load_registry([tiny / "registry.toml"])
     hf = load_pipeline(registry["tiny-hf"])
@@ -101,7 +101,7 @@ def test_tiny_models_are_the_same_weights_in_both_formats(tiny: Path) -> None:
 
 
 def test_different_inputs_give_clearly_different_embeddings(tiny: Path) -> None:
-    from audiorepro.identity import load_fixture
+    from audiorepro.models.identity import load_fixture
     from audiorepro.models.pipelines import load_pipeline
     from audiorepro.models.registry import load_registry
 

@@ -127,6 +127,21 @@ def test_matching_is_optimal_against_brute_force(r: list[Any], p: list[Any], tau
     assert n_optimal >= 1
 
 
+clip_events = st.lists(st.tuples(intervals, st.integers(0, 2)), max_size=7)
+
+
+@given(clip_events, clip_events)
+def test_event_precision_recall_f1_match_reference(r: list[Any], p: list[Any]) -> None:
+    """Per clip and threshold, the harness's counts equal the reference's exhaustive search."""
+    ref_ev = np.array([e for e, _ in r], dtype=np.float64).reshape(-1, 2)
+    pred_ev = np.array([e for e, _ in p], dtype=np.float64).reshape(-1, 2)
+    ref_clip, pred_clip = [c for _, c in r], [c for _, c in p]
+    got = ev.event_scores(ref_ev, ref_clip, pred_ev, pred_clip)
+    for tau in ev.IOU_THRESHOLDS:
+        want = ref.event_counts(ref_ev, ref_clip, pred_ev, pred_clip, tau)
+        assert got["iou"][str(tau)] == want, tau
+
+
 def test_matching_agrees_with_scipy_assignment_on_a_known_case() -> None:
     # Two references compete for one prediction: the better IoU wins, and the other reference
     # takes the remaining prediction, although greedy-by-IoU would leave it unmatched.

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.demo import prepare_probe_demo
-from audiorepro.errors import UserError
-from audiorepro.probe_study import flatten, leaders
-from audiorepro.study import load_study
+from audiorepro.core.errors import UserError
+from audiorepro.runner.demo import prepare_probe_demo
+from audiorepro.runner.probe import flatten, leaders
+from audiorepro.specs.study import load_study
 from tests.conftest import FIXTURES, GOLDEN
 from tests.goldens import probe_data
 

@@ -3,7 +3,7 @@
 ``get_metrics`` is called directly; ``evaluate_clotho_audiocaps`` is driven with a stand-in
 model that returns the dump's features and a one-batch data loader, so that laion-clap's own
 code computes every number. The package is imported offline with tiny tokenizers in a local
-hub cache (see :mod:`audiorepro.offline`; ``tests/conftest.py`` sets ``HF_HUB_CACHE``).
+hub cache (see :mod:`audiorepro.models.offline`; ``tests/conftest.py`` sets ``HF_HUB_CACHE``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audiorepro.dump import Dump, load_dump, make_dump
+from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.metrics.profiles import compute_profile, laion_clap_inputs
 from tests.conftest import FIXTURES
 
@@ -29,7 +29,7 @@ train = pytest.importorskip(
 def test_import_used_the_stand_in_tokenizers() -> None:
     from laion_clap.training import data
 
-    from audiorepro.offline import STANDIN_TOKEN
+    from audiorepro.models.offline import STANDIN_TOKEN
 
     assert STANDIN_TOKEN in data.roberta_tokenizer.get_vocab()
     assert STANDIN_TOKEN in data.bert_tokenizer.get_vocab()
@@ -127,7 +127,7 @@ def test_evaluate_clotho_audiocaps_bit_identical(name: str) -> None:
 
 
 def test_profile_refuses_other_caption_counts(tmp_path: Path) -> None:
-    from audiorepro.errors import UserError
+    from audiorepro.core.errors import UserError
 
     dump = load_dump(FIXTURES / "dumps" / "synthetic_ties.npz")  # 3 captions per clip
     with pytest.raises(UserError, match="1 or 5 captions per clip"):

@@ -1,8 +1,8 @@
 """Profiles reproduce their peers: trec against pytrec_eval itself, with ties.
 
-(laion-clap's profile and its test against the installed package follow in issue 3's next
-step; DCASE's evaluation is a script, not an importable package, so its profile is checked
-against hand-computed cases written from its formulas.)
+(laion-clap's profile is checked against the installed package in
+tests/test_profile_laion_clap.py; DCASE's evaluation is a script, not an importable package,
+so its profile is checked against the organizers' own figures in tests/test_profile_dcase.py.)
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.dump import Dump, load_dump, make_dump
+from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.metrics.profiles import TREC_MEASURES, compute_profile
 from tests.conftest import DUMPS
 

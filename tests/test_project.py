@@ -3,28 +3,52 @@
 from __future__ import annotations
 
 import ast
+import configparser
+import re
+import socket
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
 from audiorepro.metrics import retrieval
 from tests.conftest import FIXTURES, ROOT
 
 SRC = ROOT / "src" / "audiorepro"
 
 
-def _imports(package: Path) -> set[str]:
+def _imports(package: Path, root: Path = SRC.parent) -> set[str]:
+    """Every module ``package`` imports, relative imports resolved (``from ..metrics import x``
+    is ``audiorepro.metrics.x``), imports inside functions included."""
     names: set[str] = set()
     for py in package.rglob("*.py"):
+        parts = py.relative_to(root).with_suffix("").parts
+        here = parts if py.name == "__init__.py" else parts[:-1]
+        here = tuple(p for p in here if p != "__init__")
         for node in ast.walk(ast.parse(py.read_text())):
             if isinstance(node, ast.Import):
                 names.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names.add(node.module)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = here[: len(here) - node.level + 1]
+                    base = ".".join((*up, base) if base else up)
+                names.add(base)
+                names.update(f"{base}.{a.name}" for a in node.names)
     return names
+
+
+def test_import_scan_resolves_relative_imports(tmp_path: Path) -> None:
+    pkg = tmp_path / "audiorepro" / "reference"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from . import retrieval\n")
+    (pkg / "retrieval.py").write_text("def f():\n    from ..metrics import retrieval\n")
+    names = _imports(pkg, tmp_path)
+    assert "audiorepro.metrics.retrieval" in names
+    assert "audiorepro.reference.retrieval" in names
 
 
 def test_reference_and_harness_share_no_code() -> None:
@@ -125,3 +149,81 @@ def test_every_probe_metric_documents_formula_ties_and_example(module: str) -> N
         assert ">>>" in doc, f"{module}.{name}: no doctest"
         if name not in HELPERS:
             assert "Formula" in doc and "Ties:" in doc, f"{module}.{name}: formula or ties"
+
+
+def test_every_extra_named_to_users_exists() -> None:
+    """A message telling users to install an extra names one that pyproject.toml defines."""
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    named = {
+        m.group(1)
+        for py in SRC.rglob("*.py")
+        for m in re.finditer(r"audiorepro\[([A-Za-z0-9_,-]+)\]", py.read_text())
+    }
+    assert named, "the scan found no install hint at all"
+    assert {e for n in named for e in n.split(",")} <= extras
+
+
+def test_placeholder_is_defined_once() -> None:
+    """The text standing for a hash not yet known is one constant, not three copies."""
+    text = "to be filled on first verified download"
+    where = [
+        f"{py.relative_to(SRC)}:{node.lineno}"
+        for py in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(py.read_text()))
+        if isinstance(node, ast.Constant) and node.value == text
+    ]
+    assert where == ["core/hashing.py:" + where[0].rpartition(":")[2]], where
+
+
+def test_every_reference_function_is_used_by_a_test() -> None:
+    """A reference function no test calls checks nothing (event_counts once sat unused)."""
+    tests = "".join(p.read_text() for p in (ROOT / "tests").rglob("*.py"))
+    unused = [
+        f"{py.stem}.{node.name}"
+        for py in (SRC / "reference").glob("*.py")
+        for node in ast.parse(py.read_text()).body
+        if isinstance(node, ast.FunctionDef)
+        and not node.name.startswith("_")
+        and not re.search(rf"\.{node.name}\b|\b{node.name}\(", tests)
+    ]
+    assert unused == []
+
+
+def test_numba_cache_persists_between_tox_runs() -> None:
+    """tox empties {envtmpdir} on every run: a cache there recompiles every kernel each time.
+    The default lives under the tox work folder, and NUMBA_CACHE_DIR set outside still wins."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(ROOT / "tox.ini")
+    setenv = dict(
+        line.split("=", 1)
+        for line in config["testenv"]["setenv"].strip().splitlines()
+        if "=" in line
+    )
+    value = {k.strip(): v.strip() for k, v in setenv.items()}["NUMBA_CACHE_DIR"]
+    assert "{envtmpdir}" not in value, value
+    assert value.startswith("{env:NUMBA_CACHE_DIR:") and "{toxworkdir}" in value, value
+
+
+def test_demo_published_values_are_package_data() -> None:
+    """The demo and selfcheck read their published values from package data (golden/ is not
+    installed): a file the wheel ships, not numbers copied into the code."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["audiorepro"]
+    data = SRC / "data" / "demo_published.toml"
+    assert data.is_file()
+    assert any(data.relative_to(SRC).match(g) for g in globs), globs
+    demo = (SRC / "runner" / "demo.py").read_text()
+    floats = [
+        node.value
+        for node in ast.walk(ast.parse(demo))
+        if isinstance(node, ast.Constant) and isinstance(node.value, float)
+    ]
+    assert floats == [], floats
+
+
+def test_tests_are_network_free_unless_marked() -> None:
+    """A connection off this machine fails at once in a test not marked network."""
+    with pytest.raises(OSError, match="network-free test"):
+        socket.create_connection(("192.0.2.1", 80), timeout=0.1)  # TEST-NET-1: never routed

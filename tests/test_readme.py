@@ -29,6 +29,7 @@ def test_readme_opens_with_the_two_commands() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_first_readme_command_in_a_fresh_virtualenv(tmp_path: Path) -> None:
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs a git checkout to clone (CI runs from one)")

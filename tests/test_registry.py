@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.models.registry import (
-    PLACEHOLDER,
     bundled_registry,
     load_registry,
     read_registry,
     resolve_spec,
     verify_weights,
 )
-from audiorepro.models.settings import Preprocessing, parse_overrides
+from audiorepro.specs.settings import Preprocessing, parse_overrides
 
 PUBLIC = {
     "laion/clap-htsat-fused": ("hf", True),
@@ -172,9 +172,17 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
             "checkpoints.m.weight",
             "unknown key",
         ),
-        ('[checkpoints.m]\nformat = "laion"\n', "checkpoints.m.file", "needs 'file'"),
         (
-            '[checkpoints.m]\nformat = "hf"\nrepo = "a/b"\n[checkpoints.m.weights]\n"x" = "y"\n',
+            '[checkpoints.m]\nformat = "laion"\n[checkpoints.m.weights]\n"c.pt" = "'
+            + "0" * 64
+            + '"\n',
+            "checkpoints.m.file",
+            "needs 'file'",
+        ),
+        (
+            '[checkpoints.m]\nformat = "hf"\nrepo = "a/b"\n[checkpoints.m.weights]\n"x" = "'
+            + "0" * 64
+            + '"\n',
             "checkpoints.m.revision",
             "full commit revision",
         ),

@@ -89,7 +89,7 @@ def test_bundle_is_canonical_and_free_of_time_host_and_path(demo: Path) -> None:
 def test_demo_published_values_are_the_fixture_goldens() -> None:
     import yaml
 
-    from audiorepro.demo import golden_5cap
+    from audiorepro.synthetic.dumps import golden_5cap
 
     golden = yaml.safe_load((GOLDEN / "fixtures" / "synthetic_5cap.yml").read_text())
     expected = {
@@ -129,7 +129,7 @@ def test_rerun_is_byte_identical_with_another_thread_count(demo: Path, tmp_path:
 
 def _synthetic_study(tmp_path: Path, value: float | None = None, drop_dump: bool = False) -> Path:
     """A models-free study over two fixture dumps, with the 5cap goldens as published values."""
-    from audiorepro.demo import golden_5cap
+    from audiorepro.synthetic.dumps import golden_5cap
 
     shutil.copy(FIXTURES / "dumps" / "synthetic_5cap.npz", tmp_path / "a.npz")
     shutil.copy(FIXTURES / "dumps" / "synthetic_1cap.npz", tmp_path / "b.npz")

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audiorepro.dump import make_dump
+from audiorepro.formats.dump import make_dump
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.reference import reference_retrieval_metrics
 
@@ -138,7 +138,7 @@ def test_median_rank_can_end_in_half(impl: Impl) -> None:
 
 
 def test_harness_equals_reference_bitwise_on_fixtures(fixture_dumps: list[Any]) -> None:
-    from audiorepro.dump import load_dump
+    from audiorepro.formats.dump import load_dump
 
     for path in fixture_dumps:
         d = load_dump(path)

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audiorepro.dump import make_dump
+from audiorepro.formats.dump import make_dump
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.reference import reference_retrieval_metrics
 from tests.strategies import dumps

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audiorepro.errors import UserError
-from audiorepro.io import atomic_write_bytes, npz_bytes
-from audiorepro.scaleout import (
+from audiorepro.core.errors import UserError
+from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.runner.executors.slurm import (
     Part,
     SlurmOptions,
     part_finished,
@@ -34,7 +34,7 @@ from audiorepro.scaleout import (
     task_command,
     write_part_record,
 )
-from audiorepro.study import load_study
+from audiorepro.specs.study import load_study
 from tests.conftest import ROOT, outputs
 
 SLURM_LOCAL = ROOT / "tools" / "slurm-local"
@@ -218,7 +218,7 @@ def _in_thread(
     study: Any, out: Path, options: SlurmOptions
 ) -> tuple[threading.Thread, dict[str, Any], list[str]]:
     """run_slurm in a thread; the job ids appear in the returned list once submitted."""
-    import audiorepro.scaleout as scaleout
+    import audiorepro.runner.executors.slurm as scaleout
 
     result: dict[str, Any] = {}
     ids: list[str] = []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro import selfcheck
+from audiorepro.checks import selfcheck
 from audiorepro.cli import main
 from tests.conftest import ROOT
 
@@ -15,10 +15,9 @@ DEV_LOCK = ROOT / "requirements" / "dev-linux-x86_64.txt"
 
 def test_golden_check_names_a_value_that_moved(monkeypatch: pytest.MonkeyPatch) -> None:
     assert selfcheck.check_golden().passed
-    import audiorepro.demo as demo
-
-    moved = {**demo._GOLDEN_5CAP, "a2t/r@5": demo._GOLDEN_5CAP["a2t/r@5"] + 1e-9}
-    monkeypatch.setattr(demo, "_GOLDEN_5CAP", moved)
+    golden = selfcheck.golden_5cap()
+    moved = {**golden, "a2t/r@5": golden["a2t/r@5"] + 1e-9}
+    monkeypatch.setattr(selfcheck, "golden_5cap", lambda: moved)
     check = selfcheck.check_golden()
     assert check.passed is False and "off: a2t/r@5" in check.detail
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.errors import UserError
-from audiorepro.study import load_study, parse_study
+from audiorepro.core.errors import UserError
+from audiorepro.specs.study import load_study, parse_study
 from tests.conftest import FIXTURES
 
 DUMP = FIXTURES / "dumps" / "synthetic_5cap.npz"
@@ -108,7 +108,7 @@ def test_clap_study_matches_the_published_golden_and_is_not_verified_without_dum
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from audiorepro.cli import main
-    from audiorepro.verify import load_published
+    from audiorepro.specs.published import load_published
     from tests.conftest import GOLDEN, ROOT
 
     study = load_study(ROOT / "studies" / "clap_retrieval.toml", strict=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.tables import MISSING_TEXT, Column, Table, to_csv, to_latex, to_markdown
+from audiorepro.render.tables import MISSING_TEXT, Column, Table, to_csv, to_latex, to_markdown
 
 TABLE = Table(
     "AudioCaps, text to audio",

@@ -10,10 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from audiorepro.dump import make_dump
-from audiorepro.manifest import DISPATCH_VARIABLES, cpu_dispatch
-from audiorepro.metrics.retrieval import compute_retrieval
-from audiorepro.tiers import (
+from audiorepro.checks.tiers import (
     compare,
     fragility,
     laion_scores,
@@ -22,6 +19,9 @@ from audiorepro.tiers import (
     score_bound,
     tiered,
 )
+from audiorepro.formats.dump import make_dump
+from audiorepro.metrics.retrieval import compute_retrieval
+from audiorepro.runner.manifest import DISPATCH_VARIABLES, cpu_dispatch
 from tests.strategies import dumps
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audiorepro.dump import make_dump
+from audiorepro.formats.dump import make_dump
 from audiorepro.metrics.retrieval import compute_retrieval
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.dump import load_dump
+from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.retrieval import compute_retrieval
-from audiorepro.verify import load_published
+from audiorepro.specs.published import load_published
 from tests.conftest import FIXTURES, GOLDEN
 
 DUMP = FIXTURES / "dumps" / "synthetic_5cap.npz"

@@ -6,7 +6,7 @@ every file PyPI offers for it, resolved by ``uv pip compile --generate-hashes`` 
 on one platform. ``pip install -r LOCK`` then runs in hash-checking mode: a file that differs
 from the one locked is refused.
 
-Locks (see ``audiorepro.locks.LOCKS``):
+Locks (see ``audiorepro.checks.locks.LOCKS``):
 
 - ``dev-linux-x86_64.txt``: the test/dev environment of this kind of machine (all tox envs but
   lint): the package's dependencies and the extras ``test``, ``models``, ``slurm``, ``type``,
@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from audiorepro.locks import LOCKS, check_lock, lock_header, lock_inputs  # noqa: E402
+from audiorepro.checks.locks import LOCKS, check_lock, lock_header, lock_inputs  # noqa: E402
 
 
 def _uv() -> str:

@@ -4,10 +4,10 @@
 Kinds (each in its own folder with a SHA256SUMS file; the generators live in the package, so
 the demo study builds the very same bytes):
 
-- ``dumps``: synthetic embedding dumps in ``fixtures/dumps/`` (``audiorepro.fixture_dumps``);
-- ``audio``: synthetic clips and captions in ``fixtures/audio/`` (``audiorepro.fixture_audio``);
+- ``dumps``: synthetic embedding dumps in ``fixtures/dumps/`` (``audiorepro.synthetic.dumps``);
+- ``audio``: synthetic clips and captions in ``fixtures/audio/`` (``audiorepro.synthetic.audio``);
 - ``probe``: synthetic probe-study prediction files in ``fixtures/probe/``
-  (``audiorepro.fixture_probe``).
+  (``audiorepro.synthetic.probe``).
 
 Usage::
 
@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from audiorepro.fixture_audio import build as build_audio  # noqa: E402
-from audiorepro.fixture_dumps import write_all  # noqa: E402
-from audiorepro.fixture_probe import write_probe_fixtures  # noqa: E402
-from audiorepro.io import regenerate  # noqa: E402
+from audiorepro.core.io import regenerate  # noqa: E402
+from audiorepro.synthetic.audio import build as build_audio  # noqa: E402
+from audiorepro.synthetic.dumps import write_all  # noqa: E402
+from audiorepro.synthetic.probe import write_probe_fixtures  # noqa: E402
 
 KINDS = {
     "dumps": (write_all, "fixture dumps"),

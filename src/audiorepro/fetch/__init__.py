@@ -11,7 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.core.io import read_text
 from audiorepro.fetch.datasets import SCHEMA as DATASETS_SCHEMA
 from audiorepro.fetch.datasets import (
     Dataset,
@@ -21,7 +22,6 @@ from audiorepro.fetch.datasets import (
     prepare_clotho,
     read_datasets,
 )
-from audiorepro.io import read_text
 
 __all__ = ["run_fetch"]
 
@@ -49,8 +49,9 @@ def run_fetch(
     say: Say,
 ) -> int:
     """Fetch every name (checkpoints and datasets); returns the exit code."""
+    from audiorepro.core.hashing import PLACEHOLDER
     from audiorepro.fetch import hub
-    from audiorepro.models.registry import PLACEHOLDER, load_registry, load_support
+    from audiorepro.models.registry import load_registry, load_support
 
     model_files, dataset_files = _split_registries(registries)
     models = load_registry(model_files)

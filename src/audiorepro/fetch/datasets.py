@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from audiorepro.errors import UserError
-from audiorepro.io import atomic_write_bytes, json_dumps, read_text, read_toml
+from audiorepro.core.errors import UserError
+from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text, read_toml
 
 SCHEMA = "audiorepro.datasets/1"
 RECORD_SCHEMA = "audiorepro.dataset/1"
@@ -250,7 +250,7 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
         staged.replace(audio)
     shutil.copyfile(captions_src, out / ".captions.csv.tmp")
     (out / ".captions.csv.tmp").replace(out / "captions.csv")
-    from audiorepro.captions import list_audio, read_captions
+    from audiorepro.formats.captions import list_audio, read_captions
 
     caps = read_captions(out / "captions.csv")
     wavs = list_audio(audio)

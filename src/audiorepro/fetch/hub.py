@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import UserError
-from audiorepro.io import atomic_write_bytes
-from audiorepro.models.registry import PLACEHOLDER, ModelSpec, SupportRepo, sha256_path
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import atomic_write_bytes
+from audiorepro.models.registry import ModelSpec, SupportRepo
 
 Say = Callable[[str], None]
 
@@ -162,7 +163,7 @@ def check_file(
 ) -> tuple[str, bool]:
     """SHA-256 (and size) of a downloaded file against the registry; a mismatch removes it."""
     got_size = path.stat().st_size
-    got = sha256_path(path)
+    got = sha256_file(path)
     if size is not None and got_size != size:
         remove_from_cache(path)
         raise HashMismatch(
@@ -257,7 +258,7 @@ def fetch_support(support: SupportRepo, cache: Path | None) -> list[Fetched]:
         path = download(support.repo, file, support.revision, cache)
         done.append(
             Fetched(
-                support.name, support.repo, support.revision, file, path, sha256_path(path), False
+                support.name, support.repo, support.revision, file, path, sha256_file(path), False
             )
         )
     if done:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.errors import param_error
+from audiorepro.core.errors import param_error
 from audiorepro.metrics.retrieval import (
     METRICS,
     Ranking,

@@ -15,11 +15,17 @@ definition that produced it and compared with the canonical value (:mod:`.retrie
   exact scores; ties broken by document id in *decreasing* string order, as trec_eval sorts;
   per-query values in trec_eval's double arithmetic, the mean as pytrec_eval aggregates
   (``compute_aggregated_measure``: ``numpy.mean`` of the values in query-id order).
-- ``dcase``: the DCASE language-based audio retrieval evaluation (t2a only: R@1, R@5, R@10,
-  mAP@10), as its organizers' baseline computes it: per caption, items ranked by
-  ``numpy.argsort(scores)[::-1]``; R@k = number of relevant clips in the top k, mAP@10 =
-  ``sum_i i / pos_i`` over relevant clips in the top 10 (not divided by the number of relevant
-  clips); the mean with ``numpy.mean``.
+- ``dcase``: the DCASE language-based audio retrieval evaluation (t2a only: ``R1``, ``R5``,
+  ``R10``, ``mAP10``) as its organizers' code computes it (DCASE 2022 Task 6B baseline
+  ``utils/eval_utils.py`` ``measure()``, 2023 ``postprocessing/xmodal_retrieval.py``
+  ``measure()``; repositories and commits in ``docs/metrics.md``): scores from their score
+  function, ``torch.dot`` of the float32 embeddings (a numpy float32 fallback without torch,
+  marked in ``notes``); candidates in order of first appearance in the caption table; ranking
+  by ``numpy.argsort(scores)[::-1]``, which is not stable, so under ties the value follows the
+  numpy build and the CPU; ``Rk = [pos <= k]``, ``mAP10 = 1/pos`` within the top 10; means
+  with ``numpy.mean`` in caption order. Because that value is not defined under ties, the
+  profile also reports, per metric, the interval over every order of the tied float32 scores
+  (``ties``) and how many captions have their clip tied.
 """
 
 from __future__ import annotations
@@ -31,10 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from audiorepro.dump import Dump
-from audiorepro.errors import UserError
-from audiorepro.metrics._exact import RankCounts, exact_dot_difference_sign
+from audiorepro.core.errors import UserError
+from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.dump import Dump
+from audiorepro.metrics._exact import (
+    RankCounts,
+    _gamma,
+    _unit_roundoff,
+    exact_dot_difference_sign,
+)
 from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
 
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
@@ -52,9 +65,13 @@ class ProfileResult:
     profile: str
     metrics: dict[str, float]
     notes: list[str] = field(default_factory=list)
+    #: Profiles whose peer breaks ties in a way that is not a defined number (``dcase``):
+    #: direction -> ``queries_affected`` and ``bounds`` (metric -> ``[optimistic,
+    #: pessimistic]`` over every order of the tied items). None for the others.
+    ties: dict[str, Any] | None = None
 
     def to_json(self, dump: Dump) -> dict[str, Any]:
-        return {
+        doc = {
             "schema": SCHEMA,
             "profile": self.profile,
             "source": dump.source,
@@ -65,6 +82,9 @@ class ProfileResult:
             "metrics": self.metrics,
             "notes": self.notes,
         }
+        if self.ties is not None:
+            doc["ties"] = self.ties  # a key added to audiorepro.profile/1: readers skip it
+        return doc
 
 
 def compute_profile(
@@ -86,7 +106,7 @@ def compute_profile(
         except ImportError:
             raise UserError(
                 "the laion-clap profile needs torch, which is not installed "
-                "(pip install 'audiorepro[peers]')"
+                "(pip install 'audiorepro[models]')"
             ) from None
         return _laion_clap(dump)  # its own torch arithmetic: no exact counts needed
     if result is None:
@@ -204,44 +224,245 @@ def _trec(dump: Dump, result: RetrievalResult) -> ProfileResult:
 
 # --- dcase ------------------------------------------------------------------------------
 
+DCASE_METRICS = ("R1", "R5", "R10", "mAP10")
+SCORES_TORCH = "torch.dot"
+SCORES_NUMPY = "numpy float32 matmul (fallback: torch not installed)"
+_F32_NORMAL = float(np.finfo(np.float32).tiny)  # below it (but not 0): subnormal
+_F32_MAX = float(np.finfo(np.float32).max)
+_DCASE_CHUNK = 1024
+
+
+@dataclass(frozen=True)
+class DcaseRanks:
+    """Per caption (in caption-table order), where the organizers' ranking puts its clip.
+
+    ``position`` is the 1-based position under ``numpy.argsort(scores)[::-1]`` on this numpy
+    build; ``greater`` and ``equal`` count the other candidate clips whose float32 score is
+    above, and equal to, the caption's clip's: every tie order gives a position in
+    ``[greater + 1, greater + equal + 1]``. ``scores`` names the score function used.
+    """
+
+    position: npt.NDArray[np.int64]
+    greater: npt.NDArray[np.int64]
+    equal: npt.NDArray[np.int64]
+    scores: str
+
+
+def dcase_candidates(dump: Dump) -> npt.NDArray[np.int64]:
+    """The clips in order of first appearance in the caption table, as the organizers list
+    their candidates (their score table is built clip by clip from the captions' file ids).
+
+    >>> from audiorepro.formats.dump import make_dump
+    >>> d = make_dump(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32)[[2, 0, 2, 1]],
+    ...               [2, 0, 2, 1])
+    >>> dcase_candidates(d).tolist()
+    [2, 0, 1]
+    """
+    _, first = np.unique(dump.text_to_audio, return_index=True)
+    out: npt.NDArray[np.int64] = dump.text_to_audio[np.sort(first)].astype(np.int64)
+    return out
+
+
+def dcase_metrics_from_positions(positions: npt.ArrayLike) -> dict[str, float]:
+    """DCASE ``R1``, ``R5``, ``R10``, ``mAP10`` from each caption's 1-based position of its clip.
+
+    Formula, per caption (one relevant clip): ``Rk = [pos <= k]``, ``mAP10 = 1 / pos`` if
+    ``pos <= 10`` else 0 (the organizers' ``measure()`` divides the precisions ``i / pos_i`` of
+    the relevant clips in the top 10 by their number, which is at most one here); each metric is
+    ``numpy.mean`` of the per-caption values in the order given (caption-table order), as theirs.
+    Tie policy: none here; the positions carry it (the organizers' ``numpy.argsort`` order, or
+    one end of the tie interval).
+
+    >>> dcase_metrics_from_positions([1, 3, 12])
+    {'R1': 0.3333333333333333, 'R5': 0.6666666666666666, 'R10': 0.6666666666666666, \
+'mAP10': 0.4444444444444444}
+    """
+    pos = np.asarray(positions, dtype=np.int64)
+    out = {f"R{k}": float(np.mean((pos <= k).astype(np.float64))) for k in (1, 5, 10)}
+    # One IEEE division per caption, as numpy.divide in measure(); 0.0 outside the top 10.
+    ap = np.where(pos <= 10, 1.0 / np.maximum(pos, 1), 0.0)
+    out["mAP10"] = float(np.mean(ap))
+    return out
+
+
+def _float32_embeddings(dump: Dump) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """The embeddings as the organizers' float32 models hold them (float64 dumps cast)."""
+    out = []
+    for key, arr in (("audio_embeds", dump.audio_embeds), ("text_embeds", dump.text_embeds)):
+        if arr.size and float(np.max(np.abs(arr))) > _F32_MAX:
+            raise UserError(
+                "has values beyond the float32 range; the dcase profile scores float32 "
+                "embeddings, as the organizers' models produce them",
+                source=dump.source,
+                key=key,
+            )
+        out.append(np.ascontiguousarray(arr, dtype=np.float32))
+    return out[0], out[1]
+
+
+def _components(center: npt.NDArray[np.float64], radius: npt.NDArray[np.float64]) -> Any:
+    """Label the entries whose intervals ``center +- radius`` chain into overlapping groups of
+    two or more (same label); an entry whose interval touches no other one gets -1."""
+    order = np.argsort(center - radius, kind="stable")
+    lo, hi = (center - radius)[order], (center + radius)[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.concatenate(([True], lo[1:] > reach[:-1]))
+    label = np.cumsum(starts) - 1
+    size = np.bincount(label)
+    label[size[label] == 1] = -1
+    out = np.empty_like(label)
+    out[order] = label
+    return out
+
+
+def _torch_dots(
+    row: npt.NDArray[np.float64],
+    done: npt.NDArray[np.bool_],
+    mask: npt.NDArray[np.bool_],
+    audio_rows: Sequence[Any],
+    text_i: Any,
+) -> None:
+    """Replace ``row[mask]`` by the organizers' score, ``torch.dot(audio, text).item()``."""
+    for j in np.flatnonzero(mask & ~done).tolist():
+        row[j] = audio_rows[j].dot(text_i).item()
+    done |= mask
+
+
+def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
+    """Rank every caption's candidates as the organizers do and locate its clip.
+
+    Scores: the organizers' score function is ``torch.dot(audio_embed, text_embed)`` on float32
+    vectors, one pair at a time, ``.item()`` to a Python float. Their ranking is
+    ``numpy.argsort(scores)[::-1]`` on the float64 array those floats make, with the candidates
+    in first-appearance order (:func:`dcase_candidates`).
+
+    Calling ``torch.dot`` for every pair costs ~2.4 us each (13 s on a Clotho-sized dump), but
+    only near-ties need it: every float32 dot product lies within
+    ``gamma_D * sum_i |a_i t_i|`` (+ underflow) of the exact value, whatever the kernel's
+    summation order. Scores whose intervals touch no other are ordered by float64 products
+    alone; the caption's clip's group of touching intervals is computed with ``torch.dot``;
+    where the clip then ties exactly, so is every group of the row, so that the row handed to
+    ``numpy.argsort`` compares exactly as the organizers' row does (a comparison sort's
+    permutation depends only on the comparisons). ``exhaustive=True`` calls ``torch.dot`` for
+    every pair (the tests check that both agree), as do subnormal inputs and scores near the
+    float32 overflow, where the bound does not hold. Without torch: a numpy float32 matrix
+    product, whose last bits can differ from ``torch.dot``'s (``scores`` says so).
+    """
+    a32, t32 = _float32_embeddings(dump)
+    cand = dcase_candidates(dump)
+    a32 = np.ascontiguousarray(a32[cand])
+    slot = np.empty(dump.n_clips, dtype=np.int64)
+    slot[cand] = np.arange(len(cand))
+    targets = slot[dump.text_to_audio]
+    n = dump.n_captions
+    position = np.empty(n, dtype=np.int64)
+    greater = np.empty(n, dtype=np.int64)
+    equal = np.empty(n, dtype=np.int64)
+
+    def locate(i: int, row: npt.NDArray[np.float64]) -> None:
+        # float64 input, as measure() sorts a list of Python floats: numpy picks its sort
+        # kernel by dtype (float32 and float64 agreed on ties here, which nothing promises).
+        desc = np.argsort(row, axis=-1)[::-1]
+        tgt = int(targets[i])
+        position[i] = int(np.flatnonzero(desc == tgt)[0]) + 1
+        greater[i] = int(np.count_nonzero(row > row[tgt]))
+        equal[i] = int(np.count_nonzero(row == row[tgt])) - 1
+
+    try:
+        import torch
+    except ImportError:
+        for start in range(0, n, _DCASE_CHUNK):
+            block = (t32[start : start + _DCASE_CHUNK] @ a32.T).astype(np.float64)
+            for r, row in enumerate(block):
+                locate(start + r, row)
+        return DcaseRanks(position, greater, equal, SCORES_NUMPY)
+
+    # A kernel that treats subnormal inputs as zero loses whole products, which no relative
+    # bound covers: then every pair goes through torch.dot.
+    exhaustive = exhaustive or any(
+        bool(np.any((x != 0) & (np.abs(x) < _F32_NORMAL))) for x in (a32, t32)
+    )
+    dim = a32.shape[1]
+    # The bound the exact rank counts use (Higham eq. 3.5 plus underflow), with sum |a_i t_i|.
+    u, eta = _unit_roundoff(np.dtype(np.float32))
+    gamma = _gamma(dim, u)
+    audio_rows = torch.from_numpy(a32.copy()).unbind(0)
+    text = torch.from_numpy(t32.copy())
+    a64 = a32.astype(np.float64)
+    abs_a = np.abs(a64)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(cpu_threads())  # fixed, as for embeddings: no thread-split bits
+    try:
+        for start in range(0, n, _DCASE_CHUNK):
+            t64 = t32[start : start + _DCASE_CHUNK].astype(np.float64)
+            approx = t64 @ a64.T
+            size = np.abs(t64) @ abs_a.T  # bounds every product and partial sum
+            # Factor 2 covers the float64 products' own error and the bound's rounding.
+            radius = 2.0 * (gamma * size + 2 * dim * eta)
+            for r in range(len(t64)):
+                i = start + r
+                text_i = text[i]
+                row = approx[r].copy()
+                done = np.zeros(len(row), dtype=bool)
+                if exhaustive or float(np.max(size[r])) > _F32_MAX / 2:
+                    # A float32 sum may overflow to inf (ties that float64 does not see), and
+                    # the bound means nothing there: every pair with torch.dot.
+                    _torch_dots(row, done, np.ones(len(row), dtype=bool), audio_rows, text_i)
+                else:
+                    label = _components(approx[r], radius[r])
+                    tgt = int(targets[i])
+                    if label[tgt] >= 0:
+                        _torch_dots(row, done, label == label[tgt], audio_rows, text_i)
+                        if np.count_nonzero(row[done] == row[tgt]) > 1:
+                            # The clip ties: argsort's order then follows the whole row.
+                            _torch_dots(row, done, label >= 0, audio_rows, text_i)
+                locate(i, row)
+    finally:
+        torch.set_num_threads(previous)
+    return DcaseRanks(position, greater, equal, SCORES_TORCH)
+
 
 def _dcase(dump: Dump, result: RetrievalResult) -> ProfileResult:
-    """t2a as the DCASE organizers' baseline evaluates it."""
-    a = dump.audio_embeds.astype(np.float64)
-    t = dump.text_embeds.astype(np.float64)
-    r1: list[float] = []
-    r5: list[float] = []
-    r10: list[float] = []
-    map10: list[float] = []
-    for start in range(0, dump.n_captions, 1024):
-        scores = t[start : start + 1024] @ a.T
-        for row, clip in zip(scores, dump.text_to_audio[start : start + 1024], strict=True):
-            desc = np.argsort(row, axis=-1)[::-1]
-            preds = desc[:10] == clip
-            r1.append(float(np.sum(preds[:1], dtype=float)))
-            r5.append(float(np.sum(preds[:5], dtype=float)))
-            r10.append(float(np.sum(preds[:10], dtype=float)))
-            positions = np.arange(1, len(preds) + 1, dtype=float)[preds > 0]
-            if len(positions) > 0:
-                precisions = np.divide(np.arange(1, len(positions) + 1, dtype=float), positions)
-                map10.append(float(np.sum(precisions, dtype=float)))
-            else:
-                map10.append(0.0)
-    metrics = {
-        "R1": float(np.mean(r1)),
-        "R5": float(np.mean(r5)),
-        "R10": float(np.mean(r10)),
-        "mAP10": float(np.mean(map10)),
-    }
+    """t2a as the DCASE organizers' evaluation computes it, with the interval over tie orders."""
+    ranks = dcase_ranks(dump)
+    metrics = dcase_metrics_from_positions(ranks.position)
+    optimistic = dcase_metrics_from_positions(ranks.greater + 1)
+    pessimistic = dcase_metrics_from_positions(ranks.greater + ranks.equal + 1)
+    tied = int(np.count_nonzero(ranks.equal))
+    bounds = {m: [optimistic[m], pessimistic[m]] for m in DCASE_METRICS}
     canonical_ties = result.ties()["t2a"]["queries_affected"]
+    if ranks.scores == SCORES_TORCH:
+        scores = (
+            "scores: torch.dot of the float32 embeddings, one clip-caption pair at a time, as "
+            "the organizers' score function (float64 dumps are cast to float32 first)"
+        )
+    else:
+        scores = (
+            "FALLBACK: torch is not installed, so the scores are a numpy float32 matrix "
+            "product, not the organizers' torch.dot; its last bits can differ, which moves "
+            "ties and near-ties (install torch for the organizers' scores)"
+        )
+    interval = ", ".join(f"{m} [{lo!r}, {hi!r}]" for m, (lo, hi) in bounds.items())
     notes = [
         "text-to-audio only: the DCASE task evaluates no audio-to-text retrieval",
-        "scores are float64 dot products; ties are broken by numpy.argsort(...)[::-1] as in the "
-        f"baseline, so their order depends on numpy's sort ({canonical_ties} captions have a tie "
-        "with their clip)",
-        "mAP10 sums i/pos over relevant clips in the top 10 without dividing by their number",
+        scores,
+        "candidates: the clips in order of first appearance in the caption table, as the "
+        "organizers build their score table; with tied scores the order changes the result",
+        "ranking: numpy.argsort(scores)[::-1], which is not stable: tied clips fall as this "
+        "numpy build and CPU sort them (numpy 1.26 with AVX-512 sorting orders ties unlike "
+        "numpy 1.23.5, the version the organizers' baseline pins), so under ties a DCASE "
+        "number can move between machines",
+        f"ties: {tied} of {dump.n_captions} captions have their clip's float32 score equal to "
+        f"another clip's (exact scores: {canonical_ties}); over every order of the tied clips "
+        f"(optimistic, pessimistic): {interval}",
+        "Rk = [pos <= k] and mAP10 = 1/pos within the top 10 (one relevant clip per caption); "
+        "means with numpy.mean in caption order, as the organizers' measure()",
+        "the 2022 eval_script.py matches captions by their text (duplicate captions merge) and "
+        "prints a jackknife estimate of the mean; this profile keeps every caption and reports "
+        "the plain mean, as the organizers' measure() does",
     ]
-    return ProfileResult("dcase", metrics, notes)
+    ties = {"t2a": {"queries_affected": tied, "bounds": bounds}}
+    return ProfileResult("dcase", metrics, notes, ties)
 
 
 # --- laion-clap -------------------------------------------------------------------------
@@ -285,8 +506,6 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
 
 def _laion_clap(dump: Dump) -> ProfileResult:
     import torch
-
-    from audiorepro.models.pipelines import cpu_threads
 
     audio, text, scale, cpc, notes = laion_clap_inputs(dump)
     # The loss is a torch reduction whose last bits follow the CPU thread split: compute it

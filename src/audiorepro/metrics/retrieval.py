@@ -40,9 +40,10 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
-from audiorepro.dump import Dump
-from audiorepro.errors import param_error
+from audiorepro.core.errors import param_error
+from audiorepro.formats.dump import Dump
 from audiorepro.metrics._exact import ExactStats, RankCounts, exact_rank_counts
 
 DEFINITIONS_VERSION = 1
@@ -398,10 +399,10 @@ class RetrievalResult:
             }
         return copy.deepcopy(self._cache[tie_policy])
 
-    def ties(self) -> dict[str, dict[str, Any]]:
+    def ties(self) -> dict[str, TieSummary]:
         """Per direction: queries whose positions depend on the tie policy, and the bounds
         ``[optimistic, pessimistic]`` of every metric whose value depends on it."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, TieSummary] = {}
         opt, pes = self.metrics("optimistic"), self.metrics("pessimistic")
         for d in DIRECTIONS:
             c = self.counts[d]
@@ -426,9 +427,34 @@ def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> Retrieval
     return RetrievalResult(counts={"t2a": t2a, "a2t": a2t}, stats=stats)
 
 
+class TieSummary(TypedDict):
+    """Per direction: queries whose positions depend on the tie policy, and the bounds
+    ``[optimistic, pessimistic]`` of every metric whose value depends on it."""
+
+    queries_affected: int
+    bounds: dict[str, list[float]]
+
+
+class MetricsReport(TypedDict):
+    """The ``audiorepro.metrics/1`` document (``audiorepro metrics --json``)."""
+
+    schema: str
+    definitions_version: int
+    source: str
+    sha256: str | None
+    n_clips: int
+    n_captions: int
+    captions_per_clip: int | None
+    multi_positive: bool
+    tie_policy: TiePolicy
+    #: direction (t2a, a2t) -> metric name -> value
+    metrics: dict[str, dict[str, float]]
+    ties: dict[str, TieSummary]
+
+
 def metrics_report(
     dump: Dump, result: RetrievalResult, *, tie_policy: TiePolicy = "pessimistic"
-) -> dict[str, Any]:
+) -> MetricsReport:
     """The ``audiorepro.metrics/1`` JSON document for one dump."""
     _check_tie_policy(tie_policy, "metrics_report")
     return {

@@ -7,7 +7,7 @@ float32 embeddings (both libraries normalize; audiorepro does not normalize agai
 move last bits).
 
 The waveform reaching a model is decided here, not inside a library, so that both pipelines can
-be given exactly the same samples: decoded, mono, 48 kHz (:mod:`audiorepro.audio`), then the
+be given exactly the same samples: decoded, mono, 48 kHz (:mod:`audiorepro.formats.audio`), then the
 optional int16 round trip (:func:`int16_roundtrip`, bit-identical to laion-clap's
 ``int16_to_float32(float32_to_int16(x))``). Each batch starts by seeding Python's, NumPy's and
 torch's generators from ``(seed, index of the batch's first clip)``, so random crops repeat and
@@ -29,13 +29,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.audio import SAMPLE_RATE
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
+from audiorepro.core.progress import progress_bar
+from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.audio import SAMPLE_RATE
 from audiorepro.models.mapping import laion_to_hf
+from audiorepro.models.offline import activate_hub_cache
 from audiorepro.models.registry import ModelSpec, verify_weights, weight_files
 from audiorepro.models.safeload import check_pickled
-from audiorepro.models.settings import Preprocessing
-from audiorepro.offline import activate_hub_cache
+from audiorepro.specs.settings import Preprocessing
 
 #: laion-clap's text length (``CLAP_Module.tokenizer``); the Hugging Face side uses the same.
 TEXT_MAX_LENGTH = 77
@@ -115,14 +117,6 @@ def configure_determinism(device: str) -> dict[str, Any]:
         "cublas_workspace_config": os.environ["CUBLAS_WORKSPACE_CONFIG"],
         "cpu_threads": threads,
     }
-
-
-def cpu_threads() -> int:
-    """torch's CPU thread count for embedding: ``AUDIOREPRO_CPU_THREADS``, default 1."""
-    value = os.environ.get("AUDIOREPRO_CPU_THREADS", "1")
-    if not value.isdigit() or int(value) < 1:
-        raise UserError(f"is {value!r}; expected an integer >= 1", key="AUDIOREPRO_CPU_THREADS")
-    return int(value)
 
 
 @contextlib.contextmanager
@@ -212,15 +206,6 @@ class Pipeline:
             "device": self.device,
             "dtype": "float32",
         }
-
-
-def progress_bar(items: Any, label: str, enabled: bool, unit: str = "batch") -> Any:
-    """A tqdm bar on stderr when ``enabled`` and stderr is a terminal; else ``items`` as is."""
-    if not enabled or not len(items):
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=label, unit=unit, file=sys.stderr, disable=None, leave=False)
 
 
 def _to_numpy(tensor: Any) -> Array:

@@ -17,7 +17,7 @@ adds entries (``audiorepro tiny-models`` writes one). An entry::
     amodel = "HTSAT-tiny"
     tmodel = "roberta"
     [checkpoints."tiny-hf".preprocessing]
-    frequency_min = 50.0              # any setting of audiorepro.models.settings
+    frequency_min = 50.0              # any setting of audiorepro.specs.settings
 
 A laion entry names its checkpoint with ``file`` (relative to the registry's folder, or to
 ``$AUDIOREPRO_CHECKPOINT_DIR``) and its hash in ``weights``; with ``repo`` and ``revision`` it
@@ -37,40 +37,22 @@ options; the hashes are computed and recorded, not verified).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import UserError
-from audiorepro.io import read_toml
-from audiorepro.models.settings import Preprocessing, preprocessing_from_table
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import read_toml
+from audiorepro.specs.registry import SCHEMA, EntrySpec, RegistryFile
+from audiorepro.specs.schema import validate
+from audiorepro.specs.settings import Preprocessing, parse_bool, preprocessing_from_table
 
-SCHEMA = "audiorepro.checkpoints/1"
-PLACEHOLDER = "to be filled on first verified download"
 FORMATS = ("hf", "laion")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_ENTRY_KEYS = {
-    "format",
-    "repo",
-    "revision",
-    "path",
-    "file",
-    "hub_cache",
-    "weights",
-    "files",
-    "sizes",
-    "support",
-    "architecture",
-    "preprocessing",
-    "description",
-    "provenance",
-}
-_ARCH_KEYS = {"enable_fusion": bool, "amodel": str, "tmodel": str}
 
 
 @dataclass(frozen=True)
@@ -114,81 +96,49 @@ def bundled_registry() -> Path:
     return Path(str(resources.files("audiorepro") / "data" / "checkpoints.toml"))
 
 
-def _entry(name: str, table: dict[str, Any], *, source: Path) -> ModelSpec:
+def _entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
     src = str(source)
 
     def fail(key: str, message: str) -> UserError:
         return UserError(message, source=src, key=f"checkpoints.{name}.{key}")
 
-    if not isinstance(table, dict):
-        raise UserError("must be a table", source=src, key=f"checkpoints.{name}")
-    unknown = sorted(set(table) - _ENTRY_KEYS)
-    if unknown:
-        raise fail(unknown[0], f"unknown key; expected some of {', '.join(sorted(_ENTRY_KEYS))}")
-    fmt = table.get("format")
-    if fmt not in FORMATS:
-        raise fail("format", f"is {fmt!r}; expected 'hf' or 'laion'")
     base = source.parent
-    revision = table.get("revision")
-    if fmt == "hf":
-        if ("repo" in table) == ("path" in table):
+    if entry.format == "hf":
+        if (entry.repo is None) == (entry.path is None):
             raise fail("repo", "an hf entry needs exactly one of 'repo' (hub) or 'path' (folder)")
-        if "repo" in table:
-            location = str(table["repo"])
-            if revision is None:
+        if entry.repo is not None:
+            location = entry.repo
+            if entry.revision is None:
                 raise fail(
                     "revision", "a hub entry needs the full commit revision it was verified at"
                 )
         else:
-            location = str((base / str(table["path"])).resolve())
+            assert entry.path is not None
+            location = str((base / entry.path).resolve())
     else:
-        if "file" not in table:
+        if entry.file is None:
             raise fail("file", "a laion entry needs 'file', the checkpoint's file name or path")
-        location = _laion_file(str(table["file"]), base)
-        if "repo" in table and not (isinstance(revision, str) and _COMMIT.match(revision)):
+        location = _laion_file(entry.file, base)
+        if entry.repo is not None and not (entry.revision and _COMMIT.match(entry.revision)):
             raise fail("revision", "a laion entry with a hub 'repo' needs its 40-hex commit")
-    weights = table.get("weights", {})
-    files = table.get("files", {})
-    for key, hashes in (("weights", weights), ("files", files)):
-        if not isinstance(hashes, dict) or (key == "weights" and not hashes):
-            raise fail(key, "must be a table of file name -> sha256 (weights: at least one file)")
-        for fname, digest in hashes.items():
-            if digest != PLACEHOLDER and not (isinstance(digest, str) and _SHA256.match(digest)):
-                raise fail(
-                    f"{key}.{fname}", f"is {digest!r}; expected 64 hex digits or {PLACEHOLDER!r}"
-                )
-    sizes = table.get("sizes", {})
-    if not isinstance(sizes, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values()
-    ):
-        raise fail("sizes", "must be a table of file name -> size in bytes (an integer >= 0)")
-    support = table.get("support", [])
-    if not isinstance(support, list) or not all(isinstance(v, str) for v in support):
-        raise fail("support", "must be a list of [support.NAME] names")
-    arch_table = table.get("architecture", {})
-    for key, value in arch_table.items():
-        if key not in _ARCH_KEYS:
-            raise fail(f"architecture.{key}", f"unknown key; expected {', '.join(_ARCH_KEYS)}")
-        if not isinstance(value, _ARCH_KEYS[key]):
-            raise fail(f"architecture.{key}", f"expected a {_ARCH_KEYS[key].__name__}")
     prep = preprocessing_from_table(
-        dict(table.get("preprocessing", {})), source=f"{src}: checkpoints.{name}.preprocessing"
+        dict(entry.preprocessing), source=f"{src}: checkpoints.{name}.preprocessing"
     )
-    hub_cache = table.get("hub_cache")
+    arch = entry.architecture
     return ModelSpec(
         name=name,
-        format=fmt,
+        format=entry.format,
         location=location,
-        revision=None if revision is None else str(revision),
-        weights={str(k): str(v) for k, v in weights.items()},
-        architecture=Architecture(**arch_table),
+        revision=entry.revision,
+        weights=dict(entry.weights),
+        architecture=Architecture(arch.enable_fusion, arch.amodel, arch.tmodel),
         preprocessing=prep,
-        hub_cache=None if hub_cache is None else (base / str(hub_cache)).resolve(),
+        hub_cache=None if entry.hub_cache is None else (base / entry.hub_cache).resolve(),
         registry=src,
-        files={str(k): str(v) for k, v in files.items()},
-        sizes={str(k): int(v) for k, v in sizes.items()},
-        support=tuple(support),
-        hub_repo=str(table["repo"]) if fmt == "laion" and "repo" in table else None,
+        files=dict(entry.files),
+        sizes=dict(entry.sizes),
+        support=tuple(entry.support),
+        hub_repo=entry.repo if entry.format == "laion" else None,
     )
 
 
@@ -203,17 +153,8 @@ def _laion_file(file: str, base: Path) -> str:
 def read_registry(path: str | Path) -> dict[str, ModelSpec]:
     path = Path(path)
     data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
-    entries = data.get("checkpoints")
-    if not isinstance(entries, dict) or not entries:
-        raise UserError("holds no [checkpoints.NAME] tables", source=path, key="checkpoints")
-    unknown = sorted(set(data) - {"schema", "checkpoints", "support"})
-    if unknown:
-        raise UserError(
-            "unknown key; expected 'schema', 'checkpoints' and 'support'",
-            source=path,
-            key=unknown[0],
-        )
-    return {name: _entry(name, table, source=path) for name, table in entries.items()}
+    spec = validate(RegistryFile, data, source=str(path))
+    return {name: _entry(name, entry, source=path) for name, entry in spec.checkpoints.items()}
 
 
 @dataclass(frozen=True)
@@ -229,47 +170,24 @@ class SupportRepo:
     registry: str | None = None
 
 
-_SUPPORT_KEYS = {"repo", "revision", "allow", "weights_one_of", "provenance"}
-
-
 def read_support(path: str | Path) -> dict[str, SupportRepo]:
     """The ``[support.NAME]`` tables of a registry file (each: repo, 40-hex revision, allow
     patterns, optional ``weights_one_of``: the first of these names the revision has)."""
     path = Path(path)
     data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
-    out: dict[str, SupportRepo] = {}
-    for name, table in dict(data.get("support", {})).items():
-
-        def fail(key: str, message: str, name: str = name) -> UserError:
-            return UserError(message, source=path, key=f"support.{name}.{key}")
-
-        if not isinstance(table, dict):
-            raise UserError("must be a table", source=path, key=f"support.{name}")
-        unknown = sorted(set(table) - _SUPPORT_KEYS)
-        if unknown:
-            expected = ", ".join(sorted(_SUPPORT_KEYS))
-            raise fail(unknown[0], f"unknown key; expected some of {expected}")
-        revision = table.get("revision")
-        if not (isinstance(revision, str) and _COMMIT.match(revision)):
-            raise fail("revision", f"is {revision!r}; expected the 40-hex commit")
-        if not isinstance(table.get("repo"), str):
-            raise fail("repo", "is missing; expected the hub repository id")
-        lists = {}
-        for key in ("allow", "weights_one_of"):
-            value = table.get(key, [])
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise fail(key, "must be a list of file names or glob patterns")
-            lists[key] = tuple(value)
-        out[name] = SupportRepo(
+    spec = validate(RegistryFile, data, source=str(path))
+    return {
+        name: SupportRepo(
             name=name,
-            repo=table["repo"],
-            revision=revision,
-            allow=lists["allow"],
-            weights_one_of=lists["weights_one_of"],
-            provenance=str(table.get("provenance", "")),
+            repo=s.repo,
+            revision=s.revision,
+            allow=tuple(s.allow),
+            weights_one_of=tuple(s.weights_one_of),
+            provenance=s.provenance or "",
             registry=str(path),
         )
-    return out
+        for name, s in spec.support.items()
+    }
 
 
 def load_support(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, SupportRepo]:
@@ -321,10 +239,6 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
 
 def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -> ModelSpec:
     """Apply ``enable_fusion=...``, ``amodel=...``, ``tmodel=...`` items to a spec."""
-    from dataclasses import replace
-
-    from audiorepro.models.settings import parse_bool
-
     changes: dict[str, Any] = {}
     for item in items:
         key, _, value = item.partition("=")
@@ -339,14 +253,6 @@ def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -
     if not changes:
         return spec
     return replace(spec, architecture=replace(spec.architecture, **changes))
-
-
-def sha256_path(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def weight_files(spec: ModelSpec) -> dict[str, Path]:
@@ -414,7 +320,7 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
             raise UserError(
                 "weight file listed in the registry is missing", source=path, key=spec.name
             )
-        hashes[name] = sha256_path(path)
+        hashes[name] = sha256_file(path)
     for name, expected in spec.files.items():
         # Files without a published hash are pinned by the revision alone.
         if expected not in (PLACEHOLDER, hashes[name]):

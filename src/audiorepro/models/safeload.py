@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from audiorepro.errors import UserError
+from audiorepro.core.errors import UserError
 
 #: Suffixes of files that torch pickles (safetensors files hold no code and need no check).
 PICKLED = (".bin", ".pt", ".pth", ".ckpt")

@@ -12,8 +12,8 @@
                          matched preprocessing, so ``audiorepro identity`` calls them identical
 
 The audio tower is laion-clap's HTSAT-tiny (the smallest HTSAT it builds); the text tower is
-the two-layer stand-in of :func:`audiorepro.offline.standin_text_config`. laion-clap builds the
-model, every randomly initialized tensor is redrawn from the seed with numpy's PCG64 stream
+the two-layer stand-in of :func:`audiorepro.models.offline.standin_text_config`. laion-clap builds
+the model, every randomly initialized tensor is redrawn from the seed with numpy's PCG64 stream
 (torch's samplers follow the CPU's instruction set, numpy's integers do not: the models, their
 hashes and every cache key are the same on every machine), the text tower with a wide spread
 (std 0.2, see the stand-in's docstring), and the Hugging Face model is
@@ -29,11 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from audiorepro.io import atomic_write_bytes
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes
 from audiorepro.models.mapping import is_hf_only, laion_to_hf
-from audiorepro.models.registry import SCHEMA, sha256_path
+from audiorepro.models.offline import activate_hub_cache, build_tokenizer_cache, standin_text_config
 from audiorepro.models.seeded import redraw_initialization, uniform_fill
-from audiorepro.offline import activate_hub_cache, build_tokenizer_cache, standin_text_config
+from audiorepro.specs.registry import SCHEMA
 
 TEXT_STD = 0.2
 
@@ -136,7 +137,7 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
     ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(hf_dir)
 
     arch = {"enable_fusion": fusion, "amodel": "HTSAT-tiny", "tmodel": "roberta"}
-    hf_files = {p.name: sha256_path(p) for p in sorted(hf_dir.iterdir()) if p.is_file()}
+    hf_files = {p.name: sha256_file(p) for p in sorted(hf_dir.iterdir()) if p.is_file()}
     registry = (
         f'schema = "{SCHEMA}"\n\n'
         + _entry(
@@ -163,7 +164,7 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
                 "hub_cache": "hub",
                 "description": f"tiny random CLAP, seed {seed}",
             },
-            {"weights": {"tiny-laion.pt": sha256_path(laion_path)}, "architecture": arch},
+            {"weights": {"tiny-laion.pt": sha256_file(laion_path)}, "architecture": arch},
         )
     )
     path = out / "registry.toml"

@@ -1,0 +1,1 @@
+"""Checks over dumps and the installation: parity, published values, explain, selfcheck, locks."""

@@ -1,0 +1,7 @@
+"""The ``audiorepro`` command line: argument parsing and printing only (:mod:`.commands`)."""
+
+from __future__ import annotations
+
+from audiorepro.cli.commands import cli, main
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,747 @@
+"""The ``audiorepro`` command line.
+
+Exit codes: 0 success, 1 a check failed, 2 bad input or usage (one line on stderr, no
+traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from audiorepro import __version__
+from audiorepro.checks.explain import explain, explain_text
+from audiorepro.checks.parity import parity_report
+from audiorepro.checks.selfcheck import run_selfcheck
+from audiorepro.checks.verify import verify_lines, verify_published
+from audiorepro.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.core.io import json_dumps, write_json
+from audiorepro.formats.dump import load_dump, save_dump
+from audiorepro.metrics.probe import probe_report_file
+from audiorepro.metrics.profiles import PROFILES, compute_profile
+from audiorepro.metrics.retrieval import (
+    METRICS,
+    TIE_POLICIES,
+    MetricsReport,
+    TiePolicy,
+    compute_retrieval,
+    metrics_report,
+)
+from audiorepro.models import identity as ident
+from audiorepro.models.extract import extract as run_extract
+from audiorepro.models.extract import merge as run_merge
+from audiorepro.models.extract import parse_shard
+from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
+from audiorepro.models.tiny import build_tiny_models
+from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
+from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
+from audiorepro.runner.study import run_study, verify_output_dir, verify_study
+from audiorepro.specs.published import load_published
+from audiorepro.specs.settings import parse_overrides
+from audiorepro.specs.study import RetrievalStudy, load_study
+
+TIE_CHOICE = click.Choice(TIE_POLICIES)
+
+
+def json_option(help_text: str) -> Any:
+    """The ``--json OUT`` option every command shares (written atomically, sorted keys)."""
+    return click.option(
+        "--json", "json_out", type=click.Path(path_type=Path), default=None, help=help_text
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="audiorepro")
+def cli() -> None:
+    """Re-derive published audio-embedding benchmark numbers and prove they still hold."""
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "undefined"
+    if float(value).is_integer() and abs(value) >= 1:
+        return f"{value:.1f}"
+    return f"{value:.6f}"
+
+
+def _metrics_table(report: MetricsReport) -> str:
+    cpc = report["captions_per_clip"]
+    per = f"{cpc} per clip" if cpc is not None else "varying per clip"
+    lines = [
+        f"{report['source']}: {report['n_clips']} clips, {report['n_captions']} captions "
+        f"({per}); tie policy {report['tie_policy']}",
+        f"{'metric':<14}{'t2a':>12}{'a2t':>12}",
+    ]
+    for name, metric in METRICS.items():
+        arrow = "^" if metric.higher_is_better else "v"
+        t2a, a2t = report["metrics"]["t2a"][name], report["metrics"]["a2t"][name]
+        lines.append(f"{name + ' ' + arrow:<14}{_fmt(t2a):>12}{_fmt(a2t):>12}")
+    for direction, ties in report["ties"].items():
+        if ties["queries_affected"]:
+            bounds = ", ".join(
+                f"{m} in [{_fmt(lo)}, {_fmt(hi)}]" for m, (lo, hi) in ties["bounds"].items()
+            )
+            lines.append(
+                f"ties {direction}: {ties['queries_affected']} queries affected; "
+                f"optimistic/pessimistic: {bounds or 'no metric changes'}"
+            )
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("dump", type=click.Path(path_type=Path))
+@click.option(
+    "--tie-policy",
+    type=TIE_CHOICE,
+    default="pessimistic",
+    show_default=True,
+    help="Where relevant items go among tied scores.",
+)
+@json_option("Write the audiorepro.metrics/1 JSON here.")
+@click.option(
+    "--chunk-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Captions per similarity chunk (memory bound); results never depend on it.",
+)
+@click.option(
+    "--profile",
+    default="canonical",
+    show_default=True,
+    help="Whose definitions and names: canonical, trec or dcase.",
+)
+def metrics(
+    dump: Path, tie_policy: TiePolicy, json_out: Path | None, chunk_rows: int | None, profile: str
+) -> None:
+    """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
+    under a peer's own definitions and names (--profile)."""
+    if profile not in PROFILES:
+        raise click.BadParameter(
+            f"{profile!r} is not one of {', '.join(PROFILES)}", param_hint="'--profile'"
+        )
+    d = load_dump(dump)
+    result = compute_retrieval(d, chunk_rows=chunk_rows)
+    if profile != "canonical":
+        prof = compute_profile(d, profile, result=result)
+        click.echo(f"{d.source}: profile {profile}")
+        for name, value in prof.metrics.items():
+            click.echo(f"{name:<24}{_fmt(value):>12}")
+        for note in prof.notes:
+            click.echo(f"note: {note}")
+        if json_out is not None:
+            write_json(json_out, prof.to_json(d))
+        return
+    report = metrics_report(d, result, tie_policy=tie_policy)
+    click.echo(_metrics_table(report))
+    if json_out is not None:
+        write_json(json_out, report)
+
+
+@cli.command()
+@click.argument("dumps", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--tolerance", type=click.FloatRange(min=0.0), default=1e-9, show_default=True)
+@click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
+@json_option("Write the metric_parity JSON here.")
+def parity(
+    dumps: tuple[Path, ...], tolerance: float, tie_policy: TiePolicy, json_out: Path | None
+) -> None:
+    """Check the fast harness against the independent reference on each DUMP.
+
+    Exit 0 when every metric agrees within the tolerance, 1 otherwise.
+    """
+    loaded = [load_dump(p) for p in dumps]
+    report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy)
+    block = report["metric_parity"]
+    for cell in block["cells"]:
+        status = "PASS" if cell["passed"] else "FAIL"
+        click.echo(
+            f"{status}  {cell['source']}: {len(cell['rows'])} metrics, "
+            f"worst |harness - reference| = {cell['worst_abs_delta']:.3g}"
+        )
+    verdict = "PASS" if block["passed"] else "FAIL"
+    click.echo(
+        f"{verdict}  {block['n_cells']} dumps, tolerance {block['tolerance']:g}, "
+        f"worst delta {block['worst_abs_delta']:.3g}"
+    )
+    if json_out is not None:
+        write_json(json_out, report)
+    if not block["passed"]:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@cli.command("explain")
+@click.argument("dump", type=click.Path(path_type=Path))
+@json_option("Write the explanation as JSON here.")
+def explain_cmd(dump: Path, json_out: Path | None) -> None:
+    """Each metric of DUMP under every profile side by side, and why each differs."""
+    d = load_dump(dump)
+    report = explain(d)
+    click.echo(explain_text(report))
+    if json_out is not None:
+        write_json(json_out, report)
+
+
+@cli.command("probe-metrics")
+@click.argument("predictions", type=click.Path(path_type=Path))
+@json_option("Write the audiorepro.probe/1 JSON here.")
+def probe_metrics(predictions: Path, json_out: Path | None) -> None:
+    """Every probe metric that PREDICTIONS (.npz) supports: regression, classification, events."""
+    report = probe_report_file(predictions)
+    if json_out is not None:
+        write_json(json_out, report)
+    else:
+        click.echo(json_dumps(report), nl=False)
+
+
+@cli.command()
+@click.argument("target", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--golden",
+    "golden",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Published-values file (audiorepro.published/1 TOML), checked against --dumps.",
+)
+@click.option(
+    "--dumps",
+    "dumps_dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="Folder holding the dumps the --golden cells name.",
+)
+@json_option("Write the verification rows as JSON here.")
+def verify(
+    target: Path | None, golden: Path | None, dumps_dir: Path, json_out: Path | None
+) -> None:
+    """Check published values: one line per value, PASS, FAIL or NOT VERIFIED.
+
+    TARGET is a study file (its published values are recomputed from its dumps) or the output
+    folder of `reproduce` (its recorded checks are re-read and every output file is checked
+    against the manifest's hashes); or give --golden FILE with --dumps DIR. Exit 0 only when
+    every value passes; 1 when any fails or cannot be verified here; 2 for bad input.
+    """
+    if (target is None) == (golden is None):
+        raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
+    if golden is not None:
+        report = verify_published(load_published(golden), dumps_dir)
+    elif target is not None and target.is_dir():
+        report = verify_output_dir(target)
+    else:
+        assert target is not None
+        study = load_study(target, strict=False)
+        with tempfile.TemporaryDirectory(prefix="audiorepro-verify-") as cache:
+            report = verify_study(study, Path(cache))
+    for line in verify_lines(report):
+        click.echo(line)
+    if json_out is not None:
+        write_json(json_out, report)
+    if not report["passed"]:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+registry_option = click.option(
+    "--registry",
+    "registries",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A checkpoint registry TOML adding to the bundled one (repeatable).",
+)
+device_option = click.option(
+    "--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1, ..."
+)
+
+
+def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], option: str) -> Any:
+    """Resolve a model spec and split KEY=VALUE items into architecture and preprocessing."""
+    spec = resolve_spec(name, load_registry(registries))
+    arch_items = tuple(i for i in items if i.partition("=")[0].strip() in ARCH_KEYS)
+    spec = with_architecture(spec, arch_items, source=option)
+    rest = tuple(i for i in items if i not in arch_items)
+    return spec, parse_overrides(rest, source=option)
+
+
+ARCH_KEYS = ("enable_fusion", "amodel", "tmodel")
+
+
+@cli.command("tiny-models")
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), required=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--fusion/--no-fusion", default=True, show_default=True, help="Fused (aff_2d) or unfused."
+)
+def tiny_models(out: Path, seed: int, fusion: bool) -> None:
+    """Write one random tiny CLAP model in both formats, a local hub cache and DIR/registry.toml.
+
+    The registry names them tiny-hf and tiny-laion, so every command can be tried offline.
+    """
+    path = build_tiny_models(out, seed=seed, fusion=fusion)
+    click.echo(f"wrote tiny-hf and tiny-laion (seed {seed}); registry: {path}")
+
+
+@cli.command()
+@click.option(
+    "--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>."
+)
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder of audio files, or a list file.",
+)
+@click.option(
+    "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
+)
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a preprocessing setting, or (hf:/laion: specs) enable_fusion, amodel, tmodel.",
+)
+@click.option(
+    "--shard", default=None, metavar="I/N", help="Write part I of N (whole batches) for merge."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Local processes over whole batches, merged like shards (same bytes as one).",
+)
+@registry_option
+@device_option
+def extract(
+    model: str,
+    audio: Path,
+    captions: Path,
+    out: Path,
+    settings: tuple[str, ...],
+    shard: str | None,
+    jobs: int,
+    registries: tuple[Path, ...],
+    device: str,
+) -> None:
+    """Embed every clip and caption with one model and write the dump format (.npz)."""
+    if jobs > 1:
+        from audiorepro.models.extract_jobs import extract_in_processes
+
+        if shard is not None:
+            raise click.UsageError("--jobs and --shard do not go together")
+        args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
+        args += [f"--set={s}" for s in settings] + ["--device", device]
+        args += [f"--registry={r}" for r in registries]
+        extract_in_processes(args, out, jobs)
+        click.echo(f"wrote dump {out} ({jobs} processes, merged)")
+        return
+    part = parse_shard(shard)
+    spec, overrides = _spec(model, registries, settings, "--set")
+    meta = run_extract(
+        spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True
+    )
+    what = "part " + shard if shard else "dump"
+    click.echo(
+        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips, {meta['inputs']['n_captions']} "
+        f"captions, model {meta['model']} on {device}"
+    )
+
+
+@cli.command()
+@click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def merge(parts: tuple[Path, ...], out: Path) -> None:
+    """Join the parts of one sharded extraction (extract --shard i/n) into one dump."""
+    meta = run_merge(list(parts), out)
+    click.echo(f"merged {len(parts)} parts into {out} ({meta['inputs']['n_clips']} clips)")
+
+
+def _identity_lines(block: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
+    ]
+    w = block["weights"]
+    lines.append(
+        f"weights: {w['status']} "
+        f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
+        + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
+        + ")"
+    )
+    audio, text = block["audio_embedding_cosine_per_clip"], block["text_embedding_cosine_per_clip"]
+    if audio:
+        lines.append(
+            f"embeddings: audio cosine min {min(audio):.6f}, text cosine min {min(text):.6f}, "
+            f"similarity correlation {block['similarity_matrix_correlation']:.6f}, "
+            f"max abs diff {block['similarity_matrix_max_abs_diff']:.3g}"
+        )
+    diagnosis = block.get("diagnosis")
+    if diagnosis:
+        for row in diagnosis["tried"]:
+            if row.get("changed_side"):
+                lines.append(
+                    f"  tried {row['changed_side']}: {row['set']} -> min cosine "
+                    f"{row['min_cosine']:.6f}{' (closes the gap)' if row['closes_gap'] else ''}"
+                )
+        if not diagnosis["differing_settings"]:
+            lines.append("  no recorded preprocessing setting differs between the two sides")
+    verdict = block["verdict"]
+    if diagnosis and diagnosis.get("closing_setting"):
+        verdict += f" ({diagnosis['closing_setting']})"
+    lines.append(f"verdict: {verdict}")
+    return lines
+
+
+@cli.command()
+@click.option("--a", "a_name", required=True, help="The model under test (spec or registry name).")
+@click.option(
+    "--b", "b_name", default=None, help="The control to compare with (not with --golden)."
+)
+@click.option("--a-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --a.")
+@click.option("--b-set", multiple=True, metavar="KEY=VALUE", help="Override a setting of --b.")
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Fixture clips (default: bundled).",
+)
+@click.option(
+    "--captions", type=click.Path(path_type=Path), default=None, help="Fixture captions CSV."
+)
+@click.option(
+    "--golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Compare --a with stored reference embeddings instead of with --b.",
+)
+@click.option(
+    "--write-golden",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Store --a's fixture embeddings as a golden reference file.",
+)
+@click.option(
+    "--min-cosine",
+    type=float,
+    default=0.99999,
+    show_default=True,
+    help="Golden threshold (--write-golden).",
+)
+@click.option(
+    "--max-abs-diff",
+    type=float,
+    default=1e-4,
+    show_default=True,
+    help="Golden threshold (--write-golden).",
+)
+@registry_option
+@device_option
+@json_option("Write the identity report as JSON here.")
+def identity(
+    a_name: str,
+    b_name: str | None,
+    a_set: tuple[str, ...],
+    b_set: tuple[str, ...],
+    audio: Path | None,
+    captions: Path | None,
+    golden: Path | None,
+    write_golden: Path | None,
+    min_cosine: float,
+    max_abs_diff: float,
+    registries: tuple[Path, ...],
+    device: str,
+    json_out: Path | None,
+) -> None:
+    """Are two checkpoints the same? Weights tensor by tensor, then fixture embeddings.
+
+    Verdict: identical / same weights, preprocessing differs (naming the setting that closes
+    the gap) / different checkpoints. Exit 0 only for identical (or a golden match).
+    """
+    modes = sum(x is not None for x in (b_name, golden, write_golden))
+    if modes != 1:
+        raise click.UsageError("give exactly one of --b, --golden or --write-golden")
+    a_spec, a_over = _spec(a_name, registries, a_set, "--a-set")
+    fixture = ident.load_fixture(audio, captions)
+    if write_golden is not None:
+        save_dump(
+            write_golden,
+            ident.golden_dump(a_spec, fixture, a_over, device, min_cosine, max_abs_diff),
+        )
+        click.echo(f"wrote golden embeddings of {a_name} on {fixture.name} to {write_golden}")
+        return
+    if golden is not None:
+        report = ident.compare_golden(
+            a_spec, golden, fixture=fixture, overrides=a_over, device=device
+        )
+        g = report["golden_identity"]
+        click.echo(
+            f"{a_name} vs golden {g['golden']} on {g['fixture']}: min cosine {g['min_cosine']:.6f} "
+            f"(>= {g['thresholds']['min_cosine']}), max abs diff {g['max_abs_diff']:.3g} "
+            f"(<= {g['thresholds']['max_abs_diff']})"
+        )
+        click.echo(f"verdict: {g['verdict']}")
+    else:
+        assert b_name is not None
+        b_spec, b_over = _spec(b_name, registries, b_set, "--b-set")
+        report = ident.compare(
+            a_spec, b_spec, fixture, a_overrides=a_over, b_overrides=b_over, device=device
+        )
+        for line in _identity_lines(report["checkpoint_identity"]):
+            click.echo(line)
+    passed = report.pop("passed")
+    if json_out is not None:
+        write_json(json_out, report)
+    if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def slurm_options(func: Any) -> Any:
+    """The scheduler options shared by ``reproduce --executor slurm`` and ``slurm-template``."""
+    options = [
+        click.option(
+            "--shards", type=click.IntRange(min=1), default=1, show_default=True,
+            help="Array tasks per cell (extract --shard i/n).",
+        ),
+        click.option("--partition", default=None, help="Slurm partition."),
+        click.option("--account", default=None, help="Slurm account (project to charge)."),
+        click.option(
+            "--time", "time_min", type=click.IntRange(min=1), default=60, show_default=True,
+            help="Time limit per task, minutes.",
+        ),
+        click.option("--gpus-per-task", type=click.IntRange(min=0), default=None),
+        click.option("--cpus-per-task", type=click.IntRange(min=1), default=None),
+        click.option("--mem", default=None, help="Memory per node, e.g. 32G."),
+        click.option(
+            "--array-parallelism", type=click.IntRange(min=1), default=64, show_default=True,
+            help="Array tasks running at once.",
+        ),
+        click.option(
+            "--container", type=click.Path(path_type=Path, dir_okay=False), default=None,
+            help="Run each task as `apptainer exec --nv --containall --cleanenv ... SIF`.",
+        ),
+        click.option(
+            "--bind", "binds", multiple=True, metavar="SRC[:DST[:ro]]",
+            help="More apptainer binds (the study's inputs are bound read-only already).",
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
+    names = ("shards", "partition", "account", "time_min", "gpus_per_task", "cpus_per_task",
+             "mem", "array_parallelism", "container", "binds")  # fmt: skip
+    return SlurmOptions(**{n: kw[n] for n in names}, **extra)
+
+
+@cli.command()
+@click.argument("study_file", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Output folder (default: reproduce-<study name>).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where extraction runs: here, or as Slurm job arrays (submitit).",
+)
+@slurm_options
+@click.option(
+    "--slurm-folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="submitit's job files and logs (default: OUT/slurm).",
+)
+@click.option(
+    "--wait-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
+)
+def reproduce(
+    study_file: Path | None,
+    out: Path | None,
+    executor: str,
+    slurm_folder: Path | None,
+    wait_timeout: float | None,
+    **slurm_kw: Any,
+) -> None:
+    """Regenerate every table, the report, the bundle and the manifest of a study.
+
+    Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
+    fails (the report is still written, failure first). With --executor slurm, extraction runs
+    as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
+    missing.
+    """
+    jobs: list[tuple[Path, Path]] = []
+    if study_file is None:
+        # The demo: a retrieval study in OUT and a probe study in OUT/probe.
+        out = out or Path("reproduce-demo")
+        jobs.append((prepare_demo(out / "cache" / "demo"), out))
+        jobs.append((prepare_probe_demo(out / "cache" / "probe-demo"), out / "probe"))
+    else:
+        jobs.append((study_file, out or Path(f"reproduce-{load_study(study_file).name}")))
+    studies = [(load_study(path), target) for path, target in jobs]  # validate all first
+    passed = True
+    slurm = None
+    if executor == "slurm":
+        slurm = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
+    for study, target in studies:
+        result = run_study(study, target, slurm=slurm, say=click.echo)
+        if result.get("executor_failed"):
+            click.echo(f"{study.name}: FAILED ({len(result['failures'])} array task(s)):")
+            for line in result["failures"]:
+                click.echo(f"  {line}")
+            click.echo("  rerun the same command to submit only the missing parts")
+            raise SystemExit(EXIT_CHECK_FAILED)
+        status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
+        click.echo(f"{study.name}: {status}; report {target / 'report.html'}")
+        for failure in result["failures"]:
+            click.echo(f"  {failure}")
+        passed = passed and bool(result["passed"])
+    if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _retrieval_study(path: Path) -> RetrievalStudy:
+    """A study whose cells Slurm can extract: a retrieval study (probe studies extract nothing)."""
+    study = load_study(path)
+    if not isinstance(study, RetrievalStudy):
+        raise UserError(
+            "is a probe study; only a retrieval study has cells to extract", source=path
+        )
+    return study
+
+
+@cli.command("extract-part")
+@click.argument("study_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--cell", "cell_id", required=True, help="The cell's id in the study.")
+@click.option("--shard", required=True, help="i/n: which part of the cell's extraction.")
+@click.option("--key", required=True, help="The cache key the submitter computed.")
+@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: Path) -> None:
+    """One array task of `reproduce --executor slurm` (and of `slurm-template` scripts): a
+    shard of a cell's extraction, written atomically with a SHA-256 record."""
+    parsed = parse_shard(shard)
+    assert parsed is not None
+    extract_part(_retrieval_study(study_file), cell_id, parsed, key, out)
+    click.echo(f"wrote {out}")
+
+
+@cli.command("slurm-template")
+@click.argument("study_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The study's output folder (default: reproduce-<study name>).",
+)
+@slurm_options
+def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
+    """Print an sbatch array script that extracts what STUDY still needs, for users who
+    submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
+    study = _retrieval_study(study_file)
+    target = out or Path(f"reproduce-{study.name}")
+    click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
+
+
+@cli.command()
+@click.option(
+    "--lock",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="Compare the installed packages with this lock (default: $AUDIOREPRO_LOCK).",
+)
+@click.option(
+    "--strict-environment",
+    is_flag=True,
+    help="Fail when an installed version differs from the lock (the image's own check).",
+)
+def selfcheck(lock: Path | None, strict_environment: bool) -> None:
+    """Check this installation: golden values, harness vs reference, tiny-model identity, and
+    the installed packages against the lock. Under a minute on a CPU, offline.
+    """
+    checks = run_selfcheck(lock, strict_environment=strict_environment)
+    for check in checks:
+        click.echo(check.line())
+    failed = [c.name for c in checks if c.passed is False]
+    click.echo(f"selfcheck: {'FAILED (' + ', '.join(failed) + ')' if failed else 'passed'}")
+    if failed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@registry_option
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Hugging Face hub cache folder (what HF_HUB_CACHE names; default: the standard one).",
+)
+@click.option(
+    "--mirror", default=None, help="Replace the scheme and host of dataset URLs with this URL."
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("data"),
+    show_default=True,
+    help="Where datasets are downloaded and prepared (DATA/<name>/).",
+)
+@click.option(
+    "--audio",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="audiocaps-test: the folder of the clips you have.",
+)
+def fetch(
+    names: tuple[str, ...],
+    registries: tuple[Path, ...],
+    cache: Path | None,
+    mirror: str | None,
+    data: Path,
+    audio: Path | None,
+) -> None:
+    """Download checkpoints (at their pinned hub commit) and datasets, and check every file's
+    hash before reporting success; the only command that downloads."""
+    from audiorepro.fetch import run_fetch
+
+    code = run_fetch(names, registries, cache, mirror, data, audio, click.echo)
+    if code:
+        raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="audiorepro", standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"audiorepro: error: {exc}", err=True)
+        return EXIT_BAD_INPUT
+    except click.exceptions.Abort:
+        click.echo("audiorepro: aborted", err=True)
+        return EXIT_BAD_INPUT
+    except click.UsageError as exc:
+        # One line, like every other user error, with where to look for the right usage.
+        where = exc.ctx.command_path if exc.ctx is not None else "audiorepro"
+        click.echo(f"audiorepro: error: {exc.format_message()} (see '{where} --help')", err=True)
+        return EXIT_BAD_INPUT
+    except click.ClickException as exc:
+        click.echo(f"audiorepro: error: {exc.format_message()}", err=True)
+        return EXIT_BAD_INPUT
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

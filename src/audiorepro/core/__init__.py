@@ -1,0 +1,1 @@
+"""The ground floor: errors, deterministic atomic output, hashing, progress bars, threads."""

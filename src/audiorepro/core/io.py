@@ -1,0 +1,130 @@
+"""Deterministic, atomic output: the same data always gives the same bytes.
+
+- JSON: sorted keys, two-space indent, floats as Python's shortest round-trip repr, no NaN
+  (undefined values are ``null``), trailing newline.
+- npz: stored (uncompressed) zip members in sorted order with a fixed 1980-01-01 timestamp.
+- Every file is written to a temporary file in the same folder and renamed into place, so a
+  reader never sees a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import tempfile
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.core.errors import UserError
+
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+# Read once: os.umask can only be read by setting it, which is not thread-safe per write.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp creates 0600; give the file the permissions a plain open() would.
+        os.chmod(tmp, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def json_dumps(obj: Any) -> str:
+    """Canonical JSON text.
+
+    >>> print(json_dumps({"b": 0.1, "a": [1, None]}), end="")
+    {
+      "a": [
+        1,
+        null
+      ],
+      "b": 0.1
+    }
+    """
+    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    atomic_write_bytes(path, json_dumps(obj).encode("utf-8"))
+
+
+def npz_bytes(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
+    """An .npz archive whose bytes depend only on the arrays (no timestamps, sorted members)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(  # type: ignore[no-untyped-call]
+                member, np.asarray(arrays[key]), allow_pickle=False
+            )
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, member.getvalue())
+    return buf.getvalue()
+
+
+def read_text(path: str | Path, *, what: str, encoding: str = "utf-8") -> str:
+    """A user's text file, or a :class:`UserError` naming it and what was expected."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"no such file (expected {what})", source=path)
+    try:
+        return path.read_text(encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
+
+
+def read_toml(path: str | Path, *, what: str, schema: str) -> dict[str, Any]:
+    """A user's TOML document whose top-level ``schema`` must be ``schema``."""
+    text = read_text(path, what=what)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"is not valid TOML ({exc})", source=path) from None
+    if doc.get("schema") != schema:
+        raise UserError(
+            f"has schema {doc.get('schema')!r}, expected {schema!r}", source=path, key="schema"
+        )
+    return doc
+
+
+def regenerate(build: Any, out: Path, *, check: bool, label: str) -> int:
+    """Write generated files and their SHA256SUMS, or (``check``) compare a regeneration with it.
+
+    ``build(folder)`` writes the files and returns name -> SHA-256. Used by the fixture tools.
+    """
+
+    def sums_text(sums: dict[str, str]) -> str:
+        return "".join(f"{sums[name]}  {name}\n" for name in sorted(sums))
+
+    if check:
+        with tempfile.TemporaryDirectory() as tmp:
+            got = sums_text(build(Path(tmp)))
+        if got != (out / "SHA256SUMS").read_text():
+            print(f"{label} differ from SHA256SUMS:\n" + got, file=sys.stderr)
+            return 1
+        print(f"{label} regenerate bit-identically")
+        return 0
+    sums = build(out)
+    atomic_write_bytes(out / "SHA256SUMS", sums_text(sums).encode())
+    print(f"wrote {len(sums)} {label} to {out}")
+    return 0

@@ -1,0 +1,1 @@
+"""The data files a user gives or receives: dumps, audio, captions, probe predictions."""

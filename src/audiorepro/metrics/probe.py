@@ -1,0 +1,82 @@
+"""The probe report (``audiorepro.probe/1``): every metric a prediction file supports.
+
+The prediction file format is :mod:`audiorepro.formats.predictions`; the metric definitions
+are in :mod:`~audiorepro.metrics.regression`, :mod:`~audiorepro.metrics.classification`,
+:mod:`~audiorepro.metrics.events` and :mod:`~audiorepro.metrics.vectors`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.core.hashing import sha256_file
+from audiorepro.formats.predictions import load_predictions
+from audiorepro.metrics.classification import classification_report
+from audiorepro.metrics.events import (
+    detected_span_class_accuracy,
+    event_scores,
+    frame_f1,
+    span_class_accuracy,
+)
+from audiorepro.metrics.regression import regression_report
+from audiorepro.metrics.vectors import mean_cosine
+
+SCHEMA = "audiorepro.probe/1"
+
+
+def probe_report(
+    arrays: dict[str, npt.NDArray[Any]], *, source: str, sha256: str | None
+) -> dict[str, Any]:
+    """Every metric that the file supports, as the ``audiorepro.probe/1`` document."""
+    out: dict[str, Any] = {"schema": SCHEMA, "source": source, "sha256": sha256}
+    if "reg_names" in arrays:
+        out["regression"] = {
+            str(name): regression_report(
+                arrays["reg_pred"][:, k],
+                arrays["reg_true"][:, k],
+                train_sd=float(arrays["reg_train_sd"][k]),
+            )
+            for k, name in enumerate(arrays["reg_names"].tolist())
+        }
+    if "cls_names" in arrays:
+        out["classification"] = classification_report(
+            arrays["cls_true"],
+            arrays["cls_pred"],
+            class_names=[str(x) for x in arrays["cls_names"].tolist()],
+            groups=arrays.get("cls_group"),
+        )
+    if "ev_ref" in arrays:
+        events = event_scores(
+            arrays["ev_ref"], arrays["ev_ref_clip"], arrays["ev_pred"], arrays["ev_pred_clip"]
+        )
+        events["frame_f1"] = frame_f1(arrays["frame_true"], arrays["frame_prob"])
+        if "ev_ref_class" in arrays and "ev_oracle_class" in arrays:
+            events["oracle_span_class_accuracy"] = span_class_accuracy(
+                arrays["ev_ref_class"], arrays["ev_oracle_class"]
+            )
+        if "ev_ref_class" in arrays and "ev_pred_class" in arrays:
+            events["detected_span_class_accuracy"] = detected_span_class_accuracy(
+                arrays["ev_ref"],
+                arrays["ev_ref_clip"],
+                arrays["ev_ref_class"],
+                arrays["ev_pred"],
+                arrays["ev_pred_clip"],
+                arrays["ev_pred_class"],
+            )
+        out["events"] = events
+    if "spk_pred" in arrays:
+        out["vectors"] = {
+            "n": int(np.count_nonzero(arrays["spk_valid"])),
+            "mean_cosine": mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
+        }
+    return out
+
+
+def probe_report_file(path: str | Path) -> dict[str, Any]:
+    """Read and validate a prediction file, then report every metric it supports."""
+    arrays = load_predictions(path)
+    return probe_report(arrays, source=Path(path).name, sha256=sha256_file(path))

@@ -1,0 +1,275 @@
+"""``audiorepro extract`` and ``merge``: audio files + captions -> an embedding dump.
+
+A dump's ``meta_json`` records everything that decides its numbers: the model (spec, revision,
+SHA-256 of every weight file, architecture), the preprocessing settings, the decoder and
+resampler, the inputs' hashes (caption file and every audio file), seed, device, dtype,
+determinism settings and library versions, and the model's logit scale (used by the laion-clap
+metric profile). No time, host or absolute path, so the same inputs give the same bytes.
+
+Sharding (``--shard i/n``): clips are embedded in batches of ``batch_size``; part ``i`` takes a
+contiguous run of whole batches of clips and, independently, of captions. Every batch is
+therefore the same in a sharded run as in an unsharded one (same members, same seed), and
+``merge`` gives a dump byte-identical to the unsharded one. A part (``.part.npz``) records the
+inputs' identity; ``merge`` refuses parts of different runs, missing or repeated parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
+from audiorepro.formats.captions import Captions, list_audio, match_audio, read_captions
+from audiorepro.formats.dump import make_dump, read_npz, save_dump
+from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.registry import ModelSpec
+
+PART_KIND = "audiorepro.dump-part/1"
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+VERSIONED = (
+    "numpy",
+    "scipy",
+    "soundfile",
+    "torch",
+    "torchaudio",
+    "torchvision",
+    "transformers",
+    "laion_clap",
+    "audiorepro",
+)
+
+
+def library_versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"i/n"`` with ``0 <= i < n``.
+
+    >>> parse_shard("1/4")
+    (1, 4)
+    """
+    if text is None:
+        return None
+    m = _SHARD.match(text.strip())
+    if not m or not int(m.group(1)) < int(m.group(2)):
+        raise UserError(f"{text!r} is not i/n with 0 <= i < n (e.g. 0/4)", key="--shard")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_range(n_items: int, batch_size: int, shard: tuple[int, int] | None) -> tuple[int, int]:
+    """Item range ``[start, stop)`` of a shard: a contiguous run of whole batches.
+
+    >>> [shard_range(10, 3, (i, 3)) for i in range(3)]
+    [(0, 3), (3, 6), (6, 10)]
+    """
+    if shard is None:
+        return 0, n_items
+    i, n = shard
+    batches = -(-n_items // batch_size)
+    first, last = i * batches // n, (i + 1) * batches // n
+    return min(first * batch_size, n_items), min(last * batch_size, n_items)
+
+
+def _inputs(captions_path: Path, caps: Captions, paths: list[Path]) -> dict[str, Any]:
+    from audiorepro.fetch.datasets import dataset_record
+
+    listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
+    # A dataset prepared by `fetch` (which clips of the published set are present) travels
+    # with the dump; absent for a plain folder, so other dumps keep their bytes.
+    record = dataset_record(captions_path)
+    extra = {} if record is None else {"dataset": record}
+    return {
+        **extra,
+        "captions_file": captions_path.name,
+        "captions_sha256": hashlib.sha256(captions_path.read_bytes()).hexdigest(),
+        "captions_layout": caps.layout,
+        "n_clips": len(caps.clips),
+        "n_captions": len(caps.texts),
+        # One hash over "name sha256" lines of every clip, in clip order.
+        "audio_sha256": hashlib.sha256(listing.encode()).hexdigest(),
+    }
+
+
+def extract(
+    spec: ModelSpec,
+    audio: Path,
+    captions_path: Path,
+    out: Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    device: str = "cpu",
+    shard: tuple[int, int] | None = None,
+    progress: bool = False,
+    extra_meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Embed every clip and caption; write a dump (or a part with ``shard``). Returns meta."""
+    import soundfile
+
+    caps = read_captions(captions_path)
+    paths = match_audio(caps, list_audio(audio), source=str(captions_path))
+    inputs = _inputs(captions_path, caps, paths)
+    determinism = configure_determinism(device)
+    pipeline = load_pipeline(spec, overrides, device)
+    size = pipeline.settings.batch_size
+    a0, a1 = shard_range(len(paths), size, shard)
+    t0, t1 = shard_range(len(caps.texts), size, shard)
+    waveforms = [read_audio(p) for p in paths[a0:a1]]
+    audio_embeds = (
+        pipeline.embed_audio(waveforms, first_index=a0, progress=progress)
+        if waveforms
+        else np.zeros((0, 0), np.float32)
+    )
+    text_embeds = (
+        pipeline.embed_text(list(caps.texts[t0:t1]), progress=progress)
+        if t1 > t0
+        else np.zeros((0, 0), np.float32)
+    )
+    meta = {
+        "kind": "audiorepro.extraction/1",
+        **pipeline.meta(),
+        "logit_scale": _logit_scale(pipeline),
+        "audio_decoder": (
+            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
+        ),
+        "resampler": RESAMPLER,
+        "sample_rate": SAMPLE_RATE,
+        "mono": "mean of channels",
+        "inputs": inputs,
+        "determinism": determinism,
+        "versions": library_versions(),
+        **(extra_meta or {}),
+    }
+    if shard is None:
+        dump = make_dump(
+            audio_embeds,
+            text_embeds,
+            np.asarray(caps.clip_index, dtype=np.int64),
+            audio_ids=list(caps.clips),
+            captions=list(caps.texts),
+            meta=meta,
+        )
+        save_dump(out, dump)
+        return meta
+    part = {
+        "kind": PART_KIND,
+        "shard": list(shard),
+        "audio_range": [a0, a1],
+        "text_range": [t0, t1],
+        "meta": meta,
+    }
+    arrays = {
+        "audio_embeds": audio_embeds,
+        "text_embeds": text_embeds,
+        "part_json": np.asarray(json.dumps(part, sort_keys=True)),
+        **_labels(caps),
+    }
+    atomic_write_bytes(out, npz_bytes(arrays))
+    return meta
+
+
+def _logit_scale(pipeline: Any) -> float:
+    model = getattr(pipeline, "model", None)
+    if model is None:
+        model = pipeline.module.model
+    return float(model.logit_scale_a.detach().exp().cpu())
+
+
+def _labels(caps: Captions) -> dict[str, Any]:
+    return {
+        "text_to_audio": np.asarray(caps.clip_index, dtype=np.int64),
+        "audio_ids": np.asarray(list(caps.clips), dtype=str),
+        "captions": np.asarray(list(caps.texts), dtype=str),
+    }
+
+
+def merge(parts: list[Path], out: Path) -> dict[str, Any]:
+    """Join the parts of one sharded extraction into the dump an unsharded run writes."""
+    if not parts:
+        raise UserError("no parts given", key="PARTS")
+    loaded = []
+    for path in parts:
+        arrays = read_npz(path, what="a dump part (.part.npz) written by extract --shard")
+        if "part_json" not in arrays:
+            raise UserError("is not a dump part (no part_json)", source=path, key="part_json")
+        try:
+            info = json.loads(str(arrays["part_json"]))
+        except json.JSONDecodeError as exc:
+            raise UserError(f"holds invalid JSON ({exc})", source=path, key="part_json") from None
+        if info.get("kind") != PART_KIND:
+            raise UserError(
+                f"kind is {info.get('kind')!r}, expected {PART_KIND!r}",
+                source=path,
+                key="part_json",
+            )
+        loaded.append((path, info, arrays))
+    first_path, first, _ = loaded[0]
+    n = first["shard"][1]
+    for path, info, _ in loaded:
+        if info["meta"] != first["meta"]:
+            differ = sorted(
+                k
+                for k in set(info["meta"]) | set(first["meta"])
+                if info["meta"].get(k) != first["meta"].get(k)
+            )
+            raise UserError(
+                f"belongs to a different extraction than {first_path.name} "
+                f"(differs in {', '.join(differ)})",
+                source=path,
+                key="part_json",
+            )
+        if info["shard"][1] != n:
+            raise UserError(
+                f"is shard {info['shard'][0]}/{info['shard'][1]}, others are of {n}", source=path
+            )
+    found = sorted(info["shard"][0] for _, info, _ in loaded)
+    if found != list(range(n)):
+        missing = sorted(set(range(n)) - set(found))
+        repeated = sorted({i for i in found if found.count(i) > 1})
+        raise UserError(f"parts of {n} shards: missing {missing}, repeated {repeated}", key="PARTS")
+    loaded.sort(key=lambda item: item[1]["shard"][0])
+    meta = first["meta"]
+    labels = {key: loaded[0][2][key] for key in ("text_to_audio", "audio_ids", "captions")}
+    expected = {"audio": 0, "text": 0}
+    for path, info, arrays in loaded:
+        for key in labels:
+            if not np.array_equal(arrays[key], labels[key]):
+                raise UserError(
+                    f"lists other clips or captions than {first_path.name}", source=path, key=key
+                )
+        for kind in ("audio", "text"):
+            start, stop = info[f"{kind}_range"]
+            rows = arrays[f"{kind}_embeds"].shape[0] if arrays[f"{kind}_embeds"].size else 0
+            if start != expected[kind] or stop - start != rows:
+                raise UserError(
+                    f"{kind} rows {start}..{stop} do not continue the previous part", source=path
+                )
+            expected[kind] = stop
+    audio = [a["audio_embeds"] for _, _, a in loaded if a["audio_embeds"].size]
+    text = [a["text_embeds"] for _, _, a in loaded if a["text_embeds"].size]
+    audio_embeds, text_embeds = np.concatenate(audio), np.concatenate(text)
+    dump = make_dump(
+        audio_embeds,
+        text_embeds,
+        labels["text_to_audio"],
+        audio_ids=labels["audio_ids"],
+        captions=labels["captions"],
+        meta=meta,
+    )
+    save_dump(out, dump)
+    return dict(meta)

@@ -1,0 +1,356 @@
+"""Is the checkpoint loaded now the one that produced a number? Weights first, then embeddings.
+
+``compare`` loads two model specs and answers in three steps:
+
+1. **Weights**, tensor by tensor under Hugging Face names (:mod:`audiorepro.models.mapping`; two
+   laion-clap checkpoints are compared under their own names): identical, or the largest
+   absolute difference and which tensors differ.
+2. **Embeddings** of a fixture (clips and captions): per-clip audio cosine, per-caption text
+   cosine, the correlation and largest absolute difference of the two caption x clip similarity
+   matrices. Embeddings *match* when every cosine is at least :data:`MATCH_COSINE`.
+3. **Verdict**: ``identical`` (same weights, matching embeddings); ``same weights,
+   preprocessing differs`` (the weights are identical but the embeddings are not: every
+   recorded setting in which the two sides differ is aligned in turn, and the one that brings
+   every cosine to 1 is named); ``different checkpoints`` (the weights differ).
+
+The block ``checkpoint_identity`` keeps the field names of the published verification output
+(``text_embedding_cosine_per_clip`` holds one value per caption).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.core.errors import UserError
+from audiorepro.formats.audio import read_audio
+from audiorepro.formats.captions import list_audio, match_audio, read_captions
+from audiorepro.formats.dump import Dump, load_dump, make_dump
+from audiorepro.models.mapping import is_hf_only
+from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.registry import ModelSpec
+from audiorepro.specs.settings import differing
+from audiorepro.synthetic.audio import IDENTITY_CLIPS, IDENTITY_FIXTURE, build
+
+#: Embeddings match when every per-clip and per-caption cosine is at least this.
+MATCH_COSINE = 0.99999
+IDENTICAL = "identical"
+PREPROCESSING = "same weights, preprocessing differs"
+DIFFERENT = "different checkpoints"
+
+Array = npt.NDArray[Any]
+
+
+@dataclass(frozen=True)
+class Fixture:
+    name: str
+    clip_ids: tuple[str, ...]
+    waveforms: tuple[npt.NDArray[np.float32], ...]
+    captions: tuple[str, ...]
+    caption_clip: tuple[int, ...]
+
+
+def load_fixture(audio: Path | None, captions: Path | None) -> Fixture:
+    """The given clips and captions, or the bundled synthetic fixture (five clips <= 10 s)."""
+    if (audio is None) != (captions is None):
+        raise UserError("give both --audio and --captions, or neither (bundled fixture)")
+    if audio is None or captions is None:
+        with tempfile.TemporaryDirectory(prefix="audiorepro-fixture-") as tmp:
+            build(Path(tmp), IDENTITY_CLIPS)
+            fixture = load_fixture(Path(tmp), Path(tmp) / "captions.csv")
+        return Fixture(IDENTITY_FIXTURE, *(getattr(fixture, f) for f in _FIELDS))
+    caps = read_captions(captions)
+    paths = match_audio(caps, list_audio(audio), source=str(captions))
+    return Fixture(
+        name=captions.parent.name or str(captions),
+        clip_ids=caps.clips,
+        waveforms=tuple(read_audio(p) for p in paths),
+        captions=caps.texts,
+        caption_clip=caps.clip_index,
+    )
+
+
+_FIELDS = ("clip_ids", "waveforms", "captions", "caption_clip")
+
+
+def _rowwise_cosine(a: Array, b: Array) -> list[float]:
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    dots = np.einsum("ij,ij->i", a64, b64)
+    norms = np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1)
+    return [float(x) for x in dots / norms]
+
+
+def compare_embeddings(
+    a_audio: Array, a_text: Array, b_audio: Array, b_text: Array
+) -> dict[str, Any]:
+    """Per-row cosines and similarity-matrix agreement of two embeddings of one fixture."""
+    if a_audio.shape != b_audio.shape or a_text.shape != b_text.shape:
+        return {
+            "comparable": False,
+            "reason": f"shapes differ: audio {a_audio.shape} vs {b_audio.shape}, "
+            f"text {a_text.shape} vs {b_text.shape}",
+            "matched": False,
+        }
+    audio_cos = _rowwise_cosine(a_audio, b_audio)
+    text_cos = _rowwise_cosine(a_text, b_text)
+    sim_a = a_text.astype(np.float64) @ a_audio.astype(np.float64).T
+    sim_b = b_text.astype(np.float64) @ b_audio.astype(np.float64).T
+    if sim_a.size > 1 and np.std(sim_a) > 0 and np.std(sim_b) > 0:
+        corr: float | None = float(np.corrcoef(sim_a.ravel(), sim_b.ravel())[0, 1])
+    else:
+        corr = None
+    worst = min(audio_cos + text_cos)
+    return {
+        "comparable": True,
+        "audio_embedding_cosine_per_clip": audio_cos,
+        "text_embedding_cosine_per_clip": text_cos,
+        "similarity_matrix_correlation": corr,
+        "similarity_matrix_max_abs_diff": float(np.max(np.abs(sim_a - sim_b))),
+        "audio_max_abs_diff": float(np.max(np.abs(a_audio.astype(np.float64) - b_audio))),
+        "text_max_abs_diff": float(np.max(np.abs(a_text.astype(np.float64) - b_text))),
+        "min_cosine": worst,
+        "matched": bool(worst >= MATCH_COSINE),
+    }
+
+
+def compare_weights(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Tensor-by-tensor comparison of two state dicts under the same names."""
+    import torch
+
+    shared = sorted(set(a) & set(b))
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    differing: list[dict[str, Any]] = []
+    shape_mismatch: list[str] = []
+    max_abs = 0.0
+    for name in shared:
+        ta, tb = a[name], b[name]
+        if tuple(ta.shape) != tuple(tb.shape):
+            shape_mismatch.append(name)
+            continue
+        if torch.equal(ta, tb):
+            continue
+        diff = float((ta.double() - tb.double()).abs().max()) if ta.numel() else 0.0
+        max_abs = max(max_abs, diff)
+        differing.append({"tensor": name, "max_abs_diff": diff})
+    identical = not differing and not shape_mismatch and not only_a and not only_b and bool(shared)
+    return {
+        "status": "identical" if identical else "different",
+        "tensors_compared": len(shared),
+        "tensors_identical": len(shared) - len(differing) - len(shape_mismatch),
+        "tensors_differing": len(differing),
+        "max_abs_diff": max_abs,
+        "differing": differing[:25],
+        "shape_mismatch": shape_mismatch[:25],
+        "only_in_a": only_a[:25],
+        "only_in_b": only_b[:25],
+    }
+
+
+def _embed(pipeline: Any, fixture: Fixture) -> tuple[Array, Array]:
+    return pipeline.embed_audio(list(fixture.waveforms)), pipeline.embed_text(
+        list(fixture.captions)
+    )
+
+
+def _state_pair(a: Any, b: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both sides' tensors under one naming, without the documented one-sided constants."""
+    if a.spec.format == b.spec.format == "laion":
+        return a.raw_state(), b.raw_state()
+    return tuple(  # type: ignore[return-value]
+        {k: v for k, v in side.hf_state().items() if not is_hf_only(k)} for side in (a, b)
+    )
+
+
+def _diagnose(
+    a_spec: ModelSpec,
+    b_spec: ModelSpec,
+    a_overrides: dict[str, Any],
+    b_overrides: dict[str, Any],
+    a: Any,
+    b: Any,
+    b_emb: tuple[Array, Array],
+    fixture: Fixture,
+    device: str,
+) -> dict[str, Any]:
+    """Align each differing setting in turn; name the one that brings every cosine to 1."""
+    names = differing(a.settings, b.settings)
+    tried: list[dict[str, Any]] = []
+
+    def attempt(label: str, changes: dict[str, Any]) -> dict[str, Any] | None:
+        # Change side a to b's values; where a's library fixes a setting, change b instead.
+        for side, spec, base, other in (
+            ("a", a_spec, a_overrides, b.settings),
+            ("b", b_spec, b_overrides, a.settings),
+        ):
+            values = {k: getattr(other, k) for k in changes}
+            try:
+                pipeline = load_pipeline(spec, {**base, **values}, device)
+            except UserError:
+                continue
+            emb = _embed(pipeline, fixture)
+            pair = (emb, b_emb) if side == "a" else (_embed(a, fixture), emb)
+            result = compare_embeddings(pair[0][0], pair[0][1], pair[1][0], pair[1][1])
+            row = {
+                "setting": label,
+                "changed_side": side,
+                "set": {k: v for k, v in values.items()},
+                "min_cosine": result.get("min_cosine"),
+                "closes_gap": result["matched"],
+            }
+            tried.append(row)
+            return row
+        tried.append(
+            {
+                "setting": label,
+                "changed_side": None,
+                "closes_gap": False,
+                "note": "neither side accepts the other's value",
+            }
+        )
+        return None
+
+    closing = [n for n in names if (row := attempt(n, {n: None})) is not None and row["closes_gap"]]
+    if not closing and len(names) > 1:
+        row = attempt("+".join(names), {n: None for n in names})
+        if row is not None and row["closes_gap"]:
+            closing = ["+".join(names)]
+    return {
+        "differing_settings": {n: [getattr(a.settings, n), getattr(b.settings, n)] for n in names},
+        "tried": tried,
+        "closing_setting": closing[0] if closing else None,
+    }
+
+
+def compare(
+    a_spec: ModelSpec,
+    b_spec: ModelSpec,
+    fixture: Fixture,
+    *,
+    a_overrides: dict[str, Any] | None = None,
+    b_overrides: dict[str, Any] | None = None,
+    device: str = "cpu",
+) -> dict[str, Any]:
+    """The full identity report (module docstring); ``report["passed"]`` gives the exit code."""
+    a_overrides, b_overrides = dict(a_overrides or {}), dict(b_overrides or {})
+    determinism = configure_determinism(device)
+    a = load_pipeline(a_spec, a_overrides, device)
+    b = load_pipeline(b_spec, b_overrides, device)
+    weights = compare_weights(*_state_pair(a, b))
+    a_emb, b_emb = _embed(a, fixture), _embed(b, fixture)
+    emb = compare_embeddings(a_emb[0], a_emb[1], b_emb[0], b_emb[1])
+    diagnosis: dict[str, Any] | None = None
+    if weights["status"] != "identical":
+        verdict = DIFFERENT
+    elif emb["matched"]:
+        verdict = IDENTICAL
+    else:
+        verdict = PREPROCESSING
+        diagnosis = _diagnose(
+            a_spec, b_spec, a_overrides, b_overrides, a, b, b_emb, fixture, device
+        )
+    block = {
+        "fixture": fixture.name,
+        "n": len(fixture.clip_ids),
+        "hf_checkpoint": a_spec.name,
+        "control": b_spec.name,
+        "audio_embedding_cosine_per_clip": emb.get("audio_embedding_cosine_per_clip", []),
+        "text_embedding_cosine_per_clip": emb.get("text_embedding_cosine_per_clip", []),
+        "similarity_matrix_correlation": emb.get("similarity_matrix_correlation"),
+        "similarity_matrix_max_abs_diff": emb.get("similarity_matrix_max_abs_diff"),
+        "verdict": verdict,
+        "weights": weights,
+        "embeddings": {k: v for k, v in emb.items() if not k.endswith("_per_clip")}
+        | {"match_cosine": MATCH_COSINE},
+        "diagnosis": diagnosis,
+        "a": a.meta(),
+        "b": b.meta(),
+        "n_captions": len(fixture.captions),
+        "clip_ids": list(fixture.clip_ids),
+        "determinism": determinism,
+    }
+    return {"checkpoint_identity": block, "passed": verdict == IDENTICAL}
+
+
+def golden_dump(
+    spec: ModelSpec,
+    fixture: Fixture,
+    overrides: dict[str, Any],
+    device: str,
+    min_cosine: float,
+    max_abs_diff: float,
+) -> Dump:
+    """A golden reference-embedding file (the dump format) for ``spec`` on ``fixture``."""
+    configure_determinism(device)
+    pipeline = load_pipeline(spec, overrides, device)
+    audio, text = _embed(pipeline, fixture)
+    meta = {
+        "kind": "audiorepro.golden-embeddings/1",
+        "fixture": fixture.name,
+        "model": pipeline.meta(),
+        "thresholds": {"min_cosine": min_cosine, "max_abs_diff": max_abs_diff},
+    }
+    return make_dump(
+        audio,
+        text,
+        fixture.caption_clip,
+        audio_ids=fixture.clip_ids,
+        captions=fixture.captions,
+        meta=meta,
+    )
+
+
+def compare_golden(
+    spec: ModelSpec, golden: Path, *, fixture: Fixture, overrides: dict[str, Any], device: str
+) -> dict[str, Any]:
+    """Compare a loaded checkpoint's fixture embeddings with stored reference embeddings."""
+    ref = load_dump(golden)
+    thresholds = ref.meta.get("thresholds")
+    if ref.meta.get("kind") != "audiorepro.golden-embeddings/1" or not isinstance(thresholds, dict):
+        raise UserError(
+            "is not a golden embeddings file (meta_json kind/thresholds)",
+            source=golden,
+            key="meta_json",
+        )
+    try:
+        min_cos, max_abs = float(thresholds["min_cosine"]), float(thresholds["max_abs_diff"])
+    except (KeyError, TypeError, ValueError):
+        raise UserError(
+            "thresholds need min_cosine and max_abs_diff numbers", source=golden, key="meta_json"
+        ) from None
+    if ref.audio_ids != fixture.clip_ids or ref.captions != fixture.captions:
+        raise UserError(
+            f"was made on fixture {ref.meta.get('fixture')!r}, whose clips or captions differ from "
+            f"{fixture.name!r} (pass the same --audio/--captions)",
+            source=golden,
+            key="audio_ids",
+        )
+    configure_determinism(device)
+    pipeline = load_pipeline(spec, overrides, device)
+    audio, text = _embed(pipeline, fixture)
+    emb = compare_embeddings(audio, text, np.asarray(ref.audio_embeds), np.asarray(ref.text_embeds))
+    worst_abs = max(emb["audio_max_abs_diff"], emb["text_max_abs_diff"])
+    passed = bool(
+        emb["min_cosine"] >= min_cos and worst_abs <= max_abs and not math.isnan(worst_abs)
+    )
+    return {
+        "golden_identity": {
+            "golden": golden.name,
+            "golden_sha256": ref.sha256,
+            "fixture": fixture.name,
+            "model": pipeline.meta(),
+            "golden_model": ref.meta.get("model"),
+            "thresholds": {"min_cosine": min_cos, "max_abs_diff": max_abs},
+            "audio_embedding_cosine_per_clip": emb["audio_embedding_cosine_per_clip"],
+            "text_embedding_cosine_per_clip": emb["text_embedding_cosine_per_clip"],
+            "min_cosine": emb["min_cosine"],
+            "max_abs_diff": worst_abs,
+            "verdict": "matches golden" if passed else "differs from golden",
+        },
+        "passed": passed,
+    }

@@ -1,0 +1,1 @@
+"""Tables (CSV, Markdown, LaTeX) and the self-contained HTML report."""

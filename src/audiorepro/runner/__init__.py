@@ -1,0 +1,1 @@
+"""A study -> its output folder: cache, executors, retrieval and probe stages, outputs."""

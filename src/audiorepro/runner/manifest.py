@@ -1,0 +1,267 @@
+"""``manifest.json``: hashes of every input and output, and where and how they were made.
+
+The manifest is the one output that may differ between two runs of the same study: it holds
+the time (``SOURCE_DATE_EPOCH`` when set, else the clock) and the host. Everything else in it,
+and every other output, is a function of the inputs. Recorded: SHA-256 of the study file, of
+every dump and of every output file; Python and key package versions; platform, CPU and GPU;
+the BLAS numpy was built with and the thread pools in use; determinism settings; the git
+commit and dirty flag of the audiorepro source, when it runs from a checkout.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from typing_extensions import TypedDict
+
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.formats.dump import Dump
+from audiorepro.models.extract import library_versions
+
+SCHEMA = "audiorepro.manifest/1"
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMBA_NUM_THREADS",
+)
+DETERMINISM_VARIABLES = ("PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "SOURCE_DATE_EPOCH")
+
+
+def timestamp() -> dict[str, Any]:
+    """The run's time: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now (UTC)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.strip().isdigit():
+        when = dt.datetime.fromtimestamp(int(epoch), tz=dt.UTC)
+        source = "SOURCE_DATE_EPOCH"
+    else:
+        when = dt.datetime.now(tz=dt.UTC).replace(microsecond=0)
+        source = "clock"
+    return {"utc": when.isoformat().replace("+00:00", "Z"), "source": source}
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _gpus() -> list[dict[str, Any]]:
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return []
+    return [
+        {
+            "name": torch.cuda.get_device_name(i),
+            "capability": list(torch.cuda.get_device_capability(i)),
+        }
+        for i in range(torch.cuda.device_count())
+    ] + [{"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}]
+
+
+def _blas() -> dict[str, Any]:
+    info: dict[str, Any] = {}
+    try:
+        show_config: Any = np.show_config  # numpy >= 1.25 returns a dict with mode="dicts"
+        config = show_config(mode="dicts")
+        deps: dict[str, Any] = (
+            config.get("Build Dependencies", {}) if isinstance(config, dict) else {}
+        )
+        info["numpy_blas"] = deps.get("blas", {}).get("name")
+        info["numpy_lapack"] = deps.get("lapack", {}).get("name")
+    except (TypeError, AttributeError):
+        info["numpy_blas"] = None
+    try:
+        from threadpoolctl import threadpool_info
+
+        info["threadpools"] = sorted(
+            (
+                {
+                    k: p.get(k)
+                    for k in ("architecture", "internal_api", "num_threads", "user_api", "version")
+                }
+                for p in threadpool_info()
+            ),
+            key=lambda p: (str(p["user_api"]), str(p["internal_api"])),
+        )
+    except ImportError:
+        info["threadpools"] = None
+    return info
+
+
+#: Environment variables that select CPU code paths (``tox -e crosscpu`` sets them).
+DISPATCH_VARIABLES = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "OPENBLAS_CORETYPE",
+    "NPY_DISABLE_CPU_FEATURES",
+    "NPY_ENABLE_CPU_FEATURES",
+)
+_ISA_FLAG = re.compile(
+    r"^(sse\d\w*|ssse3|avx\w*|fma\w*|f16c|amx\w*|asimd\w*|sve\w*|neon|bf16|i8mm)$"
+)
+
+
+def _isa_flags() -> list[str]:
+    """The CPU's vector-instruction features, from /proc/cpuinfo (Linux), sorted."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                return sorted({f for f in line.split(":", 1)[1].split() if _ISA_FLAG.match(f)})
+    except OSError:
+        pass
+    return []
+
+
+def cpu_dispatch() -> dict[str, Any]:
+    """The CPU's features and the code paths in force: two outputs whose tier-b numbers
+    differ (README, "What bit-identical covers") can be told apart by this block."""
+    features: dict[str, bool] = {}
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            features = importlib.import_module(name).__cpu_features__
+            break
+        except (ImportError, AttributeError):
+            continue
+    torch = sys.modules.get("torch")
+    return {
+        "isa_flags": _isa_flags(),
+        "numpy_cpu_features": sorted(k for k, on in features.items() if on),
+        "torch_cpu_capability": (
+            torch.backends.cpu.get_cpu_capability() if torch is not None else None
+        ),
+        "variables": {k: os.environ.get(k) for k in DISPATCH_VARIABLES},
+    }
+
+
+def _git() -> dict[str, Any]:
+    root = Path(__file__).resolve().parent.parent.parent
+    if not (root / ".git").exists():
+        return {"commit": None, "dirty": None, "note": "not running from a git checkout"}
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=30
+            ).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "gpus": _gpus(),
+        "packages": library_versions(),
+        "blas": _blas(),
+        "cpu_dispatch": cpu_dispatch(),
+        "thread_variables": {k: os.environ.get(k) for k in THREAD_VARIABLES},
+        "determinism_variables": {k: os.environ.get(k) for k in DETERMINISM_VARIABLES},
+        "container": container(),
+    }
+
+
+def container() -> dict[str, Any] | None:
+    """The image this runs in (set by the Dockerfile), or None outside it.
+
+    ``base_image_pinned`` is true only when the base image is named by digest; until
+    ``tools/pin-base-image`` has run where a registry is reachable it says "base image unpinned".
+    """
+    base = os.environ.get("AUDIOREPRO_BASE_IMAGE")
+    if base is None:
+        return None
+    lock = os.environ.get("AUDIOREPRO_LOCK")
+    lock_path = Path(lock) if lock else None
+    pinned = "@sha256:" in base
+    return {
+        "base_image": base,
+        "base_image_pinned": pinned,
+        "base_image_note": None if pinned else "base image unpinned",
+        "lock": lock,
+        "lock_sha256": sha256_file(lock_path) if lock_path and lock_path.is_file() else None,
+    }
+
+
+def output_hashes(out: Path) -> dict[str, str]:
+    """SHA-256 of every output file (relative path, sorted), without the cache, the manifest
+    and nested study outputs (a subfolder with its own manifest, like the demo's ``probe/``)."""
+    nested = [p.parent for p in out.rglob("manifest.json") if p.parent != out]
+    hashes = {}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if not path.is_file() or rel == "manifest.json" or rel.startswith("cache/"):
+            continue
+        if "/." in "/" + rel or any(n in path.parents for n in nested):
+            continue
+        hashes[rel] = sha256_file(path)
+    return hashes
+
+
+class StudyFileRecord(TypedDict):
+    name: str
+    file: str
+    sha256: str
+
+
+class Manifest(TypedDict):
+    """``manifest.json``: SHA-256 of every input and output, environment, time and host (the
+    one output that may differ between two runs of the same study)."""
+
+    schema: str
+    study: StudyFileRecord
+    #: input file name -> SHA-256 (None: a dump made in memory, never a file)
+    inputs: dict[str, str | None]
+    #: output path (relative, sorted) -> SHA-256
+    outputs: dict[str, str]
+    environment: dict[str, Any]
+    git: dict[str, Any]
+    time: dict[str, Any]
+    host: str
+
+
+def write_manifest(
+    out: Path, study: Any, dumps: list[Dump], *, inputs: dict[str, str] | None = None
+) -> Manifest:
+    manifest: Manifest = {
+        "schema": SCHEMA,
+        "study": {
+            "name": study.name,
+            "file": study.source.name,
+            "sha256": sha256_file(study.source),
+        },
+        "inputs": {**{d.source: d.sha256 for d in dumps}, **(inputs or {})},
+        "outputs": output_hashes(out),
+        "environment": environment(),
+        "git": _git(),
+        "time": timestamp(),
+        "host": socket.gethostname(),
+    }
+    atomic_write_bytes(out / "manifest.json", json_dumps(manifest).encode())
+    return manifest

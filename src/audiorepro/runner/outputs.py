@@ -1,0 +1,148 @@
+"""The outputs every study kind writes besides its tables and manifest: ``verification.json``,
+``report.html`` and ``bundle.json.gz`` (sorted keys, gzip with no name and mtime 0), and their
+typed records.
+
+Each bundle shape has its own schema id: :data:`RETRIEVAL_BUNDLE` and :data:`PROBE_BUNDLE`
+(JSON Schemas in ``docs/schemas/``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+from typing import Any, Final, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from audiorepro.checks.parity import ParityBlock
+from audiorepro.checks.verify import Summary
+from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.metrics.retrieval import TiePolicy, TieSummary
+
+RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
+PROBE_BUNDLE: Final = "audiorepro.probe-bundle/1"
+
+
+class RetrievalVerification(TypedDict):
+    """``verification.json`` of a retrieval study (the published structure, then ours)."""
+
+    metric_parity: ParityBlock
+    #: The first identity check (the published structure has one), or None.
+    checkpoint_identity: dict[str, Any] | None
+    checkpoint_identities: list[dict[str, Any]]
+    metric_parity_passed: bool
+    cross_pipeline_comparable: bool
+    failures: list[str]
+    golden: Summary
+
+
+class ProbeVerification(TypedDict):
+    """``verification.json`` of a probe study."""
+
+    probe_complete: bool
+    failures: list[str]
+    golden: Summary
+
+
+class Outcome(TypedDict):
+    """What a run says to its caller: passed, and why not."""
+
+    passed: bool
+    failures: list[str]
+    #: Slurm array tasks failed: nothing was computed (the failures name the tasks).
+    executor_failed: NotRequired[bool]
+
+
+class BootstrapRecord(TypedDict):
+    resamples: int
+    seed: int
+    level: float
+
+
+class RetrievalStudyRecord(TypedDict):
+    name: str
+    title: str
+    sha256: str
+    tie_policy: TiePolicy
+    bootstrap: BootstrapRecord
+
+
+class BundleCell(TypedDict):
+    """One cell: its identity, and (when its dump was there) every number of it."""
+
+    id: str
+    model: str
+    dataset: str
+    error: str | None
+    dump_sha256: NotRequired[str | None]
+    n_clips: NotRequired[int]
+    n_captions: NotRequired[int]
+    captions_per_clip: NotRequired[int | None]
+    model_meta: NotRequired[dict[str, Any]]
+    #: direction -> hit rate at k = 1..10
+    curves: NotRequired[dict[str, list[float]]]
+    rank_histogram: NotRequired[dict[str, dict[str, Any]]]
+    #: direction -> metric -> value
+    metrics: NotRequired[dict[str, dict[str, float]]]
+    ties: NotRequired[dict[str, TieSummary]]
+    #: profile -> metric -> value
+    profiles: NotRequired[dict[str, dict[str, float]]]
+    #: direction -> metric -> [low, high] (95% bootstrap)
+    intervals: NotRequired[dict[str, dict[str, list[float]]]]
+
+
+class BundleStatus(TypedDict):
+    passed: bool
+    counts: dict[str, int]
+    statuses: list[str]
+
+
+class RetrievalBundle(TypedDict):
+    """``bundle.json.gz`` of a retrieval study: every number and every input's identity."""
+
+    schema: Literal["audiorepro.bundle/1"]
+    definitions_version: int
+    study: RetrievalStudyRecord
+    cells: list[BundleCell]
+    paired_bootstrap: list[dict[str, Any]]
+    verification: RetrievalVerification
+    status: BundleStatus
+
+
+class ProbeStudyRecord(TypedDict):
+    name: str
+    title: str
+    sha256: str
+
+
+class ProbeBundle(TypedDict):
+    """``bundle.json.gz`` of a probe study: every run's report, leaders, family means."""
+
+    schema: Literal["audiorepro.probe-bundle/1"]
+    kind: Literal["probe"]
+    study: ProbeStudyRecord
+    runs: list[dict[str, Any]]
+    leaders: list[dict[str, Any]]
+    family_means: list[dict[str, Any]]
+    verification: ProbeVerification
+
+
+def write_outputs(
+    out: Path,
+    verification: RetrievalVerification | ProbeVerification,
+    report_html: str,
+    bundle: RetrievalBundle | ProbeBundle,
+) -> None:
+    """The three outputs every study kind writes besides its tables and manifest."""
+    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
+    atomic_write_bytes(out / "report.html", report_html.encode())
+    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip with no name and mtime 0: the bytes depend only on ``data``."""
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as f:
+        f.write(data)
+    return buf.getvalue()

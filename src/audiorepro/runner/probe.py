@@ -1,0 +1,393 @@
+"""The probe study kind of ``audiorepro reproduce``: runs of prediction files -> tables, report.
+
+Each ``[[run]]`` is one model's prediction file (:mod:`audiorepro.formats.predictions`); every
+metric is recomputed from the predictions. Tables (CSV, Markdown, LaTeX; sortable in the report):
+
+``leaders``          per task, the best run by that task's metric and direction, and the
+                     runner-ups side by side (:data:`TASK_METRICS`)
+``family_means``     per model family, the mean normalized MAE and Spearman over its runs'
+                     defined targets
+``target_<name>``    one per regression target: n, MAE, normalized MAE, RMSE, Pearson, Spearman
+``classification_<corpus>``  accuracy (with its group-bootstrap interval in the report),
+                     balanced accuracy, macro F1; confusion matrices in the report
+``events_iou_<t>``   event precision, recall, F1 and matches at IoU 0.1, 0.3, 0.5
+``events``           frame F1, start/end MAE, span class accuracies
+``vectors``          speaker-vector mean cosine
+
+A declared run whose file is missing, or that has fewer regression targets than its
+``n_targets``, makes the study incomplete: everything is still written, the report and
+``verification.json`` say which run, and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.formats.predictions import load_predictions
+from audiorepro.metrics.probe import probe_report
+from audiorepro.render.html import render_probe_report
+from audiorepro.render.tables import Column, Table, slug, write_table
+from audiorepro.runner.manifest import write_manifest
+from audiorepro.runner.outputs import (
+    PROBE_BUNDLE,
+    Outcome,
+    ProbeBundle,
+    ProbeVerification,
+    write_outputs,
+)
+from audiorepro.specs.study import ProbeStudy, Run
+
+IOU = ("0.1", "0.3", "0.5")
+#: Task kind -> (metric path inside a run's report section, label, higher is better)
+TASK_METRICS = {
+    "regression": ("normalized_mae", "normalized MAE", False),
+    "classification": ("balanced_accuracy", "balanced accuracy", True),
+    "events": ("iou/0.5/f1", "event F1 at IoU 0.5", True),
+    "vectors": ("mean_cosine", "mean cosine", True),
+}
+REG_COLUMNS = (
+    Column("n"),
+    Column("mae", False),
+    Column("normalized_mae", False),
+    Column("rmse", False),
+    Column("pearson", True),
+    Column("spearman", True),
+)
+
+
+def flatten(report: dict[str, Any]) -> dict[str, float | None]:
+    """A probe report's numbers by path (``regression/valence/mae``, ``events/iou/0.5/f1``).
+
+    >>> flatten({"classification": {"n": 3, "accuracy": 0.5, "per_class": {}}})
+    {'classification/n': 3, 'classification/accuracy': 0.5}
+    """
+    out: dict[str, float | None] = {}
+
+    def walk(prefix: str, node: Any) -> None:
+        if isinstance(node, dict):
+            if prefix.endswith("per_class"):
+                return
+            for key, value in node.items():
+                walk(f"{prefix}/{key}" if prefix else key, value)
+        elif node is None or (isinstance(node, int | float) and not isinstance(node, bool)):
+            out[prefix] = node
+
+    for section in ("regression", "classification", "events", "vectors"):
+        if section in report:
+            walk(section, report[section])
+    return out
+
+
+def _get(report: dict[str, Any] | None, *path: str) -> Any:
+    node: Any = report
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _tasks(runs: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+    """(task label, metric kind, [(run label, value)]) for every task any run reports."""
+    tasks: list[tuple[str, str, list[tuple[str, Any]]]] = []
+    targets = list(dict.fromkeys(t for r in runs for t in (_get(r["report"], "regression") or {})))
+    for target in targets:
+        values = [
+            (r["model"], _get(r["report"], "regression", target, "normalized_mae"))
+            for r in runs
+            if _get(r["report"], "regression", target)
+        ]
+        tasks.append((f"regression: {target}", "regression", values))
+    corpora = list(dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")))
+    for corpus in corpora:
+        values = [
+            (r["model"], _get(r["report"], "classification", "balanced_accuracy"))
+            for r in runs
+            if r["corpus"] == corpus and _get(r["report"], "classification")
+        ]
+        tasks.append((f"classification: {corpus}", "classification", values))
+    if any(_get(r["report"], "events") for r in runs):
+        values = [
+            (r["model"], _get(r["report"], "events", "iou", "0.5", "f1"))
+            for r in runs
+            if _get(r["report"], "events")
+        ]
+        tasks.append(("events: vocal bursts", "events", values))
+    if any(_get(r["report"], "vectors") for r in runs):
+        values = [
+            (r["model"], _get(r["report"], "vectors", "mean_cosine"))
+            for r in runs
+            if _get(r["report"], "vectors")
+        ]
+        tasks.append(("speaker vectors", "vectors", values))
+    return tasks
+
+
+def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[dict[str, Any]]:
+    """Per task: runs ordered best first by the task's metric and direction (undefined last)."""
+    out = []
+    for label, kind, values in _tasks(runs):
+        _, metric_label, higher = TASK_METRICS[kind]
+        defined = [(m, v) for m, v in values if v is not None and not math.isnan(v)]
+        ordered = sorted(defined, key=lambda mv: -mv[1] if higher else mv[1])
+        out.append(
+            {
+                "task": label,
+                "metric": metric_label,
+                "higher_is_better": higher,
+                "ranking": [{"model": m, "value": v} for m, v in ordered[:places]],
+                "undefined": [m for m, v in values if v is None or math.isnan(v)],
+            }
+        )
+    return out
+
+
+def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per family: mean normalized MAE and Spearman over defined (run, target) pairs."""
+    out = []
+    for family in dict.fromkeys(r["family"] for r in runs):
+        nmae, rho = [], []
+        for r in runs:
+            if r["family"] != family:
+                continue
+            for values in (_get(r["report"], "regression") or {}).values():
+                if values.get("normalized_mae") is not None:
+                    nmae.append(values["normalized_mae"])
+                if values.get("spearman") is not None:
+                    rho.append(values["spearman"])
+        out.append(
+            {
+                "family": family,
+                "normalized_mae": math.fsum(nmae) / len(nmae) if nmae else None,
+                "spearman": math.fsum(rho) / len(rho) if rho else None,
+                "n_targets": len(nmae),
+            }
+        )
+    return out
+
+
+def _tables(
+    runs: list[dict[str, Any]], lead: list[dict[str, Any]], fam: list[dict[str, Any]]
+) -> dict[str, Table]:
+    tables: dict[str, Table] = {}
+    width = max((len(t["ranking"]) for t in lead), default=0)
+    cols: list[Column] = [Column("metric")]
+    for place in range(1, width + 1):
+        cols += [Column(f"#{place}"), Column(f"#{place} value")]
+    rows = []
+    for t in lead:
+        arrow = " ↑" if t["higher_is_better"] else " ↓"
+        cells: list[Any] = [t["metric"] + arrow]
+        for place in range(width):
+            entry = t["ranking"][place] if place < len(t["ranking"]) else None
+            cells += [entry["model"] if entry else None, entry["value"] if entry else None]
+        rows.append((t["task"], tuple(cells)))
+    tables["leaders"] = Table(
+        "Task leaders (best run per task by its metric)",
+        tuple(cols),
+        tuple(rows),
+        row_header="task",
+    )
+    tables["family_means"] = Table(
+        "Family means over defined targets",
+        (Column("normalized_mae", False), Column("spearman", True), Column("targets")),
+        tuple((f["family"], (f["normalized_mae"], f["spearman"], f["n_targets"])) for f in fam),
+        row_header="family",
+    )
+    reg_runs = [r for r in runs if _get(r["report"], "regression")]
+    targets = list(dict.fromkeys(t for r in reg_runs for t in r["report"]["regression"]))
+    for target in targets:
+        tables[f"target_{slug(target)}"] = Table(
+            f"Regression target {target}",
+            REG_COLUMNS,
+            tuple(
+                (
+                    r["model"],
+                    tuple(_get(r["report"], "regression", target, c.name) for c in REG_COLUMNS),
+                )
+                for r in reg_runs
+            ),
+        )
+    for corpus in dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")):
+        group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
+        columns = (
+            Column("n"),
+            Column("accuracy", True),
+            Column("balanced_accuracy", True),
+            Column("macro_f1", True),
+        )
+        intervals = tuple(
+            tuple(
+                _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"])
+                if c.name == "accuracy"
+                and r["report"]["classification"].get("accuracy_ci95_group_bootstrap")
+                else None
+                for c in columns
+            )
+            for r in group
+        )
+        tables[f"classification_{slug(str(corpus))}"] = Table(
+            f"Classification, {corpus}",
+            columns,
+            tuple(
+                (r["model"], tuple(_get(r["report"], "classification", c.name) for c in columns))
+                for r in group
+            ),
+            notes=("Report: group-bootstrap 95% interval of accuracy (groups resampled, seeded).",),
+            intervals=intervals,
+        )
+    ev_runs = [r for r in runs if _get(r["report"], "events")]
+    if ev_runs:
+        iou_columns = (
+            Column("precision", True),
+            Column("recall", True),
+            Column("f1", True),
+            Column("matched"),
+        )
+        for threshold in IOU:
+            tables[f"events_iou_{threshold.replace('.', '')}"] = Table(
+                f"Vocal-burst events at IoU >= {threshold}",
+                iou_columns,
+                tuple(
+                    (
+                        r["model"],
+                        tuple(
+                            _get(r["report"], "events", "iou", threshold, c.name)
+                            for c in iou_columns
+                        ),
+                    )
+                    for r in ev_runs
+                ),
+            )
+        event_columns = (
+            Column("frame_f1", True),
+            Column("start_mae_s", False),
+            Column("end_mae_s", False),
+            Column("oracle_span_class_accuracy", True),
+            Column("detected_span_class_accuracy", True),
+        )
+        tables["events"] = Table(
+            "Vocal-burst events: frames, timing, span classes",
+            event_columns,
+            tuple(
+                (r["model"], tuple(_get(r["report"], "events", c.name) for c in event_columns))
+                for r in ev_runs
+            ),
+        )
+    vec_runs = [r for r in runs if _get(r["report"], "vectors")]
+    if vec_runs:
+        tables["vectors"] = Table(
+            "Speaker vectors",
+            (Column("n"), Column("mean_cosine", True)),
+            tuple(
+                (r["model"], (r["report"]["vectors"]["n"], r["report"]["vectors"]["mean_cosine"]))
+                for r in vec_runs
+            ),
+        )
+    return tables
+
+
+def _interval(pair: Any) -> tuple[float, float]:
+    low, high = pair
+    return float(low), float(high)
+
+
+def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    if not run.predictions.is_file():
+        return None, f"declared run {run.id}: predictions file {run.predictions.name} is missing"
+    try:
+        digest = sha256_file(run.predictions)
+        if digest != run.sha256:
+            return (
+                None,
+                f"run {run.id}: predictions have SHA-256 {digest}, the study expects {run.sha256}",
+            )
+        report = probe_report(
+            load_predictions(run.predictions), source=run.predictions.name, sha256=digest
+        )
+    except UserError as exc:
+        return None, f"run {run.id}: {exc}"
+    if run.n_targets is not None:
+        found = len(report.get("regression", {}))
+        if found < run.n_targets:
+            return report, f"run {run.id} has {found} regression targets, {run.n_targets} declared"
+    return report, None
+
+
+def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow]:
+    rows: list[ValueRow] = []
+    by_id = {r["id"]: r for r in runs}
+    for pub in study.published:
+        run = by_id[pub.cell]
+        reproduced = {k: v for k, v in flatten(run["report"] or {}).items() if v is not None}
+        reason = run["problem"] if run["report"] is None else None
+        rows += [
+            ValueRow(**r, provenance=pub.provenance)
+            for r in value_rows(pub.cell, pub.values, pub.tolerance, reproduced, reason, "probe")
+        ]
+    return rows
+
+
+def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
+    runs = []
+    for run in study.runs:
+        report, problem = _load_run(run)
+        runs.append(
+            {
+                "id": run.id,
+                "model": run.model,
+                "family": run.family,
+                "corpus": run.corpus,
+                "predictions_sha256": run.sha256,
+                "report": report,
+                "problem": problem,
+            }
+        )
+    return runs
+
+
+def verify_probe(study: ProbeStudy) -> Summary:
+    """``audiorepro verify`` for a probe study: its published values, recomputed."""
+    return summarize(_golden_rows(study, _runs(study)))
+
+
+def run_probe(study: ProbeStudy, out: Path) -> Outcome:
+    """Every stage for a probe study; returns whether it passed, and why not."""
+    out = Path(out)
+    runs = _runs(study)
+    failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
+    complete = not failures
+    present = [r for r in runs if r["report"] is not None]
+    lead, fam = leaders(present), family_means(present)
+    golden = summarize(_golden_rows(study, runs))
+    failures += [
+        f"published {r['cell']} {r['metric']}: {r['status']}"
+        + (f" ({r['reason']})" if r["reason"] else "")
+        for r in golden["rows"]
+        if r["status"] != PASS
+    ]
+    tables = _tables(present, lead, fam)
+    for name, table in tables.items():
+        write_table(out / "tables", name, table)
+    verification: ProbeVerification = {
+        "probe_complete": complete,
+        "failures": failures,
+        "golden": golden,
+    }
+    bundle: ProbeBundle = {
+        "schema": PROBE_BUNDLE,
+        "kind": "probe",
+        "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
+        "runs": runs,
+        "leaders": lead,
+        "family_means": fam,
+        "verification": verification,
+    }
+    write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
+    write_manifest(out, study, [], inputs={r.predictions.name: r.sha256 for r in study.runs})
+    return {"passed": not failures, "failures": failures}

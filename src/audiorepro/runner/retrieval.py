@@ -1,0 +1,490 @@
+"""``audiorepro reproduce``: a study's inputs -> every table, the report, a bundle, a manifest.
+
+Stages, in order (each with a progress bar on a terminal): **extract** what is missing (cached
+under ``OUT/cache`` by a key over the model's weight hashes, the settings and the inputs'
+hashes), **metrics** (canonical definitions, the study's profiles, 95% bootstrap intervals of
+the headline numbers, paired bootstrap between models on the same queries), **parity** (harness
+against the independent reference), **identity**, **golden** (published values), **tables**,
+**report**, **bundle**, **manifest**.
+
+Outputs (every file written atomically):
+
+``tables/``            per dataset and direction (models x metrics), parity, identity and
+                       published-vs-reproduced tables, each as ``.csv``, ``.md`` and ``.tex``
+``report.html``        one self-contained page (:mod:`audiorepro.render.html`)
+``bundle.json.gz``     every number and every input's identity; sorted keys, gzip mtime 0; no
+                       time, host or path
+``verification.json``  ``metric_parity``, ``checkpoint_identity``, ``metric_parity_passed``,
+                       ``cross_pipeline_comparable``, ``failures``, and ``golden``
+``manifest.json``      SHA-256 of every input and output, environment, time
+                       (``SOURCE_DATE_EPOCH`` when set) and host
+
+Everything but the manifest is a function of the inputs alone, so a rerun is byte-identical.
+A study with a failing cell still writes everything, says so first, and exits 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
+from audiorepro.checks.verify import (
+    FAIL,
+    NOT_VERIFIED,
+    PASS,
+    Summary,
+    ValueRow,
+    summarize,
+    value_rows,
+)
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+
+#: The numbers every table leads with; each carries a bootstrap interval.
+from audiorepro.core.progress import progress_bar
+from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
+from audiorepro.metrics.profiles import compute_profile
+from audiorepro.metrics.retrieval import (
+    DEFINITIONS_VERSION,
+    DIRECTIONS,
+    METRICS,
+    RetrievalResult,
+    TieSummary,
+    compute_retrieval,
+    hit_rate_at_k,
+)
+from audiorepro.models.identity import compare, load_fixture
+from audiorepro.models.registry import load_registry, resolve_spec
+from audiorepro.render.html import render_report
+from audiorepro.render.tables import Column, Table, slug, write_table
+from audiorepro.runner.executors.local import extract_local
+from audiorepro.runner.manifest import write_manifest
+from audiorepro.runner.outputs import (
+    RETRIEVAL_BUNDLE,
+    BundleCell,
+    Outcome,
+    RetrievalBundle,
+    RetrievalVerification,
+    write_outputs,
+)
+from audiorepro.specs.study import Cell, RetrievalStudy
+
+HEADLINE = ("r@1", "r@5", "r@10", "map")
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    dump: Dump | None = None
+    error: str | None = None
+    metrics: dict[str, dict[str, float]] = field(default_factory=dict)
+    ties: dict[str, TieSummary] = field(default_factory=dict)
+    profiles: dict[str, dict[str, float]] = field(default_factory=dict)
+    intervals: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    parity: ParityCell | None = None
+    retrieval: RetrievalResult | None = None
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    rank_histogram: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
+    return progress_bar(items, f"{stage:<9}", enabled, unit="item")
+
+
+def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
+    assert res.dump is not None
+    tie = study.tie_policy
+    res.retrieval = compute_retrieval(res.dump)
+    res.metrics = res.retrieval.metrics(tie)
+    res.ties = res.retrieval.ties()
+    for profile in res.cell.profiles:
+        if profile == "canonical":
+            continue
+        res.profiles[profile] = compute_profile(
+            res.dump,
+            profile,
+            result=res.retrieval,
+            tie_policy=tie,
+        ).metrics
+    b = study.bootstrap
+    for direction in DIRECTIONS:
+        ranking = res.retrieval.ranking(direction, tie)
+        res.intervals[direction] = {
+            m: list(
+                bootstrap_interval(ranking, m, n_resamples=b.resamples, seed=b.seed, level=b.level)
+            )
+            for m in HEADLINE
+        }
+        res.curves[direction] = [hit_rate_at_k(ranking, k=k) for k in range(1, 11)]
+        res.rank_histogram[direction] = rank_histogram(ranking.first)
+
+
+#: Bins of the first-relevant-rank histogram: (label, lowest rank, highest rank).
+RANK_BINS = (
+    ("1", 1, 1),
+    ("2", 2, 2),
+    ("3", 3, 3),
+    ("4-5", 4, 5),
+    ("6-10", 6, 10),
+    ("11-20", 11, 20),
+    ("21-50", 21, 50),
+    ("51-100", 51, 100),
+    (">100", 101, None),
+)
+
+
+def rank_histogram(first: Any) -> dict[str, Any]:
+    """Counts of queries by the position of their first relevant item.
+
+    >>> rank_histogram(np.array([1, 1, 4, 300]))["counts"]
+    [2, 0, 0, 1, 0, 0, 0, 0, 1]
+    """
+    ranks = np.asarray(first)
+    counts = [
+        int(np.count_nonzero((ranks >= lo) & ((ranks <= hi) if hi is not None else True)))
+        for _, lo, hi in RANK_BINS
+    ]
+    return {"bins": [label for label, _, _ in RANK_BINS], "counts": counts}
+
+
+def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, Any]]:
+    """Paired bootstrap of every later model against the first, per dataset, same queries."""
+    out: list[dict[str, Any]] = []
+    by_dataset: dict[str, list[CellResult]] = {}
+    for r in results:
+        if r.retrieval is not None:
+            by_dataset.setdefault(r.cell.dataset, []).append(r)
+    b = study.bootstrap
+    for dataset, group in by_dataset.items():
+        base = group[0]
+        for other in group[1:]:
+            assert base.dump is not None and other.dump is not None
+            assert base.retrieval is not None and other.retrieval is not None
+            if base.dump.text_to_audio.tolist() != other.dump.text_to_audio.tolist():
+                continue
+            for direction in DIRECTIONS:
+                ra = other.retrieval.ranking(direction, study.tie_policy)
+                rb = base.retrieval.ranking(direction, study.tie_policy)
+                for m in HEADLINE:
+                    d = paired_bootstrap(
+                        ra, rb, m, n_resamples=b.resamples, seed=b.seed, level=b.level
+                    )
+                    out.append(
+                        {
+                            "dataset": dataset,
+                            "a": other.cell.id,
+                            "b": base.cell.id,
+                            "direction": direction,
+                            "metric": m,
+                            **d,
+                        }
+                    )
+    return out
+
+
+def _tables(
+    results: list[CellResult],
+    parity: list[ParityCell],
+    identity: list[dict[str, Any]],
+    golden: Summary,
+    tie_policy: str,
+) -> dict[str, Table]:
+    tables: dict[str, Table] = {}
+    datasets = list(dict.fromkeys(r.cell.dataset for r in results))
+    for dataset in datasets:
+        rows = [r for r in results if r.cell.dataset == dataset]
+        for direction in DIRECTIONS:
+            columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
+            body = tuple(
+                (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
+                for r in rows
+            )
+            name = f"{slug(dataset)}_{direction}"
+            intervals = tuple(
+                tuple(
+                    (r.intervals[direction][n][0], r.intervals[direction][n][1])
+                    if n in HEADLINE and r.intervals
+                    else None
+                    for n in METRICS
+                )
+                for r in rows
+            )
+            tables[name] = Table(
+                f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
+                columns,
+                body,
+                notes=(
+                    f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
+                    "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
+                ),
+                intervals=intervals,
+            )
+    tables["parity"] = Table(
+        "Metric parity: harness against the independent reference",
+        (Column("worst abs delta", False), Column("passed")),
+        tuple((p["cell"], (p["worst_abs_delta"], "yes" if p["passed"] else "NO")) for p in parity),
+        row_header="cell",
+        digits=3,
+    )
+    tables["identity"] = Table(
+        "Checkpoint identity",
+        (
+            Column("min audio cosine", True),
+            Column("min text cosine", True),
+            Column("similarity correlation", True),
+            Column("verdict"),
+        ),
+        tuple(
+            (
+                f"{b['hf_checkpoint']} vs {b['control']}",
+                (
+                    min(b["audio_embedding_cosine_per_clip"], default=None),
+                    min(b["text_embedding_cosine_per_clip"], default=None),
+                    b["similarity_matrix_correlation"],
+                    b["verdict"],
+                ),
+            )
+            for b in identity
+        ),
+        row_header="pair",
+        digits=6,
+    )
+    tables["published"] = Table(
+        "Published against reproduced",
+        (
+            Column("published"),
+            Column("reproduced"),
+            Column("delta"),
+            Column("tolerance"),
+            Column("status"),
+        ),
+        tuple(
+            (
+                f"{row['cell']} {row['metric']}",
+                (
+                    row["published"],
+                    row["reproduced"],
+                    row["delta"],
+                    row["tolerance"],
+                    row["status"],
+                ),
+            )
+            for row in golden["rows"]
+        ),
+        row_header="cell / metric",
+        digits=6,
+    )
+    return tables
+
+
+def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> Outcome:
+    """Run every stage; returns whether the study passed, and why not."""
+    out = Path(out)
+    failures: list[str] = []
+    results = [CellResult(c) for c in study.cells]
+
+    for res in _progress(results, "extract", progress):
+        load_cell(res, out / "cache" / "dumps")
+        if res.error is not None:
+            failures.append(f"cell {res.cell.id}: {res.error}")
+
+    for res in _progress([r for r in results if r.dump is not None], "metrics", progress):
+        _cell_metrics(res, study)
+    paired = _paired(results, study)
+
+    parity_cells: list[ParityCell] = []
+    for res in _progress([r for r in results if r.dump is not None], "parity", progress):
+        assert res.dump is not None
+        cell = parity_cell(res.dump, tolerance=DEFAULT_TOLERANCE, tie_policy=study.tie_policy)
+        cell["cell"] = res.cell.id
+        res.parity = cell
+        parity_cells.append(cell)
+        if not cell["passed"]:
+            failures.append(
+                f"metric parity failed for cell {res.cell.id} (worst {cell['worst_abs_delta']:.3g})"
+            )
+    parity: ParityBlock = {
+        "cells": parity_cells,
+        "n_cells": len(parity_cells),
+        "cells_with_multi_positive_ap": sum(1 for c in parity_cells if c["multi_positive"]),
+        "tolerance": DEFAULT_TOLERANCE,
+        "worst_abs_delta": max((c["worst_abs_delta"] for c in parity_cells), default=0.0),
+        "passed": all(c["passed"] for c in parity_cells) and len(parity_cells) == len(results),
+    }
+
+    identity_blocks = []
+    for check in _progress(list(study.identity), "identity", progress):
+        block = _identity(check)
+        identity_blocks.append(block)
+        if check.expect is not None and block["verdict"] != check.expect:
+            failures.append(
+                f"identity {check.a} vs {check.b}: {block['verdict']} (expected {check.expect})"
+            )
+
+    golden = summarize(golden_rows(study, results, progress))
+    for row in golden["rows"]:
+        if row["status"] != PASS:
+            failures.append(
+                f"published {row['cell']} {row['metric']}: {row['status']}"
+                + (f" ({row['reason']})" if row["reason"] else "")
+            )
+
+    tables = _tables(results, parity_cells, identity_blocks, golden, study.tie_policy)
+    for name, table in _progress(list(tables.items()), "tables", progress):
+        write_table(out / "tables", name, table)
+
+    verification: RetrievalVerification = {
+        "metric_parity": parity,
+        "checkpoint_identity": identity_blocks[0] if identity_blocks else None,
+        "checkpoint_identities": identity_blocks,
+        "metric_parity_passed": parity["passed"],
+        "cross_pipeline_comparable": bool(identity_blocks)
+        and all(b["verdict"] == "identical" for b in identity_blocks),
+        "failures": failures,
+        "golden": golden,
+    }
+    bundle = _bundle(study, results, paired, verification)
+    write_outputs(out, verification, render_report(study, bundle, tables), bundle)
+
+    write_manifest(out, study, [r.dump for r in results if r.dump is not None])
+    return {"passed": not failures, "failures": failures}
+
+
+def load_cell(res: CellResult, cache: Path) -> None:
+    """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised."""
+    try:
+        if res.cell.extract is not None:
+            res.dump = extract_local(res.cell, cache)
+        elif res.cell.dump is None or not res.cell.dump.is_file():
+            res.error = f"dump {res.cell.dump} is not available here"
+        else:
+            res.dump = load_dump(res.cell.dump)
+            if res.cell.sha256 == PLACEHOLDER:
+                res.error = (
+                    f"the study has no verified SHA-256 for {res.cell.dump.name} yet "
+                    f"(this file: {res.dump.sha256})"
+                )
+                res.dump = None
+            elif res.dump.sha256 != res.cell.sha256:
+                res.error = (
+                    f"dump {res.cell.dump.name} has SHA-256 {res.dump.sha256}, "
+                    f"the study expects {res.cell.sha256}"
+                )
+                res.dump = None
+    except UserError as exc:
+        res.error = str(exc)
+        res.dump = None
+
+
+def golden_rows(
+    study: RetrievalStudy, results: list[CellResult], progress: bool = False
+) -> list[ValueRow]:
+    """One row per published value: PASS, FAIL, or NOT VERIFIED when its cell has no dump."""
+    rows: list[ValueRow] = []
+    by_id = {r.cell.id: r for r in results}
+    for pub in _progress(list(study.published), "golden", progress):
+        res = by_id[pub.cell]
+        reason = res.error
+        reproduced: dict[str, float] = {}
+        if reason is None and res.dump is not None:
+            if res.retrieval is None:
+                res.retrieval = compute_retrieval(res.dump)
+            if pub.profile == "canonical":
+                m = res.retrieval.metrics(pub.tie_policy)
+                reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
+            else:
+                reproduced = compute_profile(
+                    res.dump,
+                    pub.profile,
+                    result=res.retrieval,
+                    tie_policy=pub.tie_policy,
+                ).metrics
+        rows += [
+            ValueRow(**r, provenance=pub.provenance)
+            for r in value_rows(
+                pub.cell, pub.values, pub.tolerance, reproduced, reason, pub.profile
+            )
+        ]
+    return rows
+
+
+def _identity(check: Any) -> dict[str, Any]:
+    registry = load_registry([check.registry] if check.registry else [])
+    report = compare(
+        resolve_spec(check.a, registry),
+        resolve_spec(check.b, registry),
+        load_fixture(check.audio, check.captions),
+        a_overrides=check.a_settings,
+        b_overrides=check.b_settings,
+    )
+    return dict(report["checkpoint_identity"])
+
+
+def _bundle(
+    study: RetrievalStudy,
+    results: list[CellResult],
+    paired: list[dict[str, Any]],
+    verification: RetrievalVerification,
+) -> RetrievalBundle:
+    cells = []
+    for r in results:
+        entry: BundleCell = {
+            "id": r.cell.id,
+            "model": r.cell.model,
+            "dataset": r.cell.dataset,
+            "error": r.error,
+        }
+        if r.dump is not None:
+            entry |= {
+                "dump_sha256": r.dump.sha256,
+                "n_clips": r.dump.n_clips,
+                "n_captions": r.dump.n_captions,
+                "captions_per_clip": r.dump.captions_per_clip,
+                "model_meta": {
+                    k: r.dump.meta[k]
+                    for k in (
+                        "model",
+                        "revision",
+                        "weights_sha256",
+                        "preprocessing",
+                        "inputs",
+                        "versions",
+                    )
+                    if k in r.dump.meta
+                },
+                "curves": r.curves,
+                "rank_histogram": r.rank_histogram,
+                "metrics": r.metrics,
+                "ties": r.ties,
+                "profiles": r.profiles,
+                "intervals": r.intervals,
+            }
+        cells.append(entry)
+    return {
+        "schema": RETRIEVAL_BUNDLE,
+        "definitions_version": DEFINITIONS_VERSION,
+        "study": {
+            "name": study.name,
+            "title": study.title,
+            "sha256": sha256_file(study.source),
+            "tie_policy": study.tie_policy,
+            "bootstrap": {
+                "resamples": study.bootstrap.resamples,
+                "seed": study.bootstrap.seed,
+                "level": study.bootstrap.level,
+            },
+        },
+        "cells": cells,
+        "paired_bootstrap": paired,
+        "verification": verification,
+        "status": {
+            "passed": not verification["failures"],
+            "counts": verification["golden"]["counts"],
+            "statuses": [PASS, FAIL, NOT_VERIFIED],
+        },
+    }

@@ -1,0 +1,1 @@
+"""The files a user writes to say what to check: studies, published values, settings."""

@@ -1,0 +1,555 @@
+"""Study files (``audiorepro.study/1``, TOML): what ``audiorepro reproduce`` regenerates.
+
+A study is cells of model x dataset, identity checks, and published values to verify::
+
+    schema = "audiorepro.study/1"
+    name = "demo"                       # [A-Za-z0-9._-]+
+    title = "A short description"       # optional
+    profiles = ["canonical", "laion-clap"]   # optional, default ["canonical"]
+    tie_policy = "pessimistic"          # optional
+    bootstrap = { resamples = 1000, seed = 0, level = 0.95 }   # optional
+
+    [[cell]]
+    id = "tiny-laion/fixture"           # unique
+    model = "tiny-laion"                # the table row
+    dataset = "fixture"                 # one table per dataset and direction
+    dump = "dumps/x.npz"                # relative to the study file ...
+    sha256 = "<64 hex>"                 # ... with the hash it must have
+    # or, instead of dump/sha256, how to make it:
+    # extract = { model = "tiny-laion", audio = "audio/", captions = "captions.csv",
+    #             registry = "registry.toml", settings = { batch_size = 2 } }
+
+    [[identity]]
+    a = "tiny-hf"
+    b = "tiny-laion"
+    registry = "registry.toml"          # optional
+
+    [[published]]
+    cell = "tiny-laion/fixture"
+    profile = "canonical"               # optional, default canonical
+    tolerance = 1e-9
+    provenance = "paper, table, URL, or 'seed kit output'"
+    values = { "t2a/r@1" = 0.5 }
+
+A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks:
+each is one model's prediction file (``predictions``, ``sha256``, ``model``, ``family``,
+optional ``corpus`` and ``n_targets``); its published values are named by their path in the
+probe report (``regression/valence/mae``).
+
+The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
+(:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
+:func:`load_study` checks everything before any work starts: unknown or missing keys, types,
+unknown profile and metric names, duplicate or unknown cell ids, missing files, and every
+dump's SHA-256 against the study's. Each problem is a :class:`~audiorepro.core.errors.UserError`
+naming the file and the key (``cell[2].sha256``).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.config import JsonDict
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import read_text
+from audiorepro.metrics.retrieval import TiePolicy
+from audiorepro.specs.published import (
+    PROFILES_SCHEMA,
+    DumpSha256,
+    Number,
+    canonical_metric_problem,
+    known_profile,
+)
+from audiorepro.specs.schema import KeyProblem, Spec, validate
+from audiorepro.specs.settings import parse_value
+
+SCHEMA = "audiorepro.study/1"
+KINDS = ("retrieval", "probe")
+VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
+Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
+#: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
+PROBE_METRIC = re.compile(
+    r"^(regression/[^/]+/(n|mae|normalized_mae|rmse|pearson|spearman)"
+    r"|classification/(n|accuracy|balanced_accuracy|macro_f1)"
+    r"|events/(frame_f1|start_mae_s|end_mae_s|oracle_span_class_accuracy"
+    r"|detected_span_class_accuracy|iou/(0\.1|0\.3|0\.5)/(precision|recall|f1|matched))"
+    r"|vectors/(n|mean_cosine))$"
+)
+_PROBE_METRICS = (
+    "regression/<target>/<mae|normalized_mae|rmse|pearson|spearman|n>, "
+    "classification/<accuracy|balanced_accuracy|macro_f1|n>, "
+    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>> "
+    "or vectors/<mean_cosine|n>"
+)
+
+# --- the file format (what a user writes) --------------------------------------------------
+
+Name = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="the study's name: letters, digits, '.', '_' or '-'",
+    ),
+]
+FileSha256 = Annotated[
+    str,
+    Field(pattern=r"^[0-9a-f]{64}$", description="the file's SHA-256: 64 lowercase hex digits"),
+]
+RelativePath = Annotated[str, Field(description="a path (relative to the study file)")]
+
+
+def _known_profiles(value: list[str] | None) -> list[str] | None:
+    for p in value or ():
+        known_profile(p)
+    return value
+
+
+_PROFILES_SCHEMA: JsonDict = {"items": PROFILES_SCHEMA}
+
+
+class BootstrapSpec(Spec):
+    """How the 95% intervals are drawn: resamples, seed, level."""
+
+    resamples: int = Field(1000, ge=1, description="an integer >= 1")
+    seed: int = Field(0, description="an integer")
+    level: float = Field(0.95, gt=0, lt=1, description="a level in (0, 1)")
+
+
+class ExtractSpec(Spec):
+    """How to make a cell's dump: model, audio folder, captions, registry, settings."""
+
+    model: str = Field(description="a model spec or registry name")
+    audio: RelativePath
+    captions: RelativePath
+    registry: RelativePath | None = None
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="a table of preprocessing settings"
+    )
+    device: str = Field("cpu", description="a torch device name")
+
+
+class CellSpec(Spec):
+    """One model x dataset: a dump with its SHA-256, or how to extract it."""
+
+    id: str = Field(description="a unique cell id")
+    model: str = Field(description="the model's name (the table row)")
+    dataset: str = Field(description="the dataset's name (one table per dataset)")
+    dump: RelativePath | None = None
+    sha256: DumpSha256 | None = None
+    extract: ExtractSpec | None = None
+    profiles: list[str] | None = Field(
+        None, description="a list of profiles", json_schema_extra=_PROFILES_SCHEMA
+    )
+
+    _profiles = field_validator("profiles")(_known_profiles)
+
+
+class IdentitySpec(Spec):
+    """A checkpoint-identity check between two model specs."""
+
+    a: str = Field(description="a model spec")
+    b: str = Field(description="a model spec")
+    registry: RelativePath | None = None
+    a_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
+    b_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
+    audio: RelativePath | None = None
+    captions: RelativePath | None = None
+    expect: Verdict | None = Field(None, description=f"one of {', '.join(VERDICTS)}")
+
+
+class PublishedSpec(Spec):
+    """Published values of one cell (or run), with their tolerance and provenance."""
+
+    cell: str = Field(description="the id of a cell (or run) of this study")
+    profile: str = Field(
+        "canonical", description="a profile name", json_schema_extra=PROFILES_SCHEMA
+    )
+    tie_policy: TiePolicy | None = Field(None, description="the tie policy of the values")
+    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
+    provenance: str = Field(description="where the value was published")
+    values: dict[str, Number] = Field(
+        min_length=1, description="a table of metric -> published value"
+    )
+
+    _profile = field_validator("profile")(known_profile)
+
+
+class RunSpec(Spec):
+    """One probe run: a model's prediction file (for one classification corpus)."""
+
+    id: str = Field(description="a unique run id")
+    model: str = Field(description="the model's name")
+    family: str = Field(description="the model family (for family means)")
+    predictions: RelativePath
+    sha256: FileSha256
+    corpus: str | None = Field(None, description="the classification corpus's name")
+    n_targets: int | None = Field(None, ge=0, description="the number of regression targets")
+
+
+class _StudyFile(Spec):
+    schema_: Literal["audiorepro.study/1"] = Field(alias="schema", description="the format id")
+    name: Name
+    title: str | None = Field(None, description="a title")
+    tie_policy: TiePolicy = Field("pessimistic", description="the tie policy of every metric")
+    bootstrap: BootstrapSpec = Field(default_factory=BootstrapSpec, description="a table")
+
+
+class RetrievalStudyFile(_StudyFile):
+    """A retrieval study: cells of model x dataset, identity checks, published values."""
+
+    kind: Literal["retrieval"] = Field("retrieval", description="the study kind")
+    profiles: list[str] = Field(
+        default_factory=lambda: ["canonical"],
+        description="a list of profiles",
+        json_schema_extra=_PROFILES_SCHEMA,
+    )
+    cell: list[CellSpec] = Field(min_length=1, description="at least one [[cell]]")
+    identity: list[IdentitySpec] = Field(
+        default_factory=list, description="a list of [[identity]] tables"
+    )
+    published: list[PublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+    _profiles = field_validator("profiles")(_known_profiles)
+
+
+class ProbeStudyFile(_StudyFile):
+    """A probe study: runs of prediction files and published values of their metrics."""
+
+    kind: Literal["probe"] = Field(description="the study kind")
+    run: list[RunSpec] = Field(min_length=1, description="at least one [[run]]")
+    published: list[PublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_retrieval_tables(cls, data: Any) -> Any:
+        for key in ("cell", "identity", "profiles"):
+            if isinstance(data, dict) and key in data:
+                raise KeyProblem(
+                    (key,), "is for retrieval studies; a probe study has [[run]] tables"
+                )
+        return data
+
+
+# --- the loaded study (paths resolved, defaults applied) -----------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One probe run: a model's prediction file (for one classification corpus)."""
+
+    id: str
+    model: str
+    family: str
+    predictions: Path
+    sha256: str
+    corpus: str | None = None
+    n_targets: int | None = None
+
+
+@dataclass(frozen=True)
+class Extraction:
+    model: str
+    audio: Path
+    captions: Path
+    registry: Path | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    model: str
+    dataset: str
+    dump: Path | None
+    sha256: str | None
+    extract: Extraction | None
+    profiles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IdentityCheck:
+    a: str
+    b: str
+    registry: Path | None = None
+    a_settings: dict[str, Any] = field(default_factory=dict)
+    b_settings: dict[str, Any] = field(default_factory=dict)
+    audio: Path | None = None
+    captions: Path | None = None
+    #: The verdict the study requires; another verdict is a failure. None: record only.
+    expect: str | None = None
+
+
+@dataclass(frozen=True)
+class Published:
+    cell: str
+    profile: str
+    tie_policy: TiePolicy
+    tolerance: float
+    provenance: str
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    resamples: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+
+@dataclass(frozen=True)
+class RetrievalStudy:
+    """A retrieval study, loaded: cells, identity checks, published values."""
+
+    name: str
+    title: str
+    source: Path
+    profiles: tuple[str, ...]
+    tie_policy: TiePolicy
+    bootstrap: Bootstrap
+    cells: tuple[Cell, ...]
+    identity: tuple[IdentityCheck, ...]
+    published: tuple[Published, ...]
+    kind: Literal["retrieval"] = "retrieval"
+
+    def cell(self, cell_id: str) -> Cell:
+        return next(c for c in self.cells if c.id == cell_id)
+
+
+@dataclass(frozen=True)
+class ProbeStudy:
+    """A probe study, loaded: runs of prediction files and published values."""
+
+    name: str
+    title: str
+    source: Path
+    published: tuple[Published, ...]
+    runs: tuple[Run, ...]
+    kind: Literal["probe"] = "probe"
+
+
+Study = RetrievalStudy | ProbeStudy
+
+
+def _path(source: Path, key: str, text: str | None, *, must_exist: bool) -> Path | None:
+    if text is None:
+        return None
+    path: Path = (source.parent / text).resolve()
+    if must_exist and not path.exists():
+        raise UserError(f"{text!r} does not exist (looked for {path})", source=source, key=key)
+    return path
+
+
+def _required_path(source: Path, key: str, text: str, *, must_exist: bool) -> Path:
+    path = _path(source, key, text, must_exist=must_exist)
+    assert path is not None
+    return path
+
+
+def _published(
+    spec: PublishedSpec, i: int, source: Path, ids: set[str], tie: TiePolicy, kind: str
+) -> Published:
+    where = f"published[{i}]"
+    what = "cell" if kind == "retrieval" else "run"
+    if spec.cell not in ids:
+        raise UserError(
+            f"names {spec.cell!r}, which is not a {what} of this study",
+            source=source,
+            key=f"{where}.cell",
+        )
+    for metric in spec.values:
+        if kind == "probe" and not PROBE_METRIC.match(metric):
+            raise UserError(
+                f"unknown probe metric; expected {_PROBE_METRICS}",
+                source=source,
+                key=f"{where}.values.{metric}",
+            )
+        problem = canonical_metric_problem(metric)
+        if kind == "retrieval" and spec.profile == "canonical" and problem is not None:
+            raise UserError(problem, source=source, key=f"{where}.values.{metric}")
+    return Published(
+        cell=spec.cell,
+        profile=spec.profile,
+        tie_policy=spec.tie_policy or tie,
+        tolerance=spec.tolerance,
+        provenance=spec.provenance,
+        values=dict(spec.values),
+    )
+
+
+def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], strict: bool) -> Cell:
+    where = f"cell[{i}]"
+    if (spec.dump is None) == (spec.extract is None):
+        raise UserError(
+            "give exactly one of 'dump' (with 'sha256') or 'extract'",
+            source=source,
+            key=f"{where}.dump",
+        )
+    extraction = None
+    if spec.dump is not None and spec.sha256 is None:
+        raise UserError(
+            "is missing; expected the dump's SHA-256 (64 hex digits)",
+            source=source,
+            key=f"{where}.sha256",
+        )
+    if spec.extract is not None:
+        e, at = spec.extract, f"{where}.extract"
+        extraction = Extraction(
+            model=e.model,
+            audio=_required_path(source, f"{at}.audio", e.audio, must_exist=strict),
+            captions=_required_path(source, f"{at}.captions", e.captions, must_exist=strict),
+            registry=_path(source, f"{at}.registry", e.registry, must_exist=True),
+            settings=dict(e.settings),
+            device=e.device,
+        )
+        for key, value in extraction.settings.items():
+            parse_value(key, value, source=f"{source}: {at}.settings")
+    return Cell(
+        id=spec.id,
+        model=spec.model,
+        dataset=spec.dataset,
+        dump=_path(source, f"{where}.dump", spec.dump, must_exist=strict),
+        sha256=spec.sha256 if spec.dump is not None else None,
+        extract=extraction,
+        profiles=tuple(spec.profiles or ()) or profiles,
+    )
+
+
+def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
+    spec = validate(RetrievalStudyFile, doc, source=str(source))
+    profiles = tuple(spec.profiles)
+    cells = tuple(_cell(c, i, source, profiles, strict) for i, c in enumerate(spec.cell))
+    seen: set[str] = set()
+    for i, c in enumerate(cells):
+        if c.id in seen:
+            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
+        seen.add(c.id)
+    identity = tuple(
+        IdentityCheck(
+            a=ir.a,
+            b=ir.b,
+            registry=_path(source, f"identity[{i}].registry", ir.registry, must_exist=True),
+            a_settings=dict(ir.a_settings),
+            b_settings=dict(ir.b_settings),
+            audio=_path(source, f"identity[{i}].audio", ir.audio, must_exist=True),
+            captions=_path(source, f"identity[{i}].captions", ir.captions, must_exist=True),
+            expect=ir.expect,
+        )
+        for i, ir in enumerate(spec.identity)
+    )
+    published = tuple(
+        _published(p, i, source, seen, spec.tie_policy, "retrieval")
+        for i, p in enumerate(spec.published)
+    )
+    b = spec.bootstrap
+    study = RetrievalStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        profiles=profiles,
+        tie_policy=spec.tie_policy,
+        bootstrap=Bootstrap(resamples=b.resamples, seed=b.seed, level=b.level),
+        cells=cells,
+        identity=identity,
+        published=published,
+    )
+    if strict:
+        check_dump_hashes(study)
+    return study
+
+
+def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
+    spec = validate(ProbeStudyFile, doc, source=str(source))
+    runs = []
+    seen: set[str] = set()
+    for i, r in enumerate(spec.run):
+        if r.id in seen:
+            raise UserError(f"repeats run id {r.id!r}", source=source, key=f"run[{i}].id")
+        seen.add(r.id)
+        # A declared run whose file is missing is an incomplete study, reported by the
+        # runner (exit 1), not a malformed one.
+        predictions = _required_path(
+            source, f"run[{i}].predictions", r.predictions, must_exist=False
+        )
+        if strict and predictions.is_file() and sha256_file(predictions) != r.sha256:
+            raise UserError(
+                f"predictions {predictions.name} have SHA-256 {sha256_file(predictions)}, "
+                f"the study expects {r.sha256}",
+                source=source,
+                key=f"run[{i}].sha256",
+            )
+        runs.append(
+            Run(
+                id=r.id,
+                model=r.model,
+                family=r.family,
+                predictions=predictions,
+                sha256=r.sha256,
+                corpus=r.corpus,
+                n_targets=r.n_targets,
+            )
+        )
+    published = tuple(
+        _published(p, i, source, seen, spec.tie_policy, "probe")
+        for i, p in enumerate(spec.published)
+    )
+    return ProbeStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        published=published,
+        runs=tuple(runs),
+    )
+
+
+def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
+    """Parse and validate a study. ``strict=False`` (for ``verify``) lets a dump be missing or
+    differ from its hash: such a cell's values are then reported NOT VERIFIED, not an error."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"is not valid TOML ({exc})", source=source) from None
+    kind = doc.get("kind", "retrieval")
+    if kind not in KINDS:
+        raise UserError(
+            f"is {kind!r}; expected one of {', '.join(KINDS)}", source=source, key="kind"
+        )
+    if kind == "probe":
+        return _probe(doc, source, strict)
+    return _retrieval(doc, source, strict)
+
+
+def check_dump_hashes(study: RetrievalStudy) -> None:
+    """Every dump the study names must have the SHA-256 the study states."""
+    for i, cell in enumerate(study.cells):
+        if cell.dump is None:
+            continue
+        got = sha256_file(cell.dump)
+        if cell.sha256 == PLACEHOLDER:
+            raise UserError(
+                f"has no verified SHA-256 for dump {cell.dump.name} yet ({PLACEHOLDER!r}); the "
+                f"file here hashes to {got}: record it once the dump is verified",
+                source=study.source,
+                key=f"cell[{i}].sha256",
+            )
+        if got != cell.sha256:
+            raise UserError(
+                f"dump {cell.dump.name} has SHA-256 {got}, the study expects {cell.sha256}",
+                source=study.source,
+                key=f"cell[{i}].sha256",
+            )
+
+
+def load_study(path: str | Path, *, strict: bool = True) -> Study:
+    path = Path(path)
+    return parse_study(read_text(path, what="a .toml study"), path.resolve(), strict=strict)

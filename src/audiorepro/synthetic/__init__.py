@@ -1,0 +1,1 @@
+"""Seeded synthetic data: fixture dumps, fixture clips, probe runs, golden values."""

@@ -1,0 +1,228 @@
+"""The package's layout: layers in one declared order, no import circle, imports at the top.
+
+Imports inside functions count as imports here: a circle hidden by a lazy import is still a
+circle. A module may import its own layer and the layers below it, never one above.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "audiorepro"
+
+#: The layers, lowest first. A module belongs to the longest entry its name starts with.
+LAYERS = (
+    "audiorepro.core",  # errors, atomic deterministic output, hashing, progress, threads
+    "audiorepro.formats",  # data files: dump, audio, captions, probe predictions
+    "audiorepro.metrics",  # pure metric functions over dumps and predictions
+    "audiorepro.reference",  # the independent reference, sharing nothing with metrics
+    "audiorepro.specs",  # files a user writes: study, published values, settings, registry
+    "audiorepro.render",  # tables and the HTML report
+    "audiorepro.synthetic",  # seeded fixture data
+    "audiorepro.models",  # everything that loads weights
+    "audiorepro.checks",  # parity, verify, explain, selfcheck, locks
+    "audiorepro.runner.cache",  # the extraction cache, shared by the executors
+    "audiorepro.runner.executors",  # local and Slurm extraction, called by the runner
+    "audiorepro.runner",  # study -> output folder
+    "audiorepro.cli",  # argument parsing and printing
+    "audiorepro",  # entry points only: __init__, __main__
+)
+#: Dependencies heavy enough to import lazily, inside the function that needs them: the
+#: optional model, Slurm and browser stacks, and scipy.signal (half a second at every start of
+#: the command line, for the few clips that need resampling).
+LAZY = {
+    "scipy.signal",
+    "torch",
+    "torchaudio",
+    "laion_clap",
+    "transformers",
+    "safetensors",
+    "soundfile",
+    "huggingface_hub",
+    "submitit",
+    "selenium",
+    "tqdm",
+    "threadpoolctl",
+}
+
+
+def _lazy_ok(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LAZY)
+
+
+def modules(root: Path = SRC) -> dict[str, Path]:
+    out = {}
+    for path in sorted((root / "audiorepro").rglob("*.py")):
+        name = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        out[name] = path
+    return out
+
+
+def imports(name: str, path: Path, known: set[str]) -> list[tuple[str, int, bool]]:
+    """(imported module of the package, line, inside a function) for every import in ``path``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nested: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            nested |= {id(n) for n in ast.walk(node) if n is not node}
+    out = []
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):
+                out.append((target, node.lineno, id(node) in nested))
+    return out
+
+
+def graph(root: Path = SRC) -> dict[str, set[str]]:
+    mods = modules(root)
+    return {m: {t for t, _, _ in imports(m, p, set(mods))} for m, p in mods.items()}
+
+
+def layer(module: str) -> int:
+    matches = [i for i, p in enumerate(LAYERS) if module == p or module.startswith(p + ".")]
+    assert matches, f"{module} is in no layer: add its folder to LAYERS"
+    return max(matches, key=lambda i: len(LAYERS[i]))
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{a} -> {b}" for a, targets in edges.items() for b in targets if layer(b) > layer(a)
+    )
+
+
+def test_no_import_circle() -> None:
+    assert circles(graph()) == []
+
+
+def test_no_upward_import() -> None:
+    assert upward(graph()) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in modules():
+        layer(module)
+
+
+def test_imports_at_module_top_unless_heavy() -> None:
+    mods = modules()
+    lazy = []
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                else:
+                    continue
+                lazy += [f"{name}:{node.lineno} {n}" for n in names if not _lazy_ok(n)]
+    assert lazy == []
+
+
+def test_top_level_holds_only_entry_points() -> None:
+    top = {p.name for p in PACKAGE.glob("*.py")}
+    assert top == {"__init__.py", "__main__.py"}
+
+
+# The checks themselves must be able to fail: a circle and an upward import on a toy package.
+def _toy(tmp: Path, files: dict[str, str]) -> dict[str, set[str]]:
+    for rel, text in files.items():
+        path = tmp / "audiorepro" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return graph(tmp)
+
+
+def test_a_circle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
+    edges = _toy(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runner/__init__.py": "",
+            "runner/a.py": "from audiorepro.runner.b import g\n",
+            "runner/b.py": "def g():\n    from audiorepro.runner import a\n",
+        },
+    )
+    assert circles(edges) == [["audiorepro.runner.a", "audiorepro.runner.b"]]
+
+
+def test_a_relative_circle_is_found(tmp_path: Path) -> None:
+    edges = _toy(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/a.py": "from .b import x\n",
+            "core/b.py": "from . import a\n",
+        },
+    )
+    assert circles(edges) == [["audiorepro.core.a", "audiorepro.core.b"]]
+
+
+UPWARD = [
+    ("metrics/x.py", "from audiorepro.models import y\n", "audiorepro.metrics.x", "models"),
+    ("runner/executors/x.py", "def f():\n    import audiorepro.runner.y\n",
+     "audiorepro.runner.executors.x", "runner"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("module", "text", "lower", "upper"), UPWARD)
+def test_an_upward_import_is_found(
+    tmp_path: Path, module: str, text: str, lower: str, upper: str
+) -> None:
+    edges = _toy(tmp_path, {module: text, "models/y.py": "", "runner/y.py": ""})
+    assert upward(edges) == [f"{lower} -> audiorepro.{upper}.y"]

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Write the JSON Schemas of audiorepro's file formats into docs/schemas/, or check them.
+
+The schemas are generated from the declarations the package validates with (the pydantic
+models of ``audiorepro.specs``) and the typed records it writes (``audiorepro.metrics``,
+``audiorepro.runner.outputs``), so that editors can check a study as it is typed. Usage::
+
+    python tools/schemas.py           # regenerate docs/schemas/*.schema.json
+    python tools/schemas.py --check   # exit 1 when a file differs from a regeneration
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from audiorepro.core.io import json_dumps  # noqa: E402
+from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
+from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
+from audiorepro.runner.outputs import (  # noqa: E402
+    ProbeBundle,
+    ProbeVerification,
+    RetrievalBundle,
+    RetrievalVerification,
+)
+from audiorepro.specs.published import SCHEMA as PUBLISHED_SCHEMA  # noqa: E402
+from audiorepro.specs.published import PublishedFile  # noqa: E402
+from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
+from audiorepro.specs.registry import RegistryFile  # noqa: E402
+from audiorepro.specs.schema import json_schema  # noqa: E402
+from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
+from audiorepro.specs.study import ProbeStudyFile, RetrievalStudyFile  # noqa: E402
+
+OUT = ROOT / "docs" / "schemas"
+BASE = "https://audiorepro.invalid/schemas/"
+#: file stem -> (type, title); TOML formats validate as the JSON of their parsed document.
+FORMATS: dict[str, tuple[Any, str]] = {
+    "study": (
+        RetrievalStudyFile | ProbeStudyFile,
+        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval or a probe study",
+    ),
+    "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
+    "registry": (RegistryFile, f"audiorepro checkpoint registry ({REGISTRY_SCHEMA}, TOML)"),
+    "metrics": (MetricsReport, f"audiorepro metrics --json ({METRICS_SCHEMA})"),
+    "verification": (
+        RetrievalVerification | ProbeVerification,
+        "audiorepro reproduce: verification.json (retrieval or probe study)",
+    ),
+    "bundle": (
+        RetrievalBundle | ProbeBundle,
+        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval or probe study)",
+    ),
+}
+
+
+def build() -> dict[str, str]:
+    """File name -> canonical JSON text of every schema."""
+    return {
+        f"{stem}.schema.json": json_dumps(
+            json_schema(kind, title=title, schema_id=f"{BASE}{stem}.schema.json")
+        )
+        for stem, (kind, title) in FORMATS.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare, write nothing")
+    args = parser.parse_args(argv)
+    texts = build()
+    stale = sorted(
+        name
+        for name, text in texts.items()
+        if not (OUT / name).is_file() or (OUT / name).read_text() != text
+    )
+    extra = sorted(p.name for p in OUT.glob("*.schema.json") if p.name not in texts)
+    if args.check:
+        for name in stale + extra:
+            print(
+                f"docs/schemas/{name} is not current: run python tools/schemas.py", file=sys.stderr
+            )
+        return 1 if stale or extra else 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in stale:
+        (OUT / name).write_text(texts[name])
+        print(f"wrote docs/schemas/{name} ({len(json.loads(texts[name]).get('$defs', {}))} defs)")
+    for name in extra:
+        (OUT / name).unlink()
+        print(f"removed docs/schemas/{name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
