@@ -94,7 +94,7 @@ def test_dcase_value_interval_and_canonical_side_by_side(
 
 
 def test_dcase_cause_names_ties_or_rounding() -> None:
-    from audiorepro.explain import _cause
+    from audiorepro.checks.explain import _cause
 
     tied = _cause("dcase", "R@1", "t2a", 0.5, 0.4, (0.6, 0.4), [0.6, 0.4])
     assert "numpy.argsort" in tied and "[0.4, 0.6]" in tied
