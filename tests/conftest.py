@@ -95,7 +95,7 @@ LAYERS = {
         "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
     },
     "integration": {
-        "test_cli.py", "test_core_install.py", "test_explain.py", "test_models.py",
+        "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
         "test_probe_study.py", "test_profile_laion_clap.py", "test_selfcheck.py",
         "test_verify.py",
     },

@@ -274,8 +274,8 @@ def served(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def test_clotho_is_downloaded_md5_checked_and_prepared(tmp_path: Path) -> None:
-    from audiorepro.fetch.datasets import dataset_record
     from audiorepro.formats.captions import list_audio, match_audio, read_captions
+    from audiorepro.formats.coverage import dataset_record
 
     files = clotho_files(tmp_path)
     reg = datasets_registry(tmp_path, files)
@@ -370,8 +370,8 @@ def test_audiocaps_lists_only_present_clips_and_counts_the_rest(tmp_path: Path) 
     import numpy as np
     import soundfile
 
-    from audiorepro.fetch.datasets import dataset_record, present_digest
     from audiorepro.formats.captions import list_audio, match_audio, read_captions
+    from audiorepro.formats.coverage import dataset_record, present_digest
 
     ids = ["abcdefghijk", "Bcdefghijkl", "c-d_efghijk", "dddddddddddd"[:11], "eeeeeeeeeee"]
     csv_bytes = audiocaps_csv(ids)

@@ -24,6 +24,7 @@ LAYERS = (
     "audiorepro.render",  # tables and the HTML report
     "audiorepro.synthetic",  # seeded fixture data
     "audiorepro.models",  # everything that loads weights
+    "audiorepro.fetch",  # the one downloader: pinned checkpoints and hashed datasets
     "audiorepro.checks",  # parity, verify, explain, selfcheck, locks
     "audiorepro.runner.cache",  # the extraction cache, shared by the executors
     "audiorepro.runner.executors",  # local and Slurm extraction, called by the runner
@@ -32,8 +33,8 @@ LAYERS = (
     "audiorepro",  # entry points only: __init__, __main__
 )
 #: Dependencies heavy enough to import lazily, inside the function that needs them: the
-#: optional model, Slurm and browser stacks, and scipy.signal (half a second at every start of
-#: the command line, for the few clips that need resampling).
+#: optional model stack (with fetch's downloaders), Slurm and browser stacks, and scipy.signal
+#: (half a second at every start of the command line, for the few clips that need resampling).
 LAZY = {
     "scipy.signal",
     "torch",
@@ -43,6 +44,9 @@ LAZY = {
     "safetensors",
     "soundfile",
     "huggingface_hub",
+    "pooch",
+    "py7zr",
+    "requests",
     "submitit",
     "selenium",
     "tqdm",

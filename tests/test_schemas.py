@@ -95,12 +95,12 @@ HASH = {"a": "0" * 64}
         (
             _registry({"format": "hf", "repo": 5, "weights": HASH}),
             "checkpoints.m.repo",
-            "is 5; expected hf: a hub repository",
+            "is 5; expected a hub repository",
         ),
         (
             _registry({"format": "hf", "wieghts": {}}),
             "checkpoints.m.wieghts",
-            "unknown key; expected some of architecture, description, file, format",
+            "unknown key; expected some of architecture, description, file, files, format",
         ),
     ],
 )

@@ -20,6 +20,7 @@ from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import verify_lines, verify_published
 from audiorepro.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UserError
 from audiorepro.core.io import json_dumps, write_json
+from audiorepro.fetch import run_fetch
 from audiorepro.formats.dump import load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.metrics.profiles import PROFILES, compute_profile
@@ -35,6 +36,7 @@ from audiorepro.models import identity as ident
 from audiorepro.models.extract import extract as run_extract
 from audiorepro.models.extract import merge as run_merge
 from audiorepro.models.extract import parse_shard
+from audiorepro.models.extract_jobs import extract_in_processes
 from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
@@ -329,8 +331,6 @@ def extract(
 ) -> None:
     """Embed every clip and caption with one model and write the dump format (.npz)."""
     if jobs > 1:
-        from audiorepro.models.extract_jobs import extract_in_processes
-
         if shard is not None:
             raise click.UsageError("--jobs and --shard do not go together")
         args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
@@ -713,8 +713,6 @@ def fetch(
 ) -> None:
     """Download checkpoints (at their pinned hub commit) and datasets, and check every file's
     hash before reporting success; the only command that downloads."""
-    from audiorepro.fetch import run_fetch
-
     code = run_fetch(names, registries, cache, mirror, data, audio, click.echo)
     if code:
         raise SystemExit(code)

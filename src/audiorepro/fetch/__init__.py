@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_text
+from audiorepro.fetch import hub
 from audiorepro.fetch.datasets import SCHEMA as DATASETS_SCHEMA
 from audiorepro.fetch.datasets import (
     Dataset,
@@ -22,6 +24,7 @@ from audiorepro.fetch.datasets import (
     prepare_clotho,
     read_datasets,
 )
+from audiorepro.models.registry import load_registry, load_support
 
 __all__ = ["run_fetch"]
 
@@ -49,10 +52,6 @@ def run_fetch(
     say: Say,
 ) -> int:
     """Fetch every name (checkpoints and datasets); returns the exit code."""
-    from audiorepro.core.hashing import PLACEHOLDER
-    from audiorepro.fetch import hub
-    from audiorepro.models.registry import load_registry, load_support
-
     model_files, dataset_files = _split_registries(registries)
     models = load_registry(model_files)
     support = load_support(model_files)

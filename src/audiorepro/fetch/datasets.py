@@ -13,10 +13,8 @@ nothing; the next ``fetch`` restarts it, up to three attempts per call), then pr
   ``Y<youtube_id>`` or ``<youtube_id>_<start>`` ``.wav``/``.flac``), ``audio.txt`` listing them
   and ``captions.csv`` (``file_name,caption``) with the captions of the present clips only.
 
-Both get ``dataset.json`` (schema ``audiorepro.dataset/1``): clips expected, present and
-missing, the SHA-256 of the sorted present-clip list, the source files' hashes. ``extract``
-copies it into the dump's ``meta_json`` (``inputs.dataset``) when it sits beside the captions
-file it reads and describes that file, so "957 of 975" travels with every dump and report.
+Both get ``dataset.json`` (:mod:`audiorepro.formats.coverage`): clips expected, present and
+missing, the SHA-256 of the sorted present-clip list, the source files' hashes.
 """
 
 from __future__ import annotations
@@ -36,10 +34,10 @@ from urllib.parse import urlsplit
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text, read_toml
+from audiorepro.formats.captions import list_audio, read_captions
+from audiorepro.formats.coverage import RECORD_NAME, RECORD_SCHEMA, present_digest
 
 SCHEMA = "audiorepro.datasets/1"
-RECORD_SCHEMA = "audiorepro.dataset/1"
-RECORD_NAME = "dataset.json"
 KINDS = ("clotho", "audiocaps")
 ATTEMPTS = 3
 _HASH = re.compile(r"^(md5:[0-9a-f]{32}|sha256:[0-9a-f]{64})$")
@@ -201,15 +199,6 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def present_digest(clips: list[str]) -> str:
-    """SHA-256 of the sorted present-clip list, one name per line.
-
-    >>> present_digest(["b", "a"]) == _sha256(b"a\\nb\\n")
-    True
-    """
-    return _sha256("".join(f"{c}\n" for c in sorted(clips)).encode())
-
-
 def _record(out: Path, record: dict[str, Any]) -> None:
     captions = out / "captions.csv"
     record = {"schema": RECORD_SCHEMA, **record, "captions_sha256": _sha256(captions.read_bytes())}
@@ -250,8 +239,6 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
         staged.replace(audio)
     shutil.copyfile(captions_src, out / ".captions.csv.tmp")
     (out / ".captions.csv.tmp").replace(out / "captions.csv")
-    from audiorepro.formats.captions import list_audio, read_captions
-
     caps = read_captions(out / "captions.csv")
     wavs = list_audio(audio)
     present = [c for c in caps.clips if c in wavs]
@@ -360,27 +347,4 @@ def prepare_audiocaps(
         "sources": {f.name: f.hash for f in ds.files},
     }
     _record(out, record)
-    return record
-
-
-def dataset_record(captions: Path) -> dict[str, Any] | None:
-    """The ``dataset.json`` beside ``captions`` when it describes that file; else None."""
-    import json
-
-    path = captions.parent / RECORD_NAME
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=path) from None
-    if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
-        return None
-    if record.get("captions_sha256") != _sha256(captions.read_bytes()):
-        raise UserError(
-            f"describes another captions file than {captions.name} (captions_sha256 differs): "
-            "rerun `audiorepro fetch` to prepare the dataset again",
-            source=path,
-            key="captions_sha256",
-        )
     return record

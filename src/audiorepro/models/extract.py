@@ -29,6 +29,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
 from audiorepro.formats.captions import Captions, list_audio, match_audio, read_captions
+from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import make_dump, read_npz, save_dump
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
 from audiorepro.models.registry import ModelSpec
@@ -87,8 +88,6 @@ def shard_range(n_items: int, batch_size: int, shard: tuple[int, int] | None) ->
 
 
 def _inputs(captions_path: Path, caps: Captions, paths: list[Path]) -> dict[str, Any]:
-    from audiorepro.fetch.datasets import dataset_record
-
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
     # A dataset prepared by `fetch` (which clips of the published set are present) travels
     # with the dump; absent for a plain folder, so other dumps keep their bytes.

@@ -17,12 +17,11 @@ import tempfile
 from pathlib import Path
 
 from audiorepro.core.errors import UserError
+from audiorepro.models.extract import merge
 
 
 def extract_in_processes(args: list[str], out: Path, jobs: int) -> None:
     """Run ``audiorepro extract ARGS --shard i/N --out PART`` N times at once, then merge."""
-    from audiorepro.models.extract import merge
-
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".extract-jobs-") as tmp:
         parts = [Path(tmp) / f"part{i}.npz" for i in range(jobs)]

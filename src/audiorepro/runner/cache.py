@@ -11,6 +11,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.captions import list_audio, read_captions
+from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.models.extract import extract
 from audiorepro.models.registry import load_registry, resolve_spec
@@ -36,7 +37,7 @@ def extract_key(cell: Cell) -> str:
         "captions": sha256_file(e.captions),
         "audio": listing,
     }
-    record = e.captions.parent / "dataset.json"
+    record = record_path(e.captions)
     if record.is_file():  # a dataset prepared by fetch: its coverage record is in the dump
         key["dataset"] = sha256_file(record)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,54 @@
+"""Which clips of a published evaluation set a prepared dataset has (``dataset.json``).
+
+``audiorepro fetch`` writes ``dataset.json`` (schema ``audiorepro.dataset/1``) beside the
+captions file it prepares: clips expected, present and missing, extra files, the SHA-256 of
+the sorted present-clip list, the source files' hashes and the captions file's SHA-256.
+``extract`` copies it into the dump's ``meta_json`` (``inputs.dataset``) when it sits beside
+the captions file it reads and describes that file, so "957 of 975" travels with the dump.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from audiorepro.core.errors import UserError
+
+RECORD_SCHEMA = "audiorepro.dataset/1"
+RECORD_NAME = "dataset.json"
+
+
+def present_digest(clips: list[str]) -> str:
+    """SHA-256 of the sorted present-clip list, one name per line.
+
+    >>> present_digest(["b", "a"]) == hashlib.sha256(b"a\\nb\\n").hexdigest()
+    True
+    """
+    return hashlib.sha256("".join(f"{c}\n" for c in sorted(clips)).encode()).hexdigest()
+
+
+def record_path(captions: Path) -> Path:
+    return captions.parent / RECORD_NAME
+
+
+def dataset_record(captions: Path) -> dict[str, Any] | None:
+    """The ``dataset.json`` beside ``captions`` when it describes that file; else None."""
+    path = record_path(captions)
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
+        return None
+    if record.get("captions_sha256") != hashlib.sha256(captions.read_bytes()).hexdigest():
+        raise UserError(
+            f"describes another captions file than {captions.name} (captions_sha256 differs): "
+            "rerun `audiorepro fetch` to prepare the dataset again",
+            source=path,
+            key="captions_sha256",
+        )
+    return record
