@@ -431,11 +431,20 @@ def test_audiocaps_lists_only_present_clips_and_counts_the_rest(tmp_path: Path) 
     assert len(caps.texts) == 15 and caps.texts[0] == "clip 1, caption 0"
 
 
-def test_unknown_name_and_misplaced_audio_are_usage_errors(tmp_path: Path) -> None:
+def test_unknown_name_and_misplaced_audio_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from audiorepro.cli import main
 
     assert main(["fetch", "no-such-thing"]) == 2
     assert main(["fetch", "clotho-eval", "--audio", str(tmp_path)]) == 2
+    capsys.readouterr()
+    # A mirror without a scheme is refused before anything is downloaded, naming the option.
+    data = tmp_path / "data"
+    assert main(["fetch", "clotho-eval", "--mirror", "mirror.example", "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert "--mirror" in err and "http(s) URL" in err and len(err.strip().splitlines()) == 1
+    assert not data.exists()
 
 
 # -- pickled weights ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from audiorepro.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from audiorepro.core.hashing import PLACEHOLDER
@@ -64,6 +65,14 @@ def run_fetch(
             f"is neither a checkpoint ({', '.join(sorted(models))}) nor a dataset "
             f"({', '.join(sorted(datasets))})",
             key=unknown[0],
+        )
+    mirror_parts = urlsplit(mirror) if mirror else None
+    if mirror_parts is not None and (
+        mirror_parts.scheme not in ("http", "https") or not mirror_parts.netloc
+    ):
+        raise UserError(
+            f"is {mirror!r}; expected an http(s) URL such as https://mirror.example.org/zenodo",
+            key="--mirror",
         )
     if audio is not None and "audiocaps" not in {datasets[n].kind for n in names if n in datasets}:
         raise UserError("is only for an audiocaps dataset", key="--audio")
