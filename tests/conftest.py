@@ -96,7 +96,8 @@ LAYERS = {
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_models.py",
-        "test_probe_study.py", "test_profile_laion_clap.py", "test_selfcheck.py",
+        "test_probe_saved.py", "test_probe_study.py", "test_profile_laion_clap.py",
+        "test_selfcheck.py",
         "test_verify.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},

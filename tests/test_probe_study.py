@@ -139,7 +139,7 @@ def test_published_probe_values_are_verified(
     [
         (("[[run]]", "[[cell]]"), "cell", "is for retrieval studies"),
         (('kind = "probe"', 'kind = "probes"'), "kind", "expected one of retrieval, probe"),
-        (('family = "frozen + linear"\n', ""), "run[0].family", "is missing"),
+        (('predictions = "runs/', 'predictions_ = "runs/'), "run[0].predictions_", "unknown key"),
     ],
 )
 def test_broken_probe_study(

@@ -28,6 +28,7 @@ from typing import Any
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
@@ -35,11 +36,22 @@ from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
+    MetricParity,
     Outcome,
+    ParityCell,
     ProbeBundle,
     ProbeVerification,
     write_outputs,
 )
+from audiorepro.runner.probe_saved import (
+    completion_problems,
+    parity,
+    parity_table,
+    reference_check,
+    saved_tables,
+    task_leaders,
+)
+from audiorepro.specs.measurements import load_measurements
 from audiorepro.specs.study import ProbeStudy, Run
 
 IOU = ("0.1", "0.3", "0.5")
@@ -298,6 +310,8 @@ def _interval(pair: Any) -> tuple[float, float]:
 
 
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    if run.predictions is None:
+        return None, None  # saved measurements only
     if not run.predictions.is_file():
         return None, f"declared run {run.id}: predictions file {run.predictions.name} is missing"
     try:
@@ -333,22 +347,81 @@ def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow
     return rows
 
 
+def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
+    """A run's saved files by split (a malformed one is a UserError, exit 2); a missing one is
+    a problem of an incomplete study."""
+    saved: dict[str, Any] = {}
+    problems = []
+    for split, ref in run.metrics.items():
+        if not ref.path.is_file():
+            problems.append(
+                f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
+            )
+            continue
+        saved[split] = load_measurements(ref.path, split)
+    return saved, problems
+
+
 def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
         report, problem = _load_run(run)
+        saved, missing = _load_saved(run)
+        problems = ([problem] if problem is not None else []) + missing
         runs.append(
             {
                 "id": run.id,
                 "model": run.model,
                 "family": run.family,
                 "corpus": run.corpus,
+                "attributes": dict(run.attributes),
                 "predictions_sha256": run.sha256,
+                "saved_sha256": {split: ref.sha256 for split, ref in run.metrics.items()},
+                "saved_files": {
+                    split: f"measurements/{slug(run.id)}/{slug(split)}.json"
+                    for split in run.metrics
+                },
                 "report": report,
-                "problem": problem,
+                "saved": saved,
+                "problem": "; ".join(problems) if problems else None,
             }
         )
     return runs
+
+
+def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
+    """Saved vs recomputed for every run with predictions and a saved parity split."""
+    cells = []
+    for r in runs:
+        if r["report"] is None or study.parity_split not in r["saved"]:
+            continue
+        recomputed = flatten(r["report"])
+        cells += parity(
+            r["id"],
+            study.parity_split,
+            r["saved"][study.parity_split],
+            recomputed,
+            study.parity_tolerance,
+        )
+    reference: list[ParityCell] = []
+    for run, r in zip(study.runs, runs, strict=True):
+        if r["report"] is not None and run.predictions is not None:
+            reference += reference_check(run.id, load_predictions(run.predictions), r["report"])
+    return {
+        "passed": all(c["passed"] for c in cells + reference),
+        "cells": cells,
+        "reference": reference,
+    }
+
+
+def _copy_saved(study: ProbeStudy, out: Path) -> None:
+    """Each saved file, byte for byte, under ``measurements/<run>/<split>.json``: the report's
+    panels link to the exact file every number came from."""
+    for run in study.runs:
+        for split, ref in run.metrics.items():
+            if ref.path.is_file():
+                target = out / "measurements" / slug(run.id) / f"{slug(split)}.json"
+                atomic_write_bytes(target, ref.path.read_bytes())
 
 
 def verify_probe(study: ProbeStudy) -> Summary:
@@ -361,9 +434,25 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     out = Path(out)
     runs = _runs(study)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
+    failures += completion_problems(study, runs)
     complete = not failures
+    metric_parity = _parity(study, runs)
+    # A saved number the predictions refute is the first thing an auditor must read.
+    refuted = [
+        f"saved {c['split']} number of run {c['run']} disagrees with its predictions: "
+        f"{c['metric']} saved {c['saved']!r}, recomputed {c['recomputed']!r}"
+        for c in metric_parity["cells"]
+        if not c["passed"]
+    ] + [
+        f"run {c['run']}: {c['metric']} recomputed {c['recomputed']!r}, the reference "
+        f"definition gives {c['saved']!r}"
+        for c in metric_parity["reference"]
+        if not c["passed"]
+    ]
+    failures = refuted + failures
     present = [r for r in runs if r["report"] is not None]
     lead, fam = leaders(present), family_means(present)
+    saved_lead = task_leaders(study, runs)
     golden = summarize(_golden_rows(study, runs))
     failures += [
         f"published {r['cell']} {r['metric']}: {r['status']}"
@@ -372,6 +461,10 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         if r["status"] != PASS
     ]
     tables = _tables(present, lead, fam)
+    tables.update(saved_tables(study, runs, saved_lead))
+    if metric_parity["cells"] or metric_parity["reference"]:
+        tables["metric_parity"] = parity_table(metric_parity)
+    _copy_saved(study, out)
     for name, table in tables.items():
         write_table(out / "tables", name, table)
     verification: ProbeVerification = {
@@ -379,6 +472,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "failures": failures,
         "golden": golden,
     }
+    if metric_parity["cells"] or metric_parity["reference"]:
+        verification["metric_parity"] = metric_parity
     bundle: ProbeBundle = {
         "schema": PROBE_BUNDLE,
         "kind": "probe",
@@ -386,8 +481,11 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "runs": runs,
         "leaders": lead,
         "family_means": fam,
+        "task_leaders": saved_lead,
         "verification": verification,
     }
     write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
-    write_manifest(out, study, [], inputs={r.predictions.name: r.sha256 for r in study.runs})
+    inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
+    inputs.update({ref.path.name: ref.sha256 for r in study.runs for ref in r.metrics.values()})
+    write_manifest(out, study, [], inputs=inputs)
     return {"passed": not failures, "failures": failures}

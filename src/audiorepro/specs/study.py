@@ -180,16 +180,86 @@ class PublishedSpec(Spec):
     _profile = field_validator("profile")(known_profile)
 
 
+class FileRef(Spec):
+    """A file the study reads, with the SHA-256 it must have."""
+
+    file: RelativePath
+    sha256: FileSha256
+
+
 class RunSpec(Spec):
-    """One probe run: a model's prediction file (for one classification corpus)."""
+    """One probe run: its prediction file and/or its saved measurements, and its attributes."""
 
     id: str = Field(description="a unique run id")
-    model: str = Field(description="the model's name")
-    family: str = Field(description="the model family (for family means)")
-    predictions: RelativePath
-    sha256: FileSha256
+    model: str = Field(description="the model's name (the table row)")
+    family: str | None = Field(None, description="the model family (default: the model)")
+    attributes: dict[str, str] = Field(
+        default_factory=dict,
+        description="a table of attribute -> value (phase, domain, kind, head, ...)",
+    )
+    predictions: RelativePath | None = None
+    sha256: FileSha256 | None = None
+    metrics: dict[str, FileRef] = Field(
+        default_factory=dict,
+        description="a table of split -> {file, sha256}: saved measurements (test, public, ...)",
+    )
+    config: FileRef | None = Field(None, description="a table {file, sha256}: the run's config")
     corpus: str | None = Field(None, description="the classification corpus's name")
     n_targets: int | None = Field(None, ge=0, description="the number of regression targets")
+
+    @model_validator(mode="after")
+    def _something_to_read(self) -> RunSpec:
+        if (self.predictions is None) != (self.sha256 is None):
+            raise KeyProblem(
+                ("sha256" if self.sha256 is None else "predictions",),
+                "is missing; 'predictions' and 'sha256' go together",
+            )
+        if self.predictions is None and not self.metrics:
+            raise KeyProblem(
+                ("predictions",),
+                "is missing; a run needs predictions or saved measurements ([run.metrics.<split>])",
+            )
+        return self
+
+
+class LeaderSpec(Spec):
+    """One task of the leader table: the best candidate run by a saved metric."""
+
+    task: str = Field(description="the task's label")
+    metric: str = Field(
+        description="a saved-measurement path: '<split>/<field>/...' "
+        "(per_score/<score>/<field>, family/<name>/<field>)"
+    )
+    direction: Literal["higher", "lower"] = Field(description="'higher' or 'lower' is better")
+    label: str | None = Field(None, description="how the metric is described in the table")
+    candidates: dict[str, str] = Field(
+        default_factory=dict, description="a table of attribute -> value a candidate must have"
+    )
+    baselines: list[str] = Field(default_factory=list, description="a list of run ids")
+    percent: bool = Field(False, description="true to show the value as a percentage")
+
+
+class SectionSpec(Spec):
+    """A narrative section: a Markdown file rendered in the report, in the order given."""
+
+    title: str = Field(description="the section's heading")
+    file: RelativePath
+    sha256: FileSha256
+
+
+class CompletionSpec(Spec):
+    """What a complete study has: the runs declared, the targets each has."""
+
+    runs: list[str] = Field(default_factory=list, description="a list of expected run ids")
+    targets: int | None = Field(None, ge=0, description="targets per run (per_score entries)")
+    split: str = Field("test", description="the split whose targets are counted")
+
+
+class ParitySpec(Spec):
+    """Saved vs recomputed: which split the predictions reproduce, and the tolerance."""
+
+    split: str = Field("test", description="the saved split the predictions reproduce")
+    tolerance: float = Field(1e-6, ge=0, allow_inf_nan=False, description="a tolerance >= 0")
 
 
 class _StudyFile(Spec):
@@ -228,6 +298,18 @@ class ProbeStudyFile(_StudyFile):
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
+    families: dict[str, str] = Field(
+        default_factory=dict, description="a table of family name -> target-name prefix"
+    )
+    leaders: list[LeaderSpec] = Field(
+        default_factory=list, description="a list of [[leaders]] tables"
+    )
+    section: list[SectionSpec] = Field(
+        default_factory=list, description="a list of [[section]] tables"
+    )
+    completion: CompletionSpec | None = Field(None, description="a table {runs, targets}")
+    parity: ParitySpec = Field(default_factory=ParitySpec, description="a table")
+    credits: str | None = Field(None, description="the credits and licence line")
 
     @model_validator(mode="before")
     @classmethod
@@ -244,16 +326,52 @@ class ProbeStudyFile(_StudyFile):
 
 
 @dataclass(frozen=True)
+class SavedFile:
+    """A saved file of a run (a split's measurements, or its config) and its SHA-256."""
+
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Run:
-    """One probe run: a model's prediction file (for one classification corpus)."""
+    """One probe run: a model's prediction file and/or its saved measurements."""
 
     id: str
     model: str
     family: str
-    predictions: Path
-    sha256: str
+    predictions: Path | None
+    sha256: str | None
     corpus: str | None = None
     n_targets: int | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, SavedFile] = field(default_factory=dict)
+    config: SavedFile | None = None
+
+
+@dataclass(frozen=True)
+class Leader:
+    task: str
+    metric: str
+    higher: bool
+    label: str
+    candidates: dict[str, str]
+    baselines: tuple[str, ...]
+    percent: bool
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    runs: tuple[str, ...]
+    targets: int | None
+    split: str
 
 
 @dataclass(frozen=True)
@@ -336,6 +454,13 @@ class ProbeStudy:
     published: tuple[Published, ...]
     runs: tuple[Run, ...]
     kind: Literal["probe"] = "probe"
+    families: dict[str, str] = field(default_factory=dict)
+    leaders: tuple[Leader, ...] = ()
+    sections: tuple[Section, ...] = ()
+    completion: Completion | None = None
+    parity_split: str = "test"
+    parity_tolerance: float = 1e-6
+    credits: str | None = None
 
 
 Study = RetrievalStudy | ProbeStudy
@@ -468,6 +593,19 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
     return study
 
 
+def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
+    # Like predictions: a missing file is an incomplete study (the runner's exit 1); a file
+    # that is there with another hash is a wrong input (exit 2).
+    path = _required_path(source, f"{key}.file", ref.file, must_exist=False)
+    if strict and path.is_file() and sha256_file(path) != ref.sha256:
+        raise UserError(
+            f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {ref.sha256}",
+            source=source,
+            key=f"{key}.sha256",
+        )
+    return SavedFile(path=path, sha256=ref.sha256)
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
@@ -478,10 +616,13 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         seen.add(r.id)
         # A declared run whose file is missing is an incomplete study, reported by the
         # runner (exit 1), not a malformed one.
-        predictions = _required_path(
-            source, f"run[{i}].predictions", r.predictions, must_exist=False
-        )
-        if strict and predictions.is_file() and sha256_file(predictions) != r.sha256:
+        predictions = _path(source, f"run[{i}].predictions", r.predictions, must_exist=False)
+        if (
+            strict
+            and predictions is not None
+            and predictions.is_file()
+            and sha256_file(predictions) != r.sha256
+        ):
             raise UserError(
                 f"predictions {predictions.name} have SHA-256 {sha256_file(predictions)}, "
                 f"the study expects {r.sha256}",
@@ -492,23 +633,80 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
             Run(
                 id=r.id,
                 model=r.model,
-                family=r.family,
+                family=r.family if r.family is not None else r.model,
                 predictions=predictions,
                 sha256=r.sha256,
                 corpus=r.corpus,
                 n_targets=r.n_targets,
+                attributes=dict(r.attributes),
+                metrics={
+                    split: _saved(source, f"run[{i}].metrics.{split}", ref, strict)
+                    for split, ref in r.metrics.items()
+                },
+                config=None
+                if r.config is None
+                else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)
     )
+    for i, lead in enumerate(spec.leaders):
+        for j, b in enumerate(lead.baselines):
+            if b not in seen:
+                raise UserError(
+                    f"names {b!r}, which is not a run of this study",
+                    source=source,
+                    key=f"leaders[{i}].baselines[{j}]",
+                )
+        if "/" not in lead.metric:
+            raise UserError(
+                "expected a saved-measurement path '<split>/<field>/...'",
+                source=source,
+                key=f"leaders[{i}].metric",
+            )
+    sections = tuple(
+        Section(
+            title=s.title,
+            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
+            sha256=s.sha256,
+        )
+        for i, s in enumerate(spec.section)
+    )
+    for i, sec in enumerate(sections):
+        if strict and sha256_file(sec.path) != sec.sha256:
+            raise UserError(
+                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
+                f"{sec.sha256}",
+                source=source,
+                key=f"section[{i}].sha256",
+            )
+    c = spec.completion
     return ProbeStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
         source=source,
         published=published,
         runs=tuple(runs),
+        families=dict(spec.families),
+        leaders=tuple(
+            Leader(
+                task=lead.task,
+                metric=lead.metric,
+                higher=lead.direction == "higher",
+                label=lead.label if lead.label is not None else lead.metric,
+                candidates=dict(lead.candidates),
+                baselines=tuple(lead.baselines),
+                percent=lead.percent,
+            )
+            for lead in spec.leaders
+        ),
+        sections=sections,
+        completion=None if c is None else Completion(tuple(c.runs), c.targets, c.split),
+        parity_split=spec.parity.split,
+        parity_tolerance=spec.parity.tolerance,
+        credits=spec.credits,
     )
 
 

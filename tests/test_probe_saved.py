@@ -1,0 +1,340 @@
+"""Probe studies from saved measurements: study keys, the metric-file schema, tables, parity."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audiorepro.cli import main
+from audiorepro.core.errors import UserError
+from audiorepro.runner.demo import prepare_probe_demo
+from audiorepro.runner.probe import flatten
+from audiorepro.runner.probe_saved import family_mean, saved_value
+from audiorepro.specs.measurements import load_measurements, parse_measurements
+from audiorepro.specs.study import load_study
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _held_out(scale: float) -> dict[str, Any]:
+    """A hand-written test_metrics.json; ``scale`` makes runs differ."""
+    return {
+        "clips": 10,
+        "loss": 1.5 * scale,
+        "per_score": [
+            {
+                "score": "emo_joy",
+                "n": 10,
+                "raw_mae": 0.5 * scale,
+                "normalized_mae": 0.25 * scale,
+                "pearson": 0.5,
+                "spearman": 0.4,
+            },
+            {
+                "score": "emo_anger",
+                "n": 0,
+                "raw_mae": None,
+                "normalized_mae": None,
+                "pearson": None,
+                "spearman": None,
+            },
+            {
+                "score": "emo_fear",
+                "n": 10,
+                "raw_mae": 1.0,
+                "normalized_mae": 0.75 * scale,
+                "pearson": 0.1,
+                "spearman": 0.2,
+            },
+            {
+                "score": "dnsmos:ovrl",
+                "n": 9,
+                "raw_mae": 0.3,
+                "normalized_mae": 0.6,
+                "pearson": 0.7,
+                "spearman": 0.8,
+            },
+        ],
+        "speaker_cosine": {
+            "timbre": {"mean": 0.5 * scale, "n": 7},
+            "identity": {"mean": 0.25, "n": 6},
+        },
+        "burst_localization": {
+            t: {"precision": 0.5, "recall": 0.25, "f1": f, "matched": 3}
+            for t, f in (("0.1", 0.5), ("0.3", 0.4), ("0.5", 0.3 * scale))
+        },
+        "frame_f1": 0.6,
+        "cps_raw_mae": 1.25,
+        "burst_start_mae_s": 0.05,
+        "burst_end_mae_s": 0.07,
+    }
+
+
+RUNS = (
+    # id, model, phase, kind, scale
+    ("probe/legacy/a/linear", "A / LINEAR", "legacy", "frozen probe", 1.0),
+    ("probe/tuned/a/linear", "A / LINEAR", "tuned", "frozen probe", 0.5),
+    ("whisper/tuned/base", "Whisper Base", "tuned", "full fine-tune", 0.8),
+)
+
+
+def _saved_study(root: Path, *, extra: str = "") -> Path:
+    """A study with saved measurements only: three runs, families, leaders, completion."""
+    lines = ['schema = "audiorepro.study/1"', 'kind = "probe"', 'name = "saved"', ""]
+    lines += ["[families]", 'emotion = "emo_"', 'dnsmos = "dnsmos:"', ""]
+    for run_id, model, phase, kind, scale in RUNS:
+        folder = root / run_id.replace("/", "_")
+        folder.mkdir(parents=True)
+        test = folder / "test_metrics.json"
+        test.write_text(json.dumps(_held_out(scale)))
+        retention = folder / "p3_metrics.json"
+        retention.write_text(json.dumps({"clips": 4, "frame_f1": 0.5 * scale}))
+        lines += [
+            "[[run]]",
+            f'id = "{run_id}"',
+            f'model = "{model}"',
+            f'attributes = {{ phase = "{phase}", kind = "{kind}" }}',
+            "[run.metrics.test]",
+            f'file = "{test.relative_to(root)}"',
+            f'sha256 = "{_sha(test)}"',
+            "[run.metrics.p3]",
+            f'file = "{retention.relative_to(root)}"',
+            f'sha256 = "{_sha(retention)}"',
+            "",
+        ]
+    lines += [
+        "[[leaders]]",
+        'task = "Emotion targets"',
+        'metric = "test/family/emotion/normalized_mae"',
+        'direction = "lower"',
+        'candidates = { kind = "frozen probe" }',
+        'baselines = ["whisper/tuned/base"]',
+        "",
+        "[[leaders]]",
+        'task = "Timbre"',
+        'metric = "test/speaker_cosine/timbre/mean"',
+        'direction = "higher"',
+        'candidates = { kind = "frozen probe", phase = "legacy" }',
+        'baselines = ["whisper/tuned/base"]',
+        "",
+        "[completion]",
+        'runs = ["probe/legacy/a/linear", "probe/tuned/a/linear", "whisper/tuned/base"]',
+        "targets = 4",
+        "",
+    ]
+    study = root / "study.toml"
+    study.write_text("\n".join(lines) + extra)
+    return study
+
+
+def test_family_mean_weights_each_valid_target_once() -> None:
+    # Hand-computed: emotion has joy 0.25 and fear 0.75 (anger is null): (0.25 + 0.75) / 2.
+    scores = _held_out(1.0)["per_score"]
+    assert family_mean(scores, "emo_", "normalized_mae") == 0.5
+    assert family_mean(scores, "emo_", "pearson") == pytest.approx(0.3)
+    assert family_mean(scores, "nope", "pearson") is None
+    saved = {"test": parse_measurements(_held_out(1.0), "test", source="t.json")}
+    assert saved_value(saved, "test/family/emotion/normalized_mae", {"emotion": "emo_"}) == 0.5
+    assert saved_value(saved, "test/speaker_cosine/identity/n", {}) == 6
+    assert saved_value(saved, "test/per_score/dnsmos:ovrl/spearman", {}) == 0.8
+    assert saved_value(saved, "test/per_score/emo_anger/pearson", {}) is None
+
+
+def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
+    study = _saved_study(tmp_path / "in")
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 0
+    tables = tmp_path / "out" / "tables"
+    names = {p.stem for p in tables.glob("*.csv")}
+    assert {"task_leaders", "families", "burst_speaker", "retention", "completion",
+            "saved_target_emo_joy", "panel_whisper_tuned_base_test"} <= names  # fmt: skip
+    leaders = (tables / "task_leaders.csv").read_text().splitlines()
+    # Emotion (lower is better): legacy 0.5, tuned 0.25 (scale 0.5), whisper 0.4 (scale 0.8).
+    row = leaders[1].split(",")
+    assert row[0] == "Emotion targets" and row[2] == "A / LINEAR / tuned" and float(row[3]) == 0.25
+    assert float(row[4]) == pytest.approx(0.4) and row[5] == "A / LINEAR / tuned"
+    # Timbre (higher is better), candidates only legacy probes: 0.5; whisper 0.4 is beside it.
+    row = leaders[2].split(",")
+    assert row[2] == "A / LINEAR / legacy" and float(row[3]) == 0.5 and row[5] == row[2]
+    families = (tables / "families.csv").read_text().splitlines()
+    assert families[0].startswith("model,phase,kind,emotion normalized_mae")
+    nmae, rho = families[1].split(",")[3:5]  # emotion: nMAE (.25 + .75) / 2, rho (.4 + .2) / 2
+    assert float(nmae) == 0.5 and float(rho) == pytest.approx(0.3)
+    speaker = (tables / "burst_speaker.md").read_text()
+    assert "timbre cosine" in speaker and "identity n" in speaker
+    retention = (tables / "retention.csv").read_text()
+    assert "A / LINEAR / legacy,p3,4,50.0" in retention
+    assert "A / LINEAR / tuned,p3,4,25.0" in retention
+    copy = tmp_path / "out" / "measurements" / "whisper_tuned_base" / "test.json"
+    original = tmp_path / "in" / "whisper_tuned_base" / "test_metrics.json"
+    assert copy.read_bytes() == original.read_bytes()
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert 'href="measurements/whisper_tuned_base/test.json"' in report
+    again = tmp_path / "again"
+    assert main(["reproduce", str(study), "--out", str(again)]) == 0
+    for name in ("report.html", "bundle.json.gz", "verification.json", "tables/families.csv"):
+        assert (again / name).read_bytes() == (tmp_path / "out" / name).read_bytes()
+
+
+def test_completion_names_missing_targets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _saved_study(tmp_path / "in")
+    study.write_text(study.read_text().replace("targets = 4", "targets = 5"))
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 1
+    printed = capsys.readouterr().out
+    assert "completion: run probe/legacy/a/linear has 4 targets, 5 expected" in printed
+
+
+@pytest.mark.parametrize(
+    "edit, key, message",
+    [
+        (('direction = "lower"', 'direction = "down"'), "leaders[0].direction",
+         "'higher' or 'lower'"),
+        (('baselines = ["whisper/tuned/base"]', 'baselines = ["nope"]'), "leaders[0].baselines[0]",
+         "not a run"),
+        (("[families]", "[family]"), "family", "unknown key"),
+        (("[run.metrics.test]\nfile", "[run.metrics.test]\npath"), "run[0].metrics.test.path",
+         "unknown key"),
+    ],
+)  # fmt: skip
+def test_bad_study_keys(tmp_path: Path, edit: tuple[str, str], key: str, message: str) -> None:
+    study = _saved_study(tmp_path)
+    study.write_text(study.read_text().replace(*edit, 1))
+    with pytest.raises(UserError, match=message) as info:
+        load_study(study)
+    assert info.value.key == key
+
+
+@pytest.mark.parametrize(
+    "doc, key, message",
+    [
+        ({"frame_f1": "high"}, "frame_f1", "expected a number, or null"),
+        ({"framef1": 0.5}, "framef1", "unknown key"),
+        ({"per_score": [{"n": 3}]}, "per_score[0].score", "is missing"),
+        ({"speaker_cosine": {"timbre": {"mean": 0.5, "n": -1}}}, "speaker_cosine.timbre.n", ">= 0"),
+        ({"burst_localization": {"0.7": {}}}, "burst_localization.0.7", "unknown IoU"),
+    ],
+)  # fmt: skip
+def test_malformed_metric_json(tmp_path: Path, doc: Any, key: str, message: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(UserError, match=message) as info:
+        load_measurements(path, "test")
+    assert info.value.key == key and str(path) in str(info.value)
+
+
+def test_malformed_metric_json_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    study = _saved_study(tmp_path / "in")
+    target = tmp_path / "in" / "whisper_tuned_base" / "test_metrics.json"
+    target.write_text('{"clips": 10, "frame_f1": "x"}')
+    # The third run's test file is the fifth hash of the study: record the new file's hash, so
+    # that the study is well-formed and the file itself is what is malformed.
+    old = study.read_text().split('sha256 = "')[5].split('"')[0]
+    study.write_text(study.read_text().replace(old, _sha(target)))
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "key 'frame_f1'" in err[0] and "test_metrics.json" in err[0]
+
+
+def test_public_and_adapter_files(tmp_path: Path) -> None:
+    public = {"emolia-emo": {"repo_min_2_raters": {"n": 5, "prompts": 2,
+                                                   "mean_prompt_spearman": 0.3}},
+              "emonet": {"all": {"n": 4, "pearson": 0.5},
+                         "per_emotion": [{"category": "joy", "n": 4, "mae": 0.1}]}}  # fmt: skip
+    parsed = parse_measurements(public, "public", source="p")
+    assert parsed["emonet"]["per_emotion"][0]["mae"] == 0.1
+    with pytest.raises(UserError, match="is not a list") as info:
+        parse_measurements({"emonet": {"per_emotion": {"n": 1}}}, "public", source="p")
+    assert info.value.key == "emonet.per_emotion"
+    with pytest.raises(UserError, match="is missing") as info:
+        parse_measurements({"classes": ["a"]}, "adapter_crema", source="a")
+    assert info.value.key == "metrics"
+
+
+@pytest.fixture(scope="module")
+def demo_with_saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The synthetic probe demo plus saved test metrics for its first run, written from the
+    recomputed report (so that parity must hold), and that report."""
+    work = tmp_path_factory.mktemp("parity")
+    study = prepare_probe_demo(work / "inputs")
+    assert main(["reproduce", str(study), "--out", str(work / "plain")]) == 0
+    bundle = json.loads(gzip.decompress((work / "plain" / "bundle.json.gz").read_bytes()))
+    report = bundle["runs"][0]["report"]
+    return study, report
+
+
+def _with_saved(study: Path, tmp: Path, saved: dict[str, Any]) -> Path:
+    # Next to the demo's study, so that its relative prediction paths hold.
+    target = study.parent / f"saved_{tmp.name}.json"
+    target.write_text(json.dumps(saved))
+    copy = study.parent / f"study_{tmp.name}.toml"
+    text = study.read_text()
+    first_run_end = text.index("[[run]]", text.index("[[run]]") + 1)
+    block = f'[run.metrics.test]\nfile = "{target}"\nsha256 = "{_sha(target)}"\n\n'
+    copy.write_text(text[:first_run_end] + block + text[first_run_end:])
+    return copy
+
+
+def _saved_from(report: dict[str, Any]) -> dict[str, Any]:
+    ev = report.get("events", {})
+    return {
+        "per_score": [
+            {"score": name, "n": v["n"], "raw_mae": v["mae"], "normalized_mae": v["normalized_mae"],
+             "pearson": v["pearson"], "spearman": v["spearman"]}
+            for name, v in report["regression"].items()
+        ],
+        "frame_f1": ev.get("frame_f1"),
+        "burst_localization": ev.get("iou", {}),
+    }  # fmt: skip
+
+
+def test_parity_proves_saved_numbers(
+    demo_with_saved: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    study, report = demo_with_saved
+    copy = _with_saved(study, tmp_path, _saved_from(report))
+    assert main(["reproduce", str(copy), "--out", str(tmp_path / "out")]) == 0
+    parity = json.loads((tmp_path / "out" / "verification.json").read_text())["metric_parity"]
+    assert parity["passed"] is True
+    names = {"n": "n", "raw_mae": "mae", "normalized_mae": "normalized_mae",
+             "pearson": "pearson", "spearman": "spearman"}  # fmt: skip
+    saved = _saved_from(report)
+    expected = {
+        f"regression/{s['score']}/{names[f]}"
+        for s in saved["per_score"]
+        for f in names
+        if s[f] is not None
+    }
+    expected |= {f"events/iou/{t}/{f}" for t, v in saved["burst_localization"].items() for f in v}
+    expected |= {"events/frame_f1"} if saved["frame_f1"] is not None else set()
+    assert {c["metric"] for c in parity["cells"]} == expected
+    assert all(c["abs_delta"] in (0, 0.0, None) for c in parity["cells"])
+    assert parity["reference"] and all(c["passed"] for c in parity["reference"])
+    assert {c["metric"] for c in parity["reference"]} >= {"classification/balanced_accuracy"}
+
+
+def test_tampered_saved_number_fails_first(
+    demo_with_saved: tuple[Path, dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study, report = demo_with_saved
+    saved = _saved_from(report)
+    target = next(s for s in saved["per_score"] if s["raw_mae"] is not None)
+    target["raw_mae"] += 1e-3
+    copy = _with_saved(study, tmp_path, saved)
+    run_id = load_study(copy).runs[0].id
+    assert main(["reproduce", str(copy), "--out", str(tmp_path / "out")]) == 1
+    verification = json.loads((tmp_path / "out" / "verification.json").read_text())
+    first = verification["failures"][0]
+    assert run_id in first and f"regression/{target['score']}/mae" in first
+    (bad,) = [c for c in verification["metric_parity"]["cells"] if not c["passed"]]
+    assert bad["abs_delta"] == pytest.approx(1e-3) and bad["tolerance"] == 1e-6
+    report_html = (tmp_path / "out" / "report.html").read_text()
+    assert report_html.index(f"regression/{target['score']}/mae") < report_html.index("<h2>")
+    assert flatten(report)[f"regression/{target['score']}/mae"] == bad["recomputed"]
