@@ -31,10 +31,52 @@ A study is cells of model x dataset, identity checks, and published values to ve
     provenance = "paper, table, URL, or 'seed kit output'"
     values = { "t2a/r@1" = 0.5 }
 
-A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks:
-each is one model's prediction file (``predictions``, ``sha256``, ``model``, ``family``,
-optional ``corpus`` and ``n_targets``); its published values are named by their path in the
-probe report (``regression/valence/mae``).
+A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks.
+Each run has a prediction file (``predictions`` with its ``sha256``), saved measurements, or
+both; its published values are named by their path in the probe report
+(``regression/valence/mae``)::
+
+    kind = "probe"
+    credits = "Study code: CC BY 4.0 ..."     # optional: the credits and licence line
+    parity = { split = "test", tolerance = 1e-6 }   # optional: saved split the predictions give
+
+    [families]                          # family name -> target-name prefix
+    emotion = "emo_"
+
+    [[run]]
+    id = "probe/legacy/m1/linear"       # unique
+    model = "M1 / LINEAR"               # the table row
+    family = "frozen + linear"          # optional, default the model (model-family means)
+    attributes = { phase = "legacy", domain = "held-out A", kind = "frozen probe" }
+    predictions = "preds/m1_linear.npz" # optional, with its sha256
+    sha256 = "<64 hex>"
+    corpus = "crema-like"               # optional: the classification corpus
+    n_targets = 30                      # optional: regression targets the predictions must have
+    [run.metrics.test]                  # saved measurements by split (docs/measurements.md)
+    file = "runs/m1_linear/test_metrics.json"
+    sha256 = "<64 hex>"
+    [run.config]                        # optional: the run's config JSON
+    file = "runs/m1_linear/config.json"
+    sha256 = "<64 hex>"
+
+    [[leaders]]                         # a task of the leader table
+    task = "Emotion targets"
+    metric = "test/family/emotion/normalized_mae"   # <split>/<field>/... in the saved files
+    direction = "lower"                 # or "higher"
+    label = "mean normalized MAE"       # optional
+    candidates = { kind = "frozen probe" }          # attribute filter of the candidate pool
+    baselines = ["whisper/tuned/base"]  # run ids shown beside the best candidate
+    percent = false                     # optional: show as a percentage
+
+    [[section]]                         # narrative, in the order given
+    title = "Caveats"
+    file = "notes/caveats.md"
+    sha256 = "<64 hex>"
+
+    [completion]                        # declared runs and targets per run
+    runs = ["probe/legacy/m1/linear"]
+    targets = 192
+    split = "test"                      # optional
 
 The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
