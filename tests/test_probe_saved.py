@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from audiorepro.cli import main
@@ -88,7 +89,8 @@ RUNS = (
 def _saved_study(root: Path, *, extra: str = "") -> Path:
     """A study with saved measurements only: three runs, families, leaders, completion."""
     lines = ['schema = "audiorepro.study/1"', 'kind = "probe"', 'name = "saved"', ""]
-    lines += ["[families]", 'emotion = "emo_"', 'dnsmos = "dnsmos:"', ""]
+    lines += ['config_fields = ["stages", "epochs", "lr", "seed"]', 'credits = "CC BY 4.0, tests"']
+    lines += ["", "[families]", 'emotion = "emo_"', 'dnsmos = "dnsmos:"', ""]
     for run_id, model, phase, kind, scale in RUNS:
         folder = root / run_id.replace("/", "_")
         folder.mkdir(parents=True)
@@ -109,6 +111,14 @@ def _saved_study(root: Path, *, extra: str = "") -> Path:
             f'sha256 = "{_sha(retention)}"',
             "",
         ]
+        if kind == "full fine-tune":
+            config = folder / "config.json"
+            config.write_text(json.dumps({"epochs": 2, "stages": ["S1", "S2"], "lr": 1e-5}))
+            lines[-1:-1] = [
+                "[run.config]",
+                f'file = "{config.relative_to(root)}"',
+                f'sha256 = "{_sha(config)}"',
+            ]
     lines += [
         "[[leaders]]",
         'task = "Emotion targets"',
@@ -171,11 +181,14 @@ def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
     retention = (tables / "retention.csv").read_text()
     assert "A / LINEAR / legacy,p3,4,50.0" in retention
     assert "A / LINEAR / tuned,p3,4,25.0" in retention
+    training = (tables / "training.csv").read_text().splitlines()
+    assert training == ["model,stages,epochs,lr,seed", 'Whisper Base / tuned,"S1, S2",2,1e-05,']
     copy = tmp_path / "out" / "measurements" / "whisper_tuned_base" / "test.json"
     original = tmp_path / "in" / "whisper_tuned_base" / "test_metrics.json"
     assert copy.read_bytes() == original.read_bytes()
     report = (tmp_path / "out" / "report.html").read_text()
     assert 'href="measurements/whisper_tuned_base/test.json"' in report
+    assert "CC BY 4.0, tests" in report
     again = tmp_path / "again"
     assert main(["reproduce", str(study), "--out", str(again)]) == 0
     for name in ("report.html", "bundle.json.gz", "verification.json", "tables/families.csv"):
@@ -338,3 +351,64 @@ def test_tampered_saved_number_fails_first(
     report_html = (tmp_path / "out" / "report.html").read_text()
     assert report_html.index(f"regression/{target['score']}/mae") < report_html.index("<h2>")
     assert flatten(report)[f"regression/{target['score']}/mae"] == bad["recomputed"]
+
+
+def _human_study(root: Path, public: dict[str, Any]) -> Path:
+    """One run: a human-benchmark prediction file and its saved public scores."""
+    root.mkdir(parents=True, exist_ok=True)
+    preds = root / "human.npz"
+    cut = np.array([[True]] * 4 + [[False]] * 4)
+    np.savez(
+        preds,
+        hb_bench=np.array(["emo"] * 8),
+        hb_prompt=np.array(["p"] * 4 + ["q"] * 4),
+        hb_clip=np.array([f"c{i}" for i in range(8)]),
+        hb_score=np.array([0.1, 0.2, 0.8, 0.9, 0.9, 0.8, 0.2, 0.1]),
+        hb_label=np.array([0, 0, 1, 1, 0, 0, 1, 1]),
+        hb_cut_names=np.array(["min2"]),
+        hb_cut=cut,
+    )
+    saved = root / "public.json"
+    saved.write_text(json.dumps(public))
+    study = root / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nkind = "probe"\nname = "human"\n\n[[run]]\n'
+        f'id = "m"\nmodel = "M"\npredictions = "human.npz"\nsha256 = "{_sha(preds)}"\n'
+        f'[run.metrics.public]\nfile = "public.json"\nsha256 = "{_sha(saved)}"\n'
+    )
+    return study
+
+
+#: Hand-computed: prompt p is separated perfectly (oracle 1, rho 0.894 from average label
+#: ranks), prompt q reversed (oracle 0.5, rho -0.894); overall, no single threshold beats 0.5.
+HUMAN = {
+    "emo": {
+        "all": {"n": 8, "prompts": 2, "positive_rate": 0.5, "mean_prompt_spearman": 0.0,
+                "balanced_accuracy_oracle_per_prompt": 0.75,
+                "balanced_accuracy_oracle_overall": 0.5},
+        "min2": {"n": 4, "prompts": 1, "positive_rate": 0.5,
+                 "mean_prompt_spearman": 0.8944271909999159,
+                 "balanced_accuracy_oracle_per_prompt": 1.0,
+                 "balanced_accuracy_oracle_overall": 1.0},
+    }
+}  # fmt: skip
+
+
+def test_human_benchmark_cuts_are_proved(tmp_path: Path) -> None:
+    study = _human_study(tmp_path / "in", HUMAN)
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 0
+    parity = json.loads((tmp_path / "out" / "verification.json").read_text())["metric_parity"]
+    proved = {c["metric"] for c in parity["cells"] if c["passed"]}
+    assert len(proved) == 12 and "human/emo/min2/balanced_accuracy_oracle_overall" in proved
+    assert any(c["metric"].endswith("5fold_clip_grouped") for c in parity["reference"])
+    assert (tmp_path / "out" / "tables" / "public_emo.csv").is_file()
+
+
+def test_tampered_human_number_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = json.loads(json.dumps(HUMAN))
+    bad["emo"]["min2"]["balanced_accuracy_oracle_overall"] = 0.9
+    study = _human_study(tmp_path / "in", bad)
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert "run m disagrees" in printed[1]
+    assert "human/emo/min2/balanced_accuracy_oracle_overall saved 0.9, recomputed 1.0" in printed[1]

@@ -22,6 +22,7 @@ from audiorepro.metrics.events import (
     frame_f1,
     span_class_accuracy,
 )
+from audiorepro.metrics.probe_human import human_benchmark_report
 from audiorepro.metrics.regression import regression_report
 from audiorepro.metrics.vectors import mean_cosine
 
@@ -68,10 +69,33 @@ def probe_report(
                 arrays["ev_pred_class"],
             )
         out["events"] = events
+    if "hb_score" in arrays:
+        out["human"] = human_report(arrays)
     if "spk_pred" in arrays:
         out["vectors"] = {
             "n": int(np.count_nonzero(arrays["spk_valid"])),
             "mean_cosine": mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
+        }
+    return out
+
+
+def human_report(arrays: dict[str, npt.NDArray[Any]]) -> dict[str, Any]:
+    """benchmark -> cut -> :func:`~audiorepro.metrics.probe_human.human_benchmark_report`:
+    the cut ``all`` (every item of the benchmark) and each named cut, in the file's order."""
+    bench = arrays["hb_bench"]
+    names = [str(x) for x in arrays["hb_cut_names"].tolist()] if "hb_cut_names" in arrays else []
+    out: dict[str, Any] = {}
+    for b in dict.fromkeys(str(x) for x in bench.tolist()):
+        cuts = {"all": bench == b}
+        cuts.update({name: (bench == b) & arrays["hb_cut"][:, j] for j, name in enumerate(names)})
+        out[b] = {
+            cut: human_benchmark_report(
+                arrays["hb_score"][keep],
+                arrays["hb_label"][keep],
+                arrays["hb_prompt"][keep],
+                arrays["hb_clip"][keep],
+            )
+            for cut, keep in cuts.items()
         }
     return out
 

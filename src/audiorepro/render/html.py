@@ -424,7 +424,8 @@ def render_probe_report(
     saved = [
         n
         for n in tables
-        if n in ("burst_speaker", "adapters", "retention", "completion") or n.startswith("public_")
+        if n in ("burst_speaker", "adapters", "retention", "completion", "training")
+        or n.startswith("public_")
     ]
     skip = {*main, *parity, *targets, *panels, *saved}
     other = [n for n in tables if n not in skip]

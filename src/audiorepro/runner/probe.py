@@ -21,6 +21,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes
+from audiorepro.core.io import atomic_write_bytes, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
@@ -89,7 +90,7 @@ def flatten(report: dict[str, Any]) -> dict[str, float | None]:
         elif node is None or (isinstance(node, int | float) and not isinstance(node, bool)):
             out[prefix] = node
 
-    for section in ("regression", "classification", "events", "vectors"):
+    for section in ("regression", "classification", "events", "vectors", "human"):
         if section in report:
             walk(section, report[section])
     return out
@@ -362,12 +363,30 @@ def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
     return saved, problems
 
 
+def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
+    if run.config is None:
+        return None, None
+    if not run.config.path.is_file():
+        return None, f"declared run {run.id}: config {run.config.path.name} is missing"
+    text = read_text(run.config.path, what="a run's config JSON")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"is not valid JSON ({exc})", source=run.config.path) from None
+    if not isinstance(doc, dict):
+        raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
+    return doc, None
+
+
 def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
         report, problem = _load_run(run)
         saved, missing = _load_saved(run)
+        config, config_problem = _load_config(run)
         problems = ([problem] if problem is not None else []) + missing
+        problems += [config_problem] if config_problem is not None else []
         runs.append(
             {
                 "id": run.id,
@@ -383,6 +402,7 @@ def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
                 },
                 "report": report,
                 "saved": saved,
+                "config": config,
                 "problem": "; ".join(problems) if problems else None,
             }
         )
@@ -393,16 +413,14 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
     """Saved vs recomputed for every run with predictions and a saved parity split."""
     cells = []
     for r in runs:
-        if r["report"] is None or study.parity_split not in r["saved"]:
+        if r["report"] is None:
             continue
         recomputed = flatten(r["report"])
-        cells += parity(
-            r["id"],
-            study.parity_split,
-            r["saved"][study.parity_split],
-            recomputed,
-            study.parity_tolerance,
-        )
+        for split in (study.parity_split, "public"):
+            if split in r["saved"]:
+                cells += parity(
+                    r["id"], split, r["saved"][split], recomputed, study.parity_tolerance
+                )
     reference: list[ParityCell] = []
     for run, r in zip(study.runs, runs, strict=True):
         if r["report"] is not None and run.predictions is not None:

@@ -16,6 +16,7 @@ saved files alone this module builds
 ``adapters``         per run: each supervised adapter's accuracy
 ``retention``        one model's runs of different phases on each identical extra split
 ``completion``       declared vs found runs and targets
+``training``         the ``config_fields`` the study names, from each run's ``[run.config]``
 ``panel_<run>_<split>``  every recorded number of one saved file
 
 Where a run has predictions too, :func:`parity` compares each saved number of the parity split
@@ -27,6 +28,7 @@ saved null (not recorded) claims nothing and is not compared.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -344,6 +346,16 @@ def saved_tables(
         tables["retention"] = retention
     if study.completion is not None:
         tables["completion"] = completion_table(study, runs)
+    configured = [r for r in runs if r.get("config") is not None]
+    if study.config_fields and configured:
+        tables["training"] = Table(
+            "Training and provenance (from each run's config)",
+            tuple(Column(f) for f in study.config_fields),
+            tuple(
+                (_label(r), tuple(_config_cell(r["config"].get(f)) for f in study.config_fields))
+                for r in configured
+            ),
+        )
     for r in runs:
         for name, doc in r["saved"].items():
             tables[f"panel_{slug(r['id'])}_{slug(name)}"] = Table(
@@ -353,6 +365,20 @@ def saved_tables(
                 row_header="measurement",
             )
     return tables
+
+
+def _config_cell(value: Any) -> float | int | str | None:
+    """A config value as a table cell: numbers and text as they are, a list of scalars joined,
+    anything else as canonical JSON (so that nothing recorded is hidden)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
@@ -472,6 +498,11 @@ def _numbers(doc: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
+def _exact(path: str) -> bool:
+    """Counts are compared exactly."""
+    return path.endswith(("/n", "/matched", "/prompts"))
+
+
 def parity(
     run_id: str, split: str, saved: dict[str, Any], recomputed: dict[str, Any], tolerance: float
 ) -> list[ParityCell]:
@@ -479,6 +510,17 @@ def parity(
     one. Counts must match exactly; a saved number the predictions leave undefined fails; a
     saved null (not recorded) is not compared."""
     pairs: list[tuple[str, Any]] = []
+    if split == "public":
+        # Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...
+        for bench, cuts in saved.items():
+            for cut, value in cuts.items():
+                if isinstance(value, dict):
+                    pairs += [
+                        (f"human/{bench}/{cut}/{field}", number)
+                        for field, number in value.items()
+                        if field != "per_prompt"
+                    ]
+        saved = {}
     for s in saved.get("per_score", []):
         for field, target in SCORE_PARITY.items():
             pairs.append((f"regression/{s['score']}/{target}", s.get(field)))
@@ -504,8 +546,7 @@ def parity(
             delta, ok = None, False  # a saved number for what the predictions leave undefined
         else:
             delta = abs(float(value) - float(got))
-            exact = path.endswith(("/n", "/matched"))
-            ok = delta == 0 if exact else delta <= tolerance
+            ok = delta == 0 if _exact(path) else delta <= tolerance
         cells.append(
             {
                 "run": run_id,
@@ -514,7 +555,7 @@ def parity(
                 "saved": value,
                 "recomputed": got,
                 "abs_delta": delta,
-                "tolerance": 0.0 if path.endswith(("/n", "/matched")) else tolerance,
+                "tolerance": 0.0 if _exact(path) else tolerance,
                 "passed": ok,
             }
         )
@@ -530,7 +571,8 @@ def reference_check(
     run_id: str, arrays: dict[str, Any], report: dict[str, Any]
 ) -> list[ParityCell]:
     """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
-    errors and correlations, classification, frame F1 and speaker-vector cosine. (Event
+    errors and correlations, classification, frame F1, speaker-vector cosine and every human
+    benchmark cut. (Event
     matching is left to the tests: the reference's exhaustive search is exponential.)"""
     pairs: list[tuple[str, Any, Any]] = []
     for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
@@ -573,6 +615,39 @@ def reference_check(
                 ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
             )
         )
+    if "hb_score" in arrays:
+        bench = arrays["hb_bench"]
+        names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
+        for b in dict.fromkeys(bench.tolist()):
+            cuts = {"all": bench == b}
+            cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
+            for cut, keep in cuts.items():
+                s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
+                g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
+                got = report["human"][b][cut]
+                at = f"human/{b}/{cut}"
+                pairs += [
+                    (
+                        f"{at}/mean_prompt_spearman",
+                        got["mean_prompt_spearman"],
+                        ref.mean_prompt_spearman(s, y, g),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_oracle_per_prompt",
+                        got["balanced_accuracy_oracle_per_prompt"],
+                        ref.oracle_balanced_accuracy_per_prompt(s, y, g),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_oracle_overall",
+                        got["balanced_accuracy_oracle_overall"],
+                        ref.oracle_balanced_accuracy(s, y),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_5fold_clip_grouped",
+                        got["balanced_accuracy_5fold_clip_grouped"],
+                        ref.heldout_threshold_balanced_accuracy(s, y, c),
+                    ),
+                ]
     cells: list[ParityCell] = []
     for path, got, expected in pairs:
         both = got is not None and expected is not None

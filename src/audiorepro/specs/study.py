@@ -38,6 +38,7 @@ both; its published values are named by their path in the probe report
 
     kind = "probe"
     credits = "Study code: CC BY 4.0 ..."     # optional: the credits and licence line
+    config_fields = ["epochs", "parameters", "backbone_revision"]  # training/provenance table
     parity = { split = "test", tolerance = 1e-6 }   # optional: saved split the predictions give
 
     [families]                          # family name -> target-name prefix
@@ -352,6 +353,10 @@ class ProbeStudyFile(_StudyFile):
     completion: CompletionSpec | None = Field(None, description="a table {runs, targets}")
     parity: ParitySpec = Field(default_factory=ParitySpec, description="a table")
     credits: str | None = Field(None, description="the credits and licence line")
+    config_fields: list[str] = Field(
+        default_factory=list,
+        description="a list of [run.config] fields for the training and provenance table",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -503,6 +508,7 @@ class ProbeStudy:
     parity_split: str = "test"
     parity_tolerance: float = 1e-6
     credits: str | None = None
+    config_fields: tuple[str, ...] = ()
 
 
 Study = RetrievalStudy | ProbeStudy
@@ -749,6 +755,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         parity_split=spec.parity.split,
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
+        config_fields=tuple(spec.config_fields),
     )
 
 
