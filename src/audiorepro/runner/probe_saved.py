@@ -117,8 +117,9 @@ def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> f
 
 
 def _label(run: dict[str, Any]) -> str:
-    phase = run["attributes"].get("phase")
-    return f"{run['model']} / {phase}" if phase else str(run["model"])
+    """A run's row label: its model, phase and domain (one model has runs in several)."""
+    parts = [run["model"], *(run["attributes"].get(a) for a in ("phase", "domain"))]
+    return " / ".join(str(p) for p in parts if p)
 
 
 def _attribute_names(runs: list[dict[str, Any]]) -> list[str]:
