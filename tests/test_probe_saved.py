@@ -138,6 +138,9 @@ def _saved_study(root: Path, *, extra: str = "") -> Path:
         "targets = 4",
         "",
     ]
+    notes = root / "notes.md"
+    notes.write_text("Compare *within* a domain <b>only</b>.\n")
+    lines += ["[[section]]", 'title = "Caveats"', 'file = "notes.md"', f'sha256 = "{_sha(notes)}"']
     study = root / "study.toml"
     study.write_text("\n".join(lines) + extra)
     return study
@@ -188,6 +191,8 @@ def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert 'href="measurements/whisper_tuned_base/test.json"' in report
     assert "CC BY 4.0, tests" in report
+    # The narrative section, in its place, its text escaped (never raw HTML from a file).
+    assert "<h2>Caveats</h2>" in report and "&lt;b&gt;only&lt;/b&gt;" in report
     again = tmp_path / "again"
     assert main(["reproduce", str(study), "--out", str(again)]) == 0
     for name in ("report.html", "bundle.json.gz", "verification.json", "tables/families.csv"):
@@ -394,3 +399,16 @@ def test_tampered_human_number_exits_1(tmp_path: Path, capsys: pytest.CaptureFix
     printed = capsys.readouterr().out.splitlines()
     assert "run m disagrees" in printed[1]
     assert "human/emo/min2/balanced_accuracy_oracle_overall saved 0.9, recomputed 1.0" in printed[1]
+
+
+def test_published_human_values_are_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _human_study(tmp_path / "in", HUMAN)
+    study.write_text(
+        study.read_text()
+        + '\n[[published]]\ncell = "m"\ntolerance = 0.0\nprovenance = "hand-computed"\n'
+        + 'values = { "human/emo/all/balanced_accuracy_oracle_per_prompt" = 0.75 }\n'
+    )
+    assert main(["verify", str(study)]) == 0
+    assert "1 passed, 0 failed" in capsys.readouterr().out

@@ -47,6 +47,7 @@ def test_demo_inputs_are_the_shipped_fixtures(probe_demo: tuple[Path, Path]) -> 
             files.update({ref.path.name: ref.sha256 for ref in r.metrics.values()})
             if r.config is not None:
                 files[r.config.path.name] = r.config.sha256
+        files.update({s.path.name: s.sha256 for s in load_study(path).sections})
     assert files == expected
 
 

@@ -226,6 +226,13 @@ def prepare_probe_demo(work: Path, *, tampered: bool = False) -> Path:
             else:
                 lines += _saved(f"{name}__public.json", "metrics.public", hashes)
             lines.append("")
+    lines += [
+        "[[section]]",
+        'title = "Reading these tables"',
+        'file = "runs/notes.md"',
+        f'sha256 = "{hashes["notes.md"]}"',
+        "",
+    ]
     completion = ", ".join(f'"{i}"' for i in ids)
     lines.append(_PROBE_KEYS.format(completion=completion, targets=len(TARGETS)))
     path = work / ("study_tampered.toml" if tampered else "study.toml")

@@ -21,6 +21,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -432,6 +433,19 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
     }
 
 
+def _narrative(study: ProbeStudy) -> list[tuple[str, str]]:
+    """The study's ``[[section]]`` files as (title, HTML), in the order given.
+
+    Shown as their exact text (escaped, preformatted): rendering Markdown needs a Markdown
+    library among the package's dependencies, which the locks do not hold yet; the text is
+    never dropped."""
+    out = []
+    for section in study.sections:
+        text = read_text(section.path, what="a Markdown section")
+        out.append((section.title, f'<pre class="narrative">{html.escape(text)}</pre>'))
+    return out
+
+
 def _copy_saved(study: ProbeStudy, out: Path) -> None:
     """Each saved file, byte for byte, under ``measurements/<run>/<split>.json``: the report's
     panels link to the exact file every number came from."""
@@ -502,7 +516,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "task_leaders": saved_lead,
         "verification": verification,
     }
-    write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
+    report = render_probe_report(study, bundle, tables, _narrative(study))
+    write_outputs(out, verification, report, bundle)
     inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
     inputs.update({ref.path.name: ref.sha256 for r in study.runs for ref in r.metrics.values()})
     write_manifest(out, study, [], inputs=inputs)

@@ -122,13 +122,18 @@ PROBE_METRIC = re.compile(
     r"|classification/(n|accuracy|balanced_accuracy|macro_f1)"
     r"|events/(frame_f1|start_mae_s|end_mae_s|oracle_span_class_accuracy"
     r"|detected_span_class_accuracy|iou/(0\.1|0\.3|0\.5)/(precision|recall|f1|matched))"
-    r"|vectors/(n|mean_cosine))$"
+    r"|vectors/(n|mean_cosine)"
+    r"|human/[^/]+/[^/]+/(n|prompts|positive_rate|mean_prompt_spearman"
+    r"|balanced_accuracy_oracle_per_prompt|balanced_accuracy_oracle_overall"
+    r"|balanced_accuracy_5fold_clip_grouped))$"
 )
 _PROBE_METRICS = (
     "regression/<target>/<mae|normalized_mae|rmse|pearson|spearman|n>, "
     "classification/<accuracy|balanced_accuracy|macro_f1|n>, "
-    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>> "
-    "or vectors/<mean_cosine|n>"
+    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>>, "
+    "vectors/<mean_cosine|n> or human/<benchmark>/<cut>/<mean_prompt_spearman|"
+    "balanced_accuracy_oracle_per_prompt|balanced_accuracy_oracle_overall|"
+    "balanced_accuracy_5fold_clip_grouped|positive_rate|prompts|n>"
 )
 
 # --- the file format (what a user writes) --------------------------------------------------

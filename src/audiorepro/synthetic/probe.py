@@ -150,12 +150,22 @@ def write_probe_fixtures(out: Path) -> dict[str, str]:
         text = json_dumps(doc).encode()
         atomic_write_bytes(Path(out) / name, text)
         hashes[name] = hashlib.sha256(text).hexdigest()
+    atomic_write_bytes(Path(out) / "notes.md", NOTES.encode())
+    hashes["notes.md"] = hashlib.sha256(NOTES.encode()).hexdigest()
     return hashes
 
 
 # --- human benchmark and saved measurements (issue 16) -------------------------------------
 
 HUMAN_CUT = "min_2_raters"
+#: The demo's narrative section (``[[section]]``): what a study writes beside its tables.
+NOTES = """\
+## Reading these tables
+
+Legacy rows were measured on *held-out A*, tuned rows on *held-out B*: compare within a
+domain. The `p3` selection is identical before and after tuning, so the retention table is the
+one place where one model's phases meet on the same clips. Every number is synthetic.
+"""
 #: The saved value the failing fixture changes: (run, split file, target, field, offset).
 TAMPERED = ("clap-mlp/crema-like", "test", "valence", "raw_mae", 0.001)
 
