@@ -7,6 +7,7 @@ are in :mod:`~audiorepro.metrics.regression`, :mod:`~audiorepro.metrics.classifi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,29 @@ def human_report(arrays: dict[str, npt.NDArray[Any]]) -> dict[str, Any]:
             for cut, keep in cuts.items()
         }
     return out
+
+
+def family_mean(per_score: list[dict[str, Any]], prefix: str, field: str) -> float | None:
+    """The equal-weight mean of ``field`` over the targets whose name starts with ``prefix``.
+
+    Formula: ``mean = (1/|V|) * sum_{s in V} s[field]``, V = the targets whose name starts
+    with ``prefix`` and whose ``field`` is not null; None when V is empty. Each valid target
+    counts once, whatever its clip count (a family mean averages targets, not clips). Ties: no
+    ranking is involved.
+
+    >>> scores = [{"score": "emo_a", "spearman": 0.2}, {"score": "emo_b", "spearman": None},
+    ...           {"score": "emo_c", "spearman": 0.4}, {"score": "vn_a", "spearman": 0.9}]
+    >>> round(family_mean(scores, "emo_", "spearman"), 12)
+    0.3
+    >>> family_mean(scores, "dnsmos:", "spearman") is None
+    True
+    """
+    values = [
+        float(s[field])
+        for s in per_score
+        if s["score"].startswith(prefix) and s.get(field) is not None
+    ]
+    return math.fsum(values) / len(values) if values else None
 
 
 def probe_report_file(path: str | Path) -> dict[str, Any]:

@@ -16,7 +16,14 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audiorepro.metrics import classification, events, regression, vectors
+from audiorepro.metrics import (
+    classification,
+    events,
+    probe,
+    probe_human,
+    regression,
+    vectors,
+)
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS
 from audiorepro.render.tables import MISSING_TEXT, Table, slug
 
@@ -336,6 +343,16 @@ def _probe_summary(bundle: Mapping[str, Any]) -> str:
         f"({targets} targets), classification, events and speaker vectors recomputed from the "
         f"predictions; {sum(v['golden']['counts'].values())} published value(s)."
     )
+    parity = v.get("metric_parity")
+    saved = sum(len(r.get("saved_files", {})) for r in runs)
+    if saved:
+        checked += f" {saved} saved measurement file(s)"
+        checked += (
+            f"; {len(parity['cells'])} saved number(s) compared with the predictions, "
+            f"{len(parity['reference'])} recomputed number(s) with the reference definitions."
+            if parity
+            else "; no run has predictions to compare them with."
+        )
     if v["failures"]:
         items = "".join(f"<li>{_e(f)}</li>" for f in v["failures"])
         title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
@@ -364,7 +381,7 @@ def _confusion(run: dict[str, Any]) -> str:
 
 def _probe_definitions() -> str:
     items = []
-    for module in (regression, classification, events, vectors):
+    for module in (regression, classification, events, vectors, probe_human, probe):
         for name, func in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or func.__module__ != module.__name__:
                 continue

@@ -29,11 +29,11 @@ saved null (not recorded) claims nothing and is not compared.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
 
+from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.outputs import MetricParity, ParityCell
@@ -57,28 +57,6 @@ SCORE_PARITY = {
     "pearson": "pearson",
     "spearman": "spearman",
 }
-
-
-def family_mean(per_score: list[dict[str, Any]], prefix: str, field: str) -> float | None:
-    """The equal-weight mean of ``field`` over the targets whose name starts with ``prefix``.
-
-    mean = (1/|V|) * sum_{s in V} s[field], V = {s : s.score starts with prefix and s[field]
-    is not null}; None when V is empty. Each valid target counts once, whatever its clip
-    count (a family mean averages targets, not clips); no ties are involved.
-
-    >>> scores = [{"score": "emo_a", "spearman": 0.2}, {"score": "emo_b", "spearman": None},
-    ...           {"score": "emo_c", "spearman": 0.4}, {"score": "vn_a", "spearman": 0.9}]
-    >>> round(family_mean(scores, "emo_", "spearman"), 12)
-    0.3
-    >>> family_mean(scores, "dnsmos:", "spearman") is None
-    True
-    """
-    values = [
-        float(s[field])
-        for s in per_score
-        if s["score"].startswith(prefix) and s.get(field) is not None
-    ]
-    return math.fsum(values) / len(values) if values else None
 
 
 def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> float | int | None:
