@@ -413,3 +413,23 @@ def test_published_human_values_are_verified(
     )
     assert main(["verify", str(study)]) == 0
     assert "1 passed, 0 failed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "run, key, message",
+    [
+        ('id = "a"\nmodel = "A"\n', "run[0].predictions", "needs predictions or saved"),
+        ('id = "a"\nmodel = "A"\npredictions = "p.npz"\n', "run[0].sha256",
+         "'predictions' and 'sha256' go together"),
+        ('id = "a"\nmodel = "A"\nattributes = { phase = 1 }\n', "run[0].attributes.phase",
+         "expected a string"),
+    ],
+)  # fmt: skip
+def test_a_run_needs_something_to_read(
+    tmp_path: Path, run: str, key: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text('schema = "audiorepro.study/1"\nkind = "probe"\nname = "x"\n\n[[run]]\n' + run)
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"key '{key}'" in line and message in line

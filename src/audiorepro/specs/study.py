@@ -255,20 +255,6 @@ class RunSpec(Spec):
     corpus: str | None = Field(None, description="the classification corpus's name")
     n_targets: int | None = Field(None, ge=0, description="the number of regression targets")
 
-    @model_validator(mode="after")
-    def _something_to_read(self) -> RunSpec:
-        if (self.predictions is None) != (self.sha256 is None):
-            raise KeyProblem(
-                ("sha256" if self.sha256 is None else "predictions",),
-                "is missing; 'predictions' and 'sha256' go together",
-            )
-        if self.predictions is None and not self.metrics:
-            raise KeyProblem(
-                ("predictions",),
-                "is missing; a run needs predictions or saved measurements ([run.metrics.<split>])",
-            )
-        return self
-
 
 class LeaderSpec(Spec):
     """One task of the leader table: the best candidate run by a saved metric."""
@@ -362,6 +348,24 @@ class ProbeStudyFile(_StudyFile):
         default_factory=list,
         description="a list of [run.config] fields for the training and provenance table",
     )
+
+    @model_validator(mode="after")
+    def _something_to_read(self) -> ProbeStudyFile:
+        # Here, not in RunSpec: a KeyProblem's key path is from the file's top, and only this
+        # level knows the run's index.
+        for i, r in enumerate(self.run):
+            if (r.predictions is None) != (r.sha256 is None):
+                raise KeyProblem(
+                    ("run", i, "sha256" if r.sha256 is None else "predictions"),
+                    "is missing; 'predictions' and 'sha256' go together",
+                )
+            if r.predictions is None and not r.metrics:
+                raise KeyProblem(
+                    ("run", i, "predictions"),
+                    "is missing; a run needs predictions or saved measurements "
+                    "([run.metrics.<split>])",
+                )
+        return self
 
     @model_validator(mode="before")
     @classmethod
