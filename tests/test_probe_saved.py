@@ -194,6 +194,9 @@ def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
     assert "CC BY 4.0, tests" in report
     # The narrative section, in its place, its text escaped (never raw HTML from a file).
     assert "<h2>Caveats</h2>" in report and "&lt;b&gt;only&lt;/b&gt;" in report
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert {"whisper_tuned_base/test_metrics.json", "probe_legacy_a_linear/test_metrics.json",
+            "whisper_tuned_base/config.json", "notes.md"} <= set(manifest["inputs"])  # fmt: skip
     again = tmp_path / "again"
     assert main(["reproduce", str(study), "--out", str(again)]) == 0
     for name in ("report.html", "bundle.json.gz", "verification.json", "tables/families.csv"):

@@ -54,7 +54,7 @@ from audiorepro.runner.probe_saved import (
     task_leaders,
 )
 from audiorepro.specs.measurements import load_measurements
-from audiorepro.specs.study import ProbeStudy, Run
+from audiorepro.specs.study import ProbeStudy, Run, SavedFile
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -433,6 +433,13 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
     }
 
 
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:  # outside the study's folder: the full path says which file
+        return path.as_posix()
+
+
 def _narrative(study: ProbeStudy) -> list[tuple[str, str]]:
     """The study's ``[[section]]`` files as (title, HTML), in the order given.
 
@@ -519,6 +526,11 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     report = render_probe_report(study, bundle, tables, _narrative(study))
     write_outputs(out, verification, report, bundle)
     inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
-    inputs.update({ref.path.name: ref.sha256 for r in study.runs for ref in r.metrics.values()})
+    # Saved files by their path from the study's folder: runs often share file names
+    # (runs/m1/test_metrics.json, runs/m2/test_metrics.json).
+    saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
+    saved_refs += [r.config for r in study.runs if r.config is not None]
+    saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
+    inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
     write_manifest(out, study, [], inputs=inputs)
     return {"passed": not failures, "failures": failures}
