@@ -89,14 +89,16 @@ LAYERS = {
     "unit": {
         "test_audio_inputs.py", "test_bootstrap.py", "test_container.py", "test_dump_validation.py",
         "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
-        "test_probe_invariance.py", "test_probe_metrics.py", "test_profiles.py",
+        "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
+        "test_profiles.py",
         "test_project.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_study.py", "test_tables.py",
         "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
-        "test_probe_study.py", "test_profile_laion_clap.py", "test_selfcheck.py",
+        "test_probe_saved.py", "test_probe_study.py", "test_profile_laion_clap.py",
+        "test_selfcheck.py",
         "test_verify.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},

@@ -81,8 +81,9 @@ def probe_data(out: Path) -> dict[str, Any]:
     bundle = _bundle(out)
     return with_legend(
         {
-            "runs": {r["id"]: flatten(r["report"]) for r in bundle["runs"]},
+            "runs": {r["id"]: flatten(r["report"]) for r in bundle["runs"] if r["report"]},
             "family_means": bundle["family_means"],
+            "task_leaders": bundle.get("task_leaders", []),
         }
     )
 

@@ -37,8 +37,18 @@ def test_demo_inputs_are_the_shipped_fixtures(probe_demo: tuple[Path, Path]) -> 
     study, _ = probe_demo
     shipped = (FIXTURES / "probe" / "SHA256SUMS").read_text().split()
     expected = dict(zip(shipped[1::2], shipped[0::2], strict=True))
-    runs = load_study(study).runs
-    assert {r.predictions.name: r.sha256 for r in runs} == expected
+    files: dict[str, str] = {}
+    for path in (study, study.parent / "study_tampered.toml"):
+        if path.name == "study_tampered.toml":
+            path = prepare_probe_demo(study.parent, tampered=True)
+        for r in load_study(path).runs:
+            if r.predictions is not None and r.sha256 is not None:
+                files[r.predictions.name] = r.sha256
+            files.update({ref.path.name: ref.sha256 for ref in r.metrics.values()})
+            if r.config is not None:
+                files[r.config.path.name] = r.config.sha256
+        files.update({s.path.name: s.sha256 for s in load_study(path).sections})
+    assert files == expected
 
 
 def test_demo_writes_every_table_kind(probe_demo: tuple[Path, Path]) -> None:
@@ -137,9 +147,13 @@ def test_published_probe_values_are_verified(
 @pytest.mark.parametrize(
     "edit, key, message",
     [
-        (("[[run]]", "[[cell]]"), "cell", "is for retrieval studies"),
+        (
+            ('name = "probe-demo"', 'name = "probe-demo"\ncell = []'),
+            "cell",
+            "is for retrieval studies",
+        ),
         (('kind = "probe"', 'kind = "probes"'), "kind", "expected one of retrieval, probe"),
-        (('family = "frozen + linear"\n', ""), "run[0].family", "is missing"),
+        (('predictions = "runs/', 'predictions_ = "runs/'), "run[1].predictions_", "unknown key"),
     ],
 )
 def test_broken_probe_study(
@@ -172,5 +186,5 @@ def test_changed_predictions_are_refused_before_work(
     target.write_bytes(target.read_bytes() + b"\0")
     with pytest.raises(UserError, match="the study expects") as info:
         load_study(study)
-    assert info.value.key == "run[2].sha256"
+    assert info.value.key == "run[5].sha256"
     assert hashlib.sha256(target.read_bytes()).hexdigest() in str(info.value)

@@ -51,7 +51,15 @@ def test_check_mode_fails_on_a_stale_schema(tmp_path: Path) -> None:
 
 def test_every_format_has_a_schema_with_its_id() -> None:
     stems = {p.name.removesuffix(".schema.json") for p in (ROOT / "docs/schemas").glob("*")}
-    assert stems == {"study", "published", "registry", "metrics", "verification", "bundle"}
+    assert stems == {
+        "study",
+        "published",
+        "registry",
+        "metrics",
+        "measurements",
+        "verification",
+        "bundle",
+    }
     for stem in stems:
         doc = json.loads((ROOT / "docs" / "schemas" / f"{stem}.schema.json").read_text())
         assert doc["$schema"].endswith("2020-12/schema") and doc["$id"].endswith(

@@ -6,8 +6,8 @@ the demo study builds the very same bytes):
 
 - ``dumps``: synthetic embedding dumps in ``fixtures/dumps/`` (``audiorepro.synthetic.dumps``);
 - ``audio``: synthetic clips and captions in ``fixtures/audio/`` (``audiorepro.synthetic.audio``);
-- ``probe``: synthetic probe-study prediction files in ``fixtures/probe/``
-  (``audiorepro.synthetic.probe``).
+- ``probe``: synthetic probe-study prediction files and saved-measurement JSON files (with
+  the failing study's tampered copy) in ``fixtures/probe/`` (``audiorepro.synthetic.probe``).
 
 Usage::
 
@@ -31,7 +31,7 @@ from audiorepro.synthetic.probe import write_probe_fixtures  # noqa: E402
 KINDS = {
     "dumps": (write_all, "fixture dumps"),
     "audio": (build_audio, "fixture audio files"),
-    "probe": (write_probe_fixtures, "probe prediction files"),
+    "probe": (write_probe_fixtures, "probe prediction and saved-measurement files"),
 }
 
 

@@ -29,6 +29,7 @@ from audiorepro.runner.outputs import (  # noqa: E402
     RetrievalBundle,
     RetrievalVerification,
 )
+from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.published import SCHEMA as PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.published import PublishedFile  # noqa: E402
 from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
@@ -48,6 +49,12 @@ FORMATS: dict[str, tuple[Any, str]] = {
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
     "registry": (RegistryFile, f"audiorepro checkpoint registry ({REGISTRY_SCHEMA}, TOML)"),
     "metrics": (MetricsReport, f"audiorepro metrics --json ({METRICS_SCHEMA})"),
+    "measurements": (
+        HeldOutFile | PublicFile | AdapterFile,
+        "saved probe measurements (JSON) named by [run.metrics.<split>]: held-out metrics "
+        "(test, validation, ...), public benchmarks (split 'public') or an adapter "
+        "(split 'adapter...'); see docs/measurements.md",
+    ),
     "verification": (
         RetrievalVerification | ProbeVerification,
         "audiorepro reproduce: verification.json (retrieval or probe study)",

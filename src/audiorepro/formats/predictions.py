@@ -21,6 +21,12 @@ key                       dtype, shape          meaning
 ``ev_oracle_class``       int [E], optional     class predicted on each reference (oracle) span
 ``spk_pred``, ``spk_ref``  float [S, V], opt.   speaker vectors, predicted and reference
 ``spk_valid``             bool [S], optional    which speaker vectors count
+``hb_bench``              str [H]               human benchmark of each item
+``hb_prompt``, ``hb_clip``  str [H]             the item's prompt and clip
+``hb_score``              float [H]             the model's score for the item
+``hb_label``              0/1 [H]               the human label (1 = positive)
+``hb_cut_names``          str [C], optional     named label cuts ("min_2_raters")
+``hb_cut``                bool [H, C], opt.     which items each named cut keeps
 ========================  ====================  ==============================================
 
 Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming file and key.
@@ -41,12 +47,14 @@ SECTIONS = {
     "regression": ("reg_names", "reg_pred", "reg_true", "reg_train_sd"),
     "classification": ("cls_names", "cls_true", "cls_pred"),
     "events": ("ev_ref", "ev_pred", "ev_ref_clip", "ev_pred_clip", "frame_true", "frame_prob"),
+    "human": ("hb_bench", "hb_prompt", "hb_clip", "hb_score", "hb_label"),
 }
 #: The speaker-vector section (``spk_pred``, ``spk_ref``, ``spk_valid``) is checked apart.
 OPTIONAL = (
     "reg_train_mean", "cls_group",
     "ev_ref_class", "ev_pred_class", "ev_oracle_class",
     "spk_pred", "spk_ref", "spk_valid",
+    "hb_cut_names", "hb_cut",
 )  # fmt: skip
 
 
@@ -71,7 +79,7 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         )
     present = [s for s, keys in SECTIONS.items() if any(k in arrays for k in keys)]
     if not present and "spk_pred" not in arrays:
-        raise fail(None, "has no regression, classification or event section")
+        raise fail(None, "has no regression, classification, event or human-benchmark section")
     for section in present:
         for key in SECTIONS[section]:
             if key not in arrays:
@@ -160,6 +168,33 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         ):
             if key in arrays:
                 ints(key, (n,), 0, None)
+    if "human" in present:
+        h = arrays["hb_score"].shape
+        if len(h) != 1:
+            raise fail("hb_score", f"has shape {h}, expected [H]")
+        floats("hb_score", h)
+        for key in ("hb_bench", "hb_prompt", "hb_clip"):
+            strings(key, h)
+        ints("hb_label", h, 0, 2)
+        if ("hb_cut" in arrays) != ("hb_cut_names" in arrays):
+            raise fail("hb_cut", "and hb_cut_names go together")
+        if "hb_cut" in arrays:
+            names = arrays["hb_cut_names"]
+            if names.ndim != 1:
+                raise fail("hb_cut_names", f"has shape {names.shape}, expected [C]")
+            strings("hb_cut_names", names.shape)
+            if "all" in names.tolist() or len(set(names.tolist())) != names.size:
+                raise fail("hb_cut_names", "repeats a name or uses 'all' (the uncut rows)")
+            cut = arrays["hb_cut"]
+            if cut.dtype != np.bool_ or cut.shape != (h[0], names.size):
+                raise fail(
+                    "hb_cut",
+                    f"has dtype {cut.dtype} and shape {cut.shape}, expected bool "
+                    f"({h[0]}, {names.size})",
+                )
+    for key in ("hb_cut_names", "hb_cut"):
+        if key in arrays and "human" not in present:
+            raise fail(key, "needs the human-benchmark section (hb_bench, hb_score, ...)")
     for key in ("ev_ref_class", "ev_pred_class", "ev_oracle_class"):
         if key in arrays and "events" not in present:
             raise fail(key, "needs the event section (ev_ref, ev_pred, ...)")

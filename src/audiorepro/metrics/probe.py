@@ -7,6 +7,7 @@ are in :mod:`~audiorepro.metrics.regression`, :mod:`~audiorepro.metrics.classifi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from audiorepro.metrics.events import (
     frame_f1,
     span_class_accuracy,
 )
+from audiorepro.metrics.probe_human import human_benchmark_report
 from audiorepro.metrics.regression import regression_report
 from audiorepro.metrics.vectors import mean_cosine
 
@@ -68,12 +70,58 @@ def probe_report(
                 arrays["ev_pred_class"],
             )
         out["events"] = events
+    if "hb_score" in arrays:
+        out["human"] = human_report(arrays)
     if "spk_pred" in arrays:
         out["vectors"] = {
             "n": int(np.count_nonzero(arrays["spk_valid"])),
             "mean_cosine": mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
         }
     return out
+
+
+def human_report(arrays: dict[str, npt.NDArray[Any]]) -> dict[str, Any]:
+    """benchmark -> cut -> :func:`~audiorepro.metrics.probe_human.human_benchmark_report`:
+    the cut ``all`` (every item of the benchmark) and each named cut, in the file's order."""
+    bench = arrays["hb_bench"]
+    names = [str(x) for x in arrays["hb_cut_names"].tolist()] if "hb_cut_names" in arrays else []
+    out: dict[str, Any] = {}
+    for b in dict.fromkeys(str(x) for x in bench.tolist()):
+        cuts = {"all": bench == b}
+        cuts.update({name: (bench == b) & arrays["hb_cut"][:, j] for j, name in enumerate(names)})
+        out[b] = {
+            cut: human_benchmark_report(
+                arrays["hb_score"][keep],
+                arrays["hb_label"][keep],
+                arrays["hb_prompt"][keep],
+                arrays["hb_clip"][keep],
+            )
+            for cut, keep in cuts.items()
+        }
+    return out
+
+
+def family_mean(per_score: list[dict[str, Any]], prefix: str, field: str) -> float | None:
+    """The equal-weight mean of ``field`` over the targets whose name starts with ``prefix``.
+
+    Formula: ``mean = (1/|V|) * sum_{s in V} s[field]``, V = the targets whose name starts
+    with ``prefix`` and whose ``field`` is not null; None when V is empty. Each valid target
+    counts once, whatever its clip count (a family mean averages targets, not clips). Ties: no
+    ranking is involved.
+
+    >>> scores = [{"score": "emo_a", "spearman": 0.2}, {"score": "emo_b", "spearman": None},
+    ...           {"score": "emo_c", "spearman": 0.4}, {"score": "vn_a", "spearman": 0.9}]
+    >>> round(family_mean(scores, "emo_", "spearman"), 12)
+    0.3
+    >>> family_mean(scores, "dnsmos:", "spearman") is None
+    True
+    """
+    values = [
+        float(s[field])
+        for s in per_score
+        if s["score"].startswith(prefix) and s.get(field) is not None
+    ]
+    return math.fsum(values) / len(values) if values else None
 
 
 def probe_report_file(path: str | Path) -> dict[str, Any]:

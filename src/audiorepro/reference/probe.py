@@ -167,3 +167,83 @@ def mean_cosine(pred: Any, ref: Any, valid: Any) -> float | None:
         nb = sum(Fraction(float(y)) ** 2 for y in b)
         values.append(float(dot) / math.sqrt(float(na) * float(nb)))
     return math.fsum(values) / len(values) if values else None
+
+
+# --- human benchmarks: every threshold tried, balanced accuracy as an exact fraction ---------
+
+
+def _balanced(pairs: list[tuple[float, bool]], threshold: float) -> Fraction | None:
+    pos = [s for s, y in pairs if y]
+    neg = [s for s, y in pairs if not y]
+    if not pos or not neg:
+        return None
+    tpr = Fraction(sum(1 for s in pos if s >= threshold), len(pos))
+    tnr = Fraction(sum(1 for s in neg if s < threshold), len(neg))
+    return (tpr + tnr) / 2
+
+
+def _best(pairs: list[tuple[float, bool]]) -> tuple[float, Fraction] | None:
+    """The lowest threshold (distinct scores and +inf) with the highest balanced accuracy."""
+    best: tuple[float, Fraction] | None = None
+    for t in sorted({s for s, _ in pairs} | {math.inf}):
+        ba = _balanced(pairs, t)
+        if ba is None:
+            return None
+        if best is None or ba > best[1]:
+            best = (t, ba)
+    return best
+
+
+def oracle_balanced_accuracy(scores: Any, labels: Any) -> float | None:
+    found = _best([(float(s), bool(y)) for s, y in zip(scores, labels, strict=True)])
+    return None if found is None else float(found[1])
+
+
+def _groups(keys: Any) -> dict[Any, list[int]]:
+    out: dict[Any, list[int]] = {}
+    for i, k in enumerate(keys):
+        out.setdefault(k, []).append(i)
+    return out
+
+
+def oracle_balanced_accuracy_per_prompt(scores: Any, labels: Any, prompts: Any) -> float | None:
+    values = []
+    for idx in _groups(list(prompts)).values():
+        found = _best([(float(scores[i]), bool(labels[i])) for i in idx])
+        if found is not None:
+            values.append(found[1])
+    return float(sum(values, Fraction(0)) / len(values)) if values else None
+
+
+def mean_prompt_spearman(scores: Any, labels: Any, prompts: Any) -> float | None:
+    rhos = []
+    for idx in _groups(list(prompts)).values():
+        rho = spearman([scores[i] for i in idx], [labels[i] for i in idx])
+        if rho is not None:
+            rhos.append(rho)
+    return math.fsum(rhos) / len(rhos) if rhos else None
+
+
+def heldout_threshold_balanced_accuracy(
+    scores: Any, labels: Any, clips: Any, folds: int = 5
+) -> float | None:
+    ids = sorted(set(clips))
+    fold_of = {c: ids.index(c) % folds for c in ids}
+    predicted: list[tuple[bool, bool]] = []  # (label, prediction)
+    for k in range(folds):
+        train = [
+            (float(s), bool(y))
+            for s, y, c in zip(scores, labels, clips, strict=True)
+            if fold_of[c] != k
+        ]
+        found = _best(train)
+        if found is None:
+            continue
+        for s, y, c in zip(scores, labels, clips, strict=True):
+            if fold_of[c] == k:
+                predicted.append((bool(y), float(s) >= found[0]))
+    pos = [p for y, p in predicted if y]
+    neg = [p for y, p in predicted if not y]
+    if not pos or not neg:
+        return None
+    return float((Fraction(sum(pos), len(pos)) + Fraction(sum(not p for p in neg), len(neg))) / 2)

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import html
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audiorepro.metrics import classification, events, regression, vectors
+from audiorepro.metrics import (
+    classification,
+    events,
+    probe,
+    probe_human,
+    regression,
+    vectors,
+)
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS
-from audiorepro.render.tables import MISSING_TEXT, Table
+from audiorepro.render.tables import MISSING_TEXT, Table, slug
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -348,6 +355,16 @@ def _probe_summary(bundle: Mapping[str, Any]) -> str:
         f"({targets} targets), classification, events and speaker vectors recomputed from the "
         f"predictions; {sum(v['golden']['counts'].values())} published value(s)."
     )
+    parity = v.get("metric_parity")
+    saved = sum(len(r.get("saved_files", {})) for r in runs)
+    if saved:
+        checked += f" {saved} saved measurement file(s)"
+        checked += (
+            f"; {len(parity['cells'])} saved number(s) compared with the predictions, "
+            f"{len(parity['reference'])} recomputed number(s) with the reference definitions."
+            if parity
+            else "; no run has predictions to compare them with."
+        )
     if v["failures"]:
         items = "".join(f"<li>{_e(f)}</li>" for f in v["failures"])
         title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
@@ -376,7 +393,7 @@ def _confusion(run: dict[str, Any]) -> str:
 
 def _probe_definitions() -> str:
     items = []
-    for module in (regression, classification, events, vectors):
+    for module in (regression, classification, events, vectors, probe_human, probe):
         for name, func in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("_") or func.__module__ != module.__name__:
                 continue
@@ -394,29 +411,77 @@ def _probe_definitions() -> str:
 def _probe_provenance(bundle: Mapping[str, Any]) -> str:
     items = "".join(
         f"<li>{_e(r['id'])} ({_e(r['model'])}, {_e(r['family'])}): predictions sha256 "
-        f"<code>{_e(r['predictions_sha256'])}</code></li>"
+        f"<code>{_e(r['predictions_sha256'] or MISSING_TEXT)}</code></li>"
         for r in bundle["runs"]
     )
     return f"<p>Study {_e(bundle['study']['name'])}, sha256 <code>{_e(bundle['study']['sha256'])}</code>.</p><ul>{items}</ul>"
 
 
-def render_probe_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
-    main = [n for n in ("leaders", "family_means") if n in tables]
-    targets = [n for n in tables if n.startswith("target_")]
-    other = [n for n in tables if n not in main and n not in targets]
+def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
+    """Per run: every recorded number of each saved file, with a link to that exact file."""
+    out = []
+    for run in bundle["runs"]:
+        parts = []
+        for split, path in run.get("saved_files", {}).items():
+            name = f"panel_{slug(run['id'])}_{slug(split)}"
+            if name in tables:
+                parts.append(
+                    f"<h4>{_e(split)}</h4>{table_html(tables[name], f'table-{name}')}"
+                    f'<p><a href="{_e(path)}">Exact metric JSON</a> (sha256 '
+                    f"<code>{_e(run['saved_sha256'][split])}</code>)</p>"
+                )
+        if parts:
+            attrs = ", ".join(f"{k} {v}" for k, v in run.get("attributes", {}).items())
+            out.append(
+                f"<details class='cell'><summary>{_e(run['id'])}: {_e(run['model'])}"
+                f"{' (' + _e(attrs) + ')' if attrs else ''}</summary>{''.join(parts)}</details>"
+            )
+    return "".join(out)
+
+
+def render_probe_report(
+    study: Any,
+    bundle: Mapping[str, Any],
+    tables: dict[str, Table],
+    narrative: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The probe study's report. ``narrative``: (title, HTML) sections the study supplies."""
+    main = [n for n in ("task_leaders", "leaders", "families", "family_means") if n in tables]
+    parity = [n for n in ("metric_parity",) if n in tables]
+    targets = [n for n in tables if n.startswith(("target_", "saved_target_"))]
+    panels = [n for n in tables if n.startswith("panel_")]
+    saved = [
+        n
+        for n in tables
+        if n in ("burst_speaker", "adapters", "retention", "completion", "training")
+        or n.startswith("public_")
+    ]
+    skip = {*main, *parity, *targets, *panels, *saved}
+    other = [n for n in tables if n not in skip]
     target_panels = "".join(
         f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{table_html(tables[n], f'table-{n}')}</details>"
         for n in targets
     )
+
+    def block(names: Sequence[str]) -> str:
+        return "".join(table_html(tables[n], f"table-{n}") for n in names)
+
+    prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
+    credits = getattr(study, "credits", None)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>audiorepro report: {_e(study.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>audiorepro report: {_e(study.title)}</h1>{_probe_summary(bundle)}"
-        f"<h2>Task leaders</h2>{''.join(table_html(tables[n], f'table-{n}') for n in main)}"
-        f"<h2>Regression targets</h2>{target_panels}"
-        f"<h2>Classification, events, speaker vectors</h2>{''.join(table_html(tables[n], f'table-{n}') for n in other)}"
-        f"{''.join(_confusion(r) for r in bundle['runs'])}"
-        f"<h2>Metric definitions</h2>{_probe_definitions()}"
-        f"<h2>Provenance</h2>{_probe_provenance(bundle)}"
-        f"<script>{_JS}</script></body></html>\n"
+        + (f"<h2>Saved vs recomputed numbers</h2>{block(parity)}" if parity else "")
+        + f"<h2>Task leaders</h2>{block(main)}"
+        + (f"<h2>Saved measurements</h2>{block(saved)}" if saved else "")
+        + f"<h2>Regression targets</h2>{target_panels}"
+        + f"<h2>Classification, events, speaker vectors</h2>{block(other)}"
+        + f"{''.join(_confusion(r) for r in bundle['runs'])}"
+        + (f"<h2>Per-run panels</h2>{_panels(bundle, tables)}" if panels else "")
+        + prose
+        + f"<h2>Metric definitions</h2>{_probe_definitions()}"
+        + f"<h2>Provenance</h2>{_probe_provenance(bundle)}"
+        + (f"<p class='credits'>{_e(credits)}</p>" if credits else "")
+        + f"<script>{_JS}</script></body></html>\n"
     )

@@ -21,7 +21,7 @@ from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
 from audiorepro.synthetic.dumps import fixtures, golden_5cap
-from audiorepro.synthetic.probe import MODELS, TARGETS, write_probe_fixtures
+from audiorepro.synthetic.probe import MODELS, TAMPERED, TARGETS, write_probe_fixtures
 
 _STUDY = """\
 schema = "audiorepro.study/1"
@@ -103,26 +103,138 @@ title = "audiorepro demo: a synthetic probe study of three audio encoders"
 """
 
 
-def prepare_probe_demo(work: Path) -> Path:
-    """Write the synthetic probe runs (:mod:`audiorepro.synthetic.probe`) and their study."""
+#: Top-level keys: before the first table of the study.
+_PROBE_TOP = """\
+config_fields = ["stages", "epochs_per_stage", "train_clips", "parameters", "backbone_revision"]
+credits = "Synthetic data made by audiorepro.synthetic.probe: no real audio, labels or weights."
+"""
+_PROBE_KEYS = """\
+[families]
+emotion = "emotion_"
+valence = "valence"
+
+[completion]
+runs = [{completion}]
+targets = {targets}
+
+[[leaders]]
+task = "Emotion targets"
+metric = "test/family/emotion/normalized_mae"
+label = "mean normalized MAE"
+direction = "lower"
+candidates = {{ kind = "frozen probe" }}
+baselines = ["whisper-ft/crema-like"]
+
+[[leaders]]
+task = "Timbre vectors"
+metric = "test/speaker_cosine/timbre/mean"
+label = "mean cosine"
+direction = "higher"
+candidates = {{ kind = "frozen probe" }}
+baselines = ["whisper-ft/crema-like"]
+
+[[leaders]]
+task = "Burst events"
+metric = "test/burst_localization/0.5/f1"
+label = "event F1 at IoU 0.5"
+direction = "higher"
+percent = true
+candidates = {{ kind = "frozen probe", phase = "tuned" }}
+baselines = ["whisper-ft/crema-like"]
+
+[[leaders]]
+task = "Human benchmark, at least two raters"
+metric = "public/emo-like/min_2_raters/mean_prompt_spearman"
+label = "mean prompt Spearman"
+direction = "higher"
+candidates = {{ kind = "frozen probe" }}
+baselines = ["whisper-ft/human"]
+
+[[leaders]]
+task = "Acted emotion (ravdess-like)"
+metric = "adapter_ravdess/metrics/accuracy"
+label = "accuracy"
+direction = "higher"
+percent = true
+candidates = {{ kind = "frozen probe" }}
+baselines = ["whisper-ft/ravdess-like"]
+"""
+
+
+def _saved(name: str, split: str, hashes: dict[str, str]) -> list[str]:
+    return [f"[run.{split}]", f'file = "runs/{name}"', f'sha256 = "{hashes[name]}"']
+
+
+def prepare_probe_demo(work: Path, *, tampered: bool = False) -> Path:
+    """Write the synthetic probe runs (:mod:`audiorepro.synthetic.probe`) and their study.
+
+    Per model: a legacy run with saved measurements only (phase legacy, domain "held-out A"),
+    and tuned runs with predictions and saved measurements: crema-like (domain "held-out B"),
+    ravdess-like (an adapter result) and a human benchmark (public scores). ``tampered``: the
+    failing variant, where one saved number of clap-mlp/crema-like is off
+    (:data:`~audiorepro.synthetic.probe.TAMPERED`).
+    """
     work = Path(work)
     hashes = write_probe_fixtures(work / "runs")
-    lines = [_PROBE_HEAD]
+    lines = [_PROBE_HEAD + _PROBE_TOP]
+    ids = []
     for run, model, family, _ in MODELS:
-        for corpus in ("crema-like", "ravdess-like"):
-            name = f"{run}__{corpus}.npz"
+        kind = "full fine-tune" if run.startswith("whisper") else "frozen probe"
+        head = run.rpartition("-")[2] if kind == "frozen probe" else "multitask"
+        common = [f'model = "{model}"', f'family = "{family}"']
+        legacy = f"{run}__legacy"
+        ids += [f"{run}/legacy", f"{run}/crema-like"]
+        lines += [
+            "[[run]]",
+            f'id = "{run}/legacy"',
+            *common,
+            f'attributes = {{ phase = "legacy", domain = "held-out A", kind = "{kind}", '
+            f'head = "{head}" }}',
+            *_saved(f"{legacy}__test.json", "metrics.test", hashes),
+            *_saved(f"{legacy}__p3.json", "metrics.p3", hashes),
+            *_saved(f"{legacy}__config.json", "config", hashes),
+            "",
+        ]
+        for corpus, domain in (
+            ("crema-like", "held-out B"),
+            ("ravdess-like", "ravdess-like"),
+            ("human", "emo-like"),
+        ):
+            name = f"{run}__{corpus}"
             lines += [
                 "[[run]]",
                 f'id = "{run}/{corpus}"',
-                f'model = "{model}"',
-                f'family = "{family}"',
-                f'corpus = "{corpus}"',
-                f'predictions = "runs/{name}"',
-                f'sha256 = "{hashes[name]}"',
+                *common,
+                f'attributes = {{ phase = "tuned", domain = "{domain}", kind = "{kind}", '
+                f'head = "{head}" }}',
             ]
+            if corpus != "human":
+                lines.append(f'corpus = "{corpus}"')
+            lines += [f'predictions = "runs/{name}.npz"', f'sha256 = "{hashes[name + ".npz"]}"']
             if corpus == "crema-like":
-                lines.append(f"n_targets = {len(TARGETS)}")
+                test = f"{name}__test.json"
+                if tampered and f"{run}/{corpus}" == TAMPERED[0]:
+                    test = f"tampered__{test}"
+                lines += [
+                    f"n_targets = {len(TARGETS)}",
+                    *_saved(test, "metrics.test", hashes),
+                    *_saved(f"{name}__p3.json", "metrics.p3", hashes),
+                    *_saved(f"{name}__config.json", "config", hashes),
+                ]
+            elif corpus == "ravdess-like":
+                lines += _saved(f"{name}__adapter.json", "metrics.adapter_ravdess", hashes)
+            else:
+                lines += _saved(f"{name}__public.json", "metrics.public", hashes)
             lines.append("")
-    path = work / "study.toml"
+    lines += [
+        "[[section]]",
+        'title = "Reading these tables"',
+        'file = "runs/notes.md"',
+        f'sha256 = "{hashes["notes.md"]}"',
+        "",
+    ]
+    completion = ", ".join(f'"{i}"' for i in ids)
+    lines.append(_PROBE_KEYS.format(completion=completion, targets=len(TARGETS)))
+    path = work / ("study_tampered.toml" if tampered else "study.toml")
     atomic_write_bytes(path, "\n".join(lines).encode())
     return path

@@ -37,12 +37,35 @@ class RetrievalVerification(TypedDict):
     golden: Summary
 
 
+class ParityCell(TypedDict):
+    """One saved probe number against the number recomputed from the same run's predictions."""
+
+    run: str
+    split: str
+    metric: str  #: the recomputed report path (``regression/valence/mae``)
+    saved: float | None
+    recomputed: float | None
+    abs_delta: float | None  #: None when either side is undefined
+    tolerance: float  #: 0 for counts: they must match exactly
+    passed: bool
+
+
+class MetricParity(TypedDict):
+    """Saved vs recomputed numbers of every run with both, and the reference check."""
+
+    passed: bool
+    cells: list[ParityCell]
+    #: recomputed numbers against :mod:`audiorepro.reference.probe` (independent definitions)
+    reference: list[ParityCell]
+
+
 class ProbeVerification(TypedDict):
     """``verification.json`` of a probe study."""
 
     probe_complete: bool
     failures: list[str]
     golden: Summary
+    metric_parity: NotRequired[MetricParity]
 
 
 class Outcome(TypedDict):
@@ -125,6 +148,8 @@ class ProbeBundle(TypedDict):
     runs: list[dict[str, Any]]
     leaders: list[dict[str, Any]]
     family_means: list[dict[str, Any]]
+    #: the study's ``[[leaders]]`` tasks over saved measurements
+    task_leaders: NotRequired[list[dict[str, Any]]]
     verification: ProbeVerification
 
 

@@ -21,6 +21,8 @@ A declared run whose file is missing, or that has fewer regression targets than 
 
 from __future__ import annotations
 
+import html
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
@@ -35,12 +38,23 @@ from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
+    MetricParity,
     Outcome,
+    ParityCell,
     ProbeBundle,
     ProbeVerification,
     write_outputs,
 )
-from audiorepro.specs.study import ProbeStudy, Run
+from audiorepro.runner.probe_saved import (
+    completion_problems,
+    parity,
+    parity_table,
+    reference_check,
+    saved_tables,
+    task_leaders,
+)
+from audiorepro.specs.measurements import load_measurements
+from audiorepro.specs.study import ProbeStudy, Run, SavedFile
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -77,7 +91,7 @@ def flatten(report: dict[str, Any]) -> dict[str, float | None]:
         elif node is None or (isinstance(node, int | float) and not isinstance(node, bool)):
             out[prefix] = node
 
-    for section in ("regression", "classification", "events", "vectors"):
+    for section in ("regression", "classification", "events", "vectors", "human"):
         if section in report:
             walk(section, report[section])
     return out
@@ -298,6 +312,8 @@ def _interval(pair: Any) -> tuple[float, float]:
 
 
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    if run.predictions is None:
+        return None, None  # saved measurements only
     if not run.predictions.is_file():
         return None, f"declared run {run.id}: predictions file {run.predictions.name} is missing"
     try:
@@ -333,22 +349,118 @@ def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow
     return rows
 
 
+def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
+    """A run's saved files by split (a malformed one is a UserError, exit 2); a missing one is
+    a problem of an incomplete study."""
+    saved: dict[str, Any] = {}
+    problems = []
+    for split, ref in run.metrics.items():
+        if not ref.path.is_file():
+            problems.append(
+                f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
+            )
+            continue
+        saved[split] = load_measurements(ref.path, split)
+    return saved, problems
+
+
+def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
+    if run.config is None:
+        return None, None
+    if not run.config.path.is_file():
+        return None, f"declared run {run.id}: config {run.config.path.name} is missing"
+    text = read_text(run.config.path, what="a run's config JSON")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"is not valid JSON ({exc})", source=run.config.path) from None
+    if not isinstance(doc, dict):
+        raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
+    return doc, None
+
+
 def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
         report, problem = _load_run(run)
+        saved, missing = _load_saved(run)
+        config, config_problem = _load_config(run)
+        problems = ([problem] if problem is not None else []) + missing
+        problems += [config_problem] if config_problem is not None else []
         runs.append(
             {
                 "id": run.id,
                 "model": run.model,
                 "family": run.family,
                 "corpus": run.corpus,
+                "attributes": dict(run.attributes),
                 "predictions_sha256": run.sha256,
+                "saved_sha256": {split: ref.sha256 for split, ref in run.metrics.items()},
+                "saved_files": {
+                    split: f"measurements/{slug(run.id)}/{slug(split)}.json"
+                    for split in run.metrics
+                },
                 "report": report,
-                "problem": problem,
+                "saved": saved,
+                "config": config,
+                "problem": "; ".join(problems) if problems else None,
             }
         )
     return runs
+
+
+def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
+    """Saved vs recomputed for every run with predictions and a saved parity split."""
+    cells = []
+    for r in runs:
+        if r["report"] is None:
+            continue
+        recomputed = flatten(r["report"])
+        for split in (study.parity_split, "public"):
+            if split in r["saved"]:
+                cells += parity(
+                    r["id"], split, r["saved"][split], recomputed, study.parity_tolerance
+                )
+    reference: list[ParityCell] = []
+    for run, r in zip(study.runs, runs, strict=True):
+        if r["report"] is not None and run.predictions is not None:
+            reference += reference_check(run.id, load_predictions(run.predictions), r["report"])
+    return {
+        "passed": all(c["passed"] for c in cells + reference),
+        "cells": cells,
+        "reference": reference,
+    }
+
+
+def _relative(path: Path, base: Path) -> str:
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:  # outside the study's folder: the full path says which file
+        return path.as_posix()
+
+
+def _narrative(study: ProbeStudy) -> list[tuple[str, str]]:
+    """The study's ``[[section]]`` files as (title, HTML), in the order given.
+
+    Shown as their exact text (escaped, preformatted): rendering Markdown needs a Markdown
+    library among the package's dependencies, which the locks do not hold yet; the text is
+    never dropped."""
+    out = []
+    for section in study.sections:
+        text = read_text(section.path, what="a Markdown section")
+        out.append((section.title, f'<pre class="narrative">{html.escape(text)}</pre>'))
+    return out
+
+
+def _copy_saved(study: ProbeStudy, out: Path) -> None:
+    """Each saved file, byte for byte, under ``measurements/<run>/<split>.json``: the report's
+    panels link to the exact file every number came from."""
+    for run in study.runs:
+        for split, ref in run.metrics.items():
+            if ref.path.is_file():
+                target = out / "measurements" / slug(run.id) / f"{slug(split)}.json"
+                atomic_write_bytes(target, ref.path.read_bytes())
 
 
 def verify_probe(study: ProbeStudy) -> Summary:
@@ -361,9 +473,25 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     out = Path(out)
     runs = _runs(study)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
+    failures += completion_problems(study, runs)
     complete = not failures
+    metric_parity = _parity(study, runs)
+    # A saved number the predictions refute is the first thing an auditor must read.
+    refuted = [
+        f"saved {c['split']} number of run {c['run']} disagrees with its predictions: "
+        f"{c['metric']} saved {c['saved']!r}, recomputed {c['recomputed']!r}"
+        for c in metric_parity["cells"]
+        if not c["passed"]
+    ] + [
+        f"run {c['run']}: {c['metric']} recomputed {c['recomputed']!r}, the reference "
+        f"definition gives {c['saved']!r}"
+        for c in metric_parity["reference"]
+        if not c["passed"]
+    ]
+    failures = refuted + failures
     present = [r for r in runs if r["report"] is not None]
     lead, fam = leaders(present), family_means(present)
+    saved_lead = task_leaders(study, runs)
     golden = summarize(_golden_rows(study, runs))
     failures += [
         f"published {r['cell']} {r['metric']}: {r['status']}"
@@ -372,6 +500,10 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         if r["status"] != PASS
     ]
     tables = _tables(present, lead, fam)
+    tables.update(saved_tables(study, runs, saved_lead))
+    if metric_parity["cells"] or metric_parity["reference"]:
+        tables["metric_parity"] = parity_table(metric_parity)
+    _copy_saved(study, out)
     for name, table in tables.items():
         write_table(out / "tables", name, table)
     verification: ProbeVerification = {
@@ -379,6 +511,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "failures": failures,
         "golden": golden,
     }
+    if metric_parity["cells"] or metric_parity["reference"]:
+        verification["metric_parity"] = metric_parity
     bundle: ProbeBundle = {
         "schema": PROBE_BUNDLE,
         "kind": "probe",
@@ -386,8 +520,17 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "runs": runs,
         "leaders": lead,
         "family_means": fam,
+        "task_leaders": saved_lead,
         "verification": verification,
     }
-    write_outputs(out, verification, render_probe_report(study, bundle, tables), bundle)
-    write_manifest(out, study, [], inputs={r.predictions.name: r.sha256 for r in study.runs})
+    report = render_probe_report(study, bundle, tables, _narrative(study))
+    write_outputs(out, verification, report, bundle)
+    inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
+    # Saved files by their path from the study's folder: runs often share file names
+    # (runs/m1/test_metrics.json, runs/m2/test_metrics.json).
+    saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
+    saved_refs += [r.config for r in study.runs if r.config is not None]
+    saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
+    inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
+    write_manifest(out, study, [], inputs=inputs)
     return {"passed": not failures, "failures": failures}

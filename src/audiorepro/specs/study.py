@@ -31,10 +31,53 @@ A study is cells of model x dataset, identity checks, and published values to ve
     provenance = "paper, table, URL, or 'seed kit output'"
     values = { "t2a/r@1" = 0.5 }
 
-A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks:
-each is one model's prediction file (``predictions``, ``sha256``, ``model``, ``family``,
-optional ``corpus`` and ``n_targets``); its published values are named by their path in the
-probe report (``regression/valence/mae``).
+A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks.
+Each run has a prediction file (``predictions`` with its ``sha256``), saved measurements, or
+both; its published values are named by their path in the probe report
+(``regression/valence/mae``)::
+
+    kind = "probe"
+    credits = "Study code: CC BY 4.0 ..."     # optional: the credits and licence line
+    config_fields = ["epochs", "parameters", "backbone_revision"]  # training/provenance table
+    parity = { split = "test", tolerance = 1e-6 }   # optional: saved split the predictions give
+
+    [families]                          # family name -> target-name prefix
+    emotion = "emo_"
+
+    [[run]]
+    id = "probe/legacy/m1/linear"       # unique
+    model = "M1 / LINEAR"               # the table row
+    family = "frozen + linear"          # optional, default the model (model-family means)
+    attributes = { phase = "legacy", domain = "held-out A", kind = "frozen probe" }
+    predictions = "preds/m1_linear.npz" # optional, with its sha256
+    sha256 = "<64 hex>"
+    corpus = "crema-like"               # optional: the classification corpus
+    n_targets = 30                      # optional: regression targets the predictions must have
+    [run.metrics.test]                  # saved measurements by split (docs/measurements.md)
+    file = "runs/m1_linear/test_metrics.json"
+    sha256 = "<64 hex>"
+    [run.config]                        # optional: the run's config JSON
+    file = "runs/m1_linear/config.json"
+    sha256 = "<64 hex>"
+
+    [[leaders]]                         # a task of the leader table
+    task = "Emotion targets"
+    metric = "test/family/emotion/normalized_mae"   # <split>/<field>/... in the saved files
+    direction = "lower"                 # or "higher"
+    label = "mean normalized MAE"       # optional
+    candidates = { kind = "frozen probe" }          # attribute filter of the candidate pool
+    baselines = ["whisper/tuned/base"]  # run ids shown beside the best candidate
+    percent = false                     # optional: show as a percentage
+
+    [[section]]                         # narrative, in the order given
+    title = "Caveats"
+    file = "notes/caveats.md"
+    sha256 = "<64 hex>"
+
+    [completion]                        # declared runs and targets per run
+    runs = ["probe/legacy/m1/linear"]
+    targets = 192
+    split = "test"                      # optional
 
 The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
@@ -79,13 +122,18 @@ PROBE_METRIC = re.compile(
     r"|classification/(n|accuracy|balanced_accuracy|macro_f1)"
     r"|events/(frame_f1|start_mae_s|end_mae_s|oracle_span_class_accuracy"
     r"|detected_span_class_accuracy|iou/(0\.1|0\.3|0\.5)/(precision|recall|f1|matched))"
-    r"|vectors/(n|mean_cosine))$"
+    r"|vectors/(n|mean_cosine)"
+    r"|human/[^/]+/[^/]+/(n|prompts|positive_rate|mean_prompt_spearman"
+    r"|balanced_accuracy_oracle_per_prompt|balanced_accuracy_oracle_overall"
+    r"|balanced_accuracy_5fold_clip_grouped))$"
 )
 _PROBE_METRICS = (
     "regression/<target>/<mae|normalized_mae|rmse|pearson|spearman|n>, "
     "classification/<accuracy|balanced_accuracy|macro_f1|n>, "
-    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>> "
-    "or vectors/<mean_cosine|n>"
+    "events/<frame_f1|start_mae_s|end_mae_s|iou/<0.1|0.3|0.5>/<precision|recall|f1|matched>>, "
+    "vectors/<mean_cosine|n> or human/<benchmark>/<cut>/<mean_prompt_spearman|"
+    "balanced_accuracy_oracle_per_prompt|balanced_accuracy_oracle_overall|"
+    "balanced_accuracy_5fold_clip_grouped|positive_rate|prompts|n>"
 )
 
 # --- the file format (what a user writes) --------------------------------------------------
@@ -180,16 +228,72 @@ class PublishedSpec(Spec):
     _profile = field_validator("profile")(known_profile)
 
 
+class FileRef(Spec):
+    """A file the study reads, with the SHA-256 it must have."""
+
+    file: RelativePath
+    sha256: FileSha256
+
+
 class RunSpec(Spec):
-    """One probe run: a model's prediction file (for one classification corpus)."""
+    """One probe run: its prediction file and/or its saved measurements, and its attributes."""
 
     id: str = Field(description="a unique run id")
-    model: str = Field(description="the model's name")
-    family: str = Field(description="the model family (for family means)")
-    predictions: RelativePath
-    sha256: FileSha256
+    model: str = Field(description="the model's name (the table row)")
+    family: str | None = Field(None, description="the model family (default: the model)")
+    attributes: dict[str, str] = Field(
+        default_factory=dict,
+        description="a table of attribute -> value (phase, domain, kind, head, ...)",
+    )
+    predictions: RelativePath | None = None
+    sha256: FileSha256 | None = None
+    metrics: dict[str, FileRef] = Field(
+        default_factory=dict,
+        description="a table of split -> {file, sha256}: saved measurements (test, public, ...)",
+    )
+    config: FileRef | None = Field(None, description="a table {file, sha256}: the run's config")
     corpus: str | None = Field(None, description="the classification corpus's name")
     n_targets: int | None = Field(None, ge=0, description="the number of regression targets")
+
+
+class LeaderSpec(Spec):
+    """One task of the leader table: the best candidate run by a saved metric."""
+
+    task: str = Field(description="the task's label")
+    metric: str = Field(
+        description="a saved-measurement path: '<split>/<field>/...' "
+        "(per_score/<score>/<field>, family/<name>/<field>)"
+    )
+    direction: Literal["higher", "lower"] = Field(description="'higher' or 'lower' is better")
+    label: str | None = Field(None, description="how the metric is described in the table")
+    candidates: dict[str, str] = Field(
+        default_factory=dict, description="a table of attribute -> value a candidate must have"
+    )
+    baselines: list[str] = Field(default_factory=list, description="a list of run ids")
+    percent: bool = Field(False, description="true to show the value as a percentage")
+
+
+class SectionSpec(Spec):
+    """A narrative section: a Markdown file rendered in the report, in the order given."""
+
+    title: str = Field(description="the section's heading")
+    file: RelativePath
+    sha256: FileSha256
+
+
+class CompletionSpec(Spec):
+    """What a complete study has: the runs declared, the targets each has."""
+
+    runs: list[str] = Field(default_factory=list, description="a list of expected run ids")
+    targets: int | None = Field(None, ge=0, description="targets per run (per_score entries)")
+    split: str = Field("test", description="the split whose targets are counted")
+
+
+class ParitySpec(Spec):
+    """Saved vs recomputed: which split the predictions reproduce, and the tolerance."""
+
+    split: str = Field("test", description="the saved split the predictions reproduce")
+    tolerance: float = Field(1e-6, ge=0, allow_inf_nan=False, description="a tolerance >= 0")
 
 
 class _StudyFile(Spec):
@@ -228,6 +332,40 @@ class ProbeStudyFile(_StudyFile):
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
+    families: dict[str, str] = Field(
+        default_factory=dict, description="a table of family name -> target-name prefix"
+    )
+    leaders: list[LeaderSpec] = Field(
+        default_factory=list, description="a list of [[leaders]] tables"
+    )
+    section: list[SectionSpec] = Field(
+        default_factory=list, description="a list of [[section]] tables"
+    )
+    completion: CompletionSpec | None = Field(None, description="a table {runs, targets}")
+    parity: ParitySpec = Field(default_factory=ParitySpec, description="a table")
+    credits: str | None = Field(None, description="the credits and licence line")
+    config_fields: list[str] = Field(
+        default_factory=list,
+        description="a list of [run.config] fields for the training and provenance table",
+    )
+
+    @model_validator(mode="after")
+    def _something_to_read(self) -> ProbeStudyFile:
+        # Here, not in RunSpec: a KeyProblem's key path is from the file's top, and only this
+        # level knows the run's index.
+        for i, r in enumerate(self.run):
+            if (r.predictions is None) != (r.sha256 is None):
+                raise KeyProblem(
+                    ("run", i, "sha256" if r.sha256 is None else "predictions"),
+                    "is missing; 'predictions' and 'sha256' go together",
+                )
+            if r.predictions is None and not r.metrics:
+                raise KeyProblem(
+                    ("run", i, "predictions"),
+                    "is missing; a run needs predictions or saved measurements "
+                    "([run.metrics.<split>])",
+                )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -244,16 +382,52 @@ class ProbeStudyFile(_StudyFile):
 
 
 @dataclass(frozen=True)
+class SavedFile:
+    """A saved file of a run (a split's measurements, or its config) and its SHA-256."""
+
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Run:
-    """One probe run: a model's prediction file (for one classification corpus)."""
+    """One probe run: a model's prediction file and/or its saved measurements."""
 
     id: str
     model: str
     family: str
-    predictions: Path
-    sha256: str
+    predictions: Path | None
+    sha256: str | None
     corpus: str | None = None
     n_targets: int | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, SavedFile] = field(default_factory=dict)
+    config: SavedFile | None = None
+
+
+@dataclass(frozen=True)
+class Leader:
+    task: str
+    metric: str
+    higher: bool
+    label: str
+    candidates: dict[str, str]
+    baselines: tuple[str, ...]
+    percent: bool
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    path: Path
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    runs: tuple[str, ...]
+    targets: int | None
+    split: str
 
 
 @dataclass(frozen=True)
@@ -336,6 +510,14 @@ class ProbeStudy:
     published: tuple[Published, ...]
     runs: tuple[Run, ...]
     kind: Literal["probe"] = "probe"
+    families: dict[str, str] = field(default_factory=dict)
+    leaders: tuple[Leader, ...] = ()
+    sections: tuple[Section, ...] = ()
+    completion: Completion | None = None
+    parity_split: str = "test"
+    parity_tolerance: float = 1e-6
+    credits: str | None = None
+    config_fields: tuple[str, ...] = ()
 
 
 Study = RetrievalStudy | ProbeStudy
@@ -468,6 +650,19 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
     return study
 
 
+def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
+    # Like predictions: a missing file is an incomplete study (the runner's exit 1); a file
+    # that is there with another hash is a wrong input (exit 2).
+    path = _required_path(source, f"{key}.file", ref.file, must_exist=False)
+    if strict and path.is_file() and sha256_file(path) != ref.sha256:
+        raise UserError(
+            f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {ref.sha256}",
+            source=source,
+            key=f"{key}.sha256",
+        )
+    return SavedFile(path=path, sha256=ref.sha256)
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
@@ -478,10 +673,13 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         seen.add(r.id)
         # A declared run whose file is missing is an incomplete study, reported by the
         # runner (exit 1), not a malformed one.
-        predictions = _required_path(
-            source, f"run[{i}].predictions", r.predictions, must_exist=False
-        )
-        if strict and predictions.is_file() and sha256_file(predictions) != r.sha256:
+        predictions = _path(source, f"run[{i}].predictions", r.predictions, must_exist=False)
+        if (
+            strict
+            and predictions is not None
+            and predictions.is_file()
+            and sha256_file(predictions) != r.sha256
+        ):
             raise UserError(
                 f"predictions {predictions.name} have SHA-256 {sha256_file(predictions)}, "
                 f"the study expects {r.sha256}",
@@ -492,23 +690,81 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
             Run(
                 id=r.id,
                 model=r.model,
-                family=r.family,
+                family=r.family if r.family is not None else r.model,
                 predictions=predictions,
                 sha256=r.sha256,
                 corpus=r.corpus,
                 n_targets=r.n_targets,
+                attributes=dict(r.attributes),
+                metrics={
+                    split: _saved(source, f"run[{i}].metrics.{split}", ref, strict)
+                    for split, ref in r.metrics.items()
+                },
+                config=None
+                if r.config is None
+                else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)
     )
+    for i, lead in enumerate(spec.leaders):
+        for j, b in enumerate(lead.baselines):
+            if b not in seen:
+                raise UserError(
+                    f"names {b!r}, which is not a run of this study",
+                    source=source,
+                    key=f"leaders[{i}].baselines[{j}]",
+                )
+        if "/" not in lead.metric:
+            raise UserError(
+                "expected a saved-measurement path '<split>/<field>/...'",
+                source=source,
+                key=f"leaders[{i}].metric",
+            )
+    sections = tuple(
+        Section(
+            title=s.title,
+            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
+            sha256=s.sha256,
+        )
+        for i, s in enumerate(spec.section)
+    )
+    for i, sec in enumerate(sections):
+        if strict and sha256_file(sec.path) != sec.sha256:
+            raise UserError(
+                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
+                f"{sec.sha256}",
+                source=source,
+                key=f"section[{i}].sha256",
+            )
+    c = spec.completion
     return ProbeStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
         source=source,
         published=published,
         runs=tuple(runs),
+        families=dict(spec.families),
+        leaders=tuple(
+            Leader(
+                task=lead.task,
+                metric=lead.metric,
+                higher=lead.direction == "higher",
+                label=lead.label if lead.label is not None else lead.metric,
+                candidates=dict(lead.candidates),
+                baselines=tuple(lead.baselines),
+                percent=lead.percent,
+            )
+            for lead in spec.leaders
+        ),
+        sections=sections,
+        completion=None if c is None else Completion(tuple(c.runs), c.targets, c.split),
+        parity_split=spec.parity.split,
+        parity_tolerance=spec.parity.tolerance,
+        credits=spec.credits,
+        config_fields=tuple(spec.config_fields),
     )
 
 

@@ -13,13 +13,15 @@ every machine. ``tools/make_fixtures.py probe`` writes them; the demo study buil
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.core.io import atomic_write_bytes, json_dumps, npz_bytes
+from audiorepro.metrics.probe import probe_report
 
 #: (run id prefix, model label, family, noise level)
 MODELS = (
@@ -137,10 +139,177 @@ def probe_fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
 
 
 def write_probe_fixtures(out: Path) -> dict[str, str]:
-    """Write every prediction file into ``out``; returns name -> SHA-256."""
+    """Write every prediction file and saved-measurement file into ``out``; returns name ->
+    SHA-256."""
     hashes = {}
-    for name, arrays in probe_fixtures().items():
+    for name, arrays in {**probe_fixtures(), **human_fixtures()}.items():
         data = npz_bytes(arrays)
         atomic_write_bytes(Path(out) / name, data)
         hashes[name] = hashlib.sha256(data).hexdigest()
+    for name, doc in saved_fixtures().items():
+        text = json_dumps(doc).encode()
+        atomic_write_bytes(Path(out) / name, text)
+        hashes[name] = hashlib.sha256(text).hexdigest()
+    atomic_write_bytes(Path(out) / "notes.md", NOTES.encode())
+    hashes["notes.md"] = hashlib.sha256(NOTES.encode()).hexdigest()
     return hashes
+
+
+# --- human benchmark and saved measurements (issue 16) -------------------------------------
+
+HUMAN_CUT = "min_2_raters"
+#: The demo's narrative section (``[[section]]``): what a study writes beside its tables.
+NOTES = """\
+## Reading these tables
+
+Legacy rows were measured on *held-out A*, tuned rows on *held-out B*: compare within a
+domain. The `p3` selection is identical before and after tuning, so the retention table is the
+one place where one model's phases meet on the same clips. Every number is synthetic.
+"""
+#: The saved value the failing fixture changes: (run, split file, target, field, offset).
+TAMPERED = ("clap-mlp/crema-like", "test", "valence", "raw_mae", 0.001)
+
+
+def _human(noise: float, name: str) -> dict[str, npt.NDArray[Any]]:
+    """A human benchmark: 4 prompts x 30 clips, a binary human label per item, a model score
+    that separates the labels less well with more noise; a label cut keeps items with at
+    least two raters."""
+    truth_rng, rng = _rng("truth", "human"), _rng(name, "human")
+    prompts, clips = 4, 30
+    n = prompts * clips
+    label = (truth_rng.random(n) < 0.4).astype(np.int64)
+    raters = truth_rng.integers(1, 4, n)
+    # Scores on a 0.05 grid: ties happen, as with real rating-like model outputs.
+    score = np.round((label * 1.0 + rng.standard_normal(n) * noise * 1.2) * 20) / 20
+    return {
+        "hb_bench": np.asarray(["emo-like"] * n),
+        "hb_prompt": np.asarray([f"prompt_{i // clips}" for i in range(n)]),
+        "hb_clip": np.asarray([f"clip_{i % clips:02d}" for i in range(n)]),
+        "hb_score": score,
+        "hb_label": label,
+        "hb_cut_names": np.asarray([HUMAN_CUT]),
+        "hb_cut": (raters >= 2).reshape(n, 1),
+    }
+
+
+def human_fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
+    """The human-benchmark prediction file of each model."""
+    return {f"{run}__human.npz": _human(noise, run) for run, _, _, noise in MODELS}
+
+
+def _saved_from_report(report: dict[str, Any]) -> dict[str, Any]:
+    """What a study's own scoring code would have saved: the held-out file of a run whose
+    predictions give these numbers (one speaker-vector set, ``timbre``)."""
+    ev = report["events"]
+    return {
+        "clips": 120,
+        "loss": None,
+        "per_score": [
+            {
+                "score": name,
+                "n": v["n"],
+                "raw_mae": v["mae"],
+                "normalized_mae": v["normalized_mae"],
+                "pearson": v["pearson"],
+                "spearman": v["spearman"],
+            }
+            for name, v in report["regression"].items()
+        ],
+        "speaker_cosine": {
+            "timbre": {"mean": report["vectors"]["mean_cosine"], "n": report["vectors"]["n"]}
+        },
+        "burst_localization": {
+            t: {k: ev["iou"][t][k] for k in ("precision", "recall", "f1", "matched")}
+            for t in ("0.1", "0.3", "0.5")
+        },
+        "frame_f1": ev["frame_f1"],
+        "cps_raw_mae": None,
+        "burst_class_oracle_span_accuracy": ev["oracle_span_class_accuracy"],
+        "burst_matched_event_class_accuracy": ev["detected_span_class_accuracy"],
+        "burst_start_mae_s": ev["start_mae_s"],
+        "burst_end_mae_s": ev["end_mae_s"],
+    }
+
+
+def _saved_legacy(noise: float, name: str, split: str) -> dict[str, Any]:
+    """A saved-only held-out file (no predictions behind it): numbers drawn from the seed,
+    rounded to 4 decimals, worse with more noise; two named speaker-vector sets."""
+    rng = _rng(name, "legacy", split)
+
+    def r(x: float) -> float:
+        return round(x, 4)
+
+    per_score = []
+    for i, target in enumerate(TARGETS):
+        if i == len(TARGETS) - 1:  # the target nobody annotated
+            per_score.append(
+                {"score": target, "n": 0, "raw_mae": None, "normalized_mae": None,
+                 "pearson": None, "spearman": None}
+            )  # fmt: skip
+            continue
+        nmae = r(0.5 + noise * 0.6 + float(rng.random()) * 0.1)
+        rho = r(0.95 - noise * 0.6 - float(rng.random()) * 0.1)
+        per_score.append(
+            {"score": target, "n": 108, "raw_mae": r(nmae * 1.5), "normalized_mae": nmae,
+             "pearson": r(rho + 0.02), "spearman": rho}
+        )  # fmt: skip
+    f1 = [r(0.9 - noise * 0.3 - k * 0.1 - float(rng.random()) * 0.05) for k in range(3)]
+    return {
+        "clips": 120 if split == "test" else 80,
+        "loss": r(1.0 + noise),
+        "per_score": per_score,
+        "speaker_cosine": {
+            "timbre": {"mean": r(0.9 - noise * 0.4), "n": 28},
+            "identity": {"mean": r(0.8 - noise * 0.5), "n": 25},
+        },
+        "burst_localization": {
+            t: {"precision": r(f + 0.03), "recall": r(f - 0.03), "f1": f, "matched": 40 - 5 * k}
+            for k, (t, f) in enumerate(zip(("0.1", "0.3", "0.5"), f1, strict=True))
+        },
+        "frame_f1": r(0.95 - noise * 0.3),
+        "cps_raw_mae": r(1.0 + noise * 2),
+        "burst_class_oracle_span_accuracy": r(0.9 - noise * 0.3),
+        "burst_class_events": 48,
+        "burst_matched_event_class_accuracy": r(0.85 - noise * 0.3),
+        "burst_matched_event_class_n": 40,
+        "burst_start_mae_s": r(0.02 + noise * 0.05),
+        "burst_end_mae_s": r(0.03 + noise * 0.05),
+    }
+
+
+def saved_fixtures() -> dict[str, Any]:
+    """Every saved-measurement JSON document, by file name: for each model a legacy run
+    (saved only: test and an extra ``p3`` selection), for each tuned crema-like run its test
+    file (from its predictions) and the same ``p3`` selection, for each human run its public
+    scores, for each ravdess-like run its adapter result, and the tampered copy."""
+    files: dict[str, Any] = {}
+    preds = probe_fixtures()
+    human = human_fixtures()
+    for run, _, _, noise in MODELS:
+        files[f"{run}__legacy__test.json"] = _saved_legacy(noise + 0.15, run, "test")
+        files[f"{run}__legacy__p3.json"] = _saved_legacy(noise + 0.15, run, "p3")
+        files[f"{run}__legacy__config.json"] = {
+            "stages": ["S1", "S2", "S3"], "epochs_per_stage": 2, "train_clips": 960,
+            "parameters": 257 if "linear" in run else 16513, "backbone_revision": "synthetic-r1",
+        }  # fmt: skip
+        report = probe_report(preds[f"{run}__crema-like.npz"], source="", sha256=None)
+        files[f"{run}__crema-like__test.json"] = _saved_from_report(report)
+        files[f"{run}__crema-like__p3.json"] = _saved_legacy(noise, run, "p3")
+        files[f"{run}__crema-like__config.json"] = {
+            "stages": ["S4"], "epochs_per_stage": 2, "train_clips": 960,
+            "parameters": 257 if "linear" in run else 16513, "backbone_revision": "synthetic-r1",
+        }  # fmt: skip
+        rav = probe_report(preds[f"{run}__ravdess-like.npz"], source="", sha256=None)
+        files[f"{run}__ravdess-like__adapter.json"] = {
+            "metrics": {k: rav["classification"][k] for k in
+                        ("n", "accuracy", "balanced_accuracy", "macro_f1")},
+            "classes": [f"class_{c}" for c in range(CORPORA["ravdess-like"])],
+        }  # fmt: skip
+        hum = probe_report(human[f"{run}__human.npz"], source="", sha256=None)
+        files[f"{run}__human__public.json"] = hum["human"]
+    run, split, target, field, offset = TAMPERED
+    tampered = json.loads(json.dumps(files[f"{run.replace('/', '__')}__{split}.json"]))
+    hit = next(s for s in tampered["per_score"] if s["score"] == target)
+    hit[field] = hit[field] + offset
+    files[f"tampered__{run.replace('/', '__')}__{split}.json"] = tampered
+    return files

@@ -1,0 +1,684 @@
+"""Probe tables from saved measurements, and their parity with recomputed numbers.
+
+A probe run may name saved metric files (``[run.metrics.<split>]``,
+:mod:`audiorepro.specs.measurements`) as well as, or instead of, a prediction file. From the
+saved files alone this module builds
+
+``task_leaders``     per ``[[leaders]]`` task: the best run among the candidates (runs whose
+                     attributes match the task's filter) by a saved metric path, its value, the
+                     baseline runs' values beside it, and the best observed run over both
+``families``         per run (of the study's primary split): each ``[families]`` family's mean
+                     normalized MAE and Spearman (:func:`family_mean`)
+``burst_speaker``    per run: clips, frame and event F1, boundary MAE, span class accuracies,
+                     each named speaker-vector set's mean cosine with its valid count, CPS MAE
+``saved_target_<t>`` per target: n, raw/normalized MAE, Pearson, Spearman of every run
+``public_<bench>``   per public benchmark: every recorded cut of every run
+``adapters``         per run: each supervised adapter's accuracy
+``retention``        one model's runs of different phases on each identical extra split
+``completion``       declared vs found runs and targets
+``training``         the ``config_fields`` the study names, from each run's ``[run.config]``
+``panel_<run>_<split>``  every recorded number of one saved file
+
+Where a run has predictions too, :func:`parity` compares each saved number of the parity split
+with the number recomputed from the predictions: one cell per metric with ``saved``,
+``recomputed``, ``abs_delta`` and ``tolerance``. A saved number that differs by more than the
+tolerance fails the study, and so does one where the predictions give an undefined number; a
+saved null (not recorded) claims nothing and is not compared.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from audiorepro.metrics.probe import family_mean
+from audiorepro.reference import probe as ref
+from audiorepro.render.tables import Column, Table, slug
+from audiorepro.runner.outputs import MetricParity, ParityCell
+from audiorepro.specs.study import ProbeStudy
+
+IOU = ("0.1", "0.3", "0.5")
+SCORE_FIELDS = ("n", "raw_mae", "normalized_mae", "pearson", "spearman")
+#: saved held-out field -> recomputed probe-report path (``audiorepro.probe/1``)
+EVENT_PARITY = {
+    "frame_f1": "events/frame_f1",
+    "burst_start_mae_s": "events/start_mae_s",
+    "burst_end_mae_s": "events/end_mae_s",
+    "burst_class_oracle_span_accuracy": "events/oracle_span_class_accuracy",
+    "burst_matched_event_class_accuracy": "events/detected_span_class_accuracy",
+}
+#: saved per-score field -> recomputed regression field
+SCORE_PARITY = {
+    "n": "n",
+    "raw_mae": "mae",
+    "normalized_mae": "normalized_mae",
+    "pearson": "pearson",
+    "spearman": "spearman",
+}
+
+
+def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> float | int | None:
+    """A number in a run's saved files by path: ``<split>/<field>/...``.
+
+    ``per_score/<score>/<field>`` names a target's field, ``family/<name>/<field>`` a family
+    mean; anything else walks the JSON tables. A missing split, key or null value is None.
+
+    >>> saved = {"test": {"frame_f1": 0.5, "per_score": [{"score": "a/b", "n": 3}],
+    ...                   "burst_localization": {"0.5": {"f1": 0.25}}}}
+    >>> [saved_value(saved, p, {}) for p in ("test/frame_f1", "test/per_score/a/b/n",
+    ...                                      "test/burst_localization/0.5/f1", "val/loss")]
+    [0.5, 3, 0.25, None]
+    """
+    split, _, rest = path.partition("/")
+    node: Any = saved.get(split)
+    if node is None:
+        return None
+    parts = rest.split("/")
+    if parts[0] == "per_score" and len(parts) >= 3:
+        score, field = "/".join(parts[1:-1]), parts[-1]
+        hit = next((s for s in node.get("per_score", []) if s["score"] == score), None)
+        return None if hit is None else hit.get(field)
+    if parts[0] == "family" and len(parts) == 3:
+        prefix = families.get(parts[1])
+        if prefix is None:
+            return None
+        return family_mean(node.get("per_score", []), prefix, parts[2])
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    return node
+
+
+def _label(run: dict[str, Any]) -> str:
+    """A run's row label: its model, phase and domain (one model has runs in several)."""
+    parts = [run["model"], *(run["attributes"].get(a) for a in ("phase", "domain"))]
+    return " / ".join(str(p) for p in parts if p)
+
+
+def _attribute_names(runs: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(k for r in runs for k in r["attributes"]))
+
+
+def _matches(run: dict[str, Any], wanted: dict[str, str]) -> bool:
+    return all(run["attributes"].get(k) == v for k, v in wanted.items())
+
+
+def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per ``[[leaders]]`` task: best candidate, baselines' values, best observed run."""
+    by_id = {r["id"]: r for r in runs}
+    out = []
+    for lead in study.leaders:
+
+        def value(run: dict[str, Any], metric: str = lead.metric) -> float | int | None:
+            return saved_value(run["saved"], metric, study.families)
+
+        def pick(pool: list[dict[str, Any]], higher: bool = lead.higher) -> dict[str, Any] | None:
+            defined = [r for r in pool if value(r) is not None]
+            if not defined:
+                return None
+            # Ties: the first declared run wins (min/max keep the first extreme).
+            key = (lambda r: -float(value(r) or 0)) if higher else (lambda r: float(value(r) or 0))
+            return min(defined, key=key)
+
+        candidates = [r for r in runs if _matches(r, lead.candidates)]
+        best = pick(candidates)
+        baselines = [by_id[b] for b in lead.baselines]
+        overall = pick(([best] if best else []) + baselines)
+        out.append(
+            {
+                "task": lead.task,
+                "metric": lead.metric,
+                "label": lead.label,
+                "higher_is_better": lead.higher,
+                "percent": lead.percent,
+                "best_candidate_run": None if best is None else best["id"],
+                "best_candidate_value": None if best is None else value(best),
+                "baselines": {b["id"]: value(b) for b in baselines},
+                "highest_measured_run": None if overall is None else overall["id"],
+            }
+        )
+    return out
+
+
+def _pct(value: float | int | None, percent: bool) -> float | int | None:
+    # Percent columns carry 100 x the fraction, so that every rendering shows the module's
+    # percentage (with the table's decimals); the fraction stays in the bundle.
+    return None if value is None else (100.0 * value if percent else value)
+
+
+def saved_tables(
+    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[dict[str, Any]]
+) -> dict[str, Table]:
+    """Every table built from saved measurements alone (see the module docstring)."""
+    tables: dict[str, Table] = {}
+    by_id = {r["id"]: r for r in runs}
+    split = study.parity_split
+    attrs = _attribute_names(runs)
+    if lead:
+        baseline_ids = list(dict.fromkeys(b for t in lead for b in t["baselines"]))
+        cols = [Column("metric"), Column("best candidate"), Column("value")]
+        cols += [Column(_label(by_id[b])) for b in baseline_ids]
+        cols += [Column("best observed")]
+        rows = []
+        for t in lead:
+            arrow = " ↑" if t["higher_is_better"] else " ↓"
+            pct = t["percent"]
+            best = t["best_candidate_run"]
+            win = t["highest_measured_run"]
+            cells: list[Any] = [
+                t["label"] + (" (%)" if pct else "") + arrow,
+                None if best is None else _label(by_id[best]),
+                _pct(t["best_candidate_value"], pct),
+            ]
+            cells += [_pct(t["baselines"].get(b), pct) for b in baseline_ids]
+            cells.append(None if win is None else _label(by_id[win]))
+            rows.append((t["task"], tuple(cells)))
+        tables["task_leaders"] = Table(
+            "Task leaders from saved measurements (best candidate, baselines beside it)",
+            tuple(cols),
+            tuple(rows),
+            row_header="task",
+            notes=("Candidates: runs whose attributes match the task's filter.",),
+        )
+    held = [r for r in runs if split in r["saved"]]
+    if study.families and held:
+        cols = [Column(a) for a in attrs]
+        for name in study.families:
+            cols += [Column(f"{name} normalized_mae", False), Column(f"{name} spearman", True)]
+        tables["families"] = Table(
+            f"Target families ({split}): equal-weight means over each run's valid targets",
+            tuple(cols),
+            tuple(
+                (
+                    _label(r),
+                    tuple(r["attributes"].get(a) for a in attrs)
+                    + tuple(
+                        v
+                        for prefix in study.families.values()
+                        for v in (
+                            family_mean(r["saved"][split]["per_score"], prefix, "normalized_mae"),
+                            family_mean(r["saved"][split]["per_score"], prefix, "spearman"),
+                        )
+                    ),
+                )
+                for r in held
+            ),
+            notes=tuple(f"{n}: targets named {p}*" for n, p in study.families.items()),
+        )
+    if held:
+        speakers = list(dict.fromkeys(n for r in held for n in r["saved"][split]["speaker_cosine"]))
+        cols = [Column(a) for a in attrs] + [
+            Column("clips"),
+            Column("frame_f1 (%)", True),
+            *(Column(f"event_f1@{t} (%)", True) for t in IOU),
+            Column("start_mae_s", False),
+            Column("end_mae_s", False),
+            Column("oracle_span_class_accuracy (%)", True),
+            Column("detected_span_class_accuracy (%)", True),
+        ]
+        for name in speakers:
+            cols += [Column(f"{name} cosine", True), Column(f"{name} n")]
+        cols.append(Column("cps_raw_mae", False))
+        rows = []
+        for r in held:
+            x = r["saved"][split]
+            loc = x["burst_localization"]
+            row: list[Any] = [r["attributes"].get(a) for a in attrs]
+            row += [
+                x["clips"],
+                _pct(x["frame_f1"], True),
+                *(_pct(loc.get(t, {}).get("f1"), True) for t in IOU),
+                x["burst_start_mae_s"],
+                x["burst_end_mae_s"],
+                _pct(x["burst_class_oracle_span_accuracy"], True),
+                _pct(x["burst_matched_event_class_accuracy"], True),
+            ]
+            for name in speakers:
+                vec = x["speaker_cosine"].get(name, {})
+                row += [vec.get("mean"), vec.get("n")]
+            row.append(x["cps_raw_mae"])
+            rows.append((_label(r), tuple(row)))
+        tables["burst_speaker"] = Table(
+            f"Speaker vectors, speaking rate and vocal-burst timing ({split})",
+            tuple(cols),
+            tuple(rows),
+            notes=("Compare within a test domain; N is each speaker-vector set's valid count.",),
+        )
+        targets = list(
+            dict.fromkeys(s["score"] for r in held for s in r["saved"][split]["per_score"])
+        )
+        score_cols = (
+            Column("n"),
+            Column("raw_mae", False),
+            Column("normalized_mae", False),
+            Column("pearson", True),
+            Column("spearman", True),
+        )
+        for target in targets:
+            rows = []
+            for r in held:
+                hit = next(
+                    (s for s in r["saved"][split]["per_score"] if s["score"] == target), None
+                )
+                if hit is not None:
+                    rows.append((_label(r), tuple(hit[c.name] for c in score_cols)))
+            tables[f"saved_target_{slug(target)}"] = Table(
+                f"Target {target} ({split}, saved)", score_cols, tuple(rows)
+            )
+    public = [r for r in runs if "public" in r["saved"]]
+    benches = list(dict.fromkeys(b for r in public for b in r["saved"]["public"]))
+    for bench in benches:
+        cut_rows = [
+            (r, cut, value)
+            for r in public
+            for cut, value in r["saved"]["public"].get(bench, {}).items()
+            if isinstance(value, dict)
+        ]
+        fields = [
+            f
+            for f in (
+                "n",
+                "prompts",
+                "positive_rate",
+                "mean_prompt_spearman",
+                "balanced_accuracy_oracle_per_prompt",
+                "balanced_accuracy_oracle_overall",
+                "balanced_accuracy_5fold_clip_grouped",
+                "mae",
+                "rmse",
+                "pearson",
+                "spearman",
+            )
+            if any(v.get(f) is not None for _, _, v in cut_rows)
+        ]
+        lower = {"mae", "rmse"}
+        neutral = {"n", "prompts", "positive_rate"}
+        tables[f"public_{slug(bench)}"] = Table(
+            f"Public benchmark {bench}: every recorded cut",
+            (Column("cut"), *(Column(f, None if f in neutral else f not in lower) for f in fields)),
+            tuple((_label(r), (cut, *(v.get(f) for f in fields))) for r, cut, v in cut_rows),
+        )
+    adapters = sorted({s for r in runs for s in r["saved"] if s.startswith("adapter")})
+    if adapters:
+        tables["adapters"] = Table(
+            "Supervised adapters: accuracy (%)",
+            tuple(Column(f"{a} accuracy (%)", True) for a in adapters),
+            tuple(
+                (
+                    _label(r),
+                    tuple(
+                        _pct(r["saved"].get(a, {}).get("metrics", {}).get("accuracy"), True)
+                        for a in adapters
+                    ),
+                )
+                for r in runs
+                if any(a in r["saved"] for a in adapters)
+            ),
+        )
+    retention = _retention(runs, split)
+    if retention:
+        tables["retention"] = retention
+    if study.completion is not None:
+        tables["completion"] = completion_table(study, runs)
+    configured = [r for r in runs if r.get("config") is not None]
+    if study.config_fields and configured:
+        tables["training"] = Table(
+            "Training and provenance (from each run's config)",
+            tuple(Column(f) for f in study.config_fields),
+            tuple(
+                (_label(r), tuple(_config_cell(r["config"].get(f)) for f in study.config_fields))
+                for r in configured
+            ),
+        )
+    for r in runs:
+        for name, doc in r["saved"].items():
+            tables[f"panel_{slug(r['id'])}_{slug(name)}"] = Table(
+                f"{r['id']}: {name} (every recorded number)",
+                (Column("recorded"),),
+                tuple((path, (value,)) for path, value in _numbers(doc)),
+                row_header="measurement",
+            )
+    return tables
+
+
+def _config_cell(value: Any) -> float | int | str | None:
+    """A config value as a table cell: numbers and text as they are, a list of scalars joined,
+    anything else as canonical JSON (so that nothing recorded is hidden)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
+    """One model before/after: its runs of different phases on each shared extra held-out
+    split (same split name = the identical selection)."""
+    rows = []
+    for model in dict.fromkeys(r["model"] for r in runs):
+        mine = [r for r in runs if r["model"] == model]
+        if len({r["attributes"].get("phase") for r in mine}) < 2:
+            continue
+        splits = [
+            s
+            for s in dict.fromkeys(s for r in mine for s in r["saved"])
+            if s != primary
+            and s != "public"
+            and not s.startswith("adapter")
+            and sum(s in r["saved"] for r in mine) >= 2
+        ]
+        for s in splits:
+            for r in mine:
+                x = r["saved"].get(s)
+                if x is None:
+                    continue
+                speakers = x["speaker_cosine"]
+                rows.append(
+                    (
+                        _label(r),
+                        (
+                            s,
+                            x["clips"],
+                            _pct(x["frame_f1"], True),
+                            _pct(x["burst_localization"].get("0.5", {}).get("f1"), True),
+                            x["burst_start_mae_s"],
+                            x["burst_end_mae_s"],
+                            "; ".join(
+                                f"{n} {v['mean']:.4f}" if v["mean"] is not None else f"{n} -"
+                                for n, v in speakers.items()
+                            ),
+                        ),
+                    )
+                )
+    if not rows:
+        return None
+    return Table(
+        "Retention: one model before and after, on identical selections",
+        (
+            Column("selection"),
+            Column("clips"),
+            Column("frame_f1 (%)", True),
+            Column("event_f1@0.5 (%)", True),
+            Column("start_mae_s", False),
+            Column("end_mae_s", False),
+            Column("speaker cosine"),
+        ),
+        tuple(rows),
+    )
+
+
+def completion_table(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table:
+    """Declared vs found: each expected run, whether it was found, and its targets."""
+    assert study.completion is not None
+    c = study.completion
+    by_id = {r["id"]: r for r in runs}
+    rows = []
+    for run_id in c.runs or tuple(by_id):
+        r = by_id.get(run_id)
+        found = r is not None and c.split in r["saved"]
+        n = len(r["saved"][c.split]["per_score"]) if found and r is not None else None
+        rows.append((run_id, ("yes" if found else "no", c.targets, n)))
+    return Table(
+        f"Completion: declared vs found runs and targets ({c.split})",
+        (Column("found"), Column("targets declared"), Column("targets found")),
+        tuple(rows),
+        row_header="run",
+    )
+
+
+def completion_problems(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[str]:
+    """What the ``[completion]`` table declares and the saved files do not have."""
+    c = study.completion
+    if c is None:
+        return []
+    by_id = {r["id"]: r for r in runs}
+    problems = []
+    for run_id in c.runs:
+        if run_id not in by_id:
+            problems.append(f"completion: expected run {run_id} is not declared")
+        elif c.split not in by_id[run_id]["saved"]:
+            problems.append(f"completion: run {run_id} has no saved {c.split} measurements")
+        elif c.targets is not None:
+            n = len(by_id[run_id]["saved"][c.split]["per_score"])
+            if n < c.targets:
+                problems.append(f"completion: run {run_id} has {n} targets, {c.targets} expected")
+    return problems
+
+
+def _numbers(doc: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every leaf of a saved file by path; per-score and per-category lists by their name."""
+    out: list[tuple[str, Any]] = []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            out += _numbers(value, f"{prefix}/{key}" if prefix else str(key))
+    elif isinstance(doc, list):
+        for i, item in enumerate(doc):
+            name = (
+                next((str(item[k]) for k in ("score", "category", "prompt") if k in item), str(i))
+                if isinstance(item, dict)
+                else str(i)
+            )
+            if isinstance(item, dict):
+                item = {k: v for k, v in item.items() if k not in ("score", "category", "prompt")}
+                out += _numbers(item, f"{prefix}/{name}")
+            else:
+                out.append((f"{prefix}/{name}", item))
+    elif doc is None or isinstance(doc, int | float | str):
+        out.append((prefix, doc))
+    return out
+
+
+def _exact(path: str) -> bool:
+    """Counts are compared exactly."""
+    return path.endswith(("/n", "/matched", "/prompts"))
+
+
+def parity(
+    run_id: str, split: str, saved: dict[str, Any], recomputed: dict[str, Any], tolerance: float
+) -> list[ParityCell]:
+    """Each saved number of ``split`` that the predictions also give, against the recomputed
+    one. Counts must match exactly; a saved number the predictions leave undefined fails; a
+    saved null (not recorded) is not compared."""
+    pairs: list[tuple[str, Any]] = []
+    if split == "public":
+        # Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...
+        for bench, cuts in saved.items():
+            for cut, value in cuts.items():
+                if isinstance(value, dict):
+                    pairs += [
+                        (f"human/{bench}/{cut}/{field}", number)
+                        for field, number in value.items()
+                        if field != "per_prompt"
+                    ]
+        saved = {}
+    for s in saved.get("per_score", []):
+        for field, target in SCORE_PARITY.items():
+            pairs.append((f"regression/{s['score']}/{target}", s.get(field)))
+    for field, path in EVENT_PARITY.items():
+        pairs.append((path, saved.get(field)))
+    for level, loc in saved.get("burst_localization", {}).items():
+        for field in ("precision", "recall", "f1", "matched"):
+            pairs.append((f"events/iou/{level}/{field}", loc.get(field)))
+    vectors = saved.get("speaker_cosine", {})
+    if len(vectors) == 1:
+        # A prediction file holds one speaker-vector set; with several named sets the saved
+        # file does not say which one the predictions are.
+        (vec,) = vectors.values()
+        pairs += [("vectors/mean_cosine", vec.get("mean")), ("vectors/n", vec.get("n"))]
+    cells: list[ParityCell] = []
+    for path, value in pairs:
+        if path not in recomputed or value is None:
+            # The predictions do not give this number, or the saved file records none (null
+            # claims nothing): neither provable nor refutable.
+            continue
+        got = recomputed[path]
+        if got is None:
+            delta, ok = None, False  # a saved number for what the predictions leave undefined
+        else:
+            delta = abs(float(value) - float(got))
+            ok = delta == 0 if _exact(path) else delta <= tolerance
+        cells.append(
+            {
+                "run": run_id,
+                "split": split,
+                "metric": path,
+                "saved": value,
+                "recomputed": got,
+                "abs_delta": delta,
+                "tolerance": 0.0 if _exact(path) else tolerance,
+                "passed": ok,
+            }
+        )
+    return cells
+
+
+#: Recomputed (fast) against reference (slow, exact-fraction) definitions: both compute the same
+#: float64 quantity by different routes, so they agree to rounding error only.
+REFERENCE_TOLERANCE = 1e-9
+
+
+def reference_check(
+    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
+) -> list[ParityCell]:
+    """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
+    errors and correlations, classification, frame F1, speaker-vector cosine and every human
+    benchmark cut. (Event
+    matching is left to the tests: the reference's exhaustive search is exponential.)"""
+    pairs: list[tuple[str, Any, Any]] = []
+    for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
+        pred, true = arrays["reg_pred"][:, k], arrays["reg_true"][:, k]
+        got = report["regression"][str(name)]
+        mae = ref.mae(pred, true)
+        sd = float(arrays["reg_train_sd"][k])
+        pairs += [
+            (f"regression/{name}/mae", got["mae"], mae),
+            (f"regression/{name}/rmse", got["rmse"], ref.rmse(pred, true)),
+            (f"regression/{name}/pearson", got["pearson"], ref.pearson(pred, true)),
+            (f"regression/{name}/spearman", got["spearman"], ref.spearman(pred, true)),
+            (
+                f"regression/{name}/normalized_mae",
+                got["normalized_mae"],
+                None if mae is None or not sd > 0 else mae / sd,
+            ),
+        ]
+    if "cls_names" in arrays:
+        expect = ref.classification(
+            arrays["cls_true"], arrays["cls_pred"], len(arrays["cls_names"])
+        )
+        pairs += [
+            (f"classification/{m}", report["classification"][m], expect[m])
+            for m in ("accuracy", "balanced_accuracy", "macro_f1")
+        ]
+    if "frame_true" in arrays:
+        pairs.append(
+            (
+                "events/frame_f1",
+                report["events"]["frame_f1"],
+                ref.frame_f1(arrays["frame_true"], arrays["frame_prob"]),
+            )
+        )
+    if "spk_pred" in arrays:
+        pairs.append(
+            (
+                "vectors/mean_cosine",
+                report["vectors"]["mean_cosine"],
+                ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
+            )
+        )
+    if "hb_score" in arrays:
+        bench = arrays["hb_bench"]
+        names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
+        for b in dict.fromkeys(bench.tolist()):
+            cuts = {"all": bench == b}
+            cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
+            for cut, keep in cuts.items():
+                s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
+                g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
+                got = report["human"][b][cut]
+                at = f"human/{b}/{cut}"
+                pairs += [
+                    (
+                        f"{at}/mean_prompt_spearman",
+                        got["mean_prompt_spearman"],
+                        ref.mean_prompt_spearman(s, y, g),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_oracle_per_prompt",
+                        got["balanced_accuracy_oracle_per_prompt"],
+                        ref.oracle_balanced_accuracy_per_prompt(s, y, g),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_oracle_overall",
+                        got["balanced_accuracy_oracle_overall"],
+                        ref.oracle_balanced_accuracy(s, y),
+                    ),
+                    (
+                        f"{at}/balanced_accuracy_5fold_clip_grouped",
+                        got["balanced_accuracy_5fold_clip_grouped"],
+                        ref.heldout_threshold_balanced_accuracy(s, y, c),
+                    ),
+                ]
+    cells: list[ParityCell] = []
+    for path, got, expected in pairs:
+        both = got is not None and expected is not None
+        delta = abs(float(got) - float(expected)) if both else None
+        cells.append(
+            {
+                "run": run_id,
+                "split": "reference",
+                "metric": path,
+                # ``saved`` holds the reference's number here: the independent definition.
+                "saved": expected,
+                "recomputed": got,
+                "abs_delta": delta,
+                "tolerance": REFERENCE_TOLERANCE,
+                "passed": delta <= REFERENCE_TOLERANCE
+                if delta is not None
+                else got is None and expected is None,
+            }
+        )
+    return cells
+
+
+def parity_table(metric_parity: MetricParity) -> Table:
+    """Saved vs recomputed (and recomputed vs reference), disagreements first."""
+    cells = [*metric_parity["cells"], *metric_parity["reference"]]
+    ordered = sorted(cells, key=lambda c: c["passed"])  # stable: failures first, then as made
+    return Table(
+        "Saved numbers against the predictions, and recomputed numbers against the reference",
+        (
+            Column("metric"),
+            Column("split"),
+            Column("saved or reference"),
+            Column("recomputed"),
+            Column("abs_delta"),
+            Column("tolerance"),
+            Column("status"),
+        ),
+        tuple(
+            (
+                c["run"],
+                (
+                    c["metric"],
+                    c["split"],
+                    c["saved"],
+                    c["recomputed"],
+                    c["abs_delta"],
+                    c["tolerance"],
+                    "PASS" if c["passed"] else "FAIL",
+                ),
+            )
+            for c in ordered
+        ),
+        row_header="run",
+        digits=9,
+    )
