@@ -395,6 +395,27 @@ def test_corrupt_hf_weights_are_refused(
     assert str(folder) in err and "Traceback" not in err
 
 
+def test_a_malicious_pickle_in_an_hf_folder_is_one_line(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Refused by torch's weights_only loader (the payload never ran), but as a traceback.
+    folder = tmp_path / "hf"
+    shutil.copytree(tiny / "tiny-hf", folder)
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, tuple[str]]:
+            return (Path.touch, (str(marker),))  # type: ignore[return-value]
+
+    torch.save({"x": Payload()}, folder / "pytorch_model.bin", pickle_module=pickle)
+    code = main(["identity", "--a", f"hf:{folder}", "--write-golden", str(tmp_path / "g.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be loaded as a Hugging Face CLAP model" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not marker.exists(), "the pickle payload ran"
+
+
 @pytest.mark.parametrize("problem", ["undecodable", "silent", "caption mismatch"])
 def test_bad_audio_inputs_are_clear_errors(
     tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], problem: str

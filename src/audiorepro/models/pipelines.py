@@ -223,9 +223,21 @@ class HFPipeline(Pipeline):
 
         source = spec.location
         try:
-            model = ClapModel.from_pretrained(source, revision=spec.revision)
-            processor = ClapProcessor.from_pretrained(source, revision=spec.revision)
-        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
+            # A pytorch_model.bin is a pickle: never unpickled beyond plain tensors, whatever
+            # the transformers version passes to torch.load.
+            with _weights_only_torch_load():
+                model = ClapModel.from_pretrained(source, revision=spec.revision)
+                processor = ClapProcessor.from_pretrained(source, revision=spec.revision)
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            RuntimeError,
+            EOFError,
+            pickle.UnpicklingError,
+            SafetensorError,
+        ) as exc:
             raise UserError(
                 f"cannot be loaded as a Hugging Face CLAP model: {_first_line(exc)}", source=source
             ) from None
