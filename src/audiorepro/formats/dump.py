@@ -74,8 +74,11 @@ class Dump:
 
 
 #: A member that inflates more than this many times its stored size is refused before it is
-#: read: embeddings, ids and captions compress little; a zip bomb compresses a thousandfold.
+#: read: numbers (embeddings, indices) compress little, a zip bomb about a thousandfold.
 MAX_INFLATION = 100
+#: The same for string members (ids, captions): numpy stores them as fixed-width UTF-32, whose
+#: zero bytes and padding compress far better than numbers.
+MAX_INFLATION_STRINGS = 1000
 #: Members smaller than this are never refused for their inflation (a short caption list or a
 #: metadata string may compress well).
 INFLATION_FLOOR = 1 << 20
@@ -83,8 +86,9 @@ INFLATION_FLOOR = 1 << 20
 
 def inspect_npz(path: Path, *, source: str) -> None:
     """Check an archive before any array is read, from its directory and each member's .npy
-    header only (bounded memory, whatever the file declares): each member once, no member
-    that inflates beyond :data:`MAX_INFLATION`, a well-formed header, and a declared shape
+    header only (bounded memory, whatever the file declares): each member once, a
+    well-formed header, no member that inflates beyond :data:`MAX_INFLATION` (strings
+    :data:`MAX_INFLATION_STRINGS`), and a declared shape
     and dtype whose size is the member's size."""
     try:
         with zipfile.ZipFile(path) as zf:
@@ -100,15 +104,6 @@ def inspect_npz(path: Path, *, source: str) -> None:
                         key=key,
                     )
                 seen.add(info.filename)
-                if info.file_size > INFLATION_FLOOR and info.file_size > MAX_INFLATION * max(
-                    info.compress_size, 1
-                ):
-                    raise UserError(
-                        f"inflates {info.compress_size} stored bytes to {info.file_size} "
-                        f"(more than {MAX_INFLATION} times); refused before reading",
-                        source=source,
-                        key=key,
-                    )
                 _check_member(zf, info, source=source, key=key)
     except zipfile.BadZipFile as exc:
         raise UserError(f"is not a readable .npz archive ({exc})", source=source) from None
@@ -137,6 +132,14 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, *, source: str, ke
                 f"has a malformed .npy header ({str(exc)[:200]})", source=source, key=key
             ) from None
         header = member.tell()
+    limit = MAX_INFLATION_STRINGS if dtype.kind in "US" else MAX_INFLATION
+    if info.file_size > INFLATION_FLOOR and info.file_size > limit * max(info.compress_size, 1):
+        raise UserError(
+            f"inflates {info.compress_size} stored bytes to {info.file_size} "
+            f"(more than {limit} times); refused before reading",
+            source=source,
+            key=key,
+        )
     if dtype.hasobject:
         return  # refused when read (never unpickled), with its own message
     declared = math.prod(shape) * dtype.itemsize
