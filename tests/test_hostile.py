@@ -440,6 +440,12 @@ def _valid_published(folder: Path) -> str:
     )
 
 
+def _valid_registry(folder: Path) -> str:
+    from audiorepro.models.registry import bundled_registry
+
+    return bundled_registry().read_text(encoding="utf-8")
+
+
 def _text(change: Callable[[str], str]) -> Callable[[Path, str], None]:
     def make(path: Path, valid: str) -> None:
         path.write_text(change(valid), encoding="utf-8")
@@ -461,11 +467,15 @@ TOML_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
     "not-toml": (_text(lambda v: v + "\n[[[\n"), "TOML"),
     "deep-nesting": (_text(lambda v: "x = " + "[" * 100_000 + "]" * 100_000 + "\n" + v), ""),
     "fifo": (_make_fifo, "FIFO"),
-    "folder": (_make_folder, "folder"),
+    "folder": (_make_folder, ""),  # "is a folder" or click's "is a directory"
+}
+#: Classes of the formats that hold published values (studies, published-values files).
+NUMBER_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
     "inf-tolerance": (_text(lambda v: v.replace("tolerance = 1e-9", "tolerance = inf")), "finite"),
     "nan-value": (_text(lambda v: v.replace("= 0.5", "= nan")), "finite"),
 }
 STUDY_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    **NUMBER_CLASSES,
     "negative-seed": (
         _text(lambda v: v.replace("profiles =", "bootstrap = { seed = -1 }\nprofiles =")),
         "seed",
@@ -492,6 +502,7 @@ STUDY_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
     ),
 }
 PUBLISHED_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    **NUMBER_CLASSES,
     "dcase-name": (
         _text(
             lambda v: v.replace('"t2a/r@1" = 0.5', '"R@1" = 0.5').replace(
@@ -500,6 +511,10 @@ PUBLISHED_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
         ),
         "R@1",
     ),
+}
+#: Classes of the registry format alone.
+REGISTRY_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    "wrong-schema": (_text(lambda v: v.replace("audiorepro.checkpoints/1", "x/1")), "schema"),
 }
 TOML_FORMATS: dict[str, tuple[Callable[[Path], str], dict[str, Any], dict[str, Command]]] = {
     "study": (
@@ -511,6 +526,24 @@ TOML_FORMATS: dict[str, tuple[Callable[[Path], str], dict[str, Any], dict[str, C
                 lambda f, t: ["reproduce", str(f), "--out", str(t / "out")],
                 lambda t: [t / "out", t / ".out.staging"],
             ),
+        },
+    ),
+    "registry": (
+        _valid_registry,
+        REGISTRY_CLASSES,
+        {
+            "identity": Command(
+                lambda f, t: [
+                    "identity",
+                    "--registry",
+                    str(f),
+                    "--a",
+                    "tiny",
+                    "--write-golden",
+                    str(t / "g.npz"),
+                ],
+                lambda t: [t / "g.npz"],
+            )
         },
     ),
     "published": (
@@ -550,6 +583,7 @@ def test_every_malformed_toml_is_one_line_for_every_command(
 
 
 def test_the_valid_toml_files_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from audiorepro.models.registry import read_registry
     from audiorepro.specs.published import load_published
     from audiorepro.specs.study import load_study
 
@@ -557,4 +591,7 @@ def test_the_valid_toml_files_pass(tmp_path: Path, capsys: pytest.CaptureFixture
         folder = _fresh(tmp_path / fmt)
         path = folder / "ok.toml"
         path.write_text(valid(folder))
-        assert (load_study(path) if fmt == "study" else load_published(path)) is not None
+        if fmt == "registry":
+            assert read_registry(path)
+        else:
+            assert (load_study(path) if fmt == "study" else load_published(path)) is not None
