@@ -87,7 +87,8 @@ def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
 #: unit tests. Select with ``-m unit``, ``-m "not e2e"``; the default runs everything.
 LAYERS = {
     "unit": {
-        "test_audio_inputs.py", "test_bootstrap.py", "test_container.py", "test_dump_validation.py",
+        "test_audio_inputs.py", "test_bootstrap.py", "test_cache.py", "test_container.py",
+        "test_dump_validation.py",
         "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
         "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
         "test_profiles.py",
@@ -98,8 +99,7 @@ LAYERS = {
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
         "test_probe_saved.py", "test_probe_study.py", "test_profile_laion_clap.py",
-        "test_selfcheck.py",
-        "test_verify.py",
+        "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
 }  # fmt: skip

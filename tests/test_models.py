@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ import pytest
 
 from audiorepro.cli import main
 from audiorepro.formats.dump import load_dump
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 torch = pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
 pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
@@ -395,6 +398,57 @@ def test_corrupt_hf_weights_are_refused(
     err = capsys.readouterr().err
     assert code == 2 and "cannot be loaded as a Hugging Face CLAP model" in err, err
     assert str(folder) in err and "Traceback" not in err
+
+
+def test_a_malicious_pickle_in_an_hf_folder_is_one_line(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Refused by torch's weights_only loader (the payload never ran), but as a traceback.
+    folder = tmp_path / "hf"
+    shutil.copytree(tiny / "tiny-hf", folder)
+    (folder / "model.safetensors").unlink()
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, tuple[str]]:
+            return (Path.touch, (str(marker),))  # type: ignore[return-value]
+
+    torch.save({"x": Payload()}, folder / "pytorch_model.bin", pickle_module=pickle)
+    code = main(["identity", "--a", f"hf:{folder}", "--write-golden", str(tmp_path / "g.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot be loaded as a Hugging Face CLAP model" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not marker.exists(), "the pickle payload ran"
+
+
+def test_a_laion_spec_without_a_hub_cache_is_one_line(tiny: Path, tmp_path: Path) -> None:
+    # laion-clap builds its text tower from roberta-base: with no cache, that was a traceback.
+    # A subprocess: the hub reads HF_HOME once, when it is imported.
+    empty = tmp_path / "empty-hf"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
+    env.update(HF_HOME=str(empty), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["PYTHONPATH"] = str(ROOT / "src")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "audiorepro",
+            "identity",
+            "--a",
+            f"laion:{tiny / 'tiny-laion.pt'}",
+            "--write-golden",
+            str(tmp_path / "g.npz"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "roberta-base" in err[-1]
+    assert str(tiny / "tiny-laion.pt") in err[-1]
 
 
 @pytest.mark.parametrize("problem", ["undecodable", "silent", "caption mismatch"])

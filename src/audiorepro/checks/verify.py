@@ -53,7 +53,7 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
         path = Path(dumps_dir) / cell.dump
         reason = None
         reproduced: dict[str, float] = {}
-        if not path.is_file():
+        if not path.exists():  # a folder or FIFO there is bad input, refused by load_dump
             reason = f"dump {cell.dump} is not available in {dumps_dir}"
         else:
             dump = load_dump(path)

@@ -41,7 +41,8 @@ from audiorepro.models.registry import load_registry, resolve_spec, with_archite
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
-from audiorepro.runner.study import run_study, verify_output_dir, verify_study
+from audiorepro.runner.publish import check_out
+from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 from audiorepro.specs.published import load_published
 from audiorepro.specs.settings import parse_overrides
 from audiorepro.specs.study import RetrievalStudy, load_study
@@ -581,21 +582,25 @@ def reproduce(
     as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
     missing.
     """
-    jobs: list[tuple[Path, Path]] = []
+    target = out
+    if study_file is None:
+        target = out or Path("reproduce-demo")
+    else:
+        target = out or Path(f"reproduce-{load_study(study_file).name}")
+    check_out(target)  # before any work: the demo prepares its inputs in OUT/cache
+    jobs: list[tuple[Path, str]] = []
     if study_file is None:
         # The demo: a retrieval study in OUT and a probe study in OUT/probe.
-        out = out or Path("reproduce-demo")
-        jobs.append((prepare_demo(out / "cache" / "demo"), out))
-        jobs.append((prepare_probe_demo(out / "cache" / "probe-demo"), out / "probe"))
+        jobs.append((prepare_demo(target / "cache" / "demo"), "."))
+        jobs.append((prepare_probe_demo(target / "cache" / "probe-demo"), "probe"))
     else:
-        jobs.append((study_file, out or Path(f"reproduce-{load_study(study_file).name}")))
-    studies = [(load_study(path), target) for path, target in jobs]  # validate all first
+        jobs.append((study_file, "."))
+    studies = [(load_study(path), rel) for path, rel in jobs]  # validate all first
     passed = True
     slurm = None
     if executor == "slurm":
         slurm = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
-    for study, target in studies:
-        result = run_study(study, target, slurm=slurm, say=click.echo)
+    for study, folder, result in run_studies(studies, target, slurm=slurm, say=click.echo):
         if result.get("executor_failed"):
             click.echo(f"{study.name}: FAILED ({len(result['failures'])} array task(s)):")
             for line in result["failures"]:
@@ -603,7 +608,7 @@ def reproduce(
             click.echo("  rerun the same command to submit only the missing parts")
             raise SystemExit(EXIT_CHECK_FAILED)
         status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
-        click.echo(f"{study.name}: {status}; report {target / 'report.html'}")
+        click.echo(f"{study.name}: {status}; report {folder / 'report.html'}")
         for failure in result["failures"]:
             click.echo(f"  {failure}")
         passed = passed and bool(result["passed"])

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import check_regular_file
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # Read once: os.umask can only be read by setting it, which is not thread-safe per write.
@@ -31,9 +32,20 @@ os.umask(_UMASK)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place. A path
+    that cannot be written (a folder, under a file, in a read-only or pseudo file system) is
+    a :class:`UserError` naming it, and leaves nothing behind."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise UserError("is a folder; expected a file path to write", source=path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UserError(
+            f"cannot be written ({exc.strerror or exc}); expected a writable file path",
+            source=path,
+        ) from None
     try:
         # mkstemp creates 0600; give the file the permissions a plain open() would.
         os.chmod(tmp, 0o666 & ~_UMASK)
@@ -85,21 +97,28 @@ def npz_bytes(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
 def read_text(path: str | Path, *, what: str, encoding: str = "utf-8") -> str:
     """A user's text file, or a :class:`UserError` naming it and what was expected."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"no such file (expected {what})", source=path)
+    check_regular_file(path, what=what)  # before opening: a FIFO would block
     try:
         return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
 
 
+def parse_toml(text: str, *, source: str | Path) -> dict[str, Any]:
+    """A TOML document, or a :class:`UserError` naming ``source`` (also for nesting too deep
+    for the parser, which recurses)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"is not valid TOML ({exc})", source=source) from None
+    except RecursionError:
+        raise UserError("is nested too deeply; expected a TOML document", source=source) from None
+
+
 def read_toml(path: str | Path, *, what: str, schema: str) -> dict[str, Any]:
     """A user's TOML document whose top-level ``schema`` must be ``schema``."""
     text = read_text(path, what=what)
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"is not valid TOML ({exc})", source=path) from None
+    doc = parse_toml(text, source=path)
     if doc.get("schema") != schema:
         raise UserError(
             f"has schema {doc.get('schema')!r}, expected {schema!r}", source=path, key="schema"
@@ -128,3 +147,16 @@ def regenerate(build: Any, out: Path, *, check: bool, label: str) -> int:
     atomic_write_bytes(out / "SHA256SUMS", sums_text(sums).encode())
     print(f"wrote {len(sums)} {label} to {out}")
     return 0
+
+
+#: The longest name :func:`slug` makes part of a file name (file systems allow 255 bytes).
+SLUG_MAX = 100
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a dataset, target or corpus name.
+
+    >>> slug("crema-like/v2 (test)")
+    'crema-like_v2__test_'
+    """
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)

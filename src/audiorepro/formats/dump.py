@@ -20,6 +20,7 @@ Every clip must have at least one caption; captions per clip may vary. Files are
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +30,10 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import sha256_file
+from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 
+NOT_FINITE_JSON = "expected a finite number (nan and inf are refused)"
 REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
 OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -71,11 +73,96 @@ class Dump:
         return bool(counts.max() > 1)
 
 
+#: A member that inflates more than this many times its stored size is refused before it is
+#: read: numbers (embeddings, indices) compress little, a zip bomb about a thousandfold.
+MAX_INFLATION = 100
+#: The same for string members (ids, captions): numpy stores them as fixed-width UTF-32, whose
+#: zero bytes and padding compress far better than numbers.
+MAX_INFLATION_STRINGS = 1000
+#: Members smaller than this are never refused for their inflation (a short caption list or a
+#: metadata string may compress well).
+INFLATION_FLOOR = 1 << 20
+
+
+def inspect_npz(path: Path, *, source: str) -> None:
+    """Check an archive before any array is read, from its directory and each member's .npy
+    header only (bounded memory, whatever the file declares): each member once, a
+    well-formed header, no member that inflates beyond :data:`MAX_INFLATION` (strings
+    :data:`MAX_INFLATION_STRINGS`), and a declared shape
+    and dtype whose size is the member's size."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            seen: set[str] = set()
+            for info in infos:
+                key = info.filename.removesuffix(".npy")
+                if info.filename in seen:
+                    raise UserError(
+                        "is in the archive twice; expected each array once (which one would "
+                        "be read is up to the reader)",
+                        source=source,
+                        key=key,
+                    )
+                seen.add(info.filename)
+                _check_member(zf, info, source=source, key=key)
+    except zipfile.BadZipFile as exc:
+        raise UserError(f"is not a readable .npz archive ({exc})", source=source) from None
+    except (OSError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise UserError(f"cannot be read ({exc})", source=source) from None
+
+
+def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, *, source: str, key: str) -> None:
+    fmt: Any = np.lib.format
+    with zf.open(info) as member:
+        try:
+            version = fmt.read_magic(member)
+            read_header = (
+                fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(member, max_header_size=1 << 16)
+        except (
+            ValueError,
+            SyntaxError,
+            TypeError,
+            OverflowError,
+            MemoryError,
+            RecursionError,
+        ) as exc:
+            raise UserError(
+                f"has a malformed .npy header ({str(exc)[:200]})", source=source, key=key
+            ) from None
+        header = member.tell()
+    limit = MAX_INFLATION_STRINGS if dtype.kind in "US" else MAX_INFLATION
+    if info.file_size > INFLATION_FLOOR and info.file_size > limit * max(info.compress_size, 1):
+        raise UserError(
+            f"inflates {info.compress_size} stored bytes to {info.file_size} "
+            f"(more than {limit} times); refused before reading",
+            source=source,
+            key=key,
+        )
+    if dtype.hasobject:
+        return  # refused when read (never unpickled), with its own message
+    declared = math.prod(shape) * dtype.itemsize
+    if declared != info.file_size - header:
+        raise UserError(
+            f"declares shape {shape} of {dtype} ({declared} bytes), but holds "
+            f"{info.file_size - header} bytes of data",
+            source=source,
+            key=key,
+        )
+
+
 def read_npz(path: Path, *, what: str) -> dict[str, npt.NDArray[Any]]:
-    r"""Every array of an .npz file, never unpickling; problems are :class:`UserError`\s."""
+    r"""Every array of an .npz file, never unpickling; problems are :class:`UserError`\s.
+
+    The file type is checked before it is opened (a FIFO would block, a folder is not a
+    dump), and the archive is inspected (:func:`inspect_npz`) before any array is read."""
     name = str(path)
-    if not path.is_file():
-        raise UserError(f"no such file (expected {what})", source=name)
+    check_regular_file(path, what=what)
+    with open(path, "rb") as f:
+        if f.read(6) == b"\x93NUMPY":  # refused before np.load allocates what it declares
+            raise UserError("is a single .npy array, expected an .npz archive", source=name)
+    inspect_npz(path, source=name)
     try:
         loaded = np.load(path, allow_pickle=False)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
@@ -213,11 +300,15 @@ def _validate(
                 "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
             )
         try:
-            meta = json.loads(str(raw))
+            meta = json.loads(str(raw), parse_constant=_no_constant, parse_int=_bounded_int)
         except json.JSONDecodeError as exc:
             raise fail(
                 "meta_json", f"is not valid JSON ({exc.msg} at position {exc.pos})"
             ) from None
+        except RecursionError:
+            raise fail("meta_json", "is nested too deeply; expected a flat JSON object") from None
+        except ValueError as exc:
+            raise fail("meta_json", str(exc)) from None
         if not isinstance(meta, dict):
             raise fail("meta_json", "is JSON but not an object, expected {...}")
 
@@ -235,6 +326,17 @@ def _validate(
         source=source,
         sha256=sha256,
     )
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"holds {name}; {NOT_FINITE_JSON}")
+
+
+def _bounded_int(text: str) -> int:
+    """JSON integers that a float can hold (a 400-digit ``logit_scale`` overflowed later)."""
+    if len(text.lstrip("-")) > 300:
+        raise ValueError(f"holds an integer of {len(text)} digits; expected a number a float holds")
+    return int(text)
 
 
 def _strings(

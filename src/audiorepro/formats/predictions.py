@@ -43,6 +43,8 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import read_npz
 
+#: The largest magnitude of a value: squares and sums of n values must stay finite.
+MAX_MAGNITUDE = 1e100
 SECTIONS = {
     "regression": ("reg_names", "reg_pred", "reg_true", "reg_train_sd"),
     "classification": ("cls_names", "cls_true", "cls_pred"),
@@ -99,6 +101,12 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
                 + ("" if not nan_ok else " (inf)")
                 + ("" if nan_ok else "; NaN is allowed only in reg_true"),
             )
+        if bool(np.any(np.abs(a) > MAX_MAGNITUDE)):  # NaN compares False: allowed above
+            raise fail(
+                key,
+                f"has a value of magnitude above {MAX_MAGNITUDE:g}; expected values whose "
+                "squares and sums a float holds (1e308 overflowed to inf in the metrics)",
+            )
 
     def ints(key: str, shape: tuple[int, ...], low: int, high: int | None) -> None:
         a = arrays[key]
@@ -109,18 +117,25 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         if a.size and (int(a.min()) < low or (high is not None and int(a.max()) >= high)):
             raise fail(key, f"has a value outside [{low}, {high if high is not None else 'inf'})")
 
-    def strings(key: str, shape: tuple[int, ...]) -> None:
+    def strings(key: str, shape: tuple[int, ...], *, unique: bool = False) -> None:
         a = arrays[key]
         if a.dtype.kind != "U":
             raise fail(key, f"has dtype {a.dtype}, expected str")
         if a.shape != shape:
             raise fail(key, f"has shape {a.shape}, expected {shape}")
+        if unique:
+            # Reports are keyed by name: a repeated name silently dropped a target or class.
+            seen: set[str] = set()
+            for i, name in enumerate(a.tolist()):
+                if name in seen:
+                    raise fail(key, f"repeats the name {name!r} (at {i}); expected unique names")
+                seen.add(name)
 
     if "regression" in present:
         names = arrays["reg_names"]
         if names.ndim != 1 or names.size == 0:
             raise fail("reg_names", f"has shape {names.shape}, expected [K] with K >= 1")
-        strings("reg_names", names.shape)
+        strings("reg_names", names.shape, unique=True)
         k = names.size
         pred = arrays["reg_pred"]
         if pred.ndim != 2 or pred.shape[1] != k:
@@ -134,7 +149,7 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         names = arrays["cls_names"]
         if names.ndim != 1 or names.size == 0:
             raise fail("cls_names", f"has shape {names.shape}, expected [L] with L >= 1")
-        strings("cls_names", names.shape)
+        strings("cls_names", names.shape, unique=True)
         m = arrays["cls_true"].shape
         if len(m) != 1:
             raise fail("cls_true", f"has shape {m}, expected [M]")

@@ -33,6 +33,8 @@ from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import make_dump, read_npz, save_dump
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
 from audiorepro.models.registry import ModelSpec
+from audiorepro.specs.records import PartRecord
+from audiorepro.specs.schema import validate
 
 PART_KIND = "audiorepro.dump-part/1"
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -208,8 +210,14 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
             raise UserError("is not a dump part (no part_json)", source=path, key="part_json")
         try:
             info = json.loads(str(arrays["part_json"]))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise UserError(f"holds invalid JSON ({exc})", source=path, key="part_json") from None
+        if not isinstance(info, dict):
+            raise UserError("is not a JSON object", source=path, key="part_json")
+        validate(PartRecord, info, source=str(path), where=("part_json",))
+        for key in ("audio_embeds", "text_embeds", "text_to_audio", "audio_ids", "captions"):
+            if key not in arrays:
+                raise UserError("is missing (required in a dump part)", source=path, key=key)
         if info.get("kind") != PART_KIND:
             raise UserError(
                 f"kind is {info.get('kind')!r}, expected {PART_KIND!r}",

@@ -226,9 +226,21 @@ class HFPipeline(Pipeline):
 
         source = spec.location
         try:
-            model = ClapModel.from_pretrained(source, revision=spec.revision)
-            processor = ClapProcessor.from_pretrained(source, revision=spec.revision)
-        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
+            # A pytorch_model.bin is a pickle: never unpickled beyond plain tensors, whatever
+            # the transformers version passes to torch.load.
+            with _weights_only_torch_load():
+                model = ClapModel.from_pretrained(source, revision=spec.revision)
+                processor = ClapProcessor.from_pretrained(source, revision=spec.revision)
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            RuntimeError,
+            EOFError,
+            pickle.UnpicklingError,
+            SafetensorError,
+        ) as exc:
             raise UserError(
                 f"cannot be loaded as a Hugging Face CLAP model: {_first_line(exc)}", source=source
             ) from None
@@ -321,14 +333,23 @@ class LaionPipeline(Pipeline):
         activate_hub_cache(spec.hub_cache)
         arch = spec.architecture
         with contextlib.redirect_stdout(sys.stderr):
-            import laion_clap
+            try:
+                import laion_clap
 
-            module = laion_clap.CLAP_Module(
-                enable_fusion=arch.enable_fusion,
-                device=device,
-                amodel=arch.amodel,
-                tmodel=arch.tmodel,
-            )
+                module = laion_clap.CLAP_Module(
+                    enable_fusion=arch.enable_fusion,
+                    device=device,
+                    amodel=arch.amodel,
+                    tmodel=arch.tmodel,
+                )
+            except OSError as exc:
+                # laion-clap builds its text tower from the hub's roberta-base, offline here.
+                raise UserError(
+                    "needs laion-clap's text model (roberta-base) in a local Hugging Face "
+                    "cache, which has none: give its registry entry a hub_cache, or set "
+                    f"HF_HOME to a cache that holds it ({_first_line(exc)})",
+                    source=spec.location,
+                ) from None
             _check_tokenizer(module, spec)
             try:
                 with _weights_only_torch_load():

@@ -15,7 +15,9 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audiorepro.core.io import atomic_write_bytes
+from audiorepro.core.io import atomic_write_bytes, slug
+
+__all__ = ["slug"]  # re-exported: the runner names table files with it
 
 MISSING_TEXT = "Not recorded / undefined"
 Cell = float | int | str | None
@@ -131,15 +133,6 @@ _LATEX_SPECIAL = {
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
 }
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a dataset, target or corpus name.
-
-    >>> slug("crema-like/v2 (test)")
-    'crema-like_v2__test_'
-    """
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
 
 
 def write_table(folder: Path, name: str, table: Table) -> None:

@@ -1,21 +1,48 @@
 """The extraction cache (``OUT/cache/dumps``): one dump per key over everything that decides
-its bytes, shared by the local and Slurm executors."""
+its bytes, shared by the local and Slurm executors.
+
+Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
+replaced at the same path gets a new key), the settings, the device, the thread count, the
+captions and every audio file. Checked by content: each entry ``<key>.npz`` has a record
+``<key>.json`` with the key and the entry's own SHA-256, written after the entry; an entry
+whose bytes no longer match its record (rewritten, truncated, half written) is extracted
+again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.models.extract import extract
-from audiorepro.models.registry import load_registry, resolve_spec
+from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
+from audiorepro.specs.settings import ARCHITECTURE_KEYS
 from audiorepro.specs.study import Cell
+
+
+def weight_hashes(spec: ModelSpec) -> dict[str, str]:
+    """SHA-256 of every file the model is loaded from, by name: the checkpoint file of a
+    ``laion:`` spec, every file of a local Hugging Face folder. A hub model is pinned by its
+    revision; a registry entry's recorded hashes are checked when it loads, and kept here."""
+    hashes = dict(spec.weights)
+    location = Path(spec.location)
+    if location.is_file():
+        hashes[location.name] = sha256_file(location)
+    elif location.is_dir():
+        for path in sorted(location.rglob("*")):
+            if path.is_file():
+                hashes[path.relative_to(location).as_posix()] = sha256_file(path)
+    return hashes
 
 
 def extract_key(cell: Cell) -> str:
@@ -29,7 +56,8 @@ def extract_key(cell: Cell) -> str:
     listing = [[name, sha256_file(audio[name])] for name in caps.clips if name in audio]
     key = {
         "model": e.model,
-        "weights": spec.weights or {"location": spec.location},
+        "weights": weight_hashes(spec),
+        "location": spec.location if spec.is_hub else None,
         "revision": spec.revision,
         "settings": dict(sorted(e.settings.items())),
         "device": e.device,
@@ -48,29 +76,63 @@ def cache_dump_path(cache: Path, key: str) -> Path:
     return cache / f"{key[:32]}.npz"
 
 
+def entry_record_path(cache: Path, key: str) -> Path:
+    """The record of a cache entry: its key and its own SHA-256."""
+    return cache / f"{key[:32]}.json"
+
+
+def record_entry(cache: Path, key: str) -> None:
+    """Write the record of the entry just written with this key (after the entry: an entry
+    without its record is not trusted)."""
+    record = {"cache_key": key, "sha256": sha256_file(cache_dump_path(cache, key))}
+    atomic_write_bytes(entry_record_path(cache, key), json_dumps(record).encode())
+
+
 def cached_dump(cache: Path, key: str) -> Dump | None:
-    """The cached extraction with this key, or None (a damaged entry is never trusted)."""
+    """The cached extraction with this key, or None: a missing, damaged or rewritten entry
+    (bytes that differ from its record) is never trusted, and is extracted again."""
     path = cache_dump_path(cache, key)
-    if not path.is_file():
+    record_path = entry_record_path(cache, key)
+    if not path.is_file() or not record_path.is_file():
         return None
     try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or record.get("cache_key") != key:
+            return None
         dump = load_dump(path)
-    except UserError:
+    except (UserError, OSError, ValueError, RecursionError):
         return None
-    return dump if dump.meta.get("cache_key") == key else None
+    if dump.sha256 != record.get("sha256") or dump.meta.get("cache_key") != key:
+        return None
+    return dump
+
+
+def cell_spec(cell: Cell) -> tuple[ModelSpec, dict[str, Any]]:
+    """A cell's model, with the architecture its settings give (``enable_fusion`` for a
+    ``laion:`` path spec), and its preprocessing settings."""
+    assert cell.extract is not None
+    e = cell.extract
+    spec = resolve_spec(e.model, load_registry([e.registry] if e.registry else []))
+    arch = {k: v for k, v in e.settings.items() if k in ARCHITECTURE_KEYS}
+    rest = {k: v for k, v in e.settings.items() if k not in ARCHITECTURE_KEYS}
+    if arch:
+        spec = dataclasses.replace(
+            spec, architecture=dataclasses.replace(spec.architecture, **arch)
+        )
+    return spec, rest
 
 
 def extract_cell(cell: Cell, path: Path, key: str, shard: tuple[int, int] | None = None) -> None:
     """Extract a cell's dump (or one shard's part) to ``path``, recording the cache key."""
     assert cell.extract is not None
     e = cell.extract
-    spec = resolve_spec(e.model, load_registry([e.registry] if e.registry else []))
+    spec, overrides = cell_spec(cell)
     extract(
         spec,
         e.audio,
         e.captions,
         path,
-        overrides=e.settings,
+        overrides=overrides,
         device=e.device,
         shard=shard,
         extra_meta={"cache_key": key},

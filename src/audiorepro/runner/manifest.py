@@ -28,6 +28,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import Dump
 from audiorepro.models.extract import library_versions
+from audiorepro.runner.publish import run_files
 
 SCHEMA = "audiorepro.manifest/1"
 THREAD_VARIABLES = (
@@ -210,18 +211,10 @@ def container() -> dict[str, Any] | None:
 
 
 def output_hashes(out: Path) -> dict[str, str]:
-    """SHA-256 of every output file (relative path, sorted), without the cache, the manifest
-    and nested study outputs (a subfolder with its own manifest, like the demo's ``probe/``)."""
-    nested = [p.parent for p in out.rglob("manifest.json") if p.parent != out]
-    hashes = {}
-    for path in sorted(out.rglob("*")):
-        rel = path.relative_to(out).as_posix()
-        if not path.is_file() or rel == "manifest.json" or rel.startswith("cache/"):
-            continue
-        if "/." in "/" + rel or any(n in path.parents for n in nested):
-            continue
-        hashes[rel] = sha256_file(path)
-    return hashes
+    """SHA-256 of every file a run wrote under ``out`` (relative path, sorted): nested
+    studies' outputs and manifests included (the top-level manifest is written last and
+    covers them), without the top-level manifest and the cache (:func:`.publish.run_files`)."""
+    return {rel: sha256_file(out / rel) for rel in run_files(out)}
 
 
 class StudyFileRecord(TypedDict):

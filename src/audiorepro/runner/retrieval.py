@@ -282,14 +282,17 @@ def _tables(
     return tables
 
 
-def run(study: RetrievalStudy, out: Path, *, progress: bool = True) -> Outcome:
-    """Run every stage; returns whether the study passed, and why not."""
+def run(
+    study: RetrievalStudy, out: Path, *, progress: bool = True, cache: Path | None = None
+) -> Outcome:
+    """Run every stage; returns whether the study passed, and why not. Extractions are cached
+    in ``cache`` (default ``out/cache/dumps``)."""
     out = Path(out)
     failures: list[str] = []
     results = [CellResult(c) for c in study.cells]
 
     for res in _progress(results, "extract", progress):
-        load_cell(res, out / "cache" / "dumps")
+        load_cell(res, cache or out / "cache" / "dumps")
         if res.error is not None:
             failures.append(f"cell {res.cell.id}: {res.error}")
 

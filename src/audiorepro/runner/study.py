@@ -6,7 +6,6 @@ and the executor that extracts what is missing (:mod:`.executors`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,9 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
+from audiorepro.runner.publish import check_out, discard, new_staging, publish, run_files
 from audiorepro.runner.retrieval import CellResult, golden_rows, load_cell, run
+from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_record
 from audiorepro.specs.study import Study
 
 
@@ -55,37 +56,107 @@ def verify_study(study: Study, cache: Path) -> Summary:
     return summarize(golden_rows(study, results))
 
 
-def verify_output_dir(out: Path) -> Summary:
-    """Re-read a reproduce output folder: its published-value rows, and every output file
-    against the manifest's SHA-256 (a changed file is a FAIL row naming it)."""
+def run_studies(
+    jobs: list[tuple[Study, str]],
+    out: Path,
+    *,
+    progress: bool = True,
+    slurm: SlurmOptions | None = None,
+    say: Callable[[str], None] = print,
+) -> list[tuple[Study, Path, Outcome]]:
+    """Run studies into one output folder (``"."`` for the top-level study, ``"probe"`` for a
+    nested one) and publish it whole (:mod:`.publish`).
+
+    Nested studies run first, so the top-level manifest, written last, covers their files.
+    When a Slurm array task failed, nothing is published (the outcome has ``executor_failed``).
+    Returns each study with its folder in OUT and its outcome, in the order given.
+    """
     out = Path(out)
-    rows: list[ValueRow] = []
+    check_out(out)
+    staging = new_staging(out)
+    order = sorted(range(len(jobs)), key=lambda i: -len(Path(jobs[i][1]).parts))
+    outcomes: dict[int, Outcome] = {}
+    try:
+        for i in order:
+            study, rel = jobs[i]
+            target = staging / rel
+            target.mkdir(parents=True, exist_ok=True)
+            if study.kind == "probe":
+                outcomes[i] = run_probe(study, target)
+                continue
+            if slurm is not None:
+                executed = run_slurm(study, out, slurm, say=say)
+                if executed.failed:
+                    discard(staging)
+                    failed: Outcome = {
+                        "passed": False,
+                        "failures": executed.failed,
+                        "executor_failed": True,
+                    }
+                    return [(study, out / rel, failed)]
+            outcomes[i] = run(study, target, progress=progress, cache=out / "cache" / "dumps")
+    except BaseException:
+        discard(staging)
+        raise
+    publish(staging, out)
+    return [(study, out / rel, outcomes[i]) for i, (study, rel) in enumerate(jobs)]
+
+
+def _output_row(rel: str, reason: str) -> ValueRow:
+    return {
+        "cell": "output",
+        "metric": rel,
+        "published": None,
+        "reproduced": None,
+        "delta": None,
+        "tolerance": 0.0,
+        "status": FAIL,
+        "reason": reason,
+    }
+
+
+def _check_rows(where: str, record: VerificationRecord) -> list[ValueRow]:
+    """A study's recorded checks other than its published values: each failure, a failed
+    metric parity, an incomplete probe study."""
+    reasons = [f"failure: {f}" for f in record.failures]
+    if record.metric_parity_passed is False:
+        reasons.append("metric parity did not pass")
+    if record.probe_complete is False:
+        reasons.append("the probe study is incomplete")
+    return [{**_output_row(where, reason), "cell": "check"} for reason in reasons]
+
+
+def verify_output_dir(out: Path) -> Summary:
+    """Re-read a reproduce output folder: its published-value rows and recorded checks (of
+    the nested studies too), every output file against the manifest's SHA-256, and no file
+    the run did not write (each problem is a FAIL row naming it)."""
+    out = Path(out)
     for name in ("verification.json", "manifest.json"):
         if not (out / name).is_file():
             raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
-    try:
-        verification = json.loads((out / "verification.json").read_text(encoding="utf-8"))
-        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-        rows = list(verification["golden"]["rows"])
-        outputs = dict(manifest["outputs"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise UserError(
-            f"holds an unreadable verification or manifest ({exc})", source=out
-        ) from None
+    top, raw = read_record(out / "verification.json", VerificationRecord)
+    manifest, _ = read_record(out / "manifest.json", ManifestRecord)
+    assert isinstance(top, VerificationRecord) and isinstance(manifest, ManifestRecord)
+    rows: list[ValueRow] = list(raw["golden"]["rows"])
+    rows += _check_rows("verification.json", top)
+    outputs = manifest.outputs
+    intact = set()
     for rel, expected in sorted(outputs.items()):
         path = out / rel
-        got = sha256_file(path) if path.is_file() else None
-        if got != expected:
-            rows.append(
-                {
-                    "cell": "output",
-                    "metric": rel,
-                    "published": None,
-                    "reproduced": None,
-                    "delta": None,
-                    "tolerance": 0.0,
-                    "status": FAIL,
-                    "reason": "missing" if got is None else "SHA-256 differs from manifest.json",
-                }
-            )
+        got = sha256_file(path) if path.is_file() and not path.is_symlink() else None
+        if got is None:
+            rows.append(_output_row(rel, "missing"))
+        elif got != expected:
+            rows.append(_output_row(rel, "SHA-256 differs from manifest.json"))
+        else:
+            intact.add(rel)
+    for rel in run_files(out):
+        if rel not in outputs:
+            rows.append(_output_row(rel, "not written by this run (not in manifest.json)"))
+    for rel in sorted(intact):
+        # A nested study's record (an intact one: a changed file is already a FAIL).
+        if rel.endswith("/verification.json"):
+            nested, _ = read_record(out / rel, VerificationRecord)
+            assert isinstance(nested, VerificationRecord)
+            rows += _check_rows(rel, nested)
     return summarize(rows)

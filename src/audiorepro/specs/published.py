@@ -18,7 +18,7 @@ from pydantic.config import JsonDict
 
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
-from audiorepro.metrics.profiles import PROFILES
+from audiorepro.metrics.profiles import DCASE_METRICS, PROFILES, TREC_MEASURES
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
@@ -40,6 +40,30 @@ def known_profile(value: str) -> str:
     if value not in PROFILES:
         raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(PROFILES)}")
     return value
+
+
+#: The metric names of the profiles whose names are fixed (laion-clap's are its own keys).
+PROFILE_METRICS: dict[str, tuple[str, ...]] = {
+    "trec": tuple(f"{d}/{m}" for d in DIRECTIONS for m in TREC_MEASURES),
+    "dcase": DCASE_METRICS,
+}
+
+
+def profile_metric_problem(profile: str, metric: str) -> str | None:
+    """Why ``metric`` is not a metric of ``profile``, or None (checked when a study or a
+    published-values file loads, before any work: a misspelled name was NOT VERIFIED later).
+
+    >>> profile_metric_problem("dcase", "R1") is None
+    True
+    >>> profile_metric_problem("dcase", "R@1")
+    'unknown dcase metric; expected one of R1, R5, R10, mAP10'
+    """
+    if profile == "canonical":
+        return canonical_metric_problem(metric)
+    names = PROFILE_METRICS.get(profile)
+    if names is None or metric in names:
+        return None
+    return f"unknown {profile} metric; expected one of {', '.join(names)}"
 
 
 def canonical_metric_problem(metric: str) -> str | None:
@@ -93,8 +117,8 @@ class PublishedFile(Spec):
     @model_validator(mode="after")
     def _canonical_names(self) -> PublishedFile:
         for i, c in enumerate(self.cell):
-            for metric in c.values if c.profile == "canonical" else ():
-                problem = canonical_metric_problem(metric)
+            for metric in c.values:
+                problem = profile_metric_problem(c.profile, metric)
                 if problem is not None:
                     raise KeyProblem(("cell", i, "values", metric), problem)
         return self

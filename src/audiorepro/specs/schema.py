@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import SLUG_MAX, slug
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,6 +40,12 @@ _KINDS = {
     "model": "a table",
     "list": "a list",
 }
+
+
+#: The one message for a non-finite number, wherever a number is read (published values,
+#: tolerances, settings, probe values): TOML and JSON can spell nan and inf, and a tolerance
+#: of inf would pass anything.
+NOT_FINITE = "expected a finite number (nan and inf are refused)"
 
 
 class KeyProblem(Exception):
@@ -56,7 +63,7 @@ class KeyProblem(Exception):
 class Spec(BaseModel):
     """A table of a user's file: unknown keys are errors, TOML types are kept apart."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 def key_path(loc: tuple[int | str, ...]) -> str:
@@ -189,6 +196,8 @@ def _message(model: type[BaseModel], error: Any) -> str:
         return f"unknown key; expected some of {', '.join(_allowed(model, loc))}"
     if kind in ("value_error", "assertion_error"):
         return str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind == "finite_number":
+        return f"is {error['input']!r}; {NOT_FINITE}"
     what = _expected(model, loc)
     if what is None:
         what = _KINDS.get(kind.split("_")[0], str(error["msg"]).lower())
@@ -219,6 +228,29 @@ def validate(model: type[M], data: Any, *, source: str, where: tuple[int | str, 
         first = dict(errors[0], loc=loc)
         key = key_path((*where, *loc)) or None
         raise UserError(_message(model, first), source=source, key=key) from None
+
+
+def distinct_file_names(items: list[tuple[str, str]], *, source: str, what: str) -> None:
+    """Names that become parts of output file names (``(key, name)`` pairs, in file order)
+    must give distinct, not too long file names: ``a/b`` and ``a_b`` would write the same
+    tables, and the second would silently overwrite the first."""
+    seen: dict[str, tuple[str, str]] = {}
+    for key, name in items:
+        made = slug(name)
+        if len(made) > SLUG_MAX:
+            raise UserError(
+                f"is {len(name)} characters long; expected {what} of at most {SLUG_MAX}",
+                source=source,
+                key=key,
+            )
+        first = seen.setdefault(made, (key, name))
+        if first[1] != name:
+            raise UserError(
+                f"{name!r} and {first[1]!r} ({first[0]}) name the same output files "
+                f"({made}); expected {what}s that differ in letters, digits, '-', '_' or '.'",
+                source=source,
+                key=key,
+            )
 
 
 def json_schema(model: Any, *, title: str, schema_id: str) -> dict[str, Any]:

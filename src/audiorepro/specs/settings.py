@@ -27,10 +27,12 @@ it actually used (:meth:`Preprocessing.resolved`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from audiorepro.core.errors import UserError
+from audiorepro.specs.schema import NOT_FINITE
 
 TRUNCATIONS = ("fusion", "rand_trunc")
 PADDINGS = ("repeatpad", "repeat", "pad")
@@ -102,6 +104,8 @@ def _positive_int(value: str) -> int:
 
 def _frequency(value: str) -> float:
     number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(NOT_FINITE)
     if not 0 <= number < 1e6:
         raise ValueError("expected a frequency in Hz >= 0")
     return number
@@ -118,6 +122,25 @@ _PARSERS: dict[str, Any] = {
     "batch_size": _positive_int,
     "max_samples": _positive_int,
 }
+
+
+#: Model-constructor arguments a study's ``extract.settings`` may hold beside preprocessing
+#: settings (a ``laion:`` path spec has no registry entry to give them).
+ARCHITECTURE_KEYS = ("enable_fusion", "amodel", "tmodel")
+
+
+def parse_architecture(key: str, value: Any, *, source: str) -> Any:
+    """Validate one architecture setting: ``enable_fusion`` a bool, the towers strings."""
+    if key == "enable_fusion":
+        if isinstance(value, bool):
+            return value
+        try:
+            return parse_bool(str(value))
+        except ValueError as exc:
+            raise UserError(f"{value!r} is not valid: {exc}", source=source, key=key) from None
+    if not isinstance(value, str) or not value:
+        raise UserError(f"is {value!r}; expected a model name (a string)", source=source, key=key)
+    return value
 
 
 def parse_value(key: str, value: Any, *, source: str) -> Any:

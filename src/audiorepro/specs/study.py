@@ -90,7 +90,6 @@ naming the file and the key (``cell[2].sha256``).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -100,17 +99,17 @@ from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
-from audiorepro.core.io import read_text
+from audiorepro.core.io import parse_toml, read_text
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
     DumpSha256,
     Number,
-    canonical_metric_problem,
     known_profile,
+    profile_metric_problem,
 )
-from audiorepro.specs.schema import KeyProblem, Spec, validate
-from audiorepro.specs.settings import parse_value
+from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
+from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
 SCHEMA = "audiorepro.study/1"
 KINDS = ("retrieval", "probe")
@@ -165,7 +164,7 @@ class BootstrapSpec(Spec):
     """How the 95% intervals are drawn: resamples, seed, level."""
 
     resamples: int = Field(1000, ge=1, description="an integer >= 1")
-    seed: int = Field(0, description="an integer")
+    seed: int = Field(0, ge=0, lt=2**63, description="an integer in [0, 2**63)")
     level: float = Field(0.95, gt=0, lt=1, description="a level in (0, 1)")
 
 
@@ -556,8 +555,8 @@ def _published(
                 source=source,
                 key=f"{where}.values.{metric}",
             )
-        problem = canonical_metric_problem(metric)
-        if kind == "retrieval" and spec.profile == "canonical" and problem is not None:
+        problem = profile_metric_problem(spec.profile, metric)
+        if kind == "retrieval" and problem is not None:
             raise UserError(problem, source=source, key=f"{where}.values.{metric}")
     return Published(
         cell=spec.cell,
@@ -595,7 +594,8 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
             device=e.device,
         )
         for key, value in extraction.settings.items():
-            parse_value(key, value, source=f"{source}: {at}.settings")
+            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
+            parse(key, value, source=f"{source}: {at}.settings")
     return Cell(
         id=spec.id,
         model=spec.model,
@@ -616,6 +616,11 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
         if c.id in seen:
             raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
         seen.add(c.id)
+    distinct_file_names(
+        [(f"cell[{i}].dataset", c.dataset) for i, c in enumerate(cells)],
+        source=str(source),
+        what="a dataset name",
+    )
     identity = tuple(
         IdentityCheck(
             a=ir.a,
@@ -771,10 +776,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
 def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
     """Parse and validate a study. ``strict=False`` (for ``verify``) lets a dump be missing or
     differ from its hash: such a cell's values are then reported NOT VERIFIED, not an error."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"is not valid TOML ({exc})", source=source) from None
+    doc = parse_toml(text, source=source)
     kind = doc.get("kind", "retrieval")
     if kind not in KINDS:
         raise UserError(

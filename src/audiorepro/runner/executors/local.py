@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from audiorepro.formats.dump import Dump, load_dump
-from audiorepro.runner.cache import cache_dump_path, cached_dump, extract_cell, extract_key
+from audiorepro.runner.cache import (
+    cache_dump_path,
+    cached_dump,
+    extract_cell,
+    extract_key,
+    record_entry,
+)
 from audiorepro.specs.study import Cell
 
 
@@ -17,4 +23,5 @@ def extract_local(cell: Cell, cache: Path) -> Dump:
         return cached
     path = cache_dump_path(cache, key)
     extract_cell(cell, path, key)
+    record_entry(cache, key)
     return load_dump(path)

@@ -35,7 +35,13 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.extract import merge
-from audiorepro.runner.cache import cache_dump_path, cached_dump, extract_cell, extract_key
+from audiorepro.runner.cache import (
+    cache_dump_path,
+    cached_dump,
+    extract_cell,
+    extract_key,
+    record_entry,
+)
 from audiorepro.specs.study import RetrievalStudy
 
 #: States after which a Slurm job will not change any more (sacct's vocabulary).
@@ -320,6 +326,7 @@ def run_slurm(
     for cell_parts in by_cell.values():
         key = cell_parts[0].key
         merge([p.path for p in cell_parts], cache_dump_path(out / "cache" / "dumps", key))
+        record_entry(out / "cache" / "dumps", key)
     return outcome
 
 

@@ -1,0 +1,597 @@
+"""Hostile inputs, as a registry (issue 14): for every file format a table of malformation
+classes, each run against every command that reads that format, in the way scikit-learn's
+common tests run every check on every estimator. Each must give exit 2, one line on stderr
+naming the file (and the key where there is one), no traceback, and no output left behind.
+
+Adding a format or a command here gives it every class for free. The inflating-dump class also
+runs under a memory ceiling (a subprocess with ``RLIMIT_AS``), and hypothesis writes malformed
+TOML studies and npz archives on top of the hand-written classes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import warnings
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from audiorepro.cli import main
+from tests.conftest import FIXTURES, ROOT
+
+DUMP = FIXTURES / "dumps" / "synthetic_5cap.npz"
+PREDICTIONS = FIXTURES / "probe" / "clap-linear__crema-like.npz"
+#: The npz file being made (a test's format): its valid arrays are the base of each class.
+_BASE = [DUMP]
+
+
+def _arrays() -> dict[str, np.ndarray]:
+    with np.load(_BASE[0], allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=False)  # type: ignore[no-untyped-call]
+    return buf.getvalue()
+
+
+def _zip(path: Path, members: list[tuple[str, bytes]], *, deflate: bool = False) -> Path:
+    method = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Duplicate name": the point of one class
+        with zipfile.ZipFile(path, "w", compression=method) as zf:
+            for name, data in members:
+                zf.writestr(name, data)
+    return path
+
+
+def _with_array(key: str, change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], Path]:
+    return lambda p: _dump_with(p, **{key: _npy(change(_arrays()[key]))})
+
+
+def _dump_with(path: Path, **replace: bytes) -> Path:
+    members = {f"{k}.npy": _npy(v) for k, v in _arrays().items()}
+    members.update({f"{k}.npy": v for k, v in replace.items()})
+    return _zip(path, sorted(members.items()))
+
+
+def _meta(text: str) -> bytes:
+    return _npy(np.asarray(text))
+
+
+def _header(shape: tuple[int, ...], descr: str = "<f4") -> bytes:
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (63 - len(header) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _bomb(path: Path, size: int = 64 << 20) -> Path:
+    """A dump whose audio_embeds inflate to ``size`` bytes from a few kilobytes."""
+    members = {f"{k}.npy": _npy(v) for k, v in _arrays().items() if k != "audio_embeds"}
+    rows = size // (4 * 64)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in sorted(members.items()):
+            zf.writestr(name, data)
+        with zf.open("audio_embeds.npy", "w", force_zip64=True) as member:
+            member.write(_header((rows, 64)))
+            block = bytes(1 << 20)
+            for _ in range(size >> 20):
+                member.write(block)
+    return path
+
+
+#: Malformation classes of every .npz format (dumps, prediction files): name -> (make the
+#: file, what stderr must name besides the file).
+NPZ_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "not-a-zip": (lambda p: (p.write_bytes(b"hello"), p)[1], ""),
+    "truncated": (lambda p: (p.write_bytes(DUMP.read_bytes()[:500]), p)[1], ""),
+    "fifo": (_fifo, "FIFO"),
+    "folder": (_folder, "folder"),
+    "garbage-npy-header": (
+        lambda p: _dump_with(p, zz=b"\x93NUMPY\x01\x00\x10\x00{garbage!!!!!!\n"),
+        "zz",
+    ),
+    "huge-declared-array": (
+        lambda p: _dump_with(p, zz=_header((1 << 20, 1 << 20)) + bytes(64)),
+        "zz",
+    ),
+    "short-data": (lambda p: _dump_with(p, zz=_npy(np.zeros((4, 4), np.float32))[:-8]), "zz"),
+    "duplicate-member": (
+        lambda p: _zip(
+            p,
+            [(f"{k}.npy", _npy(v)) for k, v in sorted(_arrays().items())]
+            + [(f"{k}.npy", _npy(v)) for k, v in sorted(_arrays().items())][:1],
+        ),
+        "",
+    ),
+    "pickle": (
+        lambda p: _dump_with(p, zz=_npy_pickled(np.asarray([{"x": 1}] * 5, dtype=object))),
+        "zz",
+    ),
+}
+#: Classes of the dump format alone.
+DUMP_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "deep-meta-json": (
+        lambda p: _dump_with(p, meta_json=_meta("[" * 100_000 + "]" * 100_000)),
+        "meta_json",
+    ),
+    "huge-int-meta": (
+        lambda p: _dump_with(p, meta_json=_meta('{"logit_scale": 1' + "0" * 400 + "}")),
+        "meta_json",
+    ),
+    "nan-meta": (lambda p: _dump_with(p, meta_json=_meta('{"logit_scale": NaN}')), "meta_json"),
+    "bomb": (_bomb, "audio_embeds"),
+}
+
+
+def _part_json(text: str) -> Callable[[Path], Path]:
+    return lambda p: _dump_with(p, part_json=_meta(text))
+
+
+def make_part(path: Path) -> Path:
+    """A valid one-shard dump part, from the fixture dump's arrays."""
+    with np.load(DUMP, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files if k != "meta_json"}
+    n, m = arrays["audio_embeds"].shape[0], arrays["text_embeds"].shape[0]
+    info = {
+        "kind": "audiorepro.dump-part/1",
+        "shard": [0, 1],
+        "meta": {"inputs": {"n_clips": n}},
+        "audio_range": [0, n],
+        "text_range": [0, m],
+    }
+    arrays["part_json"] = np.asarray(json.dumps(info))
+    members = sorted((f"{k}.npy", _npy(v)) for k, v in arrays.items())
+    return _zip(path, members)
+
+
+def test_the_base_files_are_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each class breaks one thing in a valid file: the valid files pass every command."""
+    for fmt, (base, _, commands) in FORMATS.items():
+        path = make_part(tmp_path / "ok.part.npz") if fmt == "part" else base
+        for name, cmd in commands.items():
+            work = tmp_path / f"{fmt}-{name}"
+            work.mkdir()
+            argv = cmd.argv(path, work)
+            if name == "verify-golden":
+                continue  # its golden value is made up: exit 1 (FAIL) is right
+            assert main(argv) == 0, (fmt, name, capsys.readouterr().err)
+
+
+#: Classes of the dump-part format alone (``merge``).
+PART_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "part-json-not-json": (_part_json("{"), "part_json"),
+    "part-json-list": (_part_json("[]"), "part_json"),
+    "part-json-no-shard": (
+        _part_json('{"kind": "audiorepro.dump-part/1", "meta": {}}'),
+        "part_json.shard",
+    ),
+    "part-json-shard-strings": (
+        _part_json(
+            '{"kind": "audiorepro.dump-part/1", "meta": {}, "shard": ["a", "b"], '
+            '"audio_range": [0, 1], "text_range": [0, 1]}'
+        ),
+        "part_json.shard",
+    ),
+    "part-json-deep": (_part_json("[" * 100_000 + "]" * 100_000), "part_json"),
+}
+#: Classes of the prediction-file format alone.
+PREDICTION_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "repeated-target": (
+        _with_array("reg_names", lambda a: np.asarray([a[0], *a[:-1]])),
+        "reg_names",
+    ),
+    "repeated-class": (_with_array("cls_names", lambda a: np.asarray([a[1], *a[1:]])), "cls_names"),
+    "near-max-float": (_with_array("reg_pred", lambda a: a * 0 + 1e308), "reg_pred"),
+    "inf-value": (_with_array("reg_pred", lambda a: a * np.inf), "reg_pred"),
+}
+
+
+def _npy_pickled(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=True)  # type: ignore[no-untyped-call]
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command that reads a dump: argv for the dump path, and the outputs it would write."""
+
+    argv: Callable[[Path, Path], list[str]]
+    outputs: Callable[[Path], list[Path]]
+
+
+def _golden(tmp: Path, dump: Path) -> Path:
+    path = tmp / "golden.toml"
+    path.write_text(
+        'schema = "audiorepro.published/1"\n[[cell]]\n'
+        f'dump = "{dump.name}"\nprofile = "canonical"\ntolerance = 1e-9\n'
+        '[cell.values]\n"t2a/r@1" = 0.5\n'
+    )
+    return path
+
+
+PART_COMMANDS: dict[str, Command] = {
+    "merge": Command(
+        lambda d, t: ["merge", str(d), "--out", str(t / "merged.npz")],
+        lambda t: [t / "merged.npz"],
+    ),
+}
+PREDICTION_COMMANDS: dict[str, Command] = {
+    "probe-metrics": Command(
+        lambda d, t: ["probe-metrics", str(d), "--json", str(t / "p.json")],
+        lambda t: [t / "p.json"],
+    ),
+}
+DUMP_COMMANDS: dict[str, Command] = {
+    "metrics": Command(
+        lambda d, t: ["metrics", str(d), "--json", str(t / "m.json")], lambda t: [t / "m.json"]
+    ),
+    "metrics-profile": Command(
+        lambda d, t: ["metrics", str(d), "--profile", "trec", "--json", str(t / "m.json")],
+        lambda t: [t / "m.json"],
+    ),
+    "parity": Command(
+        lambda d, t: ["parity", str(d), "--json", str(t / "p.json")], lambda t: [t / "p.json"]
+    ),
+    "explain": Command(
+        lambda d, t: ["explain", str(d), "--json", str(t / "e.json")], lambda t: [t / "e.json"]
+    ),
+    "verify-golden": Command(
+        lambda d, t: ["verify", "--golden", str(_golden(t, d)), "--dumps", str(d.parent)],
+        lambda t: [],
+    ),
+}
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def _one_line(err: str, *names: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for name in names:
+        assert name in lines[0], (name, lines[0])
+
+
+#: Every npz format: its valid file, its own classes, the commands that read it.
+FORMATS = {
+    "dump": (DUMP, DUMP_CLASSES, DUMP_COMMANDS),
+    "predictions": (PREDICTIONS, PREDICTION_CLASSES, PREDICTION_COMMANDS),
+    "part": (Path("part"), PART_CLASSES, PART_COMMANDS),
+}
+CASES = [
+    (fmt, case, command)
+    for fmt, (_, own, commands) in FORMATS.items()
+    for case in sorted({*NPZ_CLASSES, *own} - {"bomb"})
+    for command in sorted(commands)
+]
+
+
+@pytest.mark.parametrize(("fmt", "case", "command"), CASES)
+def test_every_malformed_file_is_one_line_for_every_command(
+    tmp_path: Path, fmt: str, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, own, commands = FORMATS[fmt]
+    make, key = {**NPZ_CLASSES, **own}[case]
+    work = tmp_path / "work"
+    work.mkdir()
+    _BASE[0] = make_part(tmp_path / "valid.part.npz") if fmt == "part" else base
+    try:
+        bad = make(_fresh(tmp_path / "d") / "bad.npz")
+    finally:
+        _BASE[0] = DUMP
+    cmd = commands[command]
+    code, err = _run(cmd.argv(bad, work), capsys)
+    if command == "verify-golden" and code == 1:
+        pytest.fail(f"verify treated a malformed dump as NOT VERIFIED: {err}")
+    assert code == 2, err
+    _one_line(err, "bad.npz", key)
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def _fresh(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_the_inflating_dump_is_refused_within_a_memory_ceiling(tmp_path: Path) -> None:
+    """A dump that inflates to 512 MiB from about half a megabyte is refused before it is
+    read, in a process that may not map more than 256 MiB beyond its start."""
+    bomb = _bomb(tmp_path / "bomb.npz", size=512 << 20)
+    assert bomb.stat().st_size < 8 << 20
+    script = (
+        "import resource, sys\n"
+        "from audiorepro.cli import main\n"
+        "import audiorepro.metrics.retrieval, audiorepro.metrics.profiles\n"
+        "soft = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+        "limit = soft + (256 << 20)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "sys.exit(main(['metrics', sys.argv[1]]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(bomb)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    _one_line(done.stderr, "bomb.npz", "audio_embeds", "inflates")
+
+
+# --- hypothesis: malformed npz archives and TOML studies ----------------------------------
+
+_MEMBER = st.sampled_from(["audio_embeds", "text_embeds", "text_to_audio", "meta_json", "x"])
+
+
+@given(
+    members=st.lists(
+        st.tuples(_MEMBER, st.one_of(st.binary(max_size=200), st.sampled_from([b"\x93NUMPY"]))),
+        max_size=5,
+    ),
+    deflate=st.booleans(),
+)
+def test_random_archives_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    members: list[tuple[str, bytes]],
+    deflate: bool,
+) -> None:
+    folder = tmp_path_factory.mktemp("npz")
+    path = _zip(folder / "r.npz", [(f"{n}.npy", data) for n, data in members], deflate=deflate)
+    code, err = _main_capture(["metrics", str(path)])
+    assert code == 2, err
+    _one_line(err, "r.npz")
+
+
+@given(
+    text=st.one_of(
+        st.text(max_size=200),
+        st.lists(
+            st.sampled_from(
+                [
+                    'schema = "audiorepro.study/1"',
+                    'name = "x"',
+                    "[[cell]]",
+                    'id = "a"',
+                    "tolerance = inf",
+                    "bootstrap = { seed = -1 }",
+                    'dataset = "a/b"',
+                    "[[published]]",
+                    "values = { x = nan }",
+                    "kind = 3",
+                    "[cell",
+                    "a = " + "[" * 50,
+                ]
+            ),
+            max_size=10,
+        ).map("\n".join),
+    )
+)
+def test_random_studies_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    folder = tmp_path_factory.mktemp("toml")
+    path = folder / "study.toml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    code, err = _main_capture(["verify", str(path)])
+    assert code == 2, err
+    _one_line(err, "study.toml")
+
+
+def _main_capture(argv: list[str]) -> tuple[int, str]:
+    import contextlib
+
+    err = io.StringIO()
+    out = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, err.getvalue()
+
+
+# --- TOML formats: studies and published-values files --------------------------------------
+
+
+def _valid_study(folder: Path) -> str:
+    import hashlib
+
+    (folder / "a.npz").write_bytes(DUMP.read_bytes())
+    sha = hashlib.sha256(DUMP.read_bytes()).hexdigest()
+    return (
+        'schema = "audiorepro.study/1"\nname = "s"\nprofiles = ["canonical", "trec", "dcase"]\n'
+        f'[[cell]]\nid = "c"\nmodel = "m"\ndataset = "d"\ndump = "a.npz"\nsha256 = "{sha}"\n'
+        '[[published]]\ncell = "c"\ntolerance = 1e-9\nprovenance = "p"\n'
+        'values = { "t2a/r@1" = 0.5 }\n'
+    )
+
+
+def _valid_published(folder: Path) -> str:
+    (folder / "a.npz").write_bytes(DUMP.read_bytes())
+    return (
+        'schema = "audiorepro.published/1"\n[[cell]]\ndump = "a.npz"\nprofile = "canonical"\n'
+        'tolerance = 1e-9\n[cell.values]\n"t2a/r@1" = 0.5\n'
+    )
+
+
+def _valid_registry(folder: Path) -> str:
+    from audiorepro.models.registry import bundled_registry
+
+    return bundled_registry().read_text(encoding="utf-8")
+
+
+def _text(change: Callable[[str], str]) -> Callable[[Path, str], None]:
+    def make(path: Path, valid: str) -> None:
+        path.write_text(change(valid), encoding="utf-8")
+
+    return make
+
+
+def _make_fifo(path: Path, valid: str) -> None:
+    os.mkfifo(path)
+
+
+def _make_folder(path: Path, valid: str) -> None:
+    path.mkdir()
+
+
+#: Classes of every TOML format: name -> (make the file from the valid text, key to name).
+TOML_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    "not-utf8": (lambda p, v: p.write_bytes(b"\xff\xfe" + v.encode()), "UTF-8"),
+    "not-toml": (_text(lambda v: v + "\n[[[\n"), "TOML"),
+    "deep-nesting": (_text(lambda v: "x = " + "[" * 100_000 + "]" * 100_000 + "\n" + v), ""),
+    "fifo": (_make_fifo, "FIFO"),
+    "folder": (_make_folder, ""),  # "is a folder" or click's "is a directory"
+}
+#: Classes of the formats that hold published values (studies, published-values files).
+NUMBER_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    "inf-tolerance": (_text(lambda v: v.replace("tolerance = 1e-9", "tolerance = inf")), "finite"),
+    "nan-value": (_text(lambda v: v.replace("= 0.5", "= nan")), "finite"),
+}
+STUDY_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    **NUMBER_CLASSES,
+    "negative-seed": (
+        _text(lambda v: v.replace("profiles =", "bootstrap = { seed = -1 }\nprofiles =")),
+        "seed",
+    ),
+    "slug-collision": (
+        _text(
+            lambda v: (
+                v.replace('dataset = "d"', 'dataset = "a/b"')
+                + v[v.index("[[cell]]") : v.index("[[published]]")]
+                .replace('id = "c"', 'id = "e"')
+                .replace('dataset = "d"', 'dataset = "a_b"')
+            )
+        ),
+        "cell[1].dataset",
+    ),
+    "long-dataset": (_text(lambda v: v.replace('dataset = "d"', f'dataset = "{"x" * 300}"')), ""),
+    "trec-name": (
+        _text(
+            lambda v: v.replace('"t2a/r@1" = 0.5', '"t2a/P@1" = 0.5').replace(
+                'provenance = "p"', 'provenance = "p"\nprofile = "trec"'
+            )
+        ),
+        "t2a/P@1",
+    ),
+}
+PUBLISHED_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    **NUMBER_CLASSES,
+    "dcase-name": (
+        _text(
+            lambda v: v.replace('"t2a/r@1" = 0.5', '"R@1" = 0.5').replace(
+                'profile = "canonical"', 'profile = "dcase"'
+            )
+        ),
+        "R@1",
+    ),
+}
+#: Classes of the registry format alone.
+REGISTRY_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    "wrong-schema": (_text(lambda v: v.replace("audiorepro.checkpoints/1", "x/1")), "schema"),
+}
+TOML_FORMATS: dict[str, tuple[Callable[[Path], str], dict[str, Any], dict[str, Command]]] = {
+    "study": (
+        _valid_study,
+        STUDY_CLASSES,
+        {
+            "verify": Command(lambda f, t: ["verify", str(f)], lambda t: []),
+            "reproduce": Command(
+                lambda f, t: ["reproduce", str(f), "--out", str(t / "out")],
+                lambda t: [t / "out", t / ".out.staging"],
+            ),
+        },
+    ),
+    "registry": (
+        _valid_registry,
+        REGISTRY_CLASSES,
+        {
+            "identity": Command(
+                lambda f, t: [
+                    "identity",
+                    "--registry",
+                    str(f),
+                    "--a",
+                    "tiny",
+                    "--write-golden",
+                    str(t / "g.npz"),
+                ],
+                lambda t: [t / "g.npz"],
+            )
+        },
+    ),
+    "published": (
+        _valid_published,
+        PUBLISHED_CLASSES,
+        {
+            "verify-golden": Command(
+                lambda f, t: ["verify", "--golden", str(f), "--dumps", str(f.parent)],
+                lambda t: [],
+            )
+        },
+    ),
+}
+TOML_CASES = [
+    (fmt, case, command)
+    for fmt, (_, own, commands) in TOML_FORMATS.items()
+    for case in sorted({*TOML_CLASSES, *own})
+    for command in sorted(commands)
+]
+
+
+@pytest.mark.parametrize(("fmt", "case", "command"), TOML_CASES)
+def test_every_malformed_toml_is_one_line_for_every_command(
+    tmp_path: Path, fmt: str, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    valid, own, commands = TOML_FORMATS[fmt]
+    make, key = {**TOML_CLASSES, **own}[case]
+    folder = _fresh(tmp_path / "in")
+    work = _fresh(tmp_path / "work")
+    path = folder / "bad.toml"
+    make(path, valid(folder))
+    cmd = commands[command]
+    code, err = _run(cmd.argv(path, work), capsys)
+    assert code == 2, err
+    _one_line(err, "bad.toml", key)
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def test_the_valid_toml_files_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from audiorepro.models.registry import read_registry
+    from audiorepro.specs.published import load_published
+    from audiorepro.specs.study import load_study
+
+    for fmt, (valid, _, _) in TOML_FORMATS.items():
+        folder = _fresh(tmp_path / fmt)
+        path = folder / "ok.toml"
+        path.write_text(valid(folder))
+        if fmt == "registry":
+            assert read_registry(path)
+        else:
+            assert (load_study(path) if fmt == "study" else load_published(path)) is not None
