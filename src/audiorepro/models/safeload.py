@@ -34,7 +34,10 @@ def load_weights_only(path: str | Path) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        # torch's message opens with how to bypass the check; name what it refused instead.
+        lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
+        why = [ln for ln in lines if "Unpickler error" in ln or "Unsupported global" in ln]
+        first = (why or lines or [type(exc).__name__])[0]
         raise UserError(
             "refused: not a plain tensor file (torch.load with weights_only=True rejects it; "
             f"audiorepro never unpickles code): {first}",
