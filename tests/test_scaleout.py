@@ -190,7 +190,10 @@ def test_demo_on_slurm_is_byte_identical_to_local(
     assert "submitting 6 of 6 extraction part(s)" in said
     assert outputs(out, DETERMINISTIC) == outputs(demo, DETERMINISTIC)
     assert outputs(out / "probe", DETERMINISTIC) == outputs(demo / "probe", DETERMINISTIC)
-    job = next((out / "slurm").iterdir()).name.split("_")[0]
+    # The job's files are named "<job id>_<task>_..."; submitit keeps other files there too
+    # (".submission..."), and a folder's listing has no order: pick by name.
+    logs = sorted(p.name for p in (out / "slurm").iterdir() if p.name[:1].isdigit())
+    job = logs[0].split("_")[0]
     detail = subprocess.run(
         ["scontrol", "show", "job", f"{job}_0"], capture_output=True, text=True, check=True
     ).stdout
