@@ -262,11 +262,6 @@ def compare(golden: Any, obtained: Any) -> list[str]:
     return problems
 
 
-def tier_b_paths(values: Mapping[str, Any]) -> list[str]:
-    """The paths of the tier-b leaves of a tiered structure (for reports and tests)."""
-    return [k for k, v in _leaves(values) if isinstance(v, Mapping)]
-
-
 def tier_cell(
     metrics: Mapping[str, Mapping[str, float]],
     profiles: Mapping[str, Mapping[str, float]],
