@@ -95,11 +95,13 @@ LAYERS = {
         "test_project.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_study.py", "test_tables.py",
         "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
+        "test_zeroshot_metrics.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
         "test_probe_saved.py", "test_probe_study.py", "test_profile_laion_clap.py",
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
+        "test_profile_laion_clap_zeroshot.py", "test_esc50.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
 }  # fmt: skip
