@@ -36,7 +36,9 @@ def _evaluate_zeroshot(recorder: Any) -> Any:
     assert spec is not None and spec.origin is not None
     path = Path(spec.origin).parent / "evaluate" / "eval_zeroshot_classification.py"
     tree = ast.parse(path.read_text(), filename=str(path))
-    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "evaluate_zeroshot"]
+    (fn,) = [
+        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "evaluate_zeroshot"
+    ]
     module = ast.Module(body=[fn], type_ignores=[])
     namespace: dict[str, Any] = {
         "torch": torch,

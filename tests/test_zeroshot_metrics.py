@@ -89,7 +89,9 @@ def test_harness_equals_reference(case: tuple[np.ndarray, np.ndarray, list[int],
 
 
 @given(zeroshot_case())
-def test_optimistic_never_below_pessimistic(case: tuple[np.ndarray, np.ndarray, list[int], str]) -> None:
+def test_optimistic_never_below_pessimistic(
+    case: tuple[np.ndarray, np.ndarray, list[int], str],
+) -> None:
     a, t, y, _ = case
     opt = zs.compute_zeroshot(a, t, y, tie_policy="optimistic")
     pess = zs.compute_zeroshot(a, t, y, tie_policy="pessimistic")

@@ -23,6 +23,7 @@ from audiorepro.fetch.datasets import (
     bundled_datasets,
     prepare_audiocaps,
     prepare_clotho,
+    prepare_esc50,
     read_datasets,
 )
 from audiorepro.models.registry import load_registry, load_support
@@ -87,6 +88,9 @@ def run_fetch(
             record: dict[str, Any] | None
             if ds.kind == "clotho":
                 record = prepare_clotho(ds, data, mirror, say)
+            elif ds.kind == "esc50":
+                record = prepare_esc50(ds, data, mirror, say)
+                unverified += record["unverified"]
             else:
                 record = prepare_audiocaps(ds, data, mirror, audio, say)
             if record is not None:

@@ -13,7 +13,17 @@ nothing; the next ``fetch`` restarts it, up to three attempts per call), then pr
   ``Y<youtube_id>`` or ``<youtube_id>_<start>`` ``.wav``/``.flac``), ``audio.txt`` listing them
   and ``captions.csv`` (``file_name,caption``) with the captions of the present clips only.
 
-Both get ``dataset.json`` (:mod:`audiorepro.formats.coverage`): clips expected, present and
+- ``esc50``: the ESC-50 repository's source archive at a pinned commit (a ``.zip``):
+  ``audio/`` (its 2,000 WAV files) and ``esc50.csv`` (its ``meta/esc50.csv``: folds and
+  classes, :mod:`audiorepro.formats.esc50`). Only those members are unpacked; a member whose
+  path leaves the archive's folder, a link or a repeated name is refused.
+
+A file whose hash nobody has published yet (:data:`~audiorepro.core.hashing.PLACEHOLDER`) is
+downloaded without a check, its SHA-256 is recorded (``dataset.json`` ``sources``, marked
+``unverified``) and printed, and ``fetch`` exits 1 until the value is recorded in a registry
+(the convention of checkpoint files without a published hash).
+
+All get ``dataset.json`` (:mod:`audiorepro.formats.coverage`): clips expected, present and
 missing, the SHA-256 of the sorted present-clip list, the source files' hashes.
 """
 
@@ -25,6 +35,7 @@ import io
 import re
 import shutil
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -33,19 +44,25 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text, read_toml
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import RECORD_NAME, RECORD_SCHEMA, present_digest
+from audiorepro.formats.esc50 import read_esc50_csv
 
 SCHEMA = "audiorepro.datasets/1"
-KINDS = ("clotho", "audiocaps")
+KINDS = ("clotho", "audiocaps", "esc50")
 ATTEMPTS = 3
 _HASH = re.compile(r"^(md5:[0-9a-f]{32}|sha256:[0-9a-f]{64})$")
-_ENTRY = {"kind", "description", "licence", "provenance", "clips", "captions_per_clip", "files"}
+_ENTRY = {
+    "kind", "description", "licence", "provenance", "clips", "captions_per_clip", "files",
+    "commit",
+}  # fmt: skip
 _FILE = {"name", "url", "hash", "size"}
 _YTID = re.compile(r"^[A-Za-z0-9_-]{11}$")
 _WITH_START = re.compile(r"^Y?([A-Za-z0-9_-]{11})_(\d+(?:\.\d+)?)$")
 AUDIOCAPS_SUFFIXES = (".wav", ".flac")
+_INFLATION = 100
 
 Say = Callable[[str], None]
 
@@ -67,6 +84,8 @@ class Dataset:
     captions_per_clip: int | None
     provenance: str
     registry: str
+    #: The source repository's commit a source archive is pinned to (esc50), else None.
+    commit: str | None = None
 
 
 def bundled_datasets() -> Path:
@@ -106,15 +125,29 @@ def read_datasets(path: str | Path) -> dict[str, Dataset]:
                 raise UserError(
                     "must be a table with name, url, hash and optional size", source=path, key=fw
                 )
-            if not _HASH.match(str(f["hash"])):
+            if not _HASH.match(str(f["hash"])) and f["hash"] != PLACEHOLDER:
                 raise UserError(
-                    f"is {f['hash']!r}; expected md5:<32 hex> or sha256:<64 hex>",
+                    f"is {f['hash']!r}; expected md5:<32 hex>, sha256:<64 hex> or {PLACEHOLDER!r}",
                     source=path,
                     key=f"{fw}.hash",
                 )
             files.append(RemoteFile(str(f["name"]), str(f["url"]), str(f["hash"]), f.get("size")))
         if not files:
             raise UserError("lists no files", source=path, key=f"{where}.files")
+        commit = table.get("commit")
+        if commit is not None and not re.fullmatch(r"[0-9a-f]{40}", str(commit)):
+            raise UserError(
+                f"is {commit!r}; expected a 40-hex commit id", source=path, key=f"{where}.commit"
+            )
+        if table["kind"] == "esc50" and (
+            commit is None or not all(str(commit) in f.url for f in files)
+        ):
+            raise UserError(
+                "an esc50 dataset is pinned to a commit: give 'commit' and name it in each URL "
+                "(never a branch)",
+                source=path,
+                key=f"{where}.commit",
+            )
         out[name] = Dataset(
             name=name,
             kind=str(table["kind"]),
@@ -123,6 +156,7 @@ def read_datasets(path: str | Path) -> dict[str, Dataset]:
             captions_per_clip=table.get("captions_per_clip"),
             provenance=str(table.get("provenance", "")),
             registry=str(path),
+            commit=None if table.get("commit") is None else str(table["commit"]),
         )
     return out
 
@@ -151,13 +185,16 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
     target = folder / f.name
     folder.mkdir(parents=True, exist_ok=True)
     pooch.get_logger().setLevel("WARNING")  # one line per problem, no chatter on stderr
+    # No published hash: download unchecked (pooch still writes to a temporary file first);
+    # the caller records and prints the SHA-256 found and fetch exits 1 until it is recorded.
+    known = None if f.hash == PLACEHOLDER else f.hash
     last, mismatch = "", ""
     for attempt in range(1, ATTEMPTS + 1):
         try:
             path = Path(
                 pooch.retrieve(
                     url,
-                    known_hash=f.hash,
+                    known_hash=known,
                     fname=f.name,
                     path=folder,
                     downloader=pooch.HTTPDownloader(progressbar=False, timeout=60),
@@ -193,6 +230,24 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
     if f.size is not None and path.stat().st_size != f.size:
         raise UserError(f"has {path.stat().st_size} bytes, expected {f.size}", source=path)
     return path
+
+
+def source_hashes(ds: Dataset, got: dict[str, Path]) -> tuple[dict[str, str], list[str]]:
+    """Each file's registered hash, or for an unpinned one the SHA-256 found here (marked
+    unverified), and a line per unverified file."""
+    sources: dict[str, str] = {}
+    unverified: list[str] = []
+    for f in ds.files:
+        if f.hash != PLACEHOLDER:
+            sources[f.name] = f.hash
+            continue
+        found = sha256_file(got[f.name])
+        sources[f.name] = f"sha256:{found} (unverified: no published hash)"
+        unverified.append(
+            f"{ds.name}: {f.name} has no published hash in the registry; this download's "
+            f"SHA-256 is {found}: once verified, record it in a datasets registry (--registry)"
+        )
+    return sources, unverified
 
 
 def _sha256(data: bytes) -> str:
@@ -347,4 +402,100 @@ def prepare_audiocaps(
         "sources": {f.name: f.hash for f in ds.files},
     }
     _record(out, record)
+    return record
+
+
+def _esc50_members(archive: Path) -> tuple[zipfile.ZipInfo, list[zipfile.ZipInfo]]:
+    """The archive's ``meta/esc50.csv`` and ``audio/*.wav`` members, checked, before unpacking."""
+    try:
+        z = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UserError(f"is not a readable .zip archive ({exc})", source=archive) from None
+    with z:
+        infos = z.infolist()
+    meta: zipfile.ZipInfo | None = None
+    wavs: list[zipfile.ZipInfo] = []
+    names: set[str] = set()
+    for info in infos:
+        parts = info.filename.split("/")
+        if info.filename.startswith("/") or ".." in parts or "\\" in info.filename:
+            raise UserError(f"holds a member outside its folder: {info.filename!r}", source=archive)
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:
+            raise UserError(f"holds a link: {info.filename!r}", source=archive)
+        if info.file_size > _INFLATION * info.compress_size + (1 << 16):
+            # A zip bomb: WAV and CSV members barely compress.
+            raise UserError(
+                f"member {info.filename!r} inflates {info.file_size} bytes from "
+                f"{info.compress_size}; refused (more than {_INFLATION} times)",
+                source=archive,
+            )
+        # GitHub's source archives put everything under one folder <repo>-<commit>/.
+        inner = parts[1:]
+        if inner == ["meta", "esc50.csv"]:
+            meta = info
+        elif len(inner) == 2 and inner[0] == "audio" and inner[1].endswith(".wav"):
+            if inner[1] in names:
+                raise UserError(f"holds {inner[1]} twice", source=archive)
+            names.add(inner[1])
+            wavs.append(info)
+    if meta is None:
+        raise UserError(
+            "has no <folder>/meta/esc50.csv; expected the ESC-50 repository's source archive",
+            source=archive,
+        )
+    return meta, wavs
+
+
+def prepare_esc50(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dict[str, Any]:
+    """Download ESC-50's source archive and unpack ``audio/`` and ``esc50.csv``."""
+    out = data / ds.name
+    got = {f.name: download_file(f, out / "downloads", mirror, say) for f in ds.files}
+    archives = [p for n, p in got.items() if n.endswith(".zip")]
+    if len(archives) != 1:
+        raise UserError(
+            "an esc50 dataset needs exactly one .zip source archive",
+            source=ds.registry,
+            key=f"datasets.{ds.name}.files",
+        )
+    archive = archives[0]
+    meta_info, wav_infos = _esc50_members(archive)
+    audio = out / "audio"
+    with tempfile.TemporaryDirectory(dir=out, prefix=".unpack-") as tmp:
+        staged = Path(tmp) / "audio"
+        staged.mkdir()
+        with zipfile.ZipFile(archive) as z:
+            for info in sorted(wav_infos, key=lambda i: i.filename):
+                # Streamed member by member to a name we chose: no path from the archive is used.
+                with (
+                    z.open(info) as src,
+                    open(staged / info.filename.rsplit("/", 1)[1], "wb") as dst,
+                ):
+                    shutil.copyfileobj(src, dst)
+            meta_bytes = z.read(meta_info)
+        (Path(tmp) / "esc50.csv").write_bytes(meta_bytes)
+        meta = read_esc50_csv(Path(tmp) / "esc50.csv")
+        if audio.exists():
+            shutil.rmtree(audio)
+        staged.replace(audio)
+        (Path(tmp) / "esc50.csv").replace(out / "esc50.csv")
+    wavs = set(list_audio(audio))
+    present = [c for c in meta.filenames if c in wavs]
+    sources, unverified = source_hashes(ds, got)
+    record = {
+        "schema": RECORD_SCHEMA,
+        "name": ds.name,
+        "kind": ds.kind,
+        "commit": ds.commit,
+        "clips_expected": ds.clips,
+        "clips_in_metadata": len(meta.filenames),
+        "clips_present": len(present),
+        "clips_missing": len(meta.filenames) - len(present),
+        "extra_files": len(wavs - set(meta.filenames)),
+        "classes": len(meta.classes),
+        "present_sha256": present_digest(present),
+        "metadata_sha256": _sha256(meta_bytes),
+        "sources": sources,
+        "unverified": unverified,
+    }
+    atomic_write_bytes(out / RECORD_NAME, json_dumps(record).encode())
     return record

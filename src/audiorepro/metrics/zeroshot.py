@@ -76,9 +76,7 @@ def _as_labels(labels: npt.ArrayLike, n: int, n_classes: int, func: str) -> IntA
         or lab.dtype.kind not in "iu"
         or (n and (int(lab.min()) < 0 or int(lab.max()) >= n_classes))
     ):
-        raise param_error(
-            "labels", func, f"{n} integer class indices in [0, {n_classes})", labels
-        )
+        raise param_error("labels", func, f"{n} integer class indices in [0, {n_classes})", labels)
     return lab.astype(np.int64)
 
 
@@ -139,13 +137,13 @@ def class_ranks(
     sure_above = diff > band + own_band
     undecided = ~sure_above & (diff >= -(band + own_band))
     undecided[rows, y] = False
-    ranks = 1 + sure_above.sum(axis=1)
+    ranks: IntArray = (1 + sure_above.sum(axis=1)).astype(np.int64)
     strict = tie_policy == "optimistic"
     for i, c in zip(*np.nonzero(undecided), strict=True):
         sign = exact_dot_difference_sign(A[i], T[c], A[i], T[y[i]])
         if sign > 0 or (sign == 0 and not strict):
             ranks[i] += 1
-    return ranks.astype(np.int64)
+    return ranks
 
 
 def accuracy(ranks: npt.ArrayLike) -> float:

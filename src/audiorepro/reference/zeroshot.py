@@ -36,9 +36,9 @@ def reference_class_ranks(
     """1-based position of each clip's own class among all prompts, from exact scores."""
     A, T = _integer_rows(audio, prompts)
     ranks = []
+    own_first = tie_policy == "optimistic"
     for row, label in zip(A, [int(v) for v in np.asarray(labels).tolist()], strict=True):
         scores = [sum(x * y for x, y in zip(row, t, strict=True)) for t in T]
-        own_first = tie_policy == "optimistic"
 
         def key(c: int, label: int = label, scores: list[int] = scores) -> tuple[int, int, int]:
             is_own = c == label

@@ -17,6 +17,7 @@ from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
 from audiorepro.runner.publish import check_out, discard, new_staging, publish, run_files
 from audiorepro.runner.retrieval import CellResult, golden_rows, load_cell, run
+from audiorepro.runner.zeroshot import run_zeroshot, verify_zeroshot
 from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_record
 from audiorepro.specs.study import Study
 
@@ -38,6 +39,8 @@ def run_study(
     """
     if study.kind == "probe":
         return run_probe(study, out)
+    if study.kind == "zeroshot":
+        return run_zeroshot(study, out)
     if slurm is not None:
         outcome = run_slurm(study, out, slurm, say=say)
         if outcome.failed:
@@ -49,6 +52,8 @@ def verify_study(study: Study, cache: Path) -> Summary:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
     if study.kind == "probe":
         return verify_probe(study)
+    if study.kind == "zeroshot":
+        return verify_zeroshot(study)
     needed = {p.cell for p in study.published}
     results = [CellResult(c) for c in study.cells if c.id in needed]
     for res in results:
@@ -83,6 +88,9 @@ def run_studies(
             target.mkdir(parents=True, exist_ok=True)
             if study.kind == "probe":
                 outcomes[i] = run_probe(study, target)
+                continue
+            if study.kind == "zeroshot":
+                outcomes[i] = run_zeroshot(study, target)
                 continue
             if slurm is not None:
                 executed = run_slurm(study, out, slurm, say=say)

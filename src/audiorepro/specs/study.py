@@ -79,7 +79,30 @@ both; its published values are named by their path in the probe report
     targets = 192
     split = "test"                      # optional
 
-The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
+A zero-shot classification study (``kind = "zeroshot"``) has one ``[dataset]`` (an audio
+folder, ESC-50's metadata file with the folds to use, the prompt template) and ``[[cell]]``
+tables of models; each clip is ranked against one prompt per class, and its published values
+are zero-shot metrics (profile ``zeroshot``: accuracy, top5_accuracy, balanced_accuracy) or
+laion-clap's names (profile ``laion-clap-zeroshot``: mean_rank, median_rank, R@1, R@5,
+R@10, mAP@10)::
+
+    kind = "zeroshot"
+    [dataset]
+    name = "esc50-fold1"                # the table's dataset name
+    audio = "data/esc50/audio"          # relative to the study file
+    metadata = "data/esc50/esc50.csv"   # ESC-50's meta/esc50.csv
+    folds = [1]                         # the folds evaluated
+    template = "This is a sound of {class}"   # one prompt per class: {class} once
+
+    [[cell]]
+    id = "630k-audioset-best/esc50-fold1"
+    model = "630k-audioset-best"        # a model spec or registry name
+    registry = "registry.toml"          # optional
+    settings = { batch_size = 8 }       # optional: architecture and preprocessing
+    device = "cuda"                     # optional, default cpu
+
+The kinds are declared once, as :class:`RetrievalStudyFile`, :class:`ProbeStudyFile` and
+:class:`ZeroshotStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
 :func:`load_study` checks everything before any work starts: unknown or missing keys, types,
 unknown profile and metric names, duplicate or unknown cell ids, missing files, and every
@@ -112,7 +135,7 @@ from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, valid
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
 SCHEMA = "audiorepro.study/1"
-KINDS = ("retrieval", "probe")
+KINDS = ("retrieval", "probe", "zeroshot")
 VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
 Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
 #: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
@@ -519,7 +542,190 @@ class ProbeStudy:
     config_fields: tuple[str, ...] = ()
 
 
-Study = RetrievalStudy | ProbeStudy
+# --- zero-shot classification studies -------------------------------------------------------
+
+ZEROSHOT_PROFILES = ("zeroshot", "laion-clap-zeroshot")
+#: Metric names per zero-shot profile (:mod:`audiorepro.metrics.zeroshot`).
+ZEROSHOT_METRICS = {
+    "zeroshot": ("accuracy", "top5_accuracy", "balanced_accuracy"),
+    "laion-clap-zeroshot": ("mean_rank", "median_rank", "R@1", "R@5", "R@10", "mAP@10"),
+}
+CLASS_FIELD = "{class}"
+
+
+class ZeroshotDatasetSpec(Spec):
+    """The clips and classes: an audio folder, ESC-50's metadata, folds, a prompt template."""
+
+    name: str = Field(description="the dataset's name (the table's title)")
+    audio: RelativePath
+    metadata: RelativePath = Field(description="ESC-50's meta/esc50.csv (relative path)")
+    folds: list[int] = Field(min_length=1, description="a list of folds, each 1..5")
+    template: str = Field(description="the prompt template, with {class} exactly once")
+
+
+class ZeroshotCellSpec(Spec):
+    """One model: the spec or registry name, and how to run it."""
+
+    id: str = Field(description="a unique cell id")
+    model: str = Field(description="a model spec or registry name")
+    registry: RelativePath | None = None
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="a table of architecture and preprocessing settings"
+    )
+    device: str = Field("cpu", description="a torch device name")
+
+
+class ZeroshotPublishedSpec(Spec):
+    """Published zero-shot values of one cell, with their tolerance and provenance."""
+
+    cell: str = Field(description="the id of a cell of this study")
+    profile: Literal["zeroshot", "laion-clap-zeroshot"] = Field(
+        "zeroshot", description="zeroshot or laion-clap-zeroshot"
+    )
+    tie_policy: TiePolicy | None = Field(None, description="the tie policy of the values")
+    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
+    provenance: str = Field(description="where the value was published")
+    values: dict[str, Number] = Field(
+        min_length=1, description="a table of metric -> published value"
+    )
+
+
+class ZeroshotStudyFile(_StudyFile):
+    """A zero-shot classification study: a dataset of classes, model cells, published values."""
+
+    kind: Literal["zeroshot"] = Field(description="the study kind")
+    dataset: ZeroshotDatasetSpec
+    cell: list[ZeroshotCellSpec] = Field(min_length=1, description="at least one [[cell]]")
+    published: list[ZeroshotPublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+
+@dataclass(frozen=True)
+class ZeroshotDataset:
+    name: str
+    audio: Path
+    metadata: Path
+    folds: tuple[int, ...]
+    template: str
+
+
+@dataclass(frozen=True)
+class ZeroshotCell:
+    id: str
+    model: str
+    registry: Path | None
+    settings: dict[str, Any]
+    device: str
+
+
+@dataclass(frozen=True)
+class ZeroshotStudy:
+    """A zero-shot classification study, loaded."""
+
+    name: str
+    title: str
+    source: Path
+    tie_policy: TiePolicy
+    dataset: ZeroshotDataset
+    cells: tuple[ZeroshotCell, ...]
+    published: tuple[Published, ...]
+    kind: Literal["zeroshot"] = "zeroshot"
+
+
+def prompt(template: str, class_name: str) -> str:
+    """The prompt of one class.
+
+    >>> prompt("This is a sound of {class}", "chirping birds")
+    'This is a sound of chirping birds'
+    """
+    return template.replace(CLASS_FIELD, class_name)
+
+
+def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
+    spec = validate(ZeroshotStudyFile, doc, source=str(source))
+    d = spec.dataset
+    if d.template.count(CLASS_FIELD) != 1:
+        raise UserError(
+            f"is {d.template!r}; expected a template with {CLASS_FIELD} exactly once",
+            source=source,
+            key="dataset.template",
+        )
+    for i, fold in enumerate(d.folds):
+        if not 1 <= fold <= 5 or fold in d.folds[:i]:
+            raise UserError(
+                f"is {fold}; expected distinct folds 1..5", source=source, key=f"dataset.folds[{i}]"
+            )
+    dataset = ZeroshotDataset(
+        name=d.name,
+        audio=_required_path(source, "dataset.audio", d.audio, must_exist=strict),
+        metadata=_required_path(source, "dataset.metadata", d.metadata, must_exist=strict),
+        folds=tuple(d.folds),
+        template=d.template,
+    )
+    distinct_file_names([("dataset.name", d.name)], source=str(source), what="a dataset name")
+    cells = []
+    seen: set[str] = set()
+    for i, c in enumerate(spec.cell):
+        if c.id in seen:
+            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
+        seen.add(c.id)
+        for key, value in c.settings.items():
+            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
+            parse(key, value, source=f"{source}: cell[{i}].settings")
+        cells.append(
+            ZeroshotCell(
+                id=c.id,
+                model=c.model,
+                registry=_path(source, f"cell[{i}].registry", c.registry, must_exist=True),
+                settings=dict(c.settings),
+                device=c.device,
+            )
+        )
+    distinct_file_names(
+        [(f"cell[{i}].id", c.id) for i, c in enumerate(cells)],
+        source=str(source),
+        what="a cell id",
+    )
+    published = []
+    for i, p in enumerate(spec.published):
+        where = f"published[{i}]"
+        if p.cell not in seen:
+            raise UserError(
+                f"names {p.cell!r}, which is not a cell of this study",
+                source=source,
+                key=f"{where}.cell",
+            )
+        for metric in p.values:
+            if metric not in ZEROSHOT_METRICS[p.profile]:
+                raise UserError(
+                    f"unknown metric of profile {p.profile}; expected one of "
+                    f"{', '.join(ZEROSHOT_METRICS[p.profile])}",
+                    source=source,
+                    key=f"{where}.values.{metric}",
+                )
+        published.append(
+            Published(
+                cell=p.cell,
+                profile=p.profile,
+                tie_policy=p.tie_policy or spec.tie_policy,
+                tolerance=p.tolerance,
+                provenance=p.provenance,
+                values=dict(p.values),
+            )
+        )
+    return ZeroshotStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        tie_policy=spec.tie_policy,
+        dataset=dataset,
+        cells=tuple(cells),
+        published=tuple(published),
+    )
+
+
+Study = RetrievalStudy | ProbeStudy | ZeroshotStudy
 
 
 def _path(source: Path, key: str, text: str | None, *, must_exist: bool) -> Path | None:
@@ -784,6 +990,8 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
         )
     if kind == "probe":
         return _probe(doc, source, strict)
+    if kind == "zeroshot":
+        return _zeroshot(doc, source, strict)
     return _retrieval(doc, source, strict)
 
 

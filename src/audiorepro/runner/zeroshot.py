@@ -1,0 +1,418 @@
+"""A zero-shot classification study -> its output folder.
+
+Stages: the clips of the selected folds and one prompt per class (:mod:`audiorepro.formats.
+esc50`, the study's template); per cell, audio embeddings per clip and text embeddings per
+class prompt, written as a dump with class relevance (``dumps/<cell>.npz``: each clip
+relevant to its class prompt); the zero-shot metrics (:mod:`audiorepro.metrics.zeroshot`, both
+tie policies) and the ``laion-clap-zeroshot`` profile; the canonical ones against the
+independent reference (:mod:`audiorepro.reference.zeroshot`, exact equality); published values;
+tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manifest.
+
+Every cell is extracted on each run (no cache yet): 400 clips of 5 s per model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import html
+import json
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes, json_dumps, npz_bytes, slug
+from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
+from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
+from audiorepro.metrics.zeroshot import (
+    DEFINITIONS_VERSION,
+    HIGHER_IS_BETTER,
+    LAION_CLAP_METRICS,
+    METRICS,
+    compute_zeroshot,
+    laion_clap_zeroshot,
+)
+from audiorepro.models.extract import _logit_scale, library_versions
+from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.registry import load_registry, resolve_spec
+from audiorepro.reference.zeroshot import reference_zeroshot_metrics
+from audiorepro.render.html import table_html
+from audiorepro.render.tables import Column, Table, write_table
+from audiorepro.runner.manifest import write_manifest
+from audiorepro.runner.outputs import Outcome, gzip_bytes
+from audiorepro.specs.settings import ARCHITECTURE_KEYS
+from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
+
+ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
+DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
+TIE_POLICIES = ("pessimistic", "optimistic")
+
+
+@dataclasses.dataclass
+class ZeroshotInputs:
+    """The evaluated clips (files, labels) and the class prompts."""
+
+    meta: Esc50Meta
+    paths: list[Path]
+    labels: npt.NDArray[np.int64]
+    prompts: list[str]
+    record: dict[str, Any]
+
+
+def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
+    """The clips of the study's folds, in the metadata's order, and one prompt per class."""
+    ds = study.dataset
+    meta = read_esc50_csv(ds.metadata).select(ds.folds)
+    if not meta.filenames:
+        raise UserError(f"has no clip in folds {list(ds.folds)}", source=ds.metadata, key="fold")
+    if not ds.audio.is_dir():
+        raise UserError("is not a folder of audio clips", source=study.source, key="dataset.audio")
+    paths = [ds.audio / name for name in meta.filenames]
+    missing = [p.name for p in paths if not p.is_file()]
+    if missing:
+        raise UserError(
+            f"lacks {len(missing)} of the {len(paths)} clips of folds {list(ds.folds)} "
+            f"(first: {missing[0]}); a smaller set gives other numbers",
+            source=ds.audio,
+        )
+    prompts = [prompt(ds.template, c) for c in meta.classes]
+    listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
+    record = {
+        "dataset": ds.name,
+        "metadata_file": ds.metadata.name,
+        "metadata_sha256": sha256_file(ds.metadata),
+        "folds": list(ds.folds),
+        "template": ds.template,
+        "classes": list(meta.classes),
+        "n_clips": len(paths),
+        # One hash over "name sha256" lines of every clip, in clip order (as extract does).
+        "audio_sha256": hashlib.sha256(listing.encode()).hexdigest(),
+    }
+    return ZeroshotInputs(
+        meta=meta,
+        paths=paths,
+        labels=np.asarray(meta.targets, dtype=np.int64),
+        prompts=prompts,
+        record=record,
+    )
+
+
+def extract_cell(
+    cell: ZeroshotCell, inputs: ZeroshotInputs
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]:
+    """Audio embeddings per clip and text embeddings per class prompt, and the dump's meta."""
+    import soundfile
+
+    spec = resolve_spec(cell.model, load_registry([cell.registry] if cell.registry else []))
+    arch = {k: v for k, v in cell.settings.items() if k in ARCHITECTURE_KEYS}
+    rest = {k: v for k, v in cell.settings.items() if k not in ARCHITECTURE_KEYS}
+    if arch:
+        spec = dataclasses.replace(
+            spec, architecture=dataclasses.replace(spec.architecture, **arch)
+        )
+    determinism = configure_determinism(cell.device)
+    pipeline = load_pipeline(spec, rest, cell.device)
+    audio = pipeline.embed_audio([read_audio(p) for p in inputs.paths])
+    text = pipeline.embed_text(inputs.prompts)
+    meta = {
+        "kind": DUMP_KIND,
+        **pipeline.meta(),
+        "logit_scale": _logit_scale(pipeline),
+        "audio_decoder": (
+            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
+        ),
+        "resampler": RESAMPLER,
+        "sample_rate": SAMPLE_RATE,
+        "mono": "mean of channels",
+        "zeroshot": inputs.record,
+        "determinism": determinism,
+        "versions": library_versions(),
+    }
+    return np.asarray(audio), np.asarray(text), meta
+
+
+def class_relevance(labels: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], ...]:
+    """CSR relevance over clips: clip ``i`` is relevant to text row ``labels[i]`` (its class
+    prompt) only.
+
+    >>> [a.tolist() for a in class_relevance(np.array([2, 0, 2]))]
+    [[0, 1, 2, 3], [2, 0, 2]]
+    """
+    indptr = np.arange(labels.size + 1, dtype=np.int64)
+    return indptr, labels.astype(np.int64)
+
+
+def write_relevance_dump(
+    path: Path,
+    audio: npt.NDArray[Any],
+    text: npt.NDArray[Any],
+    labels: npt.NDArray[np.int64],
+    *,
+    audio_ids: list[str],
+    captions: list[str],
+    meta: dict[str, Any],
+) -> bytes:
+    """Write the cell's dump with class relevance (``relevance_indptr``/``relevance_indices``
+    instead of ``text_to_audio``); returns its bytes.
+
+    Written directly with the dump's key names until the dump format's own relevance support
+    (``formats.dump.make_dump(..., relevance_indptr=..., relevance_indices=...)``) is merged;
+    then this becomes a call to ``make_dump``/``save_dump``.
+    """
+    indptr, indices = class_relevance(labels)
+    data = npz_bytes(
+        {
+            "audio_embeds": audio,
+            "text_embeds": text,
+            "relevance_indptr": indptr,
+            "relevance_indices": indices,
+            "audio_ids": np.asarray(audio_ids, dtype=str),
+            "captions": np.asarray(captions, dtype=str),
+            "meta_json": np.asarray(json.dumps(meta, sort_keys=True)),
+        }
+    )
+    atomic_write_bytes(path, data)
+    return data
+
+
+def cell_metrics(
+    audio: npt.NDArray[Any], text: npt.NDArray[Any], labels: npt.NDArray[np.int64]
+) -> dict[str, Any]:
+    """Canonical metrics under both tie policies and the laion-clap zero-shot profile."""
+    return {
+        "canonical": {
+            tie: compute_zeroshot(audio, text, labels, tie_policy=tie)  # type: ignore[arg-type]
+            for tie in TIE_POLICIES
+        },
+        "laion-clap-zeroshot": laion_clap_zeroshot(audio, text, labels),
+    }
+
+
+def reproduced_values(metrics: dict[str, Any], profile: str, tie_policy: str) -> dict[str, float]:
+    if profile == "laion-clap-zeroshot":
+        return dict(metrics["laion-clap-zeroshot"])
+    canonical = metrics["canonical"][tie_policy]
+    return {m: canonical[m] for m in METRICS}
+
+
+def _parity(
+    cell_id: str,
+    audio: npt.NDArray[Any],
+    text: npt.NDArray[Any],
+    labels: npt.NDArray[np.int64],
+    harness: dict[str, Any],
+    tie_policy: str,
+) -> dict[str, Any]:
+    independent = reference_zeroshot_metrics(audio, text, labels, tie_policy)
+    rows = []
+    for m in (*METRICS, "per_class_recall"):
+        ours, theirs = harness[m], independent[m]
+        rows.append(
+            {
+                "metric": m,
+                "harness": ours,
+                "independent": theirs,
+                "equal": ours == theirs,
+            }
+        )
+    return {"cell": cell_id, "rows": rows, "passed": all(r["equal"] for r in rows)}
+
+
+def _golden(
+    study: ZeroshotStudy, metrics: dict[str, dict[str, Any]], errors: dict[str, str]
+) -> Summary:
+    rows: list[ValueRow] = []
+    for pub in study.published:
+        reason = errors.get(pub.cell)
+        reproduced = (
+            {}
+            if reason is not None
+            else reproduced_values(metrics[pub.cell], pub.profile, pub.tie_policy)
+        )
+        rows += [
+            ValueRow(**r, provenance=pub.provenance)
+            for r in value_rows(
+                pub.cell, pub.values, pub.tolerance, reproduced, reason, pub.profile
+            )
+        ]
+    return summarize(rows)
+
+
+def _tables(
+    study: ZeroshotStudy, metrics: dict[str, dict[str, Any]], golden: Summary
+) -> dict[str, Table]:
+    names = (*METRICS, *LAION_CLAP_METRICS)
+    rows: list[tuple[str, tuple[float | None, ...]]] = []
+    for cell in study.cells:
+        m = metrics.get(cell.id)
+        if m is None:
+            rows.append((cell.id, tuple(None for _ in names)))
+            continue
+        values = reproduced_values(m, "zeroshot", study.tie_policy)
+        values.update(m["laion-clap-zeroshot"])
+        rows.append((cell.id, tuple(values[n] for n in names)))
+    ds = study.dataset
+    main = Table(
+        title=f"Zero-shot classification, {ds.name} (folds {', '.join(map(str, ds.folds))})",
+        columns=tuple(Column(n, HIGHER_IS_BETTER[n]) for n in names),
+        rows=tuple(rows),
+        row_header="cell",
+        notes=(
+            f"prompt template {ds.template!r}; accuracy, top5_accuracy, balanced_accuracy "
+            f"(zero-shot definitions version {DEFINITIONS_VERSION}, {study.tie_policy} ties); "
+            "mean_rank ... mAP@10 as laion-clap computes them (laion-clap-zeroshot)",
+        ),
+    )
+    published = Table(
+        title="Published vs reproduced",
+        columns=tuple(
+            Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")
+        ),
+        rows=tuple(
+            (
+                r["cell"],
+                (
+                    r["metric"],
+                    r["published"],
+                    r["reproduced"],
+                    r["delta"],
+                    r["tolerance"],
+                    r["status"],
+                ),
+            )
+            for r in golden["rows"]
+        ),
+        row_header="cell",
+        digits=6,
+    )
+    return {f"zeroshot_{slug(ds.name)}": main, "published": published}
+
+
+def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str]) -> str:
+    e = html.escape
+    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(study.title)}</title></head><body>",
+        f"<h1>{e(study.title)}</h1>",
+        f"<p><strong>{e(status)}</strong></p>",
+    ]
+    if failures:
+        parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
+    for i, (name, table) in enumerate(tables.items()):
+        parts.append(table_html(table, f"t{i}-{slug(name)}"))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
+    """Run every stage into ``out``; returns whether the study passed, and why not."""
+    out = Path(out)
+    inputs = study_inputs(study)
+    failures: list[str] = []
+    metrics: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    cells: list[dict[str, Any]] = []
+    parity: list[dict[str, Any]] = []
+    for cell in study.cells:
+        try:
+            audio, text, meta = extract_cell(cell, inputs)
+        except UserError as exc:
+            errors[cell.id] = str(exc)
+            failures.append(f"cell {cell.id}: {exc}")
+            continue
+        dump_rel = f"dumps/{slug(cell.id)}.npz"
+        data = write_relevance_dump(
+            out / dump_rel,
+            audio,
+            text,
+            inputs.labels,
+            audio_ids=list(inputs.meta.filenames),
+            captions=inputs.prompts,
+            meta=meta,
+        )
+        m = cell_metrics(audio, text, inputs.labels)
+        metrics[cell.id] = m
+        p = _parity(
+            cell.id, audio, text, inputs.labels, m["canonical"][study.tie_policy], study.tie_policy
+        )
+        parity.append(p)
+        if not p["passed"]:
+            failures.append(f"metric parity failed for cell {cell.id}")
+        cells.append(
+            {
+                "id": cell.id,
+                "model": cell.model,
+                "dump": dump_rel,
+                "dump_sha256": hashlib.sha256(data).hexdigest(),
+                "n_clips": int(audio.shape[0]),
+                "n_classes": int(text.shape[0]),
+                "metrics": m,
+                "model_meta": meta,
+            }
+        )
+    golden = _golden(study, metrics, errors)
+    for row in golden["rows"]:
+        if row["status"] != PASS:
+            failures.append(
+                f"published {row['cell']} {row['metric']}: {row['status']}"
+                + (f" ({row['reason']})" if row["reason"] else "")
+            )
+    tables = _tables(study, metrics, golden)
+    for name, table in tables.items():
+        write_table(out / "tables", name, table)
+    parity_passed = (
+        bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+    )
+    verification = {
+        "metric_parity": {"cells": parity, "passed": parity_passed},
+        "metric_parity_passed": parity_passed,
+        "failures": failures,
+        "golden": golden,
+    }
+    bundle = {
+        "schema": ZEROSHOT_BUNDLE,
+        "study": {
+            "name": study.name,
+            "title": study.title,
+            "tie_policy": study.tie_policy,
+            "definitions_version": DEFINITIONS_VERSION,
+            "inputs": inputs.record,
+        },
+        "cells": cells,
+        "verification": verification,
+    }
+    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
+    atomic_write_bytes(out / "report.html", _report(study, tables, failures).encode())
+    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
+    write_manifest(
+        out,
+        study,
+        [],
+        inputs={study.dataset.metadata.name: inputs.record["metadata_sha256"]},
+    )
+    return {"passed": not failures, "failures": failures}
+
+
+def verify_zeroshot(study: ZeroshotStudy) -> Summary:
+    """Recompute only what the published values need (``audiorepro verify STUDY``)."""
+    needed = {p.cell for p in study.published}
+    inputs = study_inputs(study)
+    metrics: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    for cell in study.cells:
+        if cell.id not in needed:
+            continue
+        try:
+            audio, text, _ = extract_cell(cell, inputs)
+        except UserError as exc:
+            errors[cell.id] = str(exc)
+            continue
+        metrics[cell.id] = cell_metrics(audio, text, inputs.labels)
+    return _golden(study, metrics, errors)
