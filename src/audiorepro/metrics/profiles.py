@@ -139,6 +139,32 @@ def _order_relevant(dump: Dump, clip: int, captions: Sequence[int]) -> dict[int,
     return cmp
 
 
+def one_clip_per_text(dump: Dump, profile: str) -> npt.NDArray[np.int64]:
+    """The clip of each text, for a profile whose peer defines t2a with exactly one relevant
+    clip per caption (``laion-clap``, ``dcase``); a relevance dump with a text relevant to
+    several clips is refused in one line (the peer's definition has no such case).
+
+    >>> from audiorepro.formats.dump import make_dump
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> d = make_dump(e, e, relevance_indptr=[0, 1, 2], relevance_indices=[1, 0])
+    >>> one_clip_per_text(d, "dcase").tolist()
+    [1, 0]
+    """
+    if dump.text_to_audio is not None:
+        return dump.text_to_audio
+    t2a = dump.relevance.one_clip_per_text()
+    if t2a is None:
+        text = int(np.argmax(dump.relevance.clips_per_text > 1))
+        raise UserError(
+            f"makes text row {text} relevant to several clips; the {profile} profile's "
+            "text-to-audio definition has exactly one relevant clip per caption (use the "
+            "canonical or trec profile)",
+            source=dump.source,
+            key="relevance_indices",
+        )
+    return t2a
+
+
 def _clip_names(dump: Dump) -> list[str]:
     return (
         list(dump.audio_ids)
@@ -258,8 +284,9 @@ def dcase_candidates(dump: Dump) -> npt.NDArray[np.int64]:
     >>> dcase_candidates(d).tolist()
     [2, 0, 1]
     """
-    _, first = np.unique(dump.text_to_audio, return_index=True)
-    out: npt.NDArray[np.int64] = dump.text_to_audio[np.sort(first)].astype(np.int64)
+    t2a = one_clip_per_text(dump, "dcase")
+    _, first = np.unique(t2a, return_index=True)
+    out: npt.NDArray[np.int64] = t2a[np.sort(first)].astype(np.int64)
     return out
 
 
@@ -353,7 +380,7 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
     a32 = np.ascontiguousarray(a32[cand])
     slot = np.empty(dump.n_clips, dtype=np.int64)
     slot[cand] = np.arange(len(cand))
-    targets = slot[dump.text_to_audio]
+    targets = slot[one_clip_per_text(dump, "dcase")]
     n = dump.n_captions
     position = np.empty(n, dtype=np.int64)
     greater = np.empty(n, dtype=np.int64)
@@ -474,16 +501,17 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
     ``5d .. 5d+4`` <-> clip d), as torch tensors, and the logit scale."""
     import torch
 
+    t2a = one_clip_per_text(dump, "laion-clap")
     cpc = dump.captions_per_clip
     if cpc not in (1, 5):
         raise UserError(
             "the laion-clap profile needs 1 or 5 captions per clip (its get_metrics and "
             f"evaluate_clotho_audiocaps), got {cpc if cpc is not None else 'a varying number'}",
             source=dump.source,
-            key="text_to_audio",
+            key="text_to_audio" if dump.text_to_audio is not None else "relevance_indices",
         )
     notes: list[str] = []
-    order = np.argsort(dump.text_to_audio, kind="stable")
+    order = np.argsort(t2a, kind="stable")
     if not np.array_equal(order, np.arange(dump.n_captions)):
         notes.append("captions reordered by clip (stable), as laion-clap's evaluation expects")
     audio = torch.from_numpy(np.array(dump.audio_embeds))

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
-from audiorepro.core.errors import param_error
+from audiorepro.core.errors import UserError, param_error
 from audiorepro.formats.dump import Dump
 from audiorepro.metrics._exact import ExactStats, RankCounts, exact_rank_counts
 
@@ -421,8 +421,15 @@ def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> Retrieval
     if chunk_rows is not None:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise param_error("chunk_rows", "compute_retrieval", "an int >= 1", chunk_rows)
+    text_to_audio = dump.relevance.one_clip_per_text()
+    if text_to_audio is None:  # MILESTONE: the general engine follows
+        raise UserError(
+            "has a text relevant to several clips, which this version cannot rank yet",
+            source=dump.source,
+            key="relevance_indices",
+        )
     t2a, a2t, stats = exact_rank_counts(
-        dump.audio_embeds, dump.text_embeds, dump.text_to_audio, chunk_rows=chunk_rows
+        dump.audio_embeds, dump.text_embeds, text_to_audio, chunk_rows=chunk_rows
     )
     return RetrievalResult(counts={"t2a": t2a, "a2t": a2t}, stats=stats)
 
