@@ -32,10 +32,15 @@ def _pytrec(dump: Dump) -> dict[str, float]:
     scores = _exact_scores(dump)
     clips = list(dump.audio_ids) if dump.audio_ids else [str(j) for j in range(dump.n_clips)]
     caps = [str(i) for i in range(dump.n_captions)]
-    t2a = dump.text_to_audio.tolist()
+    # The qrels from the relevance (either format version), as (clip, caption) pairs.
+    rel = dump.relevance
+    pairs = set(zip(rel.clip_of_each_entry().tolist(), rel.indices.tolist(), strict=True))
     directions = {
         "t2a": (
-            {caps[i]: {clips[t2a[i]]: 1} for i in range(dump.n_captions)},
+            {
+                caps[i]: {clips[j]: 1 for j in range(len(clips)) if (j, i) in pairs}
+                for i in range(dump.n_captions)
+            },
             {
                 caps[i]: {clips[j]: scores[i][j] for j in range(dump.n_clips)}
                 for i in range(len(caps))
@@ -43,7 +48,7 @@ def _pytrec(dump: Dump) -> dict[str, float]:
         ),
         "a2t": (
             {
-                clips[j]: {caps[i]: 1 for i in range(len(caps)) if t2a[i] == j}
+                clips[j]: {caps[i]: 1 for i in range(len(caps)) if (j, i) in pairs}
                 for j in range(len(clips))
             },
             {

@@ -68,9 +68,18 @@ def parity_cell(
 ) -> ParityCell:
     """Every canonical metric of one dump from the harness and from the reference."""
     harness = compute_retrieval(dump).metrics(tie_policy)
-    independent = reference_retrieval_metrics(
-        dump.audio_embeds, dump.text_embeds, dump.text_to_audio, tie_policy=tie_policy
-    )
+    if dump.relevance_csr is None:
+        independent = reference_retrieval_metrics(
+            dump.audio_embeds, dump.text_embeds, dump.text_to_audio, tie_policy=tie_policy
+        )
+    else:  # the relevance as the file gives it (not as the harness's engine reads it)
+        independent = reference_retrieval_metrics(
+            dump.audio_embeds,
+            dump.text_embeds,
+            relevance_indptr=dump.relevance_csr.indptr,
+            relevance_indices=dump.relevance_csr.indices,
+            tie_policy=tie_policy,
+        )
     rows: list[ParityRow] = []
     deltas: list[float] = []
     for direction in DIRECTIONS:

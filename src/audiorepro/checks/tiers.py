@@ -100,26 +100,56 @@ def score_bound(
     return np.asarray(abs(scale) * rel * np.outer(norms_a, norms_t))
 
 
+def relevance_matrix(relevance: Array, shape: tuple[int, ...]) -> Array:
+    """A dense boolean ``[clip, caption]`` relevance from ``text_to_audio`` (1-D: the clip of
+    each caption) or from a boolean matrix of that shape, returned as is.
+
+    >>> relevance_matrix(np.array([1, 0, 1]), (2, 3)).astype(int).tolist()
+    [[0, 1, 0], [1, 0, 1]]
+    """
+    if relevance.ndim == 2:
+        return np.asarray(relevance, dtype=bool)
+    relevant = np.zeros(shape, dtype=bool)
+    relevant[relevance, np.arange(len(relevance))] = True
+    return relevant
+
+
+def dump_relevance_matrix(dump: Dump) -> Array:
+    """The dump's relevance as a dense boolean ``[clip, caption]`` matrix (either version)."""
+    relevant = np.zeros((dump.n_clips, dump.n_captions), dtype=bool)
+    rel = dump.relevance
+    relevant[rel.clip_of_each_entry(), rel.indices] = True
+    return relevant
+
+
 def fragility(
     scores: Array,
     bound: Array,
-    text_to_audio: Array,
+    relevance: Array,
     direction: Direction,
     *,
     among_relevant: bool = False,
 ) -> Fragility:
     """Count the fragile queries of ``direction`` (scores and bound: ``[clip, caption]``).
 
-    Only a relevant item against a non-relevant one can move a rank-based metric, unless
-    ``among_relevant``: laion-clap's a2t ``mAP@10`` takes the captions in their table order,
-    so two relevant captions that swap change it too.
+    ``relevance`` is ``text_to_audio`` or a boolean ``[clip, caption]`` matrix
+    (:func:`relevance_matrix`): a t2a query (caption) may then have several relevant clips,
+    and is fragile when any of them is within the band of a non-relevant clip. Only a relevant
+    item against a non-relevant one can move a rank-based metric, unless ``among_relevant``:
+    laion-clap's a2t ``mAP@10`` takes the captions in their table order, so two relevant
+    captions that swap change it too. With several relevant items the position of the first
+    relevant one moves by at most the number of non-relevant items in band with any relevant
+    one (a minimum over the relevant items, each of which moves by at most its own count), so
+    the rules of the module docstring hold unchanged.
 
     >>> s = np.array([[1.0, 0.0], [0.999, 0.5]]); b = np.full((2, 2), 0.001)
     >>> fragility(s, b, np.array([0, 1]), "t2a")
     Fragility(queries=2, fragile=1, shifts=1, max_shift=1)
+    >>> both = np.array([[True, False], [True, True]])  # caption 0 is relevant to both clips
+    >>> fragility(s, b, both, "t2a")
+    Fragility(queries=2, fragile=0, shifts=0, max_shift=0)
     """
-    relevant = np.zeros(scores.shape, dtype=bool)
-    relevant[text_to_audio, np.arange(len(text_to_audio))] = True
+    relevant = relevance_matrix(relevance, scores.shape)
     if direction == "t2a":  # queries are captions: work on the transpose
         scores, bound, relevant = scores.T, bound.T, relevant.T
     fragile = shifts = max_shift = 0
@@ -188,14 +218,18 @@ def tier_b_tolerance(
     *,
     audio: Array,
     text: Array,
-    text_to_audio: Array,
+    relevance: Array,
     scale: float,
     float32_scores: bool,
     extracted: bool,
 ) -> float:
-    """Tolerance of one tier-b value named by ``path`` (a metric name with its direction)."""
+    """Tolerance of one tier-b value named by ``path`` (a metric name with its direction).
+
+    ``relevance``: ``text_to_audio`` or a boolean ``[clip, caption]`` matrix (version-2 dumps,
+    where a caption may be relevant to several clips)."""
+    relevant = relevance_matrix(relevance, (audio.shape[0], text.shape[0]))
     if float32_scores:  # the laion-clap profile: its own logits and normalization
-        cpc = int(np.bincount(text_to_audio).max())
+        cpc = int(relevant.sum(axis=1).max())
         scores = laion_scores(audio, text, scale, cpc)
     else:
         scores = audio.astype(np.float64) @ text.astype(np.float64).T
@@ -212,7 +246,7 @@ def tier_b_tolerance(
     if direction is None:
         raise ValueError(f"no direction in metric path {path!r}")
     among_relevant = float32_scores and path.endswith("audio_to_text_mAP@10")
-    frag = fragility(scores, bound, text_to_audio, direction, among_relevant=among_relevant)
+    frag = fragility(scores, bound, relevant, direction, among_relevant=among_relevant)
     return rank_tolerance(path.rsplit("/", 1)[-1], frag)
 
 
@@ -278,7 +312,7 @@ def tier_cell(
     inputs = {
         "audio": dump.audio_embeds,
         "text": dump.text_embeds,
-        "text_to_audio": dump.text_to_audio,
+        "relevance": dump_relevance_matrix(dump),
     }
 
     def one(path: str, value: Any, *, float32_scores: bool, scale: float) -> Any:

@@ -74,8 +74,10 @@ def _fmt(value: float | None) -> str:
 def _metrics_table(report: MetricsReport) -> str:
     cpc = report["captions_per_clip"]
     per = f"{cpc} per clip" if cpc is not None else "varying per clip"
+    # A relevance dump (format version 2) holds texts such as class prompts, not captions.
+    texts = "texts" if report.get("format_version", 1) != 1 else "captions"
     lines = [
-        f"{report['source']}: {report['n_clips']} clips, {report['n_captions']} captions "
+        f"{report['source']}: {report['n_clips']} clips, {report['n_captions']} {texts} "
         f"({per}); tie policy {report['tie_policy']}",
         f"{'metric':<14}{'t2a':>12}{'a2t':>12}",
     ]

@@ -2,19 +2,49 @@
 
 A dump holds the embeddings of one model on one dataset:
 
-=================  ==========================  =============================================
-key                dtype / shape               meaning
-=================  ==========================  =============================================
-``audio_embeds``   float32 or float64 [N, D]   one row per clip
-``text_embeds``    same dtype [M, D]           one row per caption
-``text_to_audio``  integer [M]                 caption ``i`` describes clip ``text_to_audio[i]``
-``audio_ids``      str [N] (optional)          clip identifiers, e.g. file names
-``captions``       str [M] (optional)          the caption texts
-``meta_json``      str scalar (optional)       JSON object: model, revision, dataset, ...
-=================  ==========================  =============================================
+=====================  ==========================  =========================================
+key                    dtype / shape               meaning
+=====================  ==========================  =========================================
+``audio_embeds``       float32 or float64 [N, D]   one row per clip
+``text_embeds``        same dtype [M, D]           one row per text (caption, class prompt)
+``text_to_audio``      integer [M]                 caption ``i`` describes clip
+                                                   ``text_to_audio[i]`` (format version 1)
+``relevance_indptr``   integer [N+1]               CSR over clips (format version 2, instead
+                                                   of ``text_to_audio``): the text rows
+``relevance_indices``  integer [nnz]               relevant to clip ``i`` are
+                                                   ``relevance_indices[relevance_indptr[i]:
+                                                   relevance_indptr[i+1]]``
+``format_version``     integer scalar (optional)   1 or 2; when given, must match the keys
+``audio_ids``          str [N] (optional)          clip identifiers, e.g. file names
+``captions``           str [M] (optional)          the texts
+``meta_json``          str scalar (optional)       JSON object: model, revision, dataset, ...
+=====================  ==========================  =========================================
 
-Every clip must have at least one caption; captions per clip may vary. Files are read with
-``allow_pickle=False``: an object array is refused, never unpickled.
+Format versions
+---------------
+- **Version 1** (every dump before relevance existed): ``text_to_audio`` maps each caption to
+  exactly one clip; a clip may have any number of captions (at least one). Its meaning is
+  unchanged, and such files are read and written byte for byte as before (they carry no
+  ``format_version`` key; their version is derived from their keys).
+- **Version 2**: a general audio-text relevance given as CSR over clips, for example class
+  prompts relevant to every clip of their class (zero-shot classification). Exactly one of
+  ``text_to_audio`` and the two relevance keys is given. Every clip is relevant to at least one
+  text, every text row to at least one clip, indices are in ``[0, M)`` and not repeated within
+  a clip. :func:`save_dump` writes ``format_version = 2`` into such files, so that they say
+  what they are; a version-1 reader refuses them (unknown keys) rather than misreading them.
+
+Either way :attr:`Dump.relevance` gives the relevance as CSR over clips, indices ascending
+within a clip (for a version-1 dump derived from ``text_to_audio``), so that every metric has
+one code path. Files are read with ``allow_pickle=False``: an object array is refused, never
+unpickled.
+
+>>> import numpy as np
+>>> d = make_dump(np.eye(3), np.eye(3)[[0, 1, 2, 2]], None,
+...               relevance_indptr=[0, 2, 3, 4], relevance_indices=[3, 0, 1, 2])
+>>> d.format_version, d.relevance.indices.tolist(), d.relevance.texts_per_clip.tolist()
+(2, [0, 3, 1, 2], [2, 1, 1])
+>>> d.relevance.transpose().indices.tolist()  # clips relevant to each text row
+[0, 1, 2, 0]
 """
 
 from __future__ import annotations
@@ -23,6 +53,7 @@ import json
 import math
 import zipfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +66,76 @@ from audiorepro.core.io import atomic_write_bytes, npz_bytes
 
 NOT_FINITE_JSON = "expected a finite number (nan and inf are refused)"
 REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
-OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json")
+#: Given instead of ``text_to_audio`` (format version 2).
+RELEVANCE_KEYS = ("relevance_indptr", "relevance_indices")
+OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+#: The newest format version (see the module docstring); 1 is ``text_to_audio``.
+FORMAT_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """Audio-text relevance as CSR over clips: the texts relevant to clip ``i`` are
+    ``indices[indptr[i]:indptr[i+1]]``, ascending. Arrays are read-only int64.
+
+    >>> r = Relevance.from_text_to_audio(np.array([1, 0, 1]), n_clips=2)
+    >>> r.indptr.tolist(), r.indices.tolist(), r.clips_per_text.tolist()
+    ([0, 1, 3], [1, 0, 2], [1, 1, 1])
+    """
+
+    indptr: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.int64]
+    n_texts: int
+
+    @classmethod
+    def from_text_to_audio(cls, text_to_audio: npt.NDArray[Any], *, n_clips: int) -> Relevance:
+        """The CSR of a version-1 dump: each clip's captions in caption-index order."""
+        t2a = np.asarray(text_to_audio, dtype=np.int64)
+        indptr = np.zeros(n_clips + 1, np.int64)
+        np.cumsum(np.bincount(t2a, minlength=n_clips), out=indptr[1:])
+        indices = np.argsort(t2a, kind="stable").astype(np.int64)
+        return cls._frozen(indptr, indices, int(t2a.shape[0]))
+
+    @classmethod
+    def _frozen(cls, indptr: npt.NDArray[Any], indices: npt.NDArray[Any], m: int) -> Relevance:
+        indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(indices, dtype=np.int64)
+        indptr.setflags(write=False)
+        indices.setflags(write=False)
+        return cls(indptr=indptr, indices=indices, n_texts=m)
+
+    @property
+    def n_clips(self) -> int:
+        return int(self.indptr.shape[0] - 1)
+
+    @property
+    def texts_per_clip(self) -> npt.NDArray[np.int64]:
+        return np.diff(self.indptr)
+
+    @property
+    def clips_per_text(self) -> npt.NDArray[np.int64]:
+        return np.bincount(self.indices, minlength=self.n_texts).astype(np.int64)
+
+    def clip_of_each_entry(self) -> npt.NDArray[np.int64]:
+        """The clip (CSR row) of each entry of :attr:`indices`."""
+        return np.repeat(np.arange(self.n_clips, dtype=np.int64), self.texts_per_clip)
+
+    def transpose(self) -> Relevance:
+        """The same relevance as CSR over texts: the clips relevant to each text, ascending
+        (``n_texts`` of the result is the number of clips)."""
+        order = np.argsort(self.indices, kind="stable")  # rows ascend within each text
+        indptr = np.zeros(self.n_texts + 1, np.int64)
+        np.cumsum(self.clips_per_text, out=indptr[1:])
+        return Relevance._frozen(indptr, self.clip_of_each_entry()[order], self.n_clips)
+
+    def one_clip_per_text(self) -> npt.NDArray[np.int64] | None:
+        """``text_to_audio`` when every text is relevant to exactly one clip, else None."""
+        if not bool(np.all(self.clips_per_text == 1)):
+            return None
+        t2a = np.empty(self.n_texts, np.int64)
+        t2a[self.indices] = self.clip_of_each_entry()
+        return t2a
 
 
 @dataclass(frozen=True)
@@ -45,12 +144,28 @@ class Dump:
 
     audio_embeds: npt.NDArray[np.floating[Any]]
     text_embeds: npt.NDArray[np.floating[Any]]
-    text_to_audio: npt.NDArray[np.int64]
+    #: Version 1: the clip of each caption. None for a version-2 (relevance) dump.
+    text_to_audio: npt.NDArray[np.int64] | None
     audio_ids: tuple[str, ...] | None = None
     captions: tuple[str, ...] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "<memory>"
     sha256: str | None = None
+    #: Version 2: the relevance as given (validated, indices ascending within each clip).
+    relevance_csr: Relevance | None = None
+
+    @property
+    def format_version(self) -> int:
+        """1 for a ``text_to_audio`` dump, 2 for a relevance dump."""
+        return 1 if self.text_to_audio is not None else 2
+
+    @cached_property
+    def relevance(self) -> Relevance:
+        """The relevance as CSR over clips, for either format version (one code path)."""
+        if self.relevance_csr is not None:
+            return self.relevance_csr
+        assert self.text_to_audio is not None  # guaranteed by validation
+        return Relevance.from_text_to_audio(self.text_to_audio, n_clips=self.n_clips)
 
     @property
     def n_clips(self) -> int:
@@ -62,15 +177,16 @@ class Dump:
 
     @property
     def captions_per_clip(self) -> int | None:
-        """The number of captions of every clip, or None when it varies."""
-        counts = np.bincount(self.text_to_audio, minlength=self.n_clips)
+        """The number of texts relevant to every clip, or None when it varies."""
+        counts = self.relevance.texts_per_clip
         return int(counts[0]) if bool(np.all(counts == counts[0])) else None
 
     @property
     def multi_positive(self) -> bool:
-        """True when some clip has more than one caption (a2t queries with several relevant)."""
-        counts = np.bincount(self.text_to_audio, minlength=self.n_clips)
-        return bool(counts.max() > 1)
+        """True when some query has several relevant items: a clip with more than one text
+        (a2t), or (version 2 only) a text relevant to more than one clip (t2a)."""
+        rel = self.relevance
+        return bool(rel.texts_per_clip.max() > 1 or rel.clips_per_text.max() > 1)
 
 
 #: A member that inflates more than this many times its stored size is refused before it is
@@ -191,20 +307,31 @@ def read_npz(path: Path, *, what: str) -> dict[str, npt.NDArray[Any]]:
 def make_dump(
     audio_embeds: npt.ArrayLike,
     text_embeds: npt.ArrayLike,
-    text_to_audio: npt.ArrayLike,
+    text_to_audio: npt.ArrayLike | None = None,
     *,
+    relevance_indptr: npt.ArrayLike | None = None,
+    relevance_indices: npt.ArrayLike | None = None,
     audio_ids: npt.ArrayLike | None = None,
     captions: npt.ArrayLike | None = None,
     meta: dict[str, Any] | None = None,
     source: str = "<memory>",
     sha256: str | None = None,
 ) -> Dump:
-    """Validate arrays and build a :class:`Dump` (the same checks as for a file)."""
+    """Validate arrays and build a :class:`Dump` (the same checks as for a file).
+
+    Give either ``text_to_audio`` (version 1) or both ``relevance_indptr`` and
+    ``relevance_indices`` (version 2), as in the file format."""
     arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(audio_embeds),
         "text_embeds": np.asarray(text_embeds),
-        "text_to_audio": np.asarray(text_to_audio),
     }
+    for key, value in (
+        ("text_to_audio", text_to_audio),
+        ("relevance_indptr", relevance_indptr),
+        ("relevance_indices", relevance_indices),
+    ):
+        if value is not None:
+            arrays[key] = np.asarray(value)
     if audio_ids is not None:
         arrays["audio_ids"] = np.asarray(audio_ids, dtype=str)
     if captions is not None:
@@ -241,15 +368,25 @@ def _validate(
 
     if not arrays:
         raise fail(None, "is empty (expected keys " + ", ".join(REQUIRED_KEYS) + ")")
-    unknown = sorted(set(arrays) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS))
+    unknown = sorted(set(arrays) - set(REQUIRED_KEYS) - set(RELEVANCE_KEYS) - set(OPTIONAL_KEYS))
     if unknown:
-        allowed = ", ".join(REQUIRED_KEYS + OPTIONAL_KEYS)
+        allowed = ", ".join(REQUIRED_KEYS + RELEVANCE_KEYS + OPTIONAL_KEYS)
         raise fail(unknown[0], f"is not a dump key (expected only: {allowed})")
+    has_relevance = [key for key in RELEVANCE_KEYS if key in arrays]
+    if has_relevance and "text_to_audio" in arrays:
+        raise fail(
+            has_relevance[0],
+            "is given together with text_to_audio; expected either text_to_audio (format "
+            "version 1) or relevance_indptr and relevance_indices (version 2), not both",
+        )
+    if len(has_relevance) == 1:
+        other = RELEVANCE_KEYS[1 - RELEVANCE_KEYS.index(has_relevance[0])]
+        raise fail(other, f"is missing (required with {has_relevance[0]})")
     for key in REQUIRED_KEYS:
-        if key not in arrays:
+        if key not in arrays and not (key == "text_to_audio" and has_relevance):
             raise fail(key, "is missing (required)")
 
-    audio, text, t2a = arrays["audio_embeds"], arrays["text_embeds"], arrays["text_to_audio"]
+    audio, text = arrays["audio_embeds"], arrays["text_embeds"]
     for key, arr in (("audio_embeds", audio), ("text_embeds", text)):
         if arr.dtype not in FLOAT_DTYPES:
             raise fail(key, f"has dtype {arr.dtype}, expected float32 or float64")
@@ -272,23 +409,45 @@ def _validate(
             f"has D = {text.shape[1]}, expected D = {audio.shape[1]} like audio_embeds",
         )
     n, m = audio.shape[0], text.shape[0]
-    if t2a.dtype.kind not in "iu":
-        raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
-    if t2a.shape != (m,):
-        raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
-    if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
-        bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
-        raise fail(
-            "text_to_audio",
-            f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in [0, {n})",
-        )
-    t2a64 = t2a.astype(np.int64)
-    counts = np.bincount(t2a64, minlength=n)
-    if bool(np.any(counts == 0)):
-        raise fail(
-            "text_to_audio",
-            f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip",
-        )
+    t2a64: npt.NDArray[np.int64] | None = None
+    relevance: Relevance | None = None
+    if has_relevance:
+        relevance = _relevance(arrays["relevance_indptr"], arrays["relevance_indices"], n, m, fail)
+    else:
+        t2a = arrays["text_to_audio"]
+        if t2a.dtype.kind not in "iu":
+            raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
+        if t2a.shape != (m,):
+            raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
+        if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
+            bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
+            raise fail(
+                "text_to_audio",
+                f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in "
+                f"[0, {n})",
+            )
+        t2a64 = t2a.astype(np.int64)
+        counts = np.bincount(t2a64, minlength=n)
+        if bool(np.any(counts == 0)):
+            raise fail(
+                "text_to_audio",
+                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip",
+            )
+        t2a64.setflags(write=False)
+    if "format_version" in arrays:
+        raw_v = arrays["format_version"]
+        derived = 2 if has_relevance else 1
+        if raw_v.dtype.kind not in "iu" or raw_v.ndim != 0:
+            raise fail(
+                "format_version",
+                f"has dtype {raw_v.dtype} and shape {raw_v.shape}, expected an integer scalar",
+            )
+        if int(raw_v) != derived:
+            keys = "relevance_indptr/relevance_indices" if has_relevance else "text_to_audio"
+            raise fail(
+                "format_version",
+                f"is {int(raw_v)}, expected {derived} (the version of a dump with {keys})",
+            )
 
     audio_ids = _strings(arrays, "audio_ids", n, fail)
     captions = _strings(arrays, "captions", m, fail)
@@ -314,7 +473,7 @@ def _validate(
 
     audio = np.ascontiguousarray(audio)
     text = np.ascontiguousarray(text)
-    for arr in (audio, text, t2a64):
+    for arr in (audio, text):
         arr.setflags(write=False)
     return Dump(
         audio_embeds=audio,
@@ -325,7 +484,72 @@ def _validate(
         meta=meta,
         source=source,
         sha256=sha256,
+        relevance_csr=relevance,
     )
+
+
+def _relevance(
+    indptr: npt.NDArray[Any], indices: npt.NDArray[Any], n: int, m: int, fail: Any
+) -> Relevance:
+    """Validate the version-2 relevance keys; indices come back ascending within each clip."""
+    for key, arr in (("relevance_indptr", indptr), ("relevance_indices", indices)):
+        if arr.dtype.kind not in "iu":
+            raise fail(key, f"has dtype {arr.dtype}, expected an integer dtype")
+        if arr.ndim != 1:
+            raise fail(key, f"has shape {arr.shape}, expected 1 dimension")
+    if indptr.shape != (n + 1,):
+        raise fail("relevance_indptr", f"has shape {indptr.shape}, expected ({n + 1},) (clips + 1)")
+    nnz = int(indices.shape[0])
+    # Compared in the arrays' own dtypes: a uint64 beyond int64 must not wrap when cast.
+    if int(indptr[0]) != 0:
+        raise fail("relevance_indptr", f"starts at {int(indptr[0])}, expected 0")
+    steps = indptr[1:] < indptr[:-1]
+    if bool(np.any(steps)):
+        i = int(np.argmax(steps))
+        raise fail(
+            "relevance_indptr",
+            f"decreases from {int(indptr[i])} to {int(indptr[i + 1])} at clip {i}, "
+            "expected non-decreasing offsets",
+        )
+    if int(indptr[-1]) != nnz:
+        raise fail(
+            "relevance_indptr",
+            f"ends at {int(indptr[-1])}, expected {nnz} (the length of relevance_indices)",
+        )
+    if nnz and (bool(np.any(indices < 0)) or bool(np.any(indices >= m))):
+        k = int(np.argmax((indices < 0) | (indices >= m)))
+        raise fail(
+            "relevance_indices",
+            f"has value {int(indices[k])} at entry {k}, expected a text row in [0, {m})",
+        )
+    ptr64 = indptr.astype(np.int64)
+    idx64 = indices.astype(np.int64)
+    per_clip = np.diff(ptr64)
+    if bool(np.any(per_clip == 0)):
+        raise fail(
+            "relevance_indptr",
+            f"gives clip {int(np.argmin(per_clip))} no relevant text, expected at least one "
+            "per clip",
+        )
+    clip = np.repeat(np.arange(n, dtype=np.int64), per_clip)
+    order = np.lexsort((idx64, clip))  # ascending texts within each clip
+    idx_sorted = idx64[order]
+    same = (idx_sorted[1:] == idx_sorted[:-1]) & (clip[1:] == clip[:-1])
+    if bool(np.any(same)):
+        k = int(np.argmax(same))
+        raise fail(
+            "relevance_indices",
+            f"lists text row {int(idx_sorted[k])} twice for clip {int(clip[k])}, expected "
+            "each relevant text once per clip",
+        )
+    per_text = np.bincount(idx64, minlength=m)
+    if bool(np.any(per_text == 0)):
+        raise fail(
+            "relevance_indices",
+            f"makes text row {int(np.argmin(per_text))} relevant to no clip, expected every "
+            "text row relevant to at least one clip",
+        )
+    return Relevance._frozen(ptr64, idx_sorted, m)
 
 
 def _no_constant(name: str) -> Any:
@@ -357,9 +581,15 @@ def dump_arrays(dump: Dump) -> dict[str, npt.NDArray[Any]]:
     arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(dump.audio_embeds),
         "text_embeds": np.asarray(dump.text_embeds),
-        "text_to_audio": np.asarray(dump.text_to_audio, dtype=np.int64),
         "meta_json": np.asarray(json.dumps(dump.meta, sort_keys=True)),
     }
+    if dump.text_to_audio is not None:
+        arrays["text_to_audio"] = np.asarray(dump.text_to_audio, dtype=np.int64)
+    else:
+        # A version-1 file keeps its exact bytes (no new key); version 2 says what it is.
+        arrays["relevance_indptr"] = np.asarray(dump.relevance.indptr, dtype=np.int64)
+        arrays["relevance_indices"] = np.asarray(dump.relevance.indices, dtype=np.int64)
+        arrays["format_version"] = np.asarray(FORMAT_VERSION, dtype=np.int64)
     if dump.audio_ids is not None:
         arrays["audio_ids"] = np.asarray(dump.audio_ids, dtype=str)
     if dump.captions is not None:

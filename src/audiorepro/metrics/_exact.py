@@ -509,3 +509,217 @@ def exact_rank_counts(
     comparisons = m * (n - 1) + int(np.sum(per_clip * (m - per_clip)))
     stats = ExactStats(comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact)
     return t2a_counts, a2t_counts, stats
+
+
+# --- general relevance (format version 2): one direction at a time ------------------------
+
+
+@nb.njit(inline="always")
+def _is_relevant(idx: Any, k0: int, k1: int, item: int) -> bool:  # pragma: no cover - compiled
+    """Binary search of ``item`` among a query's relevant items ``idx[k0:k1]`` (ascending)."""
+    lo = k0
+    hi = k1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if idx[mid] < item:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < k1 and idx[lo] == item
+
+
+@nb.njit(cache=True)
+def _entry_scores(Q: Any, Items: Any, qk: Any, idx: Any) -> Any:  # pragma: no cover - compiled
+    out = np.empty(idx.shape[0], np.float64)
+    for k in range(idx.shape[0]):
+        out[k] = _dot64(Q[qk[k]], Items[idx[k]])
+    return out
+
+
+@nb.njit(cache=True)
+def _scan_rel(
+    S: Any,
+    q: int,
+    k: int,
+    c0: int,
+    ctx: Any,
+    gt: Any,
+    collect: bool,
+    out: Any,
+    pos: Any,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Decide, one by one, the comparisons of query ``q``'s relevant entry ``k`` with the
+    items of this chunk that fall in its stage-1 band (items ``c0 + b``, non-relevant only).
+    Count mode adds float64 decisions to ``gt[k]``; collect mode records the undecided as
+    rows ``(k, item)`` of ``out``. Returns (undecided, float64 refinements)."""
+    Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, g64x2, eta64x2 = ctx
+    amb = 0
+    nref = 0
+    k0 = ptr[q]
+    k1 = ptr[q + 1]
+    r = idx[k]
+    lo = lo_s[k]
+    hi = hi_s[k]
+    for b in range(S.shape[1]):
+        i = c0 + b
+        x = S[q, b]
+        if x >= lo and x <= hi and not _is_relevant(idx, k0, k1, i):
+            nref += 1
+            y = _dot64(Q[q], Items[i])
+            d = _refine(y, p64[k], g64x2 * nQ[q] * (nI[i] + nI[r]) + eta64x2)
+            if d == 1 and not collect:
+                gt[k] += 1
+            elif d == -1:
+                amb += 1
+                if collect:
+                    out[pos[0], 0] = k
+                    out[pos[0], 1] = i
+                    pos[0] += 1
+    return amb, nref
+
+
+@nb.njit(parallel=True, cache=True)
+def _count_chunk_rel(
+    S: Any, c0: int, ctx: Any, gt: Any, amb: Any, refined: Any
+) -> None:  # pragma: no cover - compiled
+    """Count one chunk ``S = queries @ items[c0:c0+B].T`` into ``gt`` (per relevant entry).
+
+    The a2t pass of :func:`_count_chunk` for any relevance: per query row, vectorizable
+    passes count the sure "above" decisions per relevant entry and the elements in its band;
+    the query's own relevant items in this chunk are taken out again; a band that still holds
+    elements is scanned one by one. A query's entries belong to one thread (no locks)."""
+    _Q, _I, ptr, idx, _p64, _nQ, _nI, lo_s, hi_s, _g, _e = ctx
+    nq, B = S.shape
+    c1 = c0 + B
+    nblk = (nq + _BLOCK - 1) // _BLOCK
+    kmax = 0
+    for q in range(nq):
+        kmax = max(kmax, ptr[q + 1] - ptr[q])
+    inband_k = np.zeros((nblk, kmax), np.int64)
+    part_ref = np.zeros(nblk, np.int64)
+    dummy = np.zeros((0, 2), np.int64)
+    pos = np.zeros(2, np.int64)
+    for bi in nb.prange(nblk):
+        j0 = bi * _BLOCK
+        j1 = min(nq, j0 + _BLOCK)
+        ink = inband_k[bi]
+        nref = 0
+        for q in range(j0, j1):
+            row = S[q]
+            k0 = ptr[q]
+            k1 = ptr[q + 1]
+            for k in range(k0, k1):
+                h = hi_s[k]
+                lo = lo_s[k]
+                cg = 0
+                ce = 0
+                for b in range(B):
+                    cg += row[b] > h
+                    ce += row[b] >= lo
+                gt[k] += cg
+                ink[k - k0] = ce - cg
+            for ko in range(k0, k1):
+                c = idx[ko]
+                if c < c0 or c >= c1:
+                    continue
+                x = row[c - c0]
+                for k in range(k0, k1):
+                    g = x > hi_s[k]
+                    gt[k] -= g
+                    ink[k - k0] -= (x >= lo_s[k]) - g
+            a = 0
+            for k in range(k0, k1):
+                if ink[k - k0] > 0:
+                    am, nr = _scan_rel(S, q, k, c0, ctx, gt, False, dummy, pos)
+                    a += am
+                    nref += nr
+            amb[q] = a
+        part_ref[bi] = nref
+    for bi in range(nblk):
+        refined[0] += part_ref[bi]
+
+
+def exact_relevance_counts(
+    queries: npt.NDArray[Any],
+    items: npt.NDArray[Any],
+    indptr: npt.ArrayLike,
+    indices: npt.ArrayLike,
+    *,
+    chunk_rows: int | None = None,
+) -> tuple[RankCounts, ExactStats]:
+    """Exact rank counts of one direction under any relevance (format version 2).
+
+    Query ``q`` (a row of ``queries``) has the relevant items
+    ``indices[indptr[q]:indptr[q+1]]`` (rows of ``items``, ascending within a query, at least
+    one per query). For each such entry: the non-relevant items scored strictly above it
+    (``greater``) and exactly the same (``equal``), decided in the same three stages as
+    :func:`exact_rank_counts` (BLAS band, float64, exact). a2t is
+    ``exact_relevance_counts(audio, text, relevance.indptr, relevance.indices)``, t2a the
+    same with the transposed relevance and the roles swapped; both give the counts
+    :func:`exact_rank_counts` gives when every text has one clip.
+
+    Query 0 (``[1, 0]``) has the relevant items 1 and 2, query 1 (``[0, 1]``) item 0:
+
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> rc, _ = exact_relevance_counts(e, e[[0, 1, 0]], [0, 2, 3], [1, 2, 0])
+    >>> rc.greater.tolist(), rc.equal.tolist()  # item 0 above item 1; ties item 2 ...
+    ([1, 0, 1], [0, 1, 1])
+    """
+    Q = np.ascontiguousarray(queries)
+    Items = np.ascontiguousarray(items)
+    ptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    idx = np.ascontiguousarray(indices, dtype=np.int64)
+    nq, d = Q.shape
+    ni = Items.shape[0]
+    u, eta = _unit_roundoff(Q.dtype)
+    u64, eta64 = _unit_roundoff(np.dtype(np.float64))
+    g_fast, g64 = _gamma(d, u), _gamma(d, u64)
+    nQ = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)) * (1 + 1e-12)
+    nI = np.sqrt(np.einsum("ij,ij->i", Items, Items, dtype=np.float64)) * (1 + 1e-12)
+    max_i = float(nI.max())
+    eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
+    n_rel = np.diff(ptr)
+    qk = np.repeat(np.arange(nq, dtype=np.int64), n_rel)
+    p64 = _entry_scores(Q, Items, qk, idx)
+    # Stage-1 band of each entry: the BLAS score of any item against this query, plus the
+    # float64 threshold's own error (both bounds doubled, as in exact_rank_counts).
+    band = _SAFETY * (g_fast * nQ[qk] * max_i + g64 * nQ[qk] * nI[idx]) + eta_fast + eta64x2
+    lo_s, hi_s = _outward(p64 - band, p64 + band, Q.dtype)
+
+    gt = np.zeros(idx.shape[0], np.int64)
+    eq = np.zeros(idx.shape[0], np.int64)
+    refined = np.zeros(1, np.int64)
+    amb = np.zeros(nq, np.int64)
+    n_exact = 0
+    tied: list[tuple[int, int]] = []
+    if chunk_rows is None:
+        chunk_rows = max(1, min(ni, DEFAULT_CHUNK_ELEMENTS // max(nq, 1)))
+    flat = np.empty(nq * min(chunk_rows, ni), dtype=Q.dtype)
+    ctx = (Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, 2 * g64, eta64x2)
+    for c0 in range(0, ni, chunk_rows):
+        c1 = min(ni, c0 + chunk_rows)
+        S = flat[: nq * (c1 - c0)].reshape(nq, c1 - c0)
+        np.matmul(Q, Items[c0:c1].T, out=S)
+        _count_chunk_rel(S, c0, ctx, gt, amb, refined)
+        if amb.any():
+            und = np.zeros((int(amb.sum()), 2), np.int64)
+            pos = np.zeros(2, np.int64)
+            none = np.zeros(0, np.int64)
+            for q in np.flatnonzero(amb).tolist():
+                for k in range(int(ptr[q]), int(ptr[q + 1])):
+                    _scan_rel(S, q, k, c0, ctx, none, True, und, pos)
+            n_exact += len(und)
+            for k, i in und.tolist():
+                q = int(qk[k])
+                s = exact_dot_difference_sign(Q[q], Items[i], Q[q], Items[idx[k]])
+                gt[k] += s > 0
+                eq[k] += s == 0
+                if s == 0:
+                    tied.append((k, i))
+    counts = RankCounts(
+        ptr=ptr.copy(), greater=gt, equal=eq, tied=_pairs(tied), relevant=idx.copy()
+    )
+    comparisons = int(np.sum(n_rel * (ni - n_rel)))
+    return counts, ExactStats(
+        comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact
+    )

@@ -11,8 +11,9 @@ definition that produced it and compared with the canonical value (:mod:`.retrie
   multiplied by the model's logit scale when the dump's metadata carries one
   (``logit_scale``). Where its code does not do what its docstring says, the code is
   reproduced (it produced the published numbers) and the difference is reported in ``notes``.
-- ``trec``: pytrec_eval / trec_eval semantics. Qrels from ``text_to_audio``, the run from the
-  exact scores; ties broken by document id in *decreasing* string order, as trec_eval sorts;
+- ``trec``: pytrec_eval / trec_eval semantics. Qrels from the dump's relevance (either format
+  version: a caption may have several relevant clips), the run from the exact scores; ties
+  broken by document id in *decreasing* string order, as trec_eval sorts;
   per-query values in trec_eval's double arithmetic, the mean as pytrec_eval aggregates
   (``compute_aggregated_measure``: ``numpy.mean`` of the values in query-id order).
 - ``dcase``: the DCASE language-based audio retrieval evaluation (t2a only: ``R1``, ``R5``,
@@ -26,6 +27,18 @@ definition that produced it and compared with the canonical value (:mod:`.retrie
   with ``numpy.mean`` in caption order. Because that value is not defined under ties, the
   profile also reports, per metric, the interval over every order of the tied float32 scores
   (``ties``) and how many captions have their clip tied.
+
+General relevance (format version 2 dumps, e.g. class prompts):
+
+- ``canonical`` and ``trec`` apply as defined: any number of relevant items per query in both
+  directions (trec_eval's qrels have no limit; tied relevant items are ordered by trec_eval's
+  document-id rule among themselves too).
+- ``laion-clap`` and ``dcase`` accept a relevance dump whose every text is relevant to exactly
+  one clip (it is then a ``text_to_audio`` dump written differently, with the same values), and
+  refuse a text relevant to several clips in one line (:func:`one_clip_per_text`): their t2a
+  code locates *the* clip of each caption (``torch.where(ranking == ground_truth)``,
+  ``measure()``'s one target), which has no meaning for several. A zero-shot classification
+  variant of laion-clap's evaluation is a separate definition (issue 18, second half).
 """
 
 from __future__ import annotations
@@ -126,17 +139,48 @@ def compute_profile(
 # --- shared: exact scores of relevant pairs, names ----------------------------------------
 
 
-def _order_relevant(dump: Dump, clip: int, captions: Sequence[int]) -> dict[int, dict[int, int]]:
-    """Exact pairwise comparisons of a clip's captions: ``cmp[c1][c2]`` = sign(s1 - s2)."""
-    a = dump.audio_embeds[clip]
-    t = dump.text_embeds
+def _order_relevant(
+    dump: Dump, direction: str, query: int, relevant: Sequence[int]
+) -> dict[int, dict[int, int]]:
+    """Exact pairwise comparisons of a query's relevant items: ``cmp[r1][r2]`` = sign(s1 - s2)
+    (a2t: a clip's captions; t2a: the clips a caption is relevant to, version-2 dumps)."""
+    if direction == "a2t":
+        q, items = dump.audio_embeds[query], dump.text_embeds
+    else:
+        q, items = dump.text_embeds[query], dump.audio_embeds
     cmp: dict[int, dict[int, int]] = defaultdict(dict)
-    for x in range(len(captions)):
-        for y in range(x + 1, len(captions)):
-            c1, c2 = captions[x], captions[y]
-            s = exact_dot_difference_sign(t[c1], a, t[c2], a)
+    for x in range(len(relevant)):
+        for y in range(x + 1, len(relevant)):
+            c1, c2 = relevant[x], relevant[y]
+            s = exact_dot_difference_sign(items[c1], q, items[c2], q)
             cmp[c1][c2], cmp[c2][c1] = s, -s
     return cmp
+
+
+def one_clip_per_text(dump: Dump, profile: str) -> npt.NDArray[np.int64]:
+    """The clip of each text, for a profile whose peer defines t2a with exactly one relevant
+    clip per caption (``laion-clap``, ``dcase``); a relevance dump with a text relevant to
+    several clips is refused in one line (the peer's definition has no such case).
+
+    >>> from audiorepro.formats.dump import make_dump
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> d = make_dump(e, e, relevance_indptr=[0, 1, 2], relevance_indices=[1, 0])
+    >>> one_clip_per_text(d, "dcase").tolist()
+    [1, 0]
+    """
+    if dump.text_to_audio is not None:
+        return dump.text_to_audio
+    t2a = dump.relevance.one_clip_per_text()
+    if t2a is None:
+        text = int(np.argmax(dump.relevance.clips_per_text > 1))
+        raise UserError(
+            f"makes text row {text} relevant to several clips; the {profile} profile's "
+            "text-to-audio definition has exactly one relevant clip per caption (use the "
+            "canonical or trec profile)",
+            source=dump.source,
+            key="relevance_indices",
+        )
+    return t2a
 
 
 def _clip_names(dump: Dump) -> list[str]:
@@ -163,7 +207,7 @@ def _trec_positions(dump: Dump, counts: RankCounts, direction: str) -> list[list
     for q in range(counts.n_queries):
         entries = range(int(counts.ptr[q]), int(counts.ptr[q + 1]))
         rel = [int(counts.relevant[e]) for e in entries]
-        cmp = _order_relevant(dump, q, rel) if direction == "a2t" and len(rel) > 1 else {}
+        cmp = _order_relevant(dump, direction, q, rel) if len(rel) > 1 else {}
         positions = []
         for e, r in zip(entries, rel, strict=True):
             name = item_names[r]
@@ -258,8 +302,9 @@ def dcase_candidates(dump: Dump) -> npt.NDArray[np.int64]:
     >>> dcase_candidates(d).tolist()
     [2, 0, 1]
     """
-    _, first = np.unique(dump.text_to_audio, return_index=True)
-    out: npt.NDArray[np.int64] = dump.text_to_audio[np.sort(first)].astype(np.int64)
+    t2a = one_clip_per_text(dump, "dcase")
+    _, first = np.unique(t2a, return_index=True)
+    out: npt.NDArray[np.int64] = t2a[np.sort(first)].astype(np.int64)
     return out
 
 
@@ -353,7 +398,7 @@ def dcase_ranks(dump: Dump, *, exhaustive: bool = False) -> DcaseRanks:
     a32 = np.ascontiguousarray(a32[cand])
     slot = np.empty(dump.n_clips, dtype=np.int64)
     slot[cand] = np.arange(len(cand))
-    targets = slot[dump.text_to_audio]
+    targets = slot[one_clip_per_text(dump, "dcase")]
     n = dump.n_captions
     position = np.empty(n, dtype=np.int64)
     greater = np.empty(n, dtype=np.int64)
@@ -474,16 +519,17 @@ def laion_clap_inputs(dump: Dump) -> tuple[Any, Any, Any, int, list[str]]:
     ``5d .. 5d+4`` <-> clip d), as torch tensors, and the logit scale."""
     import torch
 
+    t2a = one_clip_per_text(dump, "laion-clap")
     cpc = dump.captions_per_clip
     if cpc not in (1, 5):
         raise UserError(
             "the laion-clap profile needs 1 or 5 captions per clip (its get_metrics and "
             f"evaluate_clotho_audiocaps), got {cpc if cpc is not None else 'a varying number'}",
             source=dump.source,
-            key="text_to_audio",
+            key="text_to_audio" if dump.text_to_audio is not None else "relevance_indices",
         )
     notes: list[str] = []
-    order = np.argsort(dump.text_to_audio, kind="stable")
+    order = np.argsort(t2a, kind="stable")
     if not np.array_equal(order, np.arange(dump.n_captions)):
         notes.append("captions reordered by clip (stable), as laion-clap's evaluation expects")
     audio = torch.from_numpy(np.array(dump.audio_embeds))

@@ -2,8 +2,28 @@
 
 Directions
 ----------
-- **t2a** (text to audio): each caption is a query; its one relevant item is its clip.
-- **a2t** (audio to text): each clip is a query; its relevant items are all its captions.
+- **t2a** (text to audio): each caption is a query; its relevant items are the clips it is
+  relevant to: its one clip in a ``text_to_audio`` dump (format version 1), any number of
+  clips (at least one) in a relevance dump (version 2, e.g. a class prompt and every clip of
+  its class).
+- **a2t** (audio to text): each clip is a query; its relevant items are all its texts.
+
+Every definition below is stated for a query with any number of relevant items (a2t always
+needed that), so general relevance changes no formula: a query's ``r@k`` is whether *a*
+relevant item is within the top ``k`` (its first relevant position ``pos_1 <= k``), its AP
+averages ``i / pos_i`` over *all* its relevant items, ``mrr``/``mean_rank``/``median_rank``
+use the position of its *first* relevant item. Version-1 dumps keep every value, and
+:data:`DEFINITIONS_VERSION` stays 1.
+
+>>> from audiorepro.formats.dump import make_dump
+>>> e = np.eye(3)
+>>> d = make_dump(e, e[[0, 1, 2, 0]], relevance_indptr=[0, 2, 4, 5],
+...               relevance_indices=[0, 3, 0, 1, 2])  # text 0 is relevant to clips 0 and 1
+>>> r = compute_retrieval(d).ranking("t2a")
+>>> r.ptr.tolist(), r.pos.tolist()  # text 0: clip 0 first; clip 1 ties clip 2
+([0, 2, 3, 4, 5], [1, 3, 1, 1, 1])
+>>> mean_average_precision(r)  # text 0: (1/1 + 2/3) / 2; the others 1
+0.9583333333333334
 
 Scores are the dot products of the stored vectors (no re-normalization).
 
@@ -36,7 +56,7 @@ import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +64,12 @@ from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
 from audiorepro.formats.dump import Dump
-from audiorepro.metrics._exact import ExactStats, RankCounts, exact_rank_counts
+from audiorepro.metrics._exact import (
+    ExactStats,
+    RankCounts,
+    exact_rank_counts,
+    exact_relevance_counts,
+)
 
 DEFINITIONS_VERSION = 1
 TiePolicy = Literal["pessimistic", "optimistic"]
@@ -417,13 +442,37 @@ class RetrievalResult:
 
 
 def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> RetrievalResult:
-    """Exact rank counts of a dump in both directions (the expensive step, done once)."""
+    """Exact rank counts of a dump in both directions (the expensive step, done once).
+
+    Either format version: when every text has exactly one relevant clip (every version-1
+    dump) both directions come from one pass of :func:`exact_rank_counts` (``chunk_rows``:
+    captions per chunk); otherwise each direction from :func:`exact_relevance_counts`
+    (``chunk_rows``: items per chunk). The counts are exact either way, so the metrics do not
+    depend on the path (the tests check both on the same relevance)."""
     if chunk_rows is not None:
         if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
             raise param_error("chunk_rows", "compute_retrieval", "an int >= 1", chunk_rows)
-    t2a, a2t, stats = exact_rank_counts(
-        dump.audio_embeds, dump.text_embeds, dump.text_to_audio, chunk_rows=chunk_rows
-    )
+    t2a_single = dump.text_to_audio
+    if t2a_single is None:
+        t2a_single = dump.relevance.one_clip_per_text()
+    if t2a_single is not None:  # one clip per caption: both directions from one pass
+        t2a, a2t, stats = exact_rank_counts(
+            dump.audio_embeds, dump.text_embeds, t2a_single, chunk_rows=chunk_rows
+        )
+    else:  # a caption with several relevant clips: each direction on its own
+        rel = dump.relevance
+        rel_t = rel.transpose()
+        a2t, s_a = exact_relevance_counts(
+            dump.audio_embeds, dump.text_embeds, rel.indptr, rel.indices, chunk_rows=chunk_rows
+        )
+        t2a, s_t = exact_relevance_counts(
+            dump.text_embeds, dump.audio_embeds, rel_t.indptr, rel_t.indices, chunk_rows=chunk_rows
+        )
+        stats = ExactStats(
+            comparisons=s_a.comparisons + s_t.comparisons,
+            refined_float64=s_a.refined_float64 + s_t.refined_float64,
+            exact=s_a.exact + s_t.exact,
+        )
     return RetrievalResult(counts={"t2a": t2a, "a2t": a2t}, stats=stats)
 
 
@@ -446,6 +495,10 @@ class MetricsReport(TypedDict):
     n_captions: int
     captions_per_clip: int | None
     multi_positive: bool
+    #: Only for a relevance dump (format version 2: texts may be relevant to several clips;
+    #: ``n_captions`` and ``captions_per_clip`` then count texts). Absent for version 1, whose
+    #: reports are unchanged.
+    format_version: NotRequired[int]
     tie_policy: TiePolicy
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
@@ -457,7 +510,7 @@ def metrics_report(
 ) -> MetricsReport:
     """The ``audiorepro.metrics/1`` JSON document for one dump."""
     _check_tie_policy(tie_policy, "metrics_report")
-    return {
+    report: MetricsReport = {
         "schema": SCHEMA,
         "definitions_version": DEFINITIONS_VERSION,
         "source": dump.source,
@@ -470,3 +523,6 @@ def metrics_report(
         "metrics": result.metrics(tie_policy),
         "ties": result.ties(),
     }
+    if dump.format_version != 1:
+        report["format_version"] = dump.format_version
+    return report

@@ -7,6 +7,8 @@ Written from the definitions only:
    integer (times one common positive factor) and every comparison of scores is exact.
 2. Per query, all items are sorted by (descending score, tie class, item index), where the tie
    class puts relevant items first (optimistic) or last (pessimistic) among equal scores.
+   A query may have any number of relevant items, in either direction (a caption relevant to
+   several clips comes with general relevance, format version 2).
 3. Metrics are computed per query from the 1-based positions of the relevant items, exactly
    with ``fractions.Fraction``; each query's value is rounded once to float64, and the metric
    is ``math.fsum`` of those values divided by the number of queries (the rounding rule of the
@@ -96,9 +98,20 @@ def _direction(
 
 
 def reference_retrieval_metrics(
-    audio_embeds: Any, text_embeds: Any, text_to_audio: Any, *, tie_policy: str = "pessimistic"
+    audio_embeds: Any,
+    text_embeds: Any,
+    text_to_audio: Any = None,
+    *,
+    relevance_indptr: Any = None,
+    relevance_indices: Any = None,
+    tie_policy: str = "pessimistic",
 ) -> dict[str, dict[str, float]]:
     """All canonical retrieval metrics for both directions, computed naively and exactly.
+
+    The relevance is ``text_to_audio`` (caption ``i`` describes clip ``text_to_audio[i]``) or,
+    instead, a CSR over clips: the texts relevant to clip ``j`` are
+    ``relevance_indices[relevance_indptr[j]:relevance_indptr[j+1]]``. Either becomes the set of
+    relevant (clip, text) pairs, and each query's relevant set is read off it.
 
     >>> a = [[1.0, 0.0], [0.0, 1.0]]
     >>> t = [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
@@ -107,15 +120,34 @@ def reference_retrieval_metrics(
     (0.6666666666666666, 0.6666666666666667)
     >>> reference_retrieval_metrics(a, t, [0, 1, 1], tie_policy="optimistic")["a2t"]["map"]
     1.0
+
+    Text 1 relevant to both clips (t2a AP of text 1: clip 0 at 1, clip 1 at 2: 1):
+
+    >>> m = reference_retrieval_metrics(a, t, relevance_indptr=[0, 2, 4],
+    ...                                 relevance_indices=[0, 1, 1, 2])
+    >>> m["t2a"]["map"], m["t2a"]["mean_rank"]
+    (1.0, 1.0)
     """
     if tie_policy not in ("pessimistic", "optimistic"):
         raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
+    csr = relevance_indptr is not None or relevance_indices is not None
+    if csr == (text_to_audio is not None):
+        raise ValueError("give either text_to_audio or relevance_indptr and relevance_indices")
     audio, text = _to_scaled_ints(audio_embeds, text_embeds)
-    t2a = [int(x) for x in np.asarray(text_to_audio).tolist()]
+    pairs: set[tuple[int, int]] = set()  # (clip, text)
+    if csr:
+        ptr = [int(x) for x in np.asarray(relevance_indptr).tolist()]
+        idx = [int(x) for x in np.asarray(relevance_indices).tolist()]
+        for j in range(len(audio)):
+            pairs.update((j, i) for i in idx[ptr[j] : ptr[j + 1]])
+    else:
+        pairs.update((int(j), i) for i, j in enumerate(np.asarray(text_to_audio).tolist()))
     captions_of: list[set[int]] = [set() for _ in audio]
-    for i, j in enumerate(t2a):
+    clips_of: list[set[int]] = [set() for _ in text]
+    for j, i in pairs:
         captions_of[j].add(i)
+        clips_of[i].add(j)
     return {
-        "t2a": _direction(text, audio, [{j} for j in t2a], tie_policy),
+        "t2a": _direction(text, audio, clips_of, tie_policy),
         "a2t": _direction(audio, text, captions_of, tie_policy),
     }

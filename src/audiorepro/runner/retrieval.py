@@ -165,8 +165,12 @@ def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, 
         for other in group[1:]:
             assert base.dump is not None and other.dump is not None
             assert base.retrieval is not None and other.retrieval is not None
-            if base.dump.text_to_audio.tolist() != other.dump.text_to_audio.tolist():
-                continue
+            rel_a, rel_b = base.dump.relevance, other.dump.relevance
+            if not (
+                np.array_equal(rel_a.indptr, rel_b.indptr)
+                and np.array_equal(rel_a.indices, rel_b.indices)
+            ):
+                continue  # not the same queries and relevant items: nothing to pair
             for direction in DIRECTIONS:
                 ra = other.retrieval.ranking(direction, study.tie_policy)
                 rb = base.retrieval.ranking(direction, study.tie_policy)

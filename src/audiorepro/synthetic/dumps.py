@@ -2,8 +2,10 @@
 
 Each dump is synthetic: clip vectors from a seeded PCG64 generator, captions as noisy copies of
 their clip, a few duplicated clips (exact ties), and in one dump coarsely quantized values
-(many exact ties). Normalization uses math.fsum and math.sqrt (correctly rounded) so that the
-bytes do not depend on the CPU's SIMD width or the BLAS. ``tools/make_fixtures.py dumps`` writes
+(many exact ties), and one dump with class relevance instead of captions (format version 2:
+class prompts, each relevant to every clip of its class). Normalization uses math.fsum and
+math.sqrt (correctly rounded) so that the bytes do not depend on the CPU's SIMD width or the
+BLAS. ``tools/make_fixtures.py dumps`` writes
 them to ``fixtures/dumps/`` (checked against ``SHA256SUMS``); the demo study builds them here.
 """
 
@@ -72,6 +74,66 @@ def _dump(
     }
 
 
+def _class_dump(
+    seed: int,
+    n_classes: int,
+    per_class: int,
+    dim: int,
+    noise: float,
+    n_duplicates: int,
+    two_labels: int,
+    dtype: type,
+    name: str = "",
+) -> dict[str, npt.NDArray[Any]]:
+    """A zero-shot-classification-shaped dump (format version 2): one text per class (a
+    prompt), relevant to every clip of its class; the first ``two_labels`` clips also belong
+    to a second class (multi-label, so a2t queries have two relevant texts), a few clips are
+    duplicated into other classes and one prompt's vector stands for a second class too
+    (exact ties between relevant and non-relevant items in both directions)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    centers = rng.standard_normal((n_classes, dim))
+    n_clips = n_classes * per_class
+    label = np.arange(n_clips) % n_classes
+    second = (label + 3) % n_classes
+    audio = centers[label] + noise * rng.standard_normal((n_clips, dim))
+    audio[:two_labels] += centers[second[:two_labels]]
+    if n_duplicates:
+        src = rng.choice(n_clips, n_duplicates, replace=False)
+        dst = rng.choice(np.setdiff1d(np.arange(n_clips), src), n_duplicates, replace=False)
+        audio[dst] = audio[src]  # labels kept: equal vectors, different classes (ties)
+    audio = _normalize(audio)
+    prompts = _normalize(centers + 0.5 * noise * rng.standard_normal((n_classes, dim)))
+    # Text n_classes repeats the class-0 prompt but stands for class 1: equal vectors,
+    # different relevance (ties between a relevant and a non-relevant text).
+    text = np.concatenate([prompts, prompts[:1]])
+    text_class = np.concatenate([np.arange(n_classes), [1]])
+    indptr = [0]
+    indices: list[int] = []
+    for j in range(n_clips):
+        classes = {int(label[j])} | ({int(second[j])} if j < two_labels else set())
+        indices += sorted(int(i) for i in np.flatnonzero(np.isin(text_class, sorted(classes))))
+        indptr.append(len(indices))
+    ids = np.array([f"clip_{i:04d}.wav" for i in range(n_clips)])
+    caps = np.array([f"This is a sound of class {int(k)}." for k in text_class])
+    meta = {
+        "dataset": name,
+        "model": "synthetic",
+        "generator": "tools/make_fixtures.py",
+        "seed": seed,
+        "prompt_template": "This is a sound of {class}.",
+    }
+    return {
+        "audio_embeds": audio.astype(dtype),
+        "text_embeds": text.astype(dtype),
+        "relevance_indptr": np.asarray(indptr, dtype=np.int64),
+        "relevance_indices": np.asarray(indices, dtype=np.int64),
+        "format_version": np.asarray(2, dtype=np.int64),
+        "audio_ids": ids,
+        "captions": caps,
+        "meta_json": np.asarray(json.dumps(meta, sort_keys=True)),
+    }
+
+
 def fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
     """Every fixture dump, by file name."""
     return {
@@ -97,6 +159,12 @@ def fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
         # Coarsely quantized values: many exact ties among relevant and non-relevant items.
         "synthetic_ties.npz": _dump(
             14, 25, 8, [3] * 25, 0.7, 3, np.float32, quantize=0.25, name="synthetic_ties"
+        ),
+        # Class relevance (format version 2, zero-shot shaped): 8 class prompts and one more
+        # for class 1 (the class-0 prompt's vector), each relevant to its class's clips; 5
+        # clips in two classes; 3 clips duplicated into other classes.
+        "synthetic_classes.npz": _class_dump(
+            15, 8, 6, 16, 2.5, 3, 5, np.float32, name="synthetic_classes"
         ),
     }
 
