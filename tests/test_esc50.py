@@ -23,6 +23,7 @@ import pytest
 
 from audiorepro.checks.tiers import EMBEDDING_REL_TOLERANCE, LEGEND, score_bound, tiered
 from audiorepro.cli import main
+from audiorepro.formats.dump import load_dump
 from tests.conftest import GOLDEN
 from tests.standin_servers import FileServer
 from tests.test_fetch import run_cli, sha256
@@ -337,6 +338,8 @@ def test_tiny_study_dump_has_class_relevance_and_records_the_template(
     _, out = tiny_study
     bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
     cell = bundle["cells"][0]
+    dump = load_dump(out / cell["dump"])
+    assert dump.format_version == 2 and dump.sha256 == cell["dump_sha256"]
     with np.load(out / cell["dump"], allow_pickle=False) as z:
         assert "text_to_audio" not in z.files
         assert z["captions"].tolist() == [
@@ -353,6 +356,8 @@ def test_tiny_study_dump_has_class_relevance_and_records_the_template(
     )
     verification = json.loads((out / "verification.json").read_text())
     assert verification["metric_parity_passed"] is True
+    rows = {r["metric"]: r for r in verification["metric_parity"]["cells"][0]["rows"]}
+    assert rows["accuracy = a2t/r@1"]["equal"] and rows["top5_accuracy = a2t/r@5"]["equal"]
 
 
 def test_tiny_study_rerun_is_byte_identical_and_verifies(

@@ -263,8 +263,9 @@ def laion_clap_zeroshot(
         raise UserError(
             "the laion-clap zero-shot profile needs torch (pip install 'audiorepro[models]')"
         ) from None
-    A = torch.from_numpy(np.ascontiguousarray(np.asarray(audio, dtype=np.float32)))
-    T = torch.from_numpy(np.ascontiguousarray(np.asarray(prompts, dtype=np.float32)))
+    # Copies: a dump's arrays are read-only, and torch wants writable memory.
+    A = torch.from_numpy(np.array(audio, dtype=np.float32, order="C", copy=True))
+    T = torch.from_numpy(np.array(prompts, dtype=np.float32, order="C", copy=True))
     y = np.asarray(labels, dtype=np.int64)
     with torch.no_grad():
         ground_truth = torch.from_numpy(y).view(-1, 1)

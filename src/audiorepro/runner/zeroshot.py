@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html
-import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,9 +25,11 @@ import numpy.typing as npt
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, json_dumps, npz_bytes, slug
+from audiorepro.core.io import atomic_write_bytes, json_dumps, slug
 from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
+from audiorepro.formats.dump import Dump, load_dump, make_dump, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
+from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.metrics.zeroshot import (
     DEFINITIONS_VERSION,
     HIGHER_IS_BETTER,
@@ -79,6 +80,16 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
             f"lacks {len(missing)} of the {len(paths)} clips of folds {list(ds.folds)} "
             f"(first: {missing[0]}); a smaller set gives other numbers",
             source=ds.audio,
+        )
+    absent = sorted(set(range(len(meta.classes))) - set(meta.targets))
+    if absent:
+        # Every prompt must be relevant to a clip (the dump format), and a class that no clip
+        # has would only compete: refuse rather than rank against a smaller class set.
+        raise UserError(
+            f"has no clip of class {meta.classes[absent[0]]!r} in folds {list(ds.folds)}; "
+            "every class needs a clip in the selected folds",
+            source=ds.metadata,
+            key="fold",
         )
     prompts = [prompt(ds.template, c) for c in meta.classes]
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
@@ -156,28 +167,23 @@ def write_relevance_dump(
     audio_ids: list[str],
     captions: list[str],
     meta: dict[str, Any],
-) -> bytes:
-    """Write the cell's dump with class relevance (``relevance_indptr``/``relevance_indices``
-    instead of ``text_to_audio``); returns its bytes.
-
-    Written directly with the dump's key names until the dump format's own relevance support
-    (``formats.dump.make_dump(..., relevance_indptr=..., relevance_indices=...)``) is merged;
-    then this becomes a call to ``make_dump``/``save_dump``.
-    """
+) -> Dump:
+    """Write the cell's dump with class relevance (format version 2: ``relevance_indptr``/
+    ``relevance_indices`` instead of ``text_to_audio``), validated like every dump, and return
+    it as read back."""
     indptr, indices = class_relevance(labels)
-    data = npz_bytes(
-        {
-            "audio_embeds": audio,
-            "text_embeds": text,
-            "relevance_indptr": indptr,
-            "relevance_indices": indices,
-            "audio_ids": np.asarray(audio_ids, dtype=str),
-            "captions": np.asarray(captions, dtype=str),
-            "meta_json": np.asarray(json.dumps(meta, sort_keys=True)),
-        }
+    dump = make_dump(
+        audio,
+        text,
+        None,
+        relevance_indptr=indptr,
+        relevance_indices=indices,
+        audio_ids=audio_ids,
+        captions=captions,
+        meta=meta,
     )
-    atomic_write_bytes(path, data)
-    return data
+    save_dump(path, dump)
+    return load_dump(path)
 
 
 def cell_metrics(
@@ -200,24 +206,33 @@ def reproduced_values(metrics: dict[str, Any], profile: str, tie_policy: str) ->
     return {m: canonical[m] for m in METRICS}
 
 
+#: Zero-shot metric -> the a2t retrieval metric of the class-relevance dump that must equal it.
+SAME_AS_RETRIEVAL = {"accuracy": "r@1", "top5_accuracy": "r@5"}
+
+
 def _parity(
     cell_id: str,
-    audio: npt.NDArray[Any],
-    text: npt.NDArray[Any],
+    dump: Dump,
     labels: npt.NDArray[np.int64],
     harness: dict[str, Any],
-    tie_policy: str,
+    tie_policy: Any,
 ) -> dict[str, Any]:
+    """The zero-shot metrics against the independent reference (exactly equal) and against
+    the retrieval metrics of the dump with class relevance (a2t r@1 is top-1 accuracy)."""
+    audio, text = dump.audio_embeds, dump.text_embeds
     independent = reference_zeroshot_metrics(audio, text, labels, tie_policy)
+    a2t = compute_retrieval(dump).metrics(tie_policy)["a2t"]
     rows = []
     for m in (*METRICS, "per_class_recall"):
         ours, theirs = harness[m], independent[m]
+        rows.append({"metric": m, "harness": ours, "independent": theirs, "equal": ours == theirs})
+    for m, r in SAME_AS_RETRIEVAL.items():
         rows.append(
             {
-                "metric": m,
-                "harness": ours,
-                "independent": theirs,
-                "equal": ours == theirs,
+                "metric": f"{m} = a2t/{r}",
+                "harness": harness[m],
+                "independent": a2t[r],
+                "equal": harness[m] == a2t[r],
             }
         )
     return {"cell": cell_id, "rows": rows, "passed": all(r["equal"] for r in rows)}
@@ -328,7 +343,7 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
             failures.append(f"cell {cell.id}: {exc}")
             continue
         dump_rel = f"dumps/{slug(cell.id)}.npz"
-        data = write_relevance_dump(
+        dump = write_relevance_dump(
             out / dump_rel,
             audio,
             text,
@@ -340,7 +355,7 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
         m = cell_metrics(audio, text, inputs.labels)
         metrics[cell.id] = m
         p = _parity(
-            cell.id, audio, text, inputs.labels, m["canonical"][study.tie_policy], study.tie_policy
+            cell.id, dump, inputs.labels, m["canonical"][study.tie_policy], study.tie_policy
         )
         parity.append(p)
         if not p["passed"]:
@@ -350,7 +365,7 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
                 "id": cell.id,
                 "model": cell.model,
                 "dump": dump_rel,
-                "dump_sha256": hashlib.sha256(data).hexdigest(),
+                "dump_sha256": dump.sha256,
                 "n_clips": int(audio.shape[0]),
                 "n_classes": int(text.shape[0]),
                 "metrics": m,
