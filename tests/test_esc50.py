@@ -333,7 +333,7 @@ def test_tiny_study_matches_its_golden_values(
 
 
 def test_tiny_study_dump_has_class_relevance_and_records_the_template(
-    tiny_study: tuple[Path, Path],
+    tiny_study: tuple[Path, Path], tmp_path: Path
 ) -> None:
     _, out = tiny_study
     bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
@@ -354,6 +354,10 @@ def test_tiny_study_dump_has_class_relevance_and_records_the_template(
         meta["zeroshot"]["metadata_sha256"]
         == hashlib.sha256(esc50_csv(esc50_rows()).encode()).hexdigest()
     )
+    assert main(["metrics", str(out / cell["dump"]), "--profile", "laion-clap-zeroshot",
+                 "--json", str(tmp_path / "p.json")]) == 0  # fmt: skip
+    profile = json.loads((tmp_path / "p.json").read_text())
+    assert profile["metrics"] == cell["metrics"]["laion-clap-zeroshot"]
     verification = json.loads((out / "verification.json").read_text())
     assert verification["metric_parity_passed"] is True
     rows = {r["metric"]: r for r in verification["metric_parity"]["cells"][0]["rows"]}

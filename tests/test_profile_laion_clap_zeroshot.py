@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from audiorepro.formats.dump import make_dump
+from audiorepro.metrics.profiles import compute_profile
 from audiorepro.metrics.zeroshot import laion_clap_zeroshot
 
 torch = pytest.importorskip("torch", reason="torch is not installed (tox -e py311 installs it)")
@@ -114,8 +116,24 @@ def test_equals_laion_clap_evaluate_zeroshot(name: str, monkeypatch: pytest.Monk
     theirs = {k.removeprefix("esc50_"): float(v) for k, v in recorder.logged.items()}
     assert theirs.pop("num_samples") == n
     theirs.pop("epoch")
-    ours = laion_clap_zeroshot(audio, text, labels)
-    assert ours == theirs
+    assert laion_clap_zeroshot(audio, text, labels) == theirs
+    # The same through a dump with class relevance, as `metrics --profile` computes it.
+    dump = make_dump(audio, text, None, relevance_indptr=np.arange(n + 1), relevance_indices=labels)
+    assert compute_profile(dump, "laion-clap-zeroshot").metrics == theirs
+
+
+def test_profile_refuses_a_clip_with_several_relevant_texts() -> None:
+    from audiorepro.core.errors import UserError
+
+    dump = make_dump(
+        np.eye(2, dtype=np.float32),
+        np.eye(2, dtype=np.float32),
+        None,
+        relevance_indptr=[0, 2, 3],
+        relevance_indices=[0, 1, 1],
+    )
+    with pytest.raises(UserError, match="clip 0 has 2 relevant texts"):
+        compute_profile(dump, "laion-clap-zeroshot")
 
 
 def test_median_rank_rounds_a_half_down_unlike_the_canonical_median() -> None:

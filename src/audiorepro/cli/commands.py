@@ -23,7 +23,7 @@ from audiorepro.core.io import json_dumps, write_json
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.dump import load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
-from audiorepro.metrics.profiles import PROFILES, compute_profile
+from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES, compute_profile
 from audiorepro.metrics.retrieval import (
     METRICS,
     TIE_POLICIES,
@@ -117,16 +117,18 @@ def _metrics_table(report: MetricsReport) -> str:
     "--profile",
     default="canonical",
     show_default=True,
-    help="Whose definitions and names: canonical, trec or dcase.",
+    help="Whose definitions and names: canonical, laion-clap, trec, dcase, or "
+    "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip).",
 )
 def metrics(
     dump: Path, tie_policy: TiePolicy, json_out: Path | None, chunk_rows: int | None, profile: str
 ) -> None:
     """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
     under a peer's own definitions and names (--profile)."""
-    if profile not in PROFILES:
+    if profile not in (*PROFILES, *ZEROSHOT_PROFILES):
         raise click.BadParameter(
-            f"{profile!r} is not one of {', '.join(PROFILES)}", param_hint="'--profile'"
+            f"{profile!r} is not one of {', '.join((*PROFILES, *ZEROSHOT_PROFILES))}",
+            param_hint="'--profile'",
         )
     d = load_dump(dump)
     result = compute_retrieval(d, chunk_rows=chunk_rows)

@@ -62,6 +62,7 @@ from audiorepro.metrics._exact import (
     exact_dot_difference_sign,
 )
 from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
+from audiorepro.metrics.zeroshot import laion_clap_zeroshot
 
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
 SCHEMA = "audiorepro.profile/1"
@@ -111,6 +112,8 @@ def compute_profile(
 
     ``tie_policy`` applies to ``canonical`` only: every other profile has its peer's tie rule.
     """
+    if profile in ZEROSHOT_PROFILES:
+        return laion_clap_zeroshot_profile(dump)
     if profile not in PROFILES:
         raise UserError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
     if profile == "laion-clap":
@@ -671,3 +674,41 @@ def _laion_clotho_audiocaps(audio: Any, text: Any, scale: Any) -> dict[str, floa
     for k in (1, 5, 10):
         metrics[f"audio_to_text_R@{k}"] = float(np.mean(np.array(pred_audio_all) < k))
     return metrics
+
+
+# --- laion-clap's zero-shot check (a dump with class relevance) ------------------------------
+
+#: Profiles of zero-shot dumps (one relevant text, the class prompt, per clip). Kept apart
+#: from :data:`PROFILES`, whose every member ``explain`` runs on retrieval dumps.
+ZEROSHOT_PROFILES = ("laion-clap-zeroshot",)
+
+
+def zeroshot_labels(dump: Dump) -> npt.NDArray[np.int64]:
+    """Each clip's class: its one relevant text row (a UserError when a clip has another
+    number of relevant texts)."""
+    rel = dump.relevance
+    counts = rel.texts_per_clip
+    if not bool(np.all(counts == 1)):
+        bad = int(np.flatnonzero(counts != 1)[0])
+        raise UserError(
+            f"clip {bad} has {int(counts[bad])} relevant texts; the laion-clap-zeroshot profile "
+            "needs exactly one (its class prompt) per clip",
+            source=dump.source,
+        )
+    return np.asarray(rel.indices, dtype=np.int64)
+
+
+def laion_clap_zeroshot_profile(dump: Dump) -> ProfileResult:
+    """laion-clap's zero-shot ESC-50 check (:func:`audiorepro.metrics.zeroshot.
+    laion_clap_zeroshot`) on a dump whose clips each have one relevant text."""
+    labels = zeroshot_labels(dump)
+    metrics = laion_clap_zeroshot(dump.audio_embeds, dump.text_embeds, labels)
+    return ProfileResult(
+        "laion-clap-zeroshot",
+        metrics,
+        [
+            "laion-clap README's zero-shot check: torch.argsort of float32 audio @ text.T, "
+            "no logit scale, ties as that sort puts them",
+            "median_rank = floor(median of 0-based positions) + 1, not the median rank",
+        ],
+    )
