@@ -595,3 +595,98 @@ def test_the_valid_toml_files_pass(tmp_path: Path, capsys: pytest.CaptureFixture
             assert read_registry(path)
         else:
             assert (load_study(path) if fmt == "study" else load_published(path)) is not None
+
+
+# -- ESC-50's metadata CSV (zero-shot studies, issue 18) ----------------------------------------
+# A separate registry: the CSV a zero-shot study names as [dataset].metadata (and `fetch esc50`
+# unpacks), its malformation classes, and the commands that read it. Each class must give exit
+# 2 and one line naming esc50.csv and the row/field, before any model is loaded.
+
+_ESC50_HEADER = "filename,fold,target,category,esc10,src_file,take\n"
+_ESC50_VALID = (
+    _ESC50_HEADER
+    + "1-100-A-0.wav,1,0,dog,True,100,A\n"
+    + "1-200-A-1.wav,1,1,chirping_birds,False,200,A\n"
+)
+
+
+def _esc50_rows(*rows: str) -> Callable[[Path, str], None]:
+    return _text(lambda v: _ESC50_HEADER + "".join(f"{r}\n" for r in rows))
+
+
+#: name -> (make the file from the valid text, what the one line must name).
+ESC50_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
+    "not-utf8": (lambda p, v: p.write_bytes(b"\xff\xfe" + v.encode()), "UTF-8"),
+    "empty": (_text(lambda v: ""), "is empty"),
+    "fifo": (_make_fifo, "FIFO"),
+    "folder": (_make_folder, "folder"),
+    "missing-column": (_text(lambda v: v.replace("fold,", "folds,", 1)), "header"),
+    "repeated-column": (_text(lambda v: v.replace("take", "fold", 1)), "header"),
+    "short-row": (_esc50_rows("1-100-A-0.wav,1,0,dog"), "row 2"),
+    "fold-out-of-range": (_esc50_rows("1-100-A-0.wav,6,0,dog,True,100,A"), "row 2.fold"),
+    "fold-not-a-number": (_esc50_rows("1-100-A-0.wav,one,0,dog,True,100,A"), "row 2.fold"),
+    "negative-target": (_esc50_rows("1-100-A-0.wav,1,-1,dog,True,100,A"), "row 2.target"),
+    "huge-target": (_esc50_rows("1-100-A-0.wav,1,99999999,dog,True,100,A"), "row 2.target"),
+    "path-in-filename": (_esc50_rows("../1-100-A-0.wav,1,0,dog,True,100,A"), "row 2.filename"),
+    "not-a-wav": (_esc50_rows("1-100-A-0.ogg,1,0,dog,True,100,A"), "row 2.filename"),
+    "repeated-clip": (
+        _esc50_rows("1-100-A-0.wav,1,0,dog,True,100,A", "1-100-A-0.wav,1,0,dog,True,100,A"),
+        "row 3.filename",
+    ),
+    "class-renamed": (
+        _esc50_rows("1-100-A-0.wav,1,0,dog,True,100,A", "1-101-A-0.wav,1,0,cat,True,101,A"),
+        "row 3.category",
+    ),
+    "bad-category": (_esc50_rows("1-100-A-0.wav,1,0,<b>dog</b>,True,100,A"), "row 2.category"),
+    "target-gap": (_esc50_rows("1-100-A-0.wav,1,1,dog,True,100,A"), "target"),
+    "two-targets-one-name": (
+        _esc50_rows("1-100-A-0.wav,1,0,dog,True,100,A", "1-101-A-1.wav,1,1,dog,True,101,A"),
+        "category",
+    ),
+    "no-clips": (_text(lambda v: _ESC50_HEADER), "lists no clips"),
+}
+
+
+def _zeroshot_study(folder: Path) -> Path:
+    (folder / "audio").mkdir(exist_ok=True)
+    study = folder / "zeroshot.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nkind = "zeroshot"\nname = "z"\n'
+        '[dataset]\nname = "esc50-fold1"\naudio = "audio"\nmetadata = "esc50.csv"\nfolds = [1]\n'
+        'template = "This is a sound of {class}"\n'
+        '[[cell]]\nid = "m"\nmodel = "630k-audioset-best"\n'
+    )
+    return study
+
+
+#: Commands that read esc50.csv: argv for the study file, and the outputs they would write.
+ESC50_COMMANDS: dict[str, Command] = {
+    "reproduce": Command(
+        lambda s, t: ["reproduce", str(s), "--out", str(t / "out")], lambda t: [t / "out"]
+    ),
+    "verify-study": Command(lambda s, t: ["verify", str(s)], lambda t: []),
+}
+ESC50_CASES = [(case, command) for case in sorted(ESC50_CLASSES) for command in ESC50_COMMANDS]
+
+
+@pytest.mark.parametrize(("case", "command"), ESC50_CASES)
+def test_every_malformed_esc50_csv_is_one_line_for_every_command(
+    tmp_path: Path, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _fresh(tmp_path / "in")
+    work = _fresh(tmp_path / "work")
+    make, key = ESC50_CLASSES[case]
+    make(folder / "esc50.csv", _ESC50_VALID)
+    cmd = ESC50_COMMANDS[command]
+    code, err = _run(cmd.argv(_zeroshot_study(folder), work), capsys)
+    assert code == 2, err
+    _one_line(err, "esc50.csv", key)
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def test_the_valid_esc50_csv_passes(tmp_path: Path) -> None:
+    from audiorepro.formats.esc50 import read_esc50_csv
+
+    path = tmp_path / "esc50.csv"
+    path.write_text(_ESC50_VALID)
+    assert read_esc50_csv(path).classes == ("dog", "chirping birds")
