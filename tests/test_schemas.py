@@ -14,6 +14,7 @@ import pytest
 
 from audiorepro.core.errors import UserError
 from audiorepro.runner.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
+from audiorepro.runner.zeroshot import ZEROSHOT_BUNDLE
 from audiorepro.specs.published import PublishedFile
 from audiorepro.specs.registry import RegistryFile
 from audiorepro.specs.schema import validate
@@ -76,7 +77,8 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
         doc["$defs"][ref["$ref"].rpartition("/")[2]]["properties"]["schema"]["const"]
         for ref in doc["anyOf"]
     }
-    assert consts == {RETRIEVAL_BUNDLE, PROBE_BUNDLE}
+    assert consts == {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE}
+    assert len({RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE}) == 3
 
 
 def test_the_bundled_files_validate() -> None:

@@ -29,6 +29,7 @@ from audiorepro.runner.outputs import (  # noqa: E402
     RetrievalBundle,
     RetrievalVerification,
 )
+from audiorepro.runner.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.published import SCHEMA as PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.published import PublishedFile  # noqa: E402
@@ -36,15 +37,19 @@ from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
 from audiorepro.specs.registry import RegistryFile  # noqa: E402
 from audiorepro.specs.schema import json_schema  # noqa: E402
 from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
-from audiorepro.specs.study import ProbeStudyFile, RetrievalStudyFile  # noqa: E402
+from audiorepro.specs.study import (  # noqa: E402
+    ProbeStudyFile,
+    RetrievalStudyFile,
+    ZeroshotStudyFile,
+)
 
 OUT = ROOT / "docs" / "schemas"
 BASE = "https://audiorepro.invalid/schemas/"
 #: file stem -> (type, title); TOML formats validate as the JSON of their parsed document.
 FORMATS: dict[str, tuple[Any, str]] = {
     "study": (
-        RetrievalStudyFile | ProbeStudyFile,
-        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval or a probe study",
+        RetrievalStudyFile | ProbeStudyFile | ZeroshotStudyFile,
+        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe or zero-shot study",
     ),
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
     "registry": (RegistryFile, f"audiorepro checkpoint registry ({REGISTRY_SCHEMA}, TOML)"),
@@ -56,12 +61,12 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "(split 'adapter...'); see docs/measurements.md",
     ),
     "verification": (
-        RetrievalVerification | ProbeVerification,
-        "audiorepro reproduce: verification.json (retrieval or probe study)",
+        RetrievalVerification | ProbeVerification | ZeroshotVerification,
+        "audiorepro reproduce: verification.json (retrieval, probe or zero-shot study)",
     ),
     "bundle": (
-        RetrievalBundle | ProbeBundle,
-        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval or probe study)",
+        RetrievalBundle | ProbeBundle | ZeroshotBundle,
+        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe or zero-shot study)",
     ),
 }
 

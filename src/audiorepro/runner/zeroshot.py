@@ -17,10 +17,11 @@ import dataclasses
 import hashlib
 import html
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
@@ -50,6 +51,58 @@ from audiorepro.specs.settings import ARCHITECTURE_KEYS
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
+
+
+class ParityRow(TypedDict):
+    """One zero-shot metric against the reference (or the dump's retrieval metric)."""
+
+    metric: str
+    harness: Any
+    independent: Any
+    equal: bool  #: exact equality: both sides are exact
+
+
+class ZeroshotParityCell(TypedDict):
+    cell: str
+    rows: list[ParityRow]
+    passed: bool
+
+
+class ZeroshotParity(TypedDict):
+    cells: list[ZeroshotParityCell]
+    passed: bool
+
+
+class ZeroshotVerification(TypedDict):
+    """``verification.json`` of a zero-shot study."""
+
+    metric_parity: ZeroshotParity
+    metric_parity_passed: bool
+    failures: list[str]
+    golden: Summary
+
+
+class ZeroshotBundleCell(TypedDict):
+    id: str
+    model: str
+    dump: str  #: the dump's path in the output folder
+    dump_sha256: str
+    n_clips: int
+    n_classes: int
+    #: ``canonical`` (tie policy -> metrics) and ``laion-clap-zeroshot``
+    metrics: dict[str, Any]
+    model_meta: dict[str, Any]  #: the dump's meta_json
+
+
+class ZeroshotBundle(TypedDict):
+    """``bundle.json.gz`` of a zero-shot study (decompressed)."""
+
+    schema: Literal["audiorepro.zeroshot-bundle/1"]
+    study: dict[str, Any]  #: name, title, tie policy, definitions version, inputs
+    cells: list[ZeroshotBundleCell]
+    verification: ZeroshotVerification
+
+
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
 TIE_POLICIES = ("pessimistic", "optimistic")
 
@@ -216,13 +269,13 @@ def _parity(
     labels: npt.NDArray[np.int64],
     harness: dict[str, Any],
     tie_policy: Any,
-) -> dict[str, Any]:
+) -> ZeroshotParityCell:
     """The zero-shot metrics against the independent reference (exactly equal) and against
     the retrieval metrics of the dump with class relevance (a2t r@1 is top-1 accuracy)."""
     audio, text = dump.audio_embeds, dump.text_embeds
     independent = reference_zeroshot_metrics(audio, text, labels, tie_policy)
     a2t = compute_retrieval(dump).metrics(tie_policy)["a2t"]
-    rows = []
+    rows: list[ParityRow] = []
     for m in (*METRICS, "per_class_recall"):
         ours, theirs = harness[m], independent[m]
         rows.append({"metric": m, "harness": ours, "independent": theirs, "equal": ours == theirs})
@@ -333,8 +386,8 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
     failures: list[str] = []
     metrics: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
-    cells: list[dict[str, Any]] = []
-    parity: list[dict[str, Any]] = []
+    cells: list[ZeroshotBundleCell] = []
+    parity: list[ZeroshotParityCell] = []
     for cell in study.cells:
         try:
             audio, text, meta = extract_cell(cell, inputs)
@@ -365,7 +418,7 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
                 "id": cell.id,
                 "model": cell.model,
                 "dump": dump_rel,
-                "dump_sha256": dump.sha256,
+                "dump_sha256": sha256_file(out / dump_rel),
                 "n_clips": int(audio.shape[0]),
                 "n_classes": int(text.shape[0]),
                 "metrics": m,
@@ -385,13 +438,13 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
     parity_passed = (
         bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
     )
-    verification = {
+    verification: ZeroshotVerification = {
         "metric_parity": {"cells": parity, "passed": parity_passed},
         "metric_parity_passed": parity_passed,
         "failures": failures,
         "golden": golden,
     }
-    bundle = {
+    bundle: ZeroshotBundle = {
         "schema": ZEROSHOT_BUNDLE,
         "study": {
             "name": study.name,
