@@ -625,7 +625,8 @@ def _retrieval_study(path: Path) -> RetrievalStudy:
     study = load_study(path)
     if not isinstance(study, RetrievalStudy):
         raise UserError(
-            "is a probe study; only a retrieval study has cells to extract", source=path
+            f"is a {study.kind} study; only a retrieval study has cells to extract in parts",
+            source=path,
         )
     return study
 
