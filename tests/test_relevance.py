@@ -219,3 +219,75 @@ def test_metrics_cli_on_a_relevance_dump(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "relevant to several clips" in err
     assert main(["parity", str(path)]) == 0
+
+
+def _class_study(tmp_path: Path, profiles: list[str]) -> Path:
+    """One cell over the class-relevance fixture; its published values are the independent
+    reference's (not the harness's)."""
+    import hashlib
+    import shutil
+
+    dump = tmp_path / "classes.npz"
+    shutil.copy(FIXTURES / "dumps" / "synthetic_classes.npz", dump)
+    d = load_dump(dump)
+    ref = reference_retrieval_metrics(
+        d.audio_embeds,
+        d.text_embeds,
+        relevance_indptr=np.load(dump)["relevance_indptr"],
+        relevance_indices=np.load(dump)["relevance_indices"],
+    )
+    values = {f"{k}/{m}": ref[k][m] for k in ("t2a", "a2t") for m in ("r@1", "map", "mean_rank")}
+    lines = [
+        'schema = "audiorepro.study/1"',
+        'name = "classes"',
+        "[[cell]]",
+        'id = "classes"',
+        'model = "synthetic"',
+        'dataset = "synthetic-classes"',
+        'dump = "classes.npz"',
+        f'sha256 = "{hashlib.sha256(dump.read_bytes()).hexdigest()}"',
+        "profiles = [" + ", ".join(f'"{p}"' for p in profiles) + "]",
+        "[[published]]",
+        'cell = "classes"',
+        "tolerance = 0.0",
+        'provenance = "the reference implementation, on the fixture"',
+        "values = { " + ", ".join(f'"{k}" = {v!r}' for k, v in values.items()) + " }",
+    ]
+    path = tmp_path / "study.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_study_on_a_relevance_dump_passes_with_its_reference_values(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    from audiorepro.cli import main
+
+    out = tmp_path / "out"
+    assert (
+        main(["reproduce", str(_class_study(tmp_path, ["canonical", "trec"])), "--out", str(out)])
+        == 0
+    )
+    verification = json.loads((out / "verification.json").read_text())
+    assert verification["golden"]["counts"]["PASS"] == 6 and verification["metric_parity_passed"]
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    (cell,) = bundle["cells"]
+    assert cell["n_captions"] == 9 and cell["profiles"]["trec"]
+
+
+def test_a_study_asking_a_one_clip_profile_of_class_relevance_fails_its_cell(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from audiorepro.cli import main
+
+    out = tmp_path / "out"
+    assert (
+        main(["reproduce", str(_class_study(tmp_path, ["canonical", "dcase"])), "--out", str(out)])
+        == 1
+    )
+    failures = json.loads((out / "verification.json").read_text())["failures"]
+    assert any("dcase profile" in f and "several clips" in f for f in failures), failures
+    assert "Traceback" not in capsys.readouterr().err
