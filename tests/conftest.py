@@ -92,7 +92,7 @@ LAYERS = {
         "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
         "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
         "test_profiles.py",
-        "test_project.py", "test_registry.py", "test_retrieval_definitions.py",
+        "test_project.py", "test_relevance.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_study.py", "test_tables.py",
         "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
         "test_zeroshot_metrics.py",

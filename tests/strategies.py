@@ -41,6 +41,47 @@ def dumps(draw: Any, max_clips: int = 9, max_dim: int = 5) -> dict[str, Any]:
     }
 
 
+@st.composite
+def relevance_dumps(draw: Any, max_clips: int = 9, max_texts: int = 9, max_dim: int = 5) -> Any:
+    """Random format-version-2 dumps: a random relevance (every clip relevant to at least one
+    text and every text to at least one clip, any number otherwise, indices in random order
+    within a clip), embeddings on the grid of :func:`dumps` with duplicated clips and texts
+    (exact ties between relevant and non-relevant items) and sometimes a near-tie."""
+    n = draw(st.integers(1, max_clips))
+    m = draw(st.integers(1, max_texts))
+    d = draw(st.integers(1, max_dim))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    density = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+    flags = draw(st.lists(st.floats(0, 1), min_size=n * m, max_size=n * m))
+    rel = np.array(flags).reshape(n, m) < density
+    for j in np.flatnonzero(~rel.any(axis=1)).tolist():
+        rel[j, draw(st.integers(0, m - 1))] = True
+    for i in np.flatnonzero(~rel.any(axis=0)).tolist():
+        rel[draw(st.integers(0, n - 1)), i] = True
+    grid = st.integers(-4, 4).map(lambda v: v / 4)
+    audio = np.array(draw(st.lists(st.lists(grid, min_size=d, max_size=d), min_size=n, max_size=n)))
+    text = np.array(draw(st.lists(st.lists(grid, min_size=d, max_size=d), min_size=m, max_size=m)))
+    for _ in range(draw(st.integers(0, 2))):
+        a, b = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        audio[a] = audio[b]
+    for _ in range(draw(st.integers(0, 2))):
+        a, b = draw(st.integers(0, m - 1)), draw(st.integers(0, m - 1))
+        text[a] = text[b]
+    if draw(st.booleans()):
+        eps = draw(st.sampled_from([2.0**-20, 2.0**-30, 2.0**-45]))
+        text[draw(st.integers(0, m - 1)), 0] += eps
+    indptr = np.zeros(n + 1, np.int64)
+    indptr[1:] = np.cumsum(rel.sum(axis=1))
+    rows = [np.flatnonzero(rel[j]).tolist() for j in range(n)]
+    indices = [i for row in rows for i in draw(st.permutations(row))]
+    return {
+        "audio_embeds": audio.astype(dtype),
+        "text_embeds": text.astype(dtype),
+        "relevance_indptr": indptr,
+        "relevance_indices": np.array(indices, dtype=np.int64),
+    }
+
+
 # --- probe metrics (tests/test_probe_invariance.py) ---------------------------------------
 
 #: Values on a grid of quarters: sums, shifts and affine maps stay exact, ties are common.

@@ -146,6 +146,93 @@ DUMP_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
 }
 
 
+#: A valid format-version-2 dump (relevance as CSR over clips, issue 18): the base of the
+#: relevance classes below.
+RELEVANCE_DUMP = FIXTURES / "dumps" / "synthetic_classes.npz"
+
+
+def _dump_without(path: Path, *keys: str) -> Path:
+    members = {f"{k}.npy": _npy(v) for k, v in _arrays().items() if k not in keys}
+    return _zip(path, sorted(members.items()))
+
+
+def _relevance_indptr(change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], Path]:
+    return _with_array("relevance_indptr", change)
+
+
+def _relevance_indices(change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], Path]:
+    return _with_array("relevance_indices", change)
+
+
+def _set(a: np.ndarray, i: int, value: int) -> np.ndarray:
+    out = a.copy()
+    out[i] = value
+    return out
+
+
+#: Classes of the relevance keys (format version 2), on :data:`RELEVANCE_DUMP`.
+RELEVANCE_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "relevance-and-text-to-audio": (
+        lambda p: _dump_with(p, text_to_audio=_npy(np.zeros(9, np.int64))),
+        "relevance_indptr",
+    ),
+    "relevance-indptr-alone": (
+        lambda p: _dump_without(p, "relevance_indices", "format_version"),
+        "relevance_indices",
+    ),
+    "relevance-neither": (
+        lambda p: _dump_without(p, "relevance_indptr", "relevance_indices", "format_version"),
+        "text_to_audio",
+    ),
+    "relevance-indptr-float": (
+        _relevance_indptr(lambda a: a.astype(np.float64)),
+        "relevance_indptr",
+    ),
+    "relevance-indptr-short": (_relevance_indptr(lambda a: a[:-1]), "relevance_indptr"),
+    "relevance-indptr-start": (_relevance_indptr(lambda a: a + 1), "relevance_indptr"),
+    "relevance-indptr-decreasing": (_relevance_indptr(lambda a: _set(a, 3, 0)), "relevance_indptr"),
+    "relevance-indptr-end": (
+        _relevance_indptr(lambda a: _set(a, -1, a[-1] + 1)),
+        "relevance_indptr",
+    ),
+    "relevance-indptr-uint64-max": (
+        _relevance_indptr(lambda a: _set(a.astype(np.uint64), -1, 2**64 - 1)),
+        "relevance_indptr",
+    ),
+    "relevance-indptr-int64-min": (
+        _relevance_indptr(lambda a: _set(a, 1, -(2**63))),
+        "relevance_indptr",
+    ),
+    "relevance-indices-2d": (_relevance_indices(lambda a: a[:, None]), "relevance_indices"),
+    "relevance-indices-bool": (_relevance_indices(lambda a: a > 0), "relevance_indices"),
+    "relevance-index-out-of-range": (
+        _relevance_indices(lambda a: _set(a, 0, 9)),
+        "relevance_indices",
+    ),
+    "relevance-index-negative": (_relevance_indices(lambda a: _set(a, 0, -1)), "relevance_indices"),
+    "relevance-index-huge": (
+        _relevance_indices(lambda a: _set(a.astype(np.uint64), 0, 2**64 - 1)),
+        "relevance_indices",
+    ),
+    "relevance-duplicate-in-clip": (
+        _relevance_indices(lambda a: _set(a, 1, a[0])),  # clip 0 gets its first text twice
+        "relevance_indices",
+    ),
+    "relevance-text-without-clip": (
+        _relevance_indices(lambda a: np.where(a == 8, 0, a)),  # text 8 handed to text 0
+        "relevance_indices",
+    ),
+    "relevance-format-version-1": (
+        lambda p: _dump_with(p, format_version=_npy(np.asarray(1))),
+        "format_version",
+    ),
+    "relevance-format-version-str": (
+        lambda p: _dump_with(p, format_version=_npy(np.asarray("2"))),
+        "format_version",
+    ),
+}
+
+
 def _part_json(text: str) -> Callable[[Path], Path]:
     return lambda p: _dump_with(p, part_json=_meta(text))
 
@@ -284,6 +371,7 @@ FORMATS = {
     "dump": (DUMP, DUMP_CLASSES, DUMP_COMMANDS),
     "predictions": (PREDICTIONS, PREDICTION_CLASSES, PREDICTION_COMMANDS),
     "part": (Path("part"), PART_CLASSES, PART_COMMANDS),
+    "relevance-dump": (RELEVANCE_DUMP, RELEVANCE_CLASSES, DUMP_COMMANDS),
 }
 CASES = [
     (fmt, case, command)
@@ -350,11 +438,15 @@ def test_the_inflating_dump_is_refused_within_a_memory_ceiling(tmp_path: Path) -
 # --- hypothesis: malformed npz archives and TOML studies ----------------------------------
 
 _MEMBER = st.sampled_from(["audio_embeds", "text_embeds", "text_to_audio", "meta_json", "x"])
+_RELEVANCE_MEMBER = st.sampled_from(["relevance_indptr", "relevance_indices", "format_version"])
 
 
 @given(
     members=st.lists(
-        st.tuples(_MEMBER, st.one_of(st.binary(max_size=200), st.sampled_from([b"\x93NUMPY"]))),
+        st.tuples(
+            _MEMBER | _RELEVANCE_MEMBER,
+            st.one_of(st.binary(max_size=200), st.sampled_from([b"\x93NUMPY"])),
+        ),
         max_size=5,
     ),
     deflate=st.booleans(),

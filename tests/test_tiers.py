@@ -12,17 +12,20 @@ from hypothesis import strategies as st
 
 from audiorepro.checks.tiers import (
     compare,
+    dump_relevance_matrix,
     fragility,
     laion_scores,
     loss_tolerance,
     rank_tolerance,
     score_bound,
+    tier_cell,
     tiered,
 )
 from audiorepro.formats.dump import make_dump
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.runner.manifest import DISPATCH_VARIABLES, cpu_dispatch
-from tests.strategies import dumps
+from tests.conftest import FIXTURES
+from tests.strategies import dumps, relevance_dumps
 
 
 def _perturb(x: np.ndarray, eps: float, rng: np.random.Generator) -> np.ndarray:
@@ -51,6 +54,53 @@ def test_rank_metrics_move_within_their_tolerance(
         for name, value in before[direction].items():
             moved = abs(after[direction][name] - value)
             assert moved <= rank_tolerance(name, frag) + 1e-12, (direction, name, frag)
+
+
+@given(relevance_dumps(), st.sampled_from([1e-3, 0.05, 0.3]), st.integers(0, 2**32 - 1))
+def test_rank_metrics_move_within_their_tolerance_under_general_relevance(
+    arrays: dict[str, Any], eps: float, seed: int
+) -> None:
+    """Several relevant clips per caption (t2a) and texts per clip (a2t): the fragility
+    derivation with a relevance matrix still bounds every rank metric's move."""
+    audio = arrays["audio_embeds"].astype(np.float64)
+    text = arrays["text_embeds"].astype(np.float64)
+    rel = {k: arrays[k] for k in ("relevance_indptr", "relevance_indices")}
+    rng = np.random.default_rng(seed)
+    dump = make_dump(audio, text, **rel)
+    before = compute_retrieval(dump).metrics("pessimistic")
+    moved_dump = make_dump(_perturb(audio, eps, rng), _perturb(text, eps, rng), **rel)
+    after = compute_retrieval(moved_dump).metrics("pessimistic")
+    bound = score_bound(audio, text, float32_scores=False, embedding_rel_error=eps)
+    relevant = dump_relevance_matrix(dump)
+    for direction in ("t2a", "a2t"):
+        frag = fragility(audio @ text.T, bound, relevant, direction)
+        for name, value in before[direction].items():
+            moved = abs(after[direction][name] - value)
+            assert moved <= rank_tolerance(name, frag) + 1e-12, (direction, name, frag)
+
+
+def test_relevance_matrix_and_text_to_audio_give_the_same_fragility() -> None:
+    rng = np.random.default_rng(3)
+    audio, text = rng.standard_normal((6, 3)), rng.standard_normal((12, 3))
+    t2a = np.arange(12) % 6
+    bound = score_bound(audio, text, float32_scores=False, embedding_rel_error=0.2)
+    dense = dump_relevance_matrix(make_dump(audio, text, t2a))
+    for direction in ("t2a", "a2t"):
+        a = fragility(audio @ text.T, bound, t2a, direction)
+        assert a == fragility(audio @ text.T, bound, dense, direction)
+        assert a.fragile > 0  # a wide band: the comparison is not vacuous
+
+
+def test_an_extracted_relevance_dump_gets_tier_b_tolerances() -> None:
+    from audiorepro.formats.dump import load_dump
+
+    dump = load_dump(FIXTURES / "dumps" / "synthetic_classes.npz")
+    metrics = compute_retrieval(dump).metrics()
+    cell = tier_cell(metrics, {}, dump, extracted=True)
+    leaf = cell["metrics"]["t2a"]["map"]
+    assert leaf["tier"] == "b" and leaf["value"] == metrics["t2a"]["map"]
+    assert 0 < leaf["tolerance"] <= 1  # the duplicated clips and prompt are always fragile
+    assert tier_cell(metrics, {}, dump, extracted=False)["metrics"] == metrics  # tier a
 
 
 def test_untouched_embeddings_have_zero_tolerance_without_ties() -> None:

@@ -54,3 +54,29 @@ def test_pytrec_eval_agrees_without_ties(seed: int, n: int, cpc: int) -> None:
     for direction, theirs in (("t2a", t2a_trec), ("a2t", a2t_trec)):
         for name, value in theirs.items():
             assert ours[direction][name] == pytest.approx(value, abs=1e-12), (direction, name)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_pytrec_eval_agrees_on_class_relevance_without_ties(seed: int) -> None:
+    """Format version 2: class prompts, each relevant to every clip of its class (t2a queries
+    with many relevant clips), some clips in two classes (a2t queries with two texts)."""
+    rng = np.random.default_rng(seed)
+    n_classes, per = 6, 7
+    centers = rng.standard_normal((n_classes, 16))
+    label = np.arange(n_classes * per) % n_classes
+    audio = centers[label] + 1.5 * rng.standard_normal((len(label), 16))
+    prompts = centers + 0.3 * rng.standard_normal(centers.shape)
+    relevant = [{int(label[j])} | ({int(label[j] + 1) % n_classes} if j < 4 else set())
+                for j in range(len(label))]  # fmt: skip
+    indptr = np.cumsum([0, *map(len, relevant)])
+    indices = [i for r in relevant for i in sorted(r)]
+    scores = prompts @ audio.T
+    assert np.diff(np.sort(scores, axis=1), axis=1).min() > 1e-9
+    assert np.diff(np.sort(scores.T, axis=1), axis=1).min() > 1e-9
+    dump = make_dump(audio, prompts, relevance_indptr=indptr, relevance_indices=indices)
+    ours = compute_retrieval(dump).metrics()
+    t2a_trec = _trec(scores, [{j for j, r in enumerate(relevant) if i in r} for i in range(6)])
+    a2t_trec = _trec(scores.T, relevant)
+    for direction, theirs in (("t2a", t2a_trec), ("a2t", a2t_trec)):
+        for name, value in theirs.items():
+            assert ours[direction][name] == pytest.approx(value, abs=1e-12), (direction, name)

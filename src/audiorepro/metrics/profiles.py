@@ -65,6 +65,9 @@ from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_ret
 from audiorepro.metrics.zeroshot import laion_clap_zeroshot
 
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
+#: Profiles whose peer's text-to-audio has exactly one relevant clip per caption: they refuse a
+#: relevance dump with a text relevant to several clips (:func:`one_clip_per_text`).
+ONE_CLIP_PROFILES = ("laion-clap", "dcase")
 SCHEMA = "audiorepro.profile/1"
 TREC_MEASURES = (
     "success_1", "success_5", "success_10", "recall_1", "recall_5", "recall_10",
@@ -158,6 +161,25 @@ def _order_relevant(
             s = exact_dot_difference_sign(items[c1], q, items[c2], q)
             cmp[c1][c2], cmp[c2][c1] = s, -s
     return cmp
+
+
+def check_profile_applies(dump: Dump, profile: str) -> None:
+    """Raise the one-line :class:`UserError` of :func:`one_clip_per_text` when ``profile``'s
+    definition cannot apply to the dump's relevance (a runner checks this before it computes).
+
+    >>> from audiorepro.formats.dump import make_dump
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> d = make_dump(e, e[:1], relevance_indptr=[0, 1, 2], relevance_indices=[0, 0])
+    >>> check_profile_applies(d, "trec")
+    >>> check_profile_applies(d, "dcase")
+    Traceback (most recent call last):
+    ...
+    audiorepro.core.errors.UserError: <memory>: key 'relevance_indices': makes text row 0 \
+relevant to several clips; the dcase profile's text-to-audio definition has exactly one \
+relevant clip per caption (use the canonical or trec profile)
+    """
+    if profile in ONE_CLIP_PROFILES:
+        one_clip_per_text(dump, profile)
 
 
 def one_clip_per_text(dump: Dump, profile: str) -> npt.NDArray[np.int64]:

@@ -48,7 +48,7 @@ from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
-from audiorepro.metrics.profiles import compute_profile
+from audiorepro.metrics.profiles import check_profile_applies, compute_profile
 from audiorepro.metrics.retrieval import (
     DEFINITIONS_VERSION,
     DIRECTIONS,
@@ -383,6 +383,11 @@ def load_cell(res: CellResult, cache: Path) -> None:
                     f"the study expects {res.cell.sha256}"
                 )
                 res.dump = None
+        if res.dump is not None:
+            # A profile whose definition cannot apply to this relevance (laion-clap or dcase
+            # on class prompts) is the cell's problem, said before any metric is computed.
+            for profile in res.cell.profiles:
+                check_profile_applies(res.dump, profile)
     except UserError as exc:
         res.error = str(exc)
         res.dump = None
@@ -405,12 +410,17 @@ def golden_rows(
                 m = res.retrieval.metrics(pub.tie_policy)
                 reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
             else:
-                reproduced = compute_profile(
-                    res.dump,
-                    pub.profile,
-                    result=res.retrieval,
-                    tie_policy=pub.tie_policy,
-                ).metrics
+                try:
+                    check_profile_applies(res.dump, pub.profile)
+                except UserError as exc:  # its definition cannot apply to this dump
+                    reason = str(exc)
+                else:
+                    reproduced = compute_profile(
+                        res.dump,
+                        pub.profile,
+                        result=res.retrieval,
+                        tie_policy=pub.tie_policy,
+                    ).metrics
         rows += [
             ValueRow(**r, provenance=pub.provenance)
             for r in value_rows(
