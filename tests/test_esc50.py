@@ -416,3 +416,17 @@ def test_the_bundled_study_loads_with_the_published_values() -> None:
         "mean_rank": 1.1450, "median_rank": 1.0, "R@1": 0.9275, "R@5": 0.9975,
         "R@10": 1.0, "mAP@10": 0.9556,
     }  # fmt: skip
+
+
+def test_the_bundled_study_without_its_data_is_not_verified(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Here (no ESC-50, no checkpoints) every published value is NOT VERIFIED, never a pass."""
+    study = Path(__file__).parent.parent / "studies" / "esc50_zeroshot.toml"
+    if (study.parent / "data" / "esc50").exists():
+        pytest.skip("studies/data/esc50 is present: this checks the checkout without data")
+    assert main(["verify", str(study)]) == 1
+    out = capsys.readouterr().out
+    assert "PASS" not in out.replace("PASS  0 passed", "")
+    assert "FAIL  0 passed, 0 failed, 12 not verified" in out
+    assert "run `audiorepro fetch esc50` first" in out

@@ -266,7 +266,7 @@ def laion_clap_zeroshot(
     # Copies: a dump's arrays are read-only, and torch wants writable memory.
     A = torch.from_numpy(np.array(audio, dtype=np.float32, order="C", copy=True))
     T = torch.from_numpy(np.array(prompts, dtype=np.float32, order="C", copy=True))
-    y = np.asarray(labels, dtype=np.int64)
+    y = np.array(labels, dtype=np.int64, copy=True)
     with torch.no_grad():
         ground_truth = torch.from_numpy(y).view(-1, 1)
         # evaluate_zeroshot's order: (scale * audio) @ prompts.T; the README's has no scale.

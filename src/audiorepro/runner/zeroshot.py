@@ -107,6 +107,11 @@ DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
 TIE_POLICIES = ("pessimistic", "optimistic")
 
 
+class MissingInputs(UserError):
+    """The dataset (or some of its clips) is not here: ``reproduce`` stops (exit 2),
+    ``verify`` reports the values NOT VERIFIED."""
+
+
 @dataclasses.dataclass
 class ZeroshotInputs:
     """The evaluated clips (files, labels) and the class prompts."""
@@ -121,6 +126,13 @@ class ZeroshotInputs:
 def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     """The clips of the study's folds, in the metadata's order, and one prompt per class."""
     ds = study.dataset
+    for path, key in ((ds.metadata, "dataset.metadata"), (ds.audio, "dataset.audio")):
+        if not path.exists():
+            raise MissingInputs(
+                f"{path} is not here (run `audiorepro fetch esc50` first)",
+                source=study.source,
+                key=key,
+            )
     meta = read_esc50_csv(ds.metadata).select(ds.folds)
     if not meta.filenames:
         raise UserError(f"has no clip in folds {list(ds.folds)}", source=ds.metadata, key="fold")
@@ -129,7 +141,7 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     paths = [ds.audio / name for name in meta.filenames]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise UserError(
+        raise MissingInputs(
             f"lacks {len(missing)} of the {len(paths)} clips of folds {list(ds.folds)} "
             f"(first: {missing[0]}); a smaller set gives other numbers",
             source=ds.audio,
@@ -471,9 +483,12 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
 def verify_zeroshot(study: ZeroshotStudy) -> Summary:
     """Recompute only what the published values need (``audiorepro verify STUDY``)."""
     needed = {p.cell for p in study.published}
-    inputs = study_inputs(study)
     metrics: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
+    try:
+        inputs = study_inputs(study)
+    except MissingInputs as exc:
+        return _golden(study, metrics, {cell: str(exc) for cell in needed})
     for cell in study.cells:
         if cell.id not in needed:
             continue
