@@ -185,6 +185,21 @@ def test_an_archive_without_metadata_is_refused(tmp_path: Path) -> None:
     assert "meta/esc50.csv" in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_an_unpublished_hash_is_refused_for_other_kinds(tmp_path: Path) -> None:
+    from audiorepro.core.errors import UserError
+    from audiorepro.core.hashing import PLACEHOLDER
+    from audiorepro.fetch.datasets import read_datasets
+
+    path = tmp_path / "d.toml"
+    path.write_text(
+        'schema = "audiorepro.datasets/1"\n[datasets.c]\nkind = "clotho"\n'
+        '[[datasets.c.files]]\nname = "a.7z"\nurl = "https://zenodo.org/a.7z"\n'
+        f'hash = "{PLACEHOLDER}"\n'
+    )
+    with pytest.raises(UserError, match="a clotho dataset needs its published hash"):
+        read_datasets(path)
+
+
 def test_a_branch_url_is_refused_in_the_registry(tmp_path: Path) -> None:
     from audiorepro.core.errors import UserError
     from audiorepro.fetch.datasets import read_datasets

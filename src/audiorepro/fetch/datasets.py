@@ -125,6 +125,14 @@ def read_datasets(path: str | Path) -> dict[str, Dataset]:
                 raise UserError(
                     "must be a table with name, url, hash and optional size", source=path, key=fw
                 )
+            if f["hash"] == PLACEHOLDER and table["kind"] != "esc50":
+                # Only the esc50 preparation records and reports an unpinned hash; the
+                # others would keep an unchecked file silently.
+                raise UserError(
+                    f"is {PLACEHOLDER!r}; a {table['kind']} dataset needs its published hash",
+                    source=path,
+                    key=f"{fw}.hash",
+                )
             if not _HASH.match(str(f["hash"])) and f["hash"] != PLACEHOLDER:
                 raise UserError(
                     f"is {f['hash']!r}; expected md5:<32 hex>, sha256:<64 hex> or {PLACEHOLDER!r}",
