@@ -58,18 +58,25 @@ def esc50_archive(*, extra: list[tuple[str, bytes]] | None = None) -> bytes:
     buf = io.BytesIO()
     top = f"ESC-50-{COMMIT}"
     rows = esc50_rows()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.writestr(f"{top}/README.md", "# ESC-50 stand-in\n")
+
+    def member(name: str) -> zipfile.ZipInfo:
+        # A fixed time: the archive (and its SHA-256, recorded downstream) is the same each run.
+        info = zipfile.ZipInfo(name, date_time=(2017, 12, 13, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        return info
+
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(member(f"{top}/README.md"), "# ESC-50 stand-in\n")
         for name, _, target in rows:
             t = np.arange(44100 * 5) / 44100
             wave = 0.3 * np.sin(2 * np.pi * (220 * (target + 1)) * t)
             wave += 0.05 * rng.standard_normal(t.size)
             wav = io.BytesIO()
             soundfile.write(wav, wave.astype(np.float32), 44100, format="WAV", subtype="PCM_16")
-            z.writestr(f"{top}/audio/{name}", wav.getvalue())
-        z.writestr(f"{top}/meta/esc50.csv", esc50_csv(rows))
+            z.writestr(member(f"{top}/audio/{name}"), wav.getvalue())
+        z.writestr(member(f"{top}/meta/esc50.csv"), esc50_csv(rows))
         for name, data in extra or []:
-            z.writestr(name, data)
+            z.writestr(member(name), data)
     return buf.getvalue()
 
 
@@ -344,6 +351,7 @@ def test_tiny_study_matches_its_golden_values(
     assert data["inputs"]["template"] == "This is a sound of {class}"
     assert data["inputs"]["classes"] == ["dog", "chirping birds", "rain"]
     assert data["inputs"]["folds"] == [1] and data["inputs"]["n_clips"] == 6
+    assert data["inputs"]["prepared"]["commit"] == COMMIT  # fetch's record travels along
     tiered_regression(data, GOLDEN / "zeroshot" / "esc50_tiny.yml")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html
+import json
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -28,6 +29,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, slug
 from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
+from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, load_dump, make_dump, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
 from audiorepro.metrics.retrieval import compute_retrieval
@@ -158,10 +160,11 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
         )
     prompts = [prompt(ds.template, c) for c in meta.classes]
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
-    record = {
+    metadata_sha256 = sha256_file(ds.metadata)
+    record: dict[str, Any] = {
         "dataset": ds.name,
         "metadata_file": ds.metadata.name,
-        "metadata_sha256": sha256_file(ds.metadata),
+        "metadata_sha256": metadata_sha256,
         "folds": list(ds.folds),
         "template": ds.template,
         "classes": list(meta.classes),
@@ -169,6 +172,9 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
         # One hash over "name sha256" lines of every clip, in clip order (as extract does).
         "audio_sha256": hashlib.sha256(listing.encode()).hexdigest(),
     }
+    prepared = _prepared_record(ds.metadata, metadata_sha256)
+    if prepared is not None:
+        record["prepared"] = prepared
     return ZeroshotInputs(
         meta=meta,
         paths=paths,
@@ -176,6 +182,21 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
         prompts=prompts,
         record=record,
     )
+
+
+def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | None:
+    """``fetch esc50``'s ``dataset.json`` beside the metadata (the pinned commit, the archive's
+    hash, clips present) when it describes this metadata file; it travels with the dumps."""
+    path = metadata.parent / RECORD_NAME
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    if not isinstance(record, dict) or record.get("metadata_sha256") != metadata_sha256:
+        return None
+    return record
 
 
 def extract_cell(
