@@ -90,6 +90,8 @@ def run_studies(
                 outcomes[i] = run_probe(study, target)
                 continue
             if study.kind == "zeroshot":
+                if slurm is not None:
+                    say(f"{study.name}: a zero-shot study extracts here, not as Slurm arrays")
                 outcomes[i] = run_zeroshot(study, target)
                 continue
             if slurm is not None:
