@@ -595,3 +595,345 @@ def test_the_valid_toml_files_pass(tmp_path: Path, capsys: pytest.CaptureFixture
             assert read_registry(path)
         else:
             assert (load_study(path) if fmt == "study" else load_published(path)) is not None
+
+
+# --- extraction inputs: caption files and audio folders ------------------------------------
+#
+# Read by `extract`, `identity --audio/--captions`, and every command that loads a study with
+# an extraction cell or an identity check on given clips (`reproduce`, `verify`,
+# `slurm-template`; `extract-part` loads the same study). Each is checked when it is loaded,
+# before any model work: exit 2, one line naming the file and the field, nothing written.
+
+_RATE = 16_000
+
+
+def _wav_bytes(
+    data: bytes,
+    *,
+    tag: int = 1,
+    channels: int = 1,
+    bits: int = 16,
+    declared: int | None = None,
+) -> bytes:
+    """A RIFF/WAVE file written field by field, so that each field can be made wrong."""
+    import struct
+
+    block = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", tag, channels, _RATE, _RATE * block, block, bits)
+    size = len(data) if declared is None else declared
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", size) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _tone(seconds: float = 0.05, freq: float = 440.0) -> bytes:
+    t = np.arange(int(_RATE * seconds)) / _RATE
+    return (np.sin(2 * np.pi * freq * t) * 8000).astype("<i2").tobytes()
+
+
+CLIPS = ("a.wav", "b.wav", "c.wav")
+
+
+def _clotho(rows: list[list[str]]) -> str:
+    header = "file_name," + ",".join(f"caption_{i}" for i in range(1, 6))
+    return "\n".join([header] + [",".join(r) for r in rows]) + "\n"
+
+
+def _valid_inputs(folder: Path) -> tuple[Path, Path]:
+    """Three short clips and a Clotho-layout caption file, five captions each."""
+    audio = _fresh(folder / "audio")
+    for i, name in enumerate(CLIPS):
+        (audio / name).write_bytes(_wav_bytes(_tone(freq=220.0 * (i + 1))))
+    rows = [[name] + [f"caption {j} of {name}" for j in range(5)] for name in CLIPS]
+    (folder / "captions.csv").write_text(_clotho(rows), encoding="utf-8")
+    return folder / "captions.csv", audio
+
+
+def _dataset_record(captions: Path, **extra: Any) -> None:
+    import hashlib
+
+    record = {
+        "schema": "audiorepro.dataset/1",
+        "captions_sha256": hashlib.sha256(captions.read_bytes()).hexdigest(),
+        **extra,
+    }
+    (captions.parent / "dataset.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+def _sparse(path: Path, head: bytes, size: int) -> Path:
+    """A file of ``size`` bytes that costs no disk: ``head``, then a hole."""
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return path
+
+
+Inputs = tuple[Path, Path]
+Break = Callable[[Path, Path], Inputs]
+
+
+def _captions(text: str | bytes) -> Break:
+    def make(captions: Path, audio: Path) -> Inputs:
+        data = text.encode() if isinstance(text, str) else text
+        captions.write_bytes(data)
+        return captions, audio
+
+    return make
+
+
+def _clip(name: str, make_file: Callable[[Path], object]) -> Break:
+    def make(captions: Path, audio: Path) -> Inputs:
+        (audio / name).unlink()
+        make_file(audio / name)
+        return captions, audio
+
+    return make
+
+
+def _clip_bytes(name: str, data: bytes) -> Break:
+    return _clip(name, lambda p: p.write_bytes(data))
+
+
+def _loop(path: Path) -> None:
+    other = path.with_name(path.stem + ".loop")  # not an audio name: only b.wav is listed
+    other.symlink_to(path.name)
+    path.symlink_to(other.name)
+
+
+def _captions_per_clip(captions: Path, audio: Path) -> Inputs:
+    rows = "".join(
+        f"{c},caption {j} of {c}\n" for c in CLIPS for j in range(5 if c != "b.wav" else 4)
+    )
+    captions.write_text("file_name,caption\n" + rows, encoding="utf-8")
+    _dataset_record(captions, captions_per_clip=5)
+    return captions, audio
+
+
+def _dataset_json(captions: Path, audio: Path) -> Inputs:
+    (captions.parent / "dataset.json").write_text("{not json", encoding="utf-8")
+    return captions, audio
+
+
+def _remove_audio(captions: Path, audio: Path) -> Inputs:
+    import shutil
+
+    shutil.rmtree(audio)
+    return captions, audio
+
+
+def _empty_audio(captions: Path, audio: Path) -> Inputs:
+    for name in CLIPS:
+        (audio / name).unlink()
+    return captions, audio
+
+
+def _extra_clip(captions: Path, audio: Path) -> Inputs:
+    (audio / "d.wav").write_bytes(_wav_bytes(_tone()))
+    return captions, audio
+
+
+def _audio_is_a_clip(captions: Path, audio: Path) -> Inputs:
+    return captions, audio / "a.wav"
+
+
+def _list_not_utf8(captions: Path, audio: Path) -> Inputs:
+    listing = audio.parent / "audio.txt"
+    listing.write_bytes(b"a.wav\n\xff\xfeb.wav\n")
+    return captions, listing
+
+
+def _remove(path: Path) -> None:
+    path.unlink()
+
+
+_VALID_ROWS = [[name] + [f"caption {j} of {name}" for j in range(5)] for name in CLIPS]
+#: Malformation classes of caption files and audio folders: name -> (break the valid inputs,
+#: what stderr must name: the file, then the field or what is wrong).
+INPUT_CLASSES: dict[str, tuple[Break, tuple[str, ...]]] = {
+    # caption files
+    "captions-missing": (lambda c, a: (_remove(c), (c, a))[1], ("captions.csv",)),
+    "captions-folder": (
+        lambda c, a: (_remove(c), c.mkdir(), (c, a))[2],
+        ("captions.csv", "folder"),
+    ),
+    "captions-fifo": (lambda c, a: (_remove(c), os.mkfifo(c), (c, a))[2], ("captions.csv", "FIFO")),
+    "captions-not-utf8": (
+        _captions(b"file_name,caption\na.wav,\xff\xfe\n"),
+        ("captions.csv", "UTF-8"),
+    ),
+    "captions-empty": (_captions(""), ("captions.csv", "empty")),
+    "captions-header-only": (_captions(_clotho([])), ("captions.csv", "no captions")),
+    "captions-wrong-columns": (
+        _captions(_clotho(_VALID_ROWS).replace("file_name,", "clip,", 1)),
+        ("captions.csv", "header"),
+    ),
+    "captions-unknown-column": (
+        _captions(_clotho(_VALID_ROWS).replace("caption_5", "notes", 1)),
+        ("captions.csv", "header"),
+    ),
+    "captions-missing-field": (
+        _captions(_clotho([_VALID_ROWS[0], _VALID_ROWS[1][:4], _VALID_ROWS[2]])),
+        ("captions.csv", "line 3"),
+    ),
+    "captions-empty-caption": (
+        _captions(_clotho([_VALID_ROWS[0], [*_VALID_ROWS[1][:5], " "], _VALID_ROWS[2]])),
+        ("captions.csv", "caption_5"),
+    ),
+    "captions-duplicate-clip": (
+        _captions(_clotho([*_VALID_ROWS, _VALID_ROWS[0]])),
+        ("captions.csv", "file_name", "twice"),
+    ),
+    "captions-unknown-clip": (
+        _captions(_clotho([*_VALID_ROWS, ["z.wav", *_VALID_ROWS[0][1:]]])),
+        ("captions.csv", "file_name", "z.wav"),
+    ),
+    "clip-without-caption": (_extra_clip, ("captions.csv", "file_name", "d.wav")),
+    "captions-per-clip": (_captions_per_clip, ("captions.csv", "captions_per_clip", "b.wav")),
+    "dataset-json-not-json": (_dataset_json, ("dataset.json", "JSON")),
+    "captions-huge-line": (
+        _captions("file_name,caption\na.wav," + "x" * 200_000 + "\n"),
+        ("captions.csv", "line", "field limit"),
+    ),
+    "captions-too-large": (
+        lambda c, a: (_sparse(c, b"file_name,caption\n", 65 << 20), (c, a))[1],
+        ("captions.csv", "bytes"),
+    ),
+    # audio folders and clips
+    "audio-missing": (_remove_audio, ("audio",)),  # "no such audio folder" / "does not exist"
+    "audio-empty-folder": (_empty_audio, ("audio", "no audio files")),
+    "audio-is-a-clip": (_audio_is_a_clip, ("a.wav", "is an audio file")),
+    "audio-list-not-utf8": (_list_not_utf8, ("audio.txt", "UTF-8")),
+    "clip-garbage": (_clip_bytes("b.wav", b"hello, this is not audio" * 10), ("b.wav", "decoded")),
+    "clip-truncated-header": (_clip_bytes("b.wav", _wav_bytes(_tone())[:20]), ("b.wav", "decoded")),
+    "clip-huge-declared-size": (
+        _clip_bytes("b.wav", _wav_bytes(_tone(), declared=0x7FFF0000)),
+        ("b.wav", "declares 2147418112 bytes"),
+    ),
+    "clip-zero-samples": (_clip_bytes("b.wav", _wav_bytes(b"")), ("b.wav", "no audio frames")),
+    "clip-nan-samples": (
+        _clip_bytes(
+            "b.wav", _wav_bytes(np.array([0.1, np.nan, 0.2], "<f4").tobytes(), tag=3, bits=32)
+        ),
+        ("b.wav", "NaN"),
+    ),
+    "clip-12-bit": (_clip_bytes("b.wav", _wav_bytes(bytes(200), bits=12)), ("b.wav", "12-bit")),
+    "clip-zero-channels": (
+        _clip_bytes("b.wav", _wav_bytes(bytes(200), channels=0)),
+        ("b.wav", "decoded"),
+    ),
+    "clip-too-many-channels": (
+        _clip_bytes("b.wav", _wav_bytes(_tone() * 100, channels=100)),
+        ("b.wav", "100 channels"),
+    ),
+    "clip-too-long": (
+        _clip("b.wav", lambda p: _sparse(p, _wav_bytes(b"", declared=2 << 27), (2 << 27) + 44)),
+        ("b.wav", "samples"),
+    ),
+    "clip-symlink-loop": (_clip("b.wav", _loop), ("b.wav", "symbolic links")),
+    "clip-folder": (_clip("b.wav", lambda p: p.mkdir()), ("b.wav", "folder")),
+    "clip-fifo": (_clip("b.wav", os.mkfifo), ("b.wav", "FIFO")),
+}
+
+
+def _extract_study(captions: Path, audio: Path, folder: Path) -> Path:
+    study = folder / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "s"\n[[cell]]\nid = "c"\nmodel = "m"\n'
+        f'dataset = "d"\nextract = {{ model = "m", audio = "{audio}", captions = "{captions}" }}\n',
+        encoding="utf-8",
+    )
+    return study
+
+
+def _identity_study(captions: Path, audio: Path, folder: Path) -> Path:
+    import hashlib
+
+    (folder / "a.npz").write_bytes(DUMP.read_bytes())
+    sha = hashlib.sha256(DUMP.read_bytes()).hexdigest()
+    study = folder / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "s"\n'
+        f'[[cell]]\nid = "c"\nmodel = "m"\ndataset = "d"\ndump = "a.npz"\nsha256 = "{sha}"\n'
+        f'[[identity]]\na = "m"\nb = "n"\naudio = "{audio}"\ncaptions = "{captions}"\n',
+        encoding="utf-8",
+    )
+    return study
+
+
+@dataclass(frozen=True)
+class InputCommand:
+    """A command that reads extraction inputs: argv for (captions, audio, work folder)."""
+
+    argv: Callable[[Path, Path, Path], list[str]]
+    outputs: Callable[[Path], list[Path]]
+
+
+_OUT = lambda t: [t / "out", t / ".out.staging"]  # noqa: E731
+INPUT_COMMANDS: dict[str, InputCommand] = {
+    "extract": InputCommand(
+        lambda c, a, t: ["extract", "--model", "m", "--audio", str(a), "--captions", str(c),
+                         "--out", str(t / "d.npz")],
+        lambda t: [t / "d.npz"],
+    ),
+    "extract-jobs": InputCommand(
+        lambda c, a, t: ["extract", "--model", "m", "--audio", str(a), "--captions", str(c),
+                         "--out", str(t / "d.npz"), "--jobs", "2"],
+        lambda t: [t / "d.npz"],
+    ),
+    "identity": InputCommand(
+        lambda c, a, t: ["identity", "--a", "m", "--audio", str(a), "--captions", str(c),
+                         "--write-golden", str(t / "g.npz")],
+        lambda t: [t / "g.npz"],
+    ),
+    "reproduce": InputCommand(
+        lambda c, a, t: ["reproduce", str(_extract_study(c, a, t)), "--out", str(t / "out")],
+        _OUT,
+    ),
+    "verify": InputCommand(lambda c, a, t: ["verify", str(_extract_study(c, a, t))], lambda t: []),
+    "slurm-template": InputCommand(
+        lambda c, a, t: ["slurm-template", str(_extract_study(c, a, t)), "--out", str(t / "out")],
+        _OUT,
+    ),
+    "reproduce-identity": InputCommand(
+        lambda c, a, t: ["reproduce", str(_identity_study(c, a, t)), "--out", str(t / "out")],
+        _OUT,
+    ),
+}  # fmt: skip
+#: ``verify STUDY`` reports a value whose inputs are not here as NOT VERIFIED (as for a dump
+#: that is not here), so absent inputs are not malformed ones for it.
+ABSENT = {"captions-missing", "audio-missing"}
+INPUT_CASES = [
+    (case, command)
+    for case in sorted(INPUT_CLASSES)
+    for command in INPUT_COMMANDS
+    if not (command == "verify" and case in ABSENT)
+]
+
+
+@pytest.mark.parametrize(("case", "command"), INPUT_CASES)
+def test_every_malformed_input_is_one_line_for_every_command(
+    tmp_path: Path, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make, names = INPUT_CLASSES[case]
+    captions, audio = make(*_valid_inputs(_fresh(tmp_path / "in")))
+    work = _fresh(tmp_path / "work")
+    cmd = INPUT_COMMANDS[command]
+    code, err = _run(cmd.argv(captions, audio, work), capsys)
+    assert code == 2, err
+    _one_line(err, *names)
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def test_the_valid_inputs_pass_every_check(tmp_path: Path) -> None:
+    """Each input class breaks one thing in inputs that load: the caption file and clips are
+    accepted (the extraction itself is tested in test_models.py), by every study kind."""
+    from audiorepro.formats.captions import load_inputs
+    from audiorepro.specs.study import load_study
+
+    captions, audio = _valid_inputs(tmp_path)
+    _dataset_record(captions, captions_per_clip=5)
+    inputs = load_inputs(captions, audio)
+    assert [p.name for p in inputs.paths] == list(CLIPS)
+    assert len(inputs.captions.texts) == 15
+    for make in (_extract_study, _identity_study):
+        assert load_study(make(captions, audio, _fresh(tmp_path / make.__name__)))

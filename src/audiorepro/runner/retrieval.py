@@ -41,7 +41,7 @@ from audiorepro.checks.verify import (
     summarize,
     value_rows,
 )
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 
 #: The numbers every table leads with; each carries a bootstrap interval.
@@ -379,6 +379,8 @@ def load_cell(res: CellResult, cache: Path) -> None:
                     f"the study expects {res.cell.sha256}"
                 )
                 res.dump = None
+    except WriteError:
+        raise  # an output (the cache) that cannot be written stops the run: not a bad cell
     except UserError as exc:
         res.error = str(exc)
         res.dump = None

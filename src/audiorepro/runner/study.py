@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.outputs import Outcome
@@ -80,7 +80,10 @@ def run_studies(
         for i in order:
             study, rel = jobs[i]
             target = staging / rel
-            target.mkdir(parents=True, exist_ok=True)
+            try:
+                target.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise write_error(exc, target) from None
             if study.kind == "probe":
                 outcomes[i] = run_probe(study, target)
                 continue

@@ -100,6 +100,7 @@ from pydantic.config import JsonDict
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_toml, read_text
+from audiorepro.formats.captions import load_inputs
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
@@ -596,6 +597,7 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
         for key, value in extraction.settings.items():
             parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
             parse(key, value, source=f"{source}: {at}.settings")
+        _check_inputs(extraction.captions, extraction.audio, strict)
     return Cell(
         id=spec.id,
         model=spec.model,
@@ -605,6 +607,16 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
         extract=extraction,
         profiles=tuple(spec.profiles or ()) or profiles,
     )
+
+
+def _check_inputs(captions: Path | None, audio: Path | None, strict: bool) -> None:
+    """An extraction's captions and clips, checked when the study loads (before any model
+    work): a malformed caption file or clip is exit 2 naming it, not a failure recorded
+    halfway through a run. ``verify`` (not strict) checks the inputs that are here."""
+    if captions is None or audio is None:
+        return
+    if strict or (captions.exists() and audio.exists()):
+        load_inputs(captions, audio)
 
 
 def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
@@ -634,6 +646,8 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
         )
         for i, ir in enumerate(spec.identity)
     )
+    for check in identity:
+        _check_inputs(check.captions, check.audio, strict)
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "retrieval")
         for i, p in enumerate(spec.published)
