@@ -937,3 +937,65 @@ def test_the_valid_inputs_pass_every_check(tmp_path: Path) -> None:
     assert len(inputs.captions.texts) == 15
     for make in (_extract_study, _identity_study):
         assert load_study(make(captions, audio, _fresh(tmp_path / make.__name__)))
+
+
+def _huge_captions(captions: Path, audio: Path) -> Inputs:
+    _sparse(captions, b"file_name,caption\na.wav,", 384 << 20)
+    return captions, audio
+
+
+def _huge_clip(captions: Path, audio: Path) -> Inputs:
+    size = 384 << 20  # 201 million 16-bit samples: 1.5 GiB once decoded as float64
+    _sparse(audio / "b.wav", _wav_bytes(b"", declared=size), size + 44)
+    return captions, audio
+
+
+_CEILING = (
+    "import resource, sys\n"
+    "from audiorepro.cli import main\n"
+    "from audiorepro.core.errors import UserError\n"
+    "from audiorepro.formats.audio import read_audio\n"
+    "from audiorepro.formats.captions import read_captions\n"
+    "import soundfile\n"
+    "soft = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
+    "limit = soft + (256 << 20)\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+    "audio, captions, out, via, huge = sys.argv[1:]\n"
+    "if via == 'extract':\n"
+    "    sys.exit(main(['extract', '--model', 'm', '--audio', audio, '--captions', captions,\n"
+    "                   '--out', out]))\n"
+    "try:  # the reader extraction decodes with, called directly\n"
+    "    (read_audio if huge.endswith('.wav') else read_captions)(huge)\n"
+    "except UserError as exc:\n"
+    "    sys.exit(f'audiorepro: error: {exc}')\n"
+)
+
+
+@pytest.mark.parametrize("via", ["extract", "reader"])
+@pytest.mark.parametrize(
+    ("make", "names"),
+    [(_huge_captions, ("captions.csv", "bytes")), (_huge_clip, ("b.wav", "samples"))],
+    ids=["huge-caption-file", "huge-clip"],
+)
+def test_huge_inputs_are_refused_within_a_memory_ceiling(
+    tmp_path: Path, make: Break, names: tuple[str, ...], via: str
+) -> None:
+    """A 384 MiB caption file and a WAV declaring (and holding, sparsely) 384 MiB of samples
+    are refused from their sizes, in a process that may not map more than 256 MiB beyond
+    its start: read whole, either would need more. Through ``extract`` and through the
+    reader itself (``read_captions``, ``read_audio``)."""
+    captions, audio = make(*_valid_inputs(tmp_path))
+    huge = captions if make is _huge_captions else audio / "b.wav"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    argv = [str(audio), str(captions), str(tmp_path / "d.npz"), via, str(huge)]
+    done = subprocess.run(
+        [sys.executable, "-c", _CEILING, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode in ((2,) if via == "extract" else (1,)), done.stderr[-2000:]
+    _one_line(done.stderr, *names)
+    assert not (tmp_path / "d.npz").exists()
