@@ -999,3 +999,94 @@ def test_huge_inputs_are_refused_within_a_memory_ceiling(
     assert done.returncode in ((2,) if via == "extract" else (1,)), done.stderr[-2000:]
     _one_line(done.stderr, *names)
     assert not (tmp_path / "d.npz").exists()
+
+
+# --- names that become output file names: probe targets, corpora, run ids ------------------
+
+
+def _predictions(path: Path, first_target: str | None = None) -> str:
+    """A copy of the fixture prediction file (its first target renamed); its SHA-256."""
+    import hashlib
+
+    with np.load(PREDICTIONS, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    if first_target is not None:
+        names = [str(n) for n in arrays["reg_names"]]
+        arrays["reg_names"] = np.asarray([first_target, *names[1:]])
+    _zip(path, sorted((f"{k}.npy", _npy(v)) for k, v in arrays.items()))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _probe_study(
+    folder: Path,
+    *,
+    ids: tuple[str, str] = ("r1", "r2"),
+    corpora: tuple[str, str] = ("crema-like", "crema-like"),
+    targets: tuple[str | None, str | None] = (None, None),
+) -> Path:
+    lines = ['schema = "audiorepro.study/1"', 'name = "p"', 'kind = "probe"']
+    for i in range(2):
+        sha = _predictions(folder / f"p{i}.npz", targets[i])
+        lines += ["[[run]]", f'id = "{ids[i]}"', f'model = "m{i}"', f'predictions = "p{i}.npz"']
+        lines += [f'sha256 = "{sha}"', f'corpus = "{corpora[i]}"']
+    study = folder / "study.toml"
+    study.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return study
+
+
+#: Names that would overwrite another's output files or leave their folder: name -> (the
+#: study, what stderr must name: both names and the key).
+NAME_CLASSES: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
+    "corpus-slug-collision": (
+        lambda f: _probe_study(f, corpora=("a/b", "a_b")),
+        ("run[1].corpus", "'a_b' and 'a/b'"),
+    ),
+    "corpus-too-long": (lambda f: _probe_study(f, corpora=("c" * 300, "c" * 300)), ("corpus",)),
+    "run-id-slug-collision": (
+        lambda f: _probe_study(f, ids=("x/y", "x_y")),
+        ("run[1].id", "'x_y' and 'x/y'"),
+    ),
+    "run-id-dotdot": (lambda f: _probe_study(f, ids=("r1", "..")), ("run[1].id", "'..'")),
+    "target-slug-collision-across-runs": (
+        lambda f: _probe_study(f, targets=("mood/a", "mood_a")),
+        ("p1.npz", "reg_names", "'mood_a' and 'mood/a'", "p0.npz"),
+    ),
+    "target-slug-collision-in-a-run": (
+        lambda f: _probe_study(f, targets=("emotion/01", None)),
+        ("p0.npz", "reg_names", "'emotion_01' and 'emotion/01'"),
+    ),
+    "target-too-long": (lambda f: _probe_study(f, targets=("t" * 300, None)), ("reg_names",)),
+}
+#: Study-level names are refused when the study loads (verify too); target names come from
+#: the prediction files, read by reproduce before it writes anything.
+NAME_CASES = [
+    (case, command)
+    for case in sorted(NAME_CLASSES)
+    for command in ("reproduce", "verify")
+    if not (case.startswith("target") and command == "verify")
+]
+
+
+@pytest.mark.parametrize(("case", "command"), NAME_CASES)
+def test_names_that_collide_as_file_names_are_refused_naming_both(
+    tmp_path: Path, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make, names = NAME_CLASSES[case]
+    study = make(_fresh(tmp_path / "in"))
+    out = tmp_path / "out"
+    argv = ["reproduce", str(study), "--out", str(out)] if command == "reproduce" else []
+    code, err = _run(argv or ["verify", str(study)], capsys)
+    assert code == 2, err
+    _one_line(err, "study.toml", *names)
+    assert not out.exists() and not (tmp_path / ".out.staging").exists()
+
+
+def test_the_valid_probe_study_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base of the name classes reproduces (exit 0), and a name like ``../x`` that only
+    looks like a path is kept inside OUT (its ``/`` becomes ``_``)."""
+    study = _probe_study(tmp_path, corpora=("../x", "../x"), targets=("../v", None))
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert (out / "tables" / "classification_.._x.csv").is_file()
+    assert (out / "tables" / "target_.._v.csv").is_file()
+    assert not list(tmp_path.glob("*.csv"))

@@ -724,6 +724,16 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
                 else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
+    # Corpus names and run ids name output files (classification_<corpus>, the copies under
+    # measurements/<run>/): two that slug alike would overwrite each other.
+    distinct_file_names(
+        [(f"run[{i}].corpus", r.corpus) for i, r in enumerate(runs) if r.corpus is not None],
+        source=str(source),
+        what="a corpus name",
+    )
+    distinct_file_names(
+        [(f"run[{i}].id", r.id) for i, r in enumerate(runs)], source=str(source), what="a run id"
+    )
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)
