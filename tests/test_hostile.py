@@ -1090,3 +1090,93 @@ def test_the_valid_probe_study_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (out / "tables" / "classification_.._x.csv").is_file()
     assert (out / "tables" / "target_.._v.csv").is_file()
     assert not list(tmp_path.glob("*.csv"))
+
+
+# --- JSON formats: saved measurements, run configs, and the records verify OUT reads --------
+
+
+def _replace(path: Path, make: Callable[[Path], object]) -> None:
+    if path.is_dir() and not path.is_symlink():
+        import shutil
+
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+    make(path)
+
+
+def _json_loop(path: Path) -> None:
+    path.with_suffix(".loop").symlink_to(path.name)
+    path.symlink_to(path.with_suffix(".loop").name)
+
+
+#: Malformation classes of every JSON file a user gives or verify reads back: name -> (write
+#: it at the path, what stderr must name besides the file).
+JSON_CLASSES: dict[str, tuple[Callable[[Path], object], str]] = {
+    "not-json": (lambda p: p.write_text("{", encoding="utf-8"), "JSON"),
+    "deep-nesting": (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "JSON"),
+    "not-utf8": (lambda p: p.write_bytes(b'{"a": "\xff\xfe"}'), "UTF-8"),
+    "too-large": (lambda p: _sparse(p, b'{"a": "', 65 << 20), "bytes"),
+    "fifo": (os.mkfifo, "FIFO"),
+    "folder": (lambda p: p.mkdir(), "folder"),
+    "symlink-loop": (_json_loop, "symbolic links"),
+    "not-an-object": (lambda p: p.write_text("[1, 2]", encoding="utf-8"), ""),
+}  # fmt: skip
+
+
+def _probe_study_with_saved(
+    folder: Path, breaks: Callable[[Path], object] | None = None
+) -> tuple[Path, Path]:
+    """One run with predictions and its saved test measurements (broken by ``breaks``); the
+    study records the hash the file has (a file that cannot be hashed gets a made-up one)."""
+    import hashlib
+    import shutil
+
+    shutil.copy(PREDICTIONS, folder / "p.npz")
+    saved = folder / "test.json"
+    shutil.copy(FIXTURES / "probe" / "clap-linear__crema-like__test.json", saved)
+    if breaks is not None:
+        _replace(saved, breaks)
+    regular = saved.is_file() and not saved.is_symlink()
+    sha = hashlib.sha256(saved.read_bytes()).hexdigest() if regular else "0" * 64
+    psha = hashlib.sha256((folder / "p.npz").read_bytes()).hexdigest()
+    study = folder / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "p"\nkind = "probe"\n[[run]]\nid = "r"\n'
+        f'model = "m"\npredictions = "p.npz"\nsha256 = "{psha}"\ncorpus = "crema-like"\n'
+        f'[run.metrics.test]\nfile = "test.json"\nsha256 = "{sha}"\n',
+        encoding="utf-8",
+    )
+    return study, saved
+
+
+JSON_CASES = [
+    (case, command)
+    for case in sorted(JSON_CLASSES)
+    for command in ("reproduce", "verify", "verify-out-verification", "verify-out-manifest")
+]
+
+
+@pytest.mark.parametrize(("case", "command"), JSON_CASES)
+def test_every_malformed_json_is_one_line_for_every_command(
+    tmp_path: Path, case: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make, key = JSON_CLASSES[case]
+    folder = _fresh(tmp_path / "in")
+    out = tmp_path / "out"
+    if command.startswith("verify-out"):
+        study, _ = _probe_study_with_saved(folder)
+        assert main(["reproduce", str(study), "--out", str(out)]) == 0
+        bad = out / ("verification.json" if command.endswith("verification") else "manifest.json")
+        _replace(bad, make)
+        argv, outputs = ["verify", str(out)], [tmp_path / "v.json"]
+        argv += ["--json", str(tmp_path / "v.json")]
+    else:
+        study, bad = _probe_study_with_saved(folder, make)
+        argv = ["reproduce", str(study), "--out", str(out)] if command == "reproduce" else []
+        argv = argv or ["verify", str(study)]
+        outputs = [out, tmp_path / ".out.staging"]
+    code, err = _run(argv, capsys)
+    assert code == 2, err
+    _one_line(err, bad.name, key)
+    assert not any(p.exists() for p in outputs)

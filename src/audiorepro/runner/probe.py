@@ -55,7 +55,7 @@ from audiorepro.runner.probe_saved import (
 )
 from audiorepro.specs.measurements import load_measurements
 from audiorepro.specs.schema import distinct_file_names
-from audiorepro.specs.study import ProbeStudy, Run, SavedFile
+from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -315,7 +315,7 @@ def _interval(pair: Any) -> tuple[float, float]:
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     if run.predictions is None:
         return None, None  # saved measurements only
-    if not run.predictions.is_file():
+    if not present(run.predictions):
         return None, f"declared run {run.id}: predictions file {run.predictions.name} is missing"
     try:
         digest = sha256_file(run.predictions)
@@ -356,7 +356,7 @@ def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
     saved: dict[str, Any] = {}
     problems = []
     for split, ref in run.metrics.items():
-        if not ref.path.is_file():
+        if not present(ref.path):
             problems.append(
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
@@ -369,7 +369,7 @@ def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
     if run.config is None:
         return None, None
-    if not run.config.path.is_file():
+    if not present(run.config.path):
         return None, f"declared run {run.id}: config {run.config.path.name} is missing"
     text = read_text(run.config.path, what="a run's config JSON")
     try:

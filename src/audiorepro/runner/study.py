@@ -135,7 +135,7 @@ def verify_output_dir(out: Path) -> Summary:
     the run did not write (each problem is a FAIL row naming it)."""
     out = Path(out)
     for name in ("verification.json", "manifest.json"):
-        if not (out / name).is_file():
+        if not ((out / name).exists() or (out / name).is_symlink()):  # else read_record says
             raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
     top, raw = read_record(out / "verification.json", VerificationRecord)
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)

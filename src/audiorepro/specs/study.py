@@ -523,10 +523,23 @@ class ProbeStudy:
 Study = RetrievalStudy | ProbeStudy
 
 
+def present(path: Path) -> bool:
+    """Whether something is at ``path``: a missing file makes a study incomplete (exit 1), but
+    a folder, a FIFO or a symlink loop there is a wrong input, refused by the reader (exit 2)."""
+    return path.exists() or path.is_symlink()
+
+
 def _path(source: Path, key: str, text: str | None, *, must_exist: bool) -> Path | None:
     if text is None:
         return None
-    path: Path = (source.parent / text).resolve()
+    try:
+        path: Path = (source.parent / text).resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise UserError(
+            f"{text!r} cannot be resolved (too many levels of symbolic links: a loop)",
+            source=source,
+            key=key,
+        ) from None
     if must_exist and not path.exists():
         raise UserError(f"{text!r} does not exist (looked for {path})", source=source, key=key)
     return path
@@ -673,7 +686,7 @@ def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
     # Like predictions: a missing file is an incomplete study (the runner's exit 1); a file
     # that is there with another hash is a wrong input (exit 2).
     path = _required_path(source, f"{key}.file", ref.file, must_exist=False)
-    if strict and path.is_file() and sha256_file(path) != ref.sha256:
+    if strict and present(path) and sha256_file(path) != ref.sha256:
         raise UserError(
             f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {ref.sha256}",
             source=source,
@@ -696,7 +709,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         if (
             strict
             and predictions is not None
-            and predictions.is_file()
+            and present(predictions)
             and sha256_file(predictions) != r.sha256
         ):
             raise UserError(
