@@ -468,6 +468,8 @@ TOML_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
     "deep-nesting": (_text(lambda v: "x = " + "[" * 100_000 + "]" * 100_000 + "\n" + v), ""),
     "fifo": (_make_fifo, "FIFO"),
     "folder": (_make_folder, ""),  # "is a folder" or click's "is a directory"
+    # Read whole, so refused from its size (a hole: it costs no disk).
+    "too-large": (lambda p, v: _sparse(p, v.encode(), 65 << 20), "bytes"),
 }
 #: Classes of the formats that hold published values (studies, published-values files).
 NUMBER_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {

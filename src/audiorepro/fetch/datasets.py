@@ -20,7 +20,6 @@ missing, the SHA-256 of the sorted present-clip list, the source files' hashes.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
 import shutil
@@ -33,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text, read_toml
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import RECORD_NAME, RECORD_SCHEMA, present_digest
@@ -195,10 +195,6 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
     return path
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _per_clip(ds: Dataset) -> dict[str, Any]:
     """The captions per clip the registry declares, for ``extract`` to check the prepared
     captions against (absent when the registry does not say)."""
@@ -207,7 +203,7 @@ def _per_clip(ds: Dataset) -> dict[str, Any]:
 
 def _record(out: Path, record: dict[str, Any]) -> None:
     captions = out / "captions.csv"
-    record = {"schema": RECORD_SCHEMA, **record, "captions_sha256": _sha256(captions.read_bytes())}
+    record = {"schema": RECORD_SCHEMA, **record, "captions_sha256": sha256_file(captions)}
     atomic_write_bytes(out / RECORD_NAME, json_dumps(record).encode())
 
 
