@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import WRITE_ERRNOS, UserError, write_error
+from audiorepro.core.errors import WRITE_ERRNOS, UserError, WriteError, write_error
 from audiorepro.core.hashing import check_regular_file
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -39,14 +39,14 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     temporary file is removed and ``path`` keeps what it held before."""
     path = Path(path)
     if path.is_dir():
-        raise UserError("is a folder; expected a file path to write", source=path)
+        raise WriteError("is a folder; expected a file path to write", source=path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         if exc.errno in WRITE_ERRNOS:
             raise write_error(exc, path) from None
-        raise UserError(
+        raise WriteError(  # under a file, in a pseudo file system
             f"cannot be written ({exc.strerror or exc}); expected a writable file path",
             source=path,
         ) from None
