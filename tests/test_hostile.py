@@ -1152,6 +1152,30 @@ def _probe_study_with_saved(
     return study, saved
 
 
+def _saved_targets(first: str, second: str) -> Callable[[Path], object]:
+    """Saved measurements whose first two per_score targets are renamed."""
+
+    def write(path: Path) -> None:
+        doc = json.loads((FIXTURES / "probe" / "clap-linear__crema-like__test.json").read_text())
+        doc["per_score"][0]["score"], doc["per_score"][1]["score"] = first, second
+        path.write_text(json.dumps(doc), encoding="utf-8")
+
+    return write
+
+
+def test_saved_target_names_that_collide_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Saved per_score targets name tables too (saved_target_<name>): 'v/a' and 'v_a' in
+    one measurement file would write one table."""
+    study, saved = _probe_study_with_saved(tmp_path, _saved_targets("v/a", "v_a"))
+    out = tmp_path / "out"
+    code, err = _run(["reproduce", str(study), "--out", str(out)], capsys)
+    assert code == 2, err
+    _one_line(err, "study.toml", saved.name, "per_score", "'v_a' and 'v/a'")
+    assert not out.exists()
+
+
 JSON_CASES = [
     (case, command)
     for case in sorted(JSON_CLASSES)
