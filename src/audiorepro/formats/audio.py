@@ -45,8 +45,8 @@ AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".mp3", ".aiff", ".aif")
 #: The most channels a clip may have (they are mixed to mono by the mean).
 MAX_CHANNELS = 64
 #: The most samples (frames x channels) a clip may hold: it is decoded whole as float64, so
-#: this bounds one clip's memory at 512 MiB (23 minutes of 48 kHz stereo; evaluation clips
-#: are 10-30 s).
+#: this bounds one clip's memory at 512 MiB (23 minutes of 48 kHz mono, 11 of stereo;
+#: evaluation clips are 10-30 s).
 MAX_SAMPLES = 1 << 26
 #: WAV sample widths libsndfile reads exactly, by format tag (1 integer PCM, 3 IEEE float).
 _WAV_WIDTHS = {1: (8, 16, 24, 32), 3: (32, 64)}
