@@ -1206,3 +1206,50 @@ def test_every_malformed_json_is_one_line_for_every_command(
     assert code == 2, err
     _one_line(err, bad.name, key)
     assert not any(p.exists() for p in outputs)
+
+
+@given(
+    text=st.one_of(
+        st.text(max_size=300),
+        st.lists(
+            st.sampled_from(
+                [
+                    "file_name,caption",
+                    "file_name,caption_1,caption_2,caption_3,caption_4,caption_5",
+                    "file_name,caption_1,notes",
+                    "a.wav,a dog",
+                    "b.wav,rain,wind,sea,sun,moon",
+                    "a.wav,,x,y,z,w",
+                    "z.wav,unknown clip",
+                    '"a.wav,"unclosed',
+                    "a.wav," + "x" * 140_000,
+                    ",no file",
+                    "\ufeffc.wav,bom",
+                ]
+            ),
+            max_size=8,
+        ).map("\n".join),
+    )
+)
+def test_random_caption_files_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
+    """Whatever the caption file holds, the reader gives captions or one UserError naming
+    the file, and extract answers in one line (exit 2): a malformed file names itself; a
+    well-formed one reaches the model spec 'm', which is unknown."""
+    from audiorepro.core.errors import UserError
+    from audiorepro.formats.captions import read_captions
+
+    folder = tmp_path_factory.mktemp("captions")
+    captions, audio = _valid_inputs(folder)
+    captions.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        read_captions(captions)
+    except UserError as exc:
+        assert "captions.csv" in str(exc) and "\n" not in str(exc), str(exc)
+    argv = ["extract", "--model", "m", "--audio", str(audio), "--captions", str(captions)]
+    code, err = _main_capture([*argv, "--out", str(folder / "d.npz")])
+    assert code == 2, err
+    _one_line(err)
+    assert "captions.csv" in err or "'m'" in err, err
+    assert not (folder / "d.npz").exists()
