@@ -82,8 +82,10 @@ both; its published values are named by their path in the probe report
 The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`ProbeStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
 :func:`load_study` checks everything before any work starts: unknown or missing keys, types,
-unknown profile and metric names, duplicate or unknown cell ids, missing files, and every
-dump's SHA-256 against the study's. Each problem is a :class:`~audiorepro.core.errors.UserError`
+unknown profile and metric names, duplicate or unknown cell ids, missing files, every dump's
+SHA-256 against the study's, each extraction's caption file and clips
+(:func:`audiorepro.formats.captions.load_inputs`), and names that would give two outputs the
+same file name (datasets, corpora, run ids). Each problem is a :class:`~audiorepro.core.errors.UserError`
 naming the file and the key (``cell[2].sha256``).
 """
 
