@@ -85,8 +85,8 @@ The two kinds are declared once, as :class:`RetrievalStudyFile` and :class:`Prob
 unknown profile and metric names, duplicate or unknown cell ids, missing files, every dump's
 SHA-256 against the study's, each extraction's caption file and clips
 (:func:`audiorepro.formats.captions.load_inputs`), and names that would give two outputs the
-same file name (datasets, corpora, run ids). Each problem is a :class:`~audiorepro.core.errors.UserError`
-naming the file and the key (``cell[2].sha256``).
+same file name (datasets, corpora, run ids). Each problem is a
+:class:`~audiorepro.core.errors.UserError` naming the file and the key (``cell[2].sha256``).
 """
 
 from __future__ import annotations
