@@ -129,9 +129,9 @@ def _wav_problem(path: Path) -> str | None:
         return None
 
 
-def check_audio(path: str | Path) -> None:
+def check_audio(path: str | Path, *, scan: bool = True) -> None:
     """Refuse a clip that extraction could not use, before any model work (see the module
-    docstring); reads the header, and streams float samples to look for NaN/inf."""
+    docstring); reads the header, and (``scan``) streams float samples to look for NaN/inf."""
     import soundfile
 
     path = Path(path)
@@ -158,7 +158,7 @@ def check_audio(path: str | Path) -> None:
             "before reading)",
             source=path,
         )
-    if info.subtype in ("FLOAT", "DOUBLE"):
+    if scan and info.subtype in ("FLOAT", "DOUBLE"):
         for block in soundfile.blocks(str(path), blocksize=1 << 16, dtype="float64"):
             if not np.all(np.isfinite(block)):
                 raise UserError("holds NaN or infinite samples", source=path)
@@ -171,7 +171,9 @@ def read_audio(path: str | Path, target: int = SAMPLE_RATE) -> npt.NDArray[np.fl
     path = Path(path)
     if not path.is_file():
         raise UserError("no such audio file", source=path)
-    check_audio(path)  # before decoding: a clip too large for memory is refused unread
+    # Before decoding, from the header: a clip too large for memory is refused unread (the
+    # decoded samples are checked for NaN below, so no separate scan).
+    check_audio(path, scan=False)
     try:
         samples, rate = soundfile.read(str(path), dtype="float64", always_2d=False)
     except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
