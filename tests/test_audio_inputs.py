@@ -106,7 +106,7 @@ def test_long_layout_groups_a_clips_rows_in_order() -> None:
         ("file_name,caption\n", None, "no captions"),
         ("file_name,caption\na.wav\n", "line 2", "1 fields, expected 2"),
         ("file_name,caption\na.wav,   \n", "caption", "empty caption"),
-        ("file_name,caption_1\na.wav,x\na.wav,y\n", None, "appears twice"),
+        ("file_name,caption_1\na.wav,x\na.wav,y\n", "file_name", "appears twice"),
         ("file_name,caption\n,x\n", "file_name", "empty file_name"),
     ],
 )

@@ -109,3 +109,27 @@ def test_a_laion_path_spec_takes_its_architecture_from_the_study(tmp_path: Path)
     with pytest.raises(UserError, match="'maybe' is not valid") as info:
         load_study(study)
     assert info.value.key == "enable_fusion"
+
+
+def test_a_cache_that_cannot_be_written_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An extraction whose dump cannot be written to the cache (here: the cache is under a
+    file; a full disk is the same WriteError) stops the run with exit 2, instead of being
+    recorded as a failed cell while the run goes on to write its outputs (exit 1)."""
+    from audiorepro.core.errors import WriteError
+    from audiorepro.core.io import atomic_write_bytes
+    from audiorepro.runner.retrieval import CellResult, load_cell
+
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"w")
+    cell = _cell(f"laion:{checkpoint}")
+
+    def extract_to_cache(cell: Cell, path: Path, key: str, shard: object = None) -> None:
+        atomic_write_bytes(path, npz_bytes(_fixture_arrays(1.0, key)))  # as extract does
+
+    monkeypatch.setattr(local, "extract_cell", extract_to_cache)
+    (tmp_path / "a-file").write_text("not a folder")
+    with pytest.raises(WriteError, match="cannot be written"):
+        load_cell(CellResult(cell), tmp_path / "a-file" / "cache")
+    assert not list(tmp_path.rglob("*.tmp"))

@@ -303,6 +303,8 @@ def test_clotho_is_downloaded_md5_checked_and_prepared(tmp_path: Path) -> None:
     record = dataset_record(out / "captions.csv")
     assert record is not None
     assert (record["clips_present"], record["clips_missing"], record["clips_expected"]) == (3, 0, 3)
+    # The registry's captions per clip travel in the record, for extract to check against.
+    assert record["captions_per_clip"] == 5
     assert "attempt 1 failed" in r.stdout
 
 

@@ -240,3 +240,70 @@ def test_json_pointing_at_a_folder_is_one_line(
     err = capsys.readouterr().err
     assert "is a folder" in err and len(err.strip().splitlines()) == 1
     assert list(folder.iterdir()) == []
+
+
+_FSIZE_SCRIPT = """
+import resource, signal, sys
+from pathlib import Path
+from audiorepro.cli import main
+from audiorepro.formats.dump import load_dump
+from audiorepro.metrics.retrieval import compute_retrieval
+# Compile the numba kernels before the limit: their cache files are not what is tested.
+compute_retrieval(load_dump(sys.argv[3]))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not a kill
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+sys.exit(main(["reproduce", sys.argv[2], "--out", str(Path(sys.argv[2]).parent / "out")]))
+"""
+
+
+@pytest.mark.parametrize("limit", [4 << 10, 16 << 10])
+def test_a_full_disk_is_one_line_and_leaves_nothing_behind(tmp_path: Path, limit: int) -> None:
+    """A file-size limit (``ulimit -f``: EFBIG, as a full disk gives ENOSPC) hit while
+    ``reproduce`` writes: one line naming the file being written, exit 2, no traceback, OUT
+    not published, the staging folder and every temporary file removed. Real writes in a
+    subprocess, no mock: 4 KiB stops at verification.json, 16 KiB at the report."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    study = _study(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _FSIZE_SCRIPT, str(limit), str(study), str(tmp_path / "a.npz")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "cannot be written: the file would exceed the file-size limit" in lines[0]
+    written = lines[0].split(": cannot be written")[0].removeprefix("audiorepro: error: ")
+    assert Path(written).name and ".out.staging" in written, lines[0]
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / ".out.staging").exists()
+    left = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+    assert not left, left
+
+
+@pytest.mark.parametrize("code", ["ENOSPC", "EFBIG", "EDQUOT", "EROFS", "EACCES", "EPERM"])
+def test_every_write_errno_has_the_one_message(code: str) -> None:
+    """The errors a file system gives a writer (full, size limit, quota, read-only, no
+    permission) are one WriteError each (exit 2), naming the file and the reason; the test
+    above gives one of them for real."""
+    import errno
+    import os
+
+    from audiorepro.core.errors import WRITE_ERRNOS, UserError, write_error
+
+    number = getattr(errno, code)
+    assert number in WRITE_ERRNOS
+    error = write_error(OSError(number, os.strerror(number)), "OUT/tables/x.csv")
+    assert isinstance(error, UserError)
+    text = str(error)
+    assert text.startswith("OUT/tables/x.csv: cannot be written: " + WRITE_ERRNOS[number])
+    assert "\n" not in text

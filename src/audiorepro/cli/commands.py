@@ -18,9 +18,16 @@ from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import verify_lines, verify_published
-from audiorepro.core.errors import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, UserError
+from audiorepro.core.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    WRITE_ERRNOS,
+    UserError,
+)
 from audiorepro.core.io import json_dumps, write_json
 from audiorepro.fetch import run_fetch
+from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES, compute_profile
@@ -338,6 +345,7 @@ def extract(
     if jobs > 1:
         if shard is not None:
             raise click.UsageError("--jobs and --shard do not go together")
+        load_inputs(captions, audio)  # once here, not in every process
         args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
         args += [f"--set={s}" for s in settings] + ["--device", device]
         args += [f"--registry={r}" for r in registries]
@@ -345,6 +353,7 @@ def extract(
         click.echo(f"wrote dump {out} ({jobs} processes, merged)")
         return
     part = parse_shard(shard)
+    load_inputs(captions, audio)  # bad captions or clips: one line before anything loads
     spec, overrides = _spec(model, registries, settings, "--set")
     meta = run_extract(
         spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True
@@ -468,8 +477,8 @@ def identity(
     modes = sum(x is not None for x in (b_name, golden, write_golden))
     if modes != 1:
         raise click.UsageError("give exactly one of --b, --golden or --write-golden")
+    fixture = ident.load_fixture(audio, captions)  # bad inputs: one line before any model
     a_spec, a_over = _spec(a_name, registries, a_set, "--a-set")
-    fixture = ident.load_fixture(audio, captions)
     if write_golden is not None:
         save_dump(
             write_golden,
@@ -748,6 +757,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
+    except OSError as exc:
+        # The last resort for a file system that refuses (full, quota, size limit, read-only,
+        # permission) where no writer said which output it was: still one line naming the
+        # path, never a traceback. Every other OSError is a bug and keeps its traceback.
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(
+            f"audiorepro: error: {where}cannot be accessed: {WRITE_ERRNOS[exc.errno]}", err=True
+        )
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 

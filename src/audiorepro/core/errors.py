@@ -7,6 +7,7 @@ traceback. Messages name the file, the field and what was expected.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 EXIT_OK = 0
@@ -29,6 +30,41 @@ class UserError(Exception):
         elif key is not None:
             where = f"'{key}': "
         super().__init__(where + message)
+
+
+class WriteError(UserError):
+    """An output that cannot be written (full disk, file-size limit, quota, read-only file
+    system, no permission): one line naming the file, exit 2, like any bad input. A subclass
+    so that a stage which records a bad *input* as a failure still stops on it: a run that
+    cannot write its outputs must not go on as if it had."""
+
+
+#: The ``OSError`` numbers that mean "this output cannot be written here", and how each
+#: message says why; every writer turns them into a :class:`WriteError` (:func:`write_error`).
+WRITE_ERRNOS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+}
+
+
+def write_error(exc: OSError, path: str | Path | None = None) -> WriteError:
+    """The one message for an output that cannot be written: the file, the reason, and that
+    nothing was left behind under its name.
+
+    >>> print(str(write_error(OSError(errno.ENOSPC, "No space left"), "out/t.csv"))[:60])
+    out/t.csv: cannot be written: no space left on the device (n
+    """
+    where = path if path is not None else exc.filename
+    reason = WRITE_ERRNOS.get(exc.errno or 0) or (exc.strerror or str(exc)).lower()
+    return WriteError(
+        f"cannot be written: {reason} (nothing was written under this name; free space or "
+        "choose another output path)",
+        source=where,
+    )
 
 
 def param_error(param: str, func: str, expected: str, got: object) -> UserError:

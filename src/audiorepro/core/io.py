@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import WRITE_ERRNOS, UserError, WriteError, write_error
 from audiorepro.core.hashing import check_regular_file
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -33,16 +33,20 @@ os.umask(_UMASK)
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to a temporary file beside ``path`` and rename it into place. A path
-    that cannot be written (a folder, under a file, in a read-only or pseudo file system) is
-    a :class:`UserError` naming it, and leaves nothing behind."""
+    that cannot be written (a folder, under a file, in a read-only or pseudo file system, a
+    full disk, a file-size limit, a quota) is a :class:`~audiorepro.core.errors.WriteError`
+    naming it (:func:`~audiorepro.core.errors.write_error`), and leaves nothing behind: the
+    temporary file is removed and ``path`` keeps what it held before."""
     path = Path(path)
     if path.is_dir():
-        raise UserError("is a folder; expected a file path to write", source=path)
+        raise WriteError("is a folder; expected a file path to write", source=path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
-        raise UserError(
+        if exc.errno in WRITE_ERRNOS:
+            raise write_error(exc, path) from None
+        raise WriteError(  # under a file, in a pseudo file system
             f"cannot be written ({exc.strerror or exc}); expected a writable file path",
             source=path,
         ) from None
@@ -54,10 +58,20 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        _remove(tmp)
+        raise write_error(exc, path) from None
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _remove(tmp)
         raise
+
+
+def _remove(tmp: str) -> None:
+    """Remove a half-written temporary file (it may be gone already)."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
 
 
 def json_dumps(obj: Any) -> str:
@@ -94,10 +108,27 @@ def npz_bytes(arrays: dict[str, npt.NDArray[Any]]) -> bytes:
     return buf.getvalue()
 
 
-def read_text(path: str | Path, *, what: str, encoding: str = "utf-8") -> str:
-    """A user's text file, or a :class:`UserError` naming it and what was expected."""
+#: The largest text file a user gives that is read whole (studies, registries, published
+#: values, caption files, measurement and record JSON): far above any real one (Clotho's
+#: caption file is 0.6 MB), far below what would exhaust memory. Larger files are refused
+#: from their size, before they are opened.
+TEXT_MAX_BYTES = 64 << 20
+
+
+def read_text(
+    path: str | Path, *, what: str, encoding: str = "utf-8", max_bytes: int = TEXT_MAX_BYTES
+) -> str:
+    """A user's text file, or a :class:`UserError` naming it and what was expected. A file
+    larger than ``max_bytes`` is refused before it is read."""
     path = Path(path)
     check_regular_file(path, what=what)  # before opening: a FIFO would block
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise UserError(
+            f"is {size} bytes; expected {what} of at most {max_bytes} bytes "
+            "(read whole, so larger files are refused before reading)",
+            source=path,
+        )
     try:
         return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:

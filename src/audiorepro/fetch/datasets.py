@@ -262,9 +262,15 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _per_clip(ds: Dataset) -> dict[str, Any]:
+    """The captions per clip the registry declares, for ``extract`` to check the prepared
+    captions against (absent when the registry does not say)."""
+    return {} if ds.captions_per_clip is None else {"captions_per_clip": ds.captions_per_clip}
+
+
 def _record(out: Path, record: dict[str, Any]) -> None:
     captions = out / "captions.csv"
-    record = {"schema": RECORD_SCHEMA, **record, "captions_sha256": _sha256(captions.read_bytes())}
+    record = {"schema": RECORD_SCHEMA, **record, "captions_sha256": sha256_file(captions)}
     atomic_write_bytes(out / RECORD_NAME, json_dumps(record).encode())
 
 
@@ -315,6 +321,7 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
         "extra_files": len(set(wavs) - set(caps.clips)),
         "present_sha256": present_digest(present),
         "sources": {f.name: f.hash for f in ds.files},
+        **_per_clip(ds),
     }
     _record(out, record)
     return record
@@ -408,6 +415,7 @@ def prepare_audiocaps(
         "present_sha256": present_digest(present),
         "missing": sorted(set(known) - set(found)),
         "sources": {f.name: f.hash for f in ds.files},
+        **_per_clip(ds),
     }
     _record(out, record)
     return record

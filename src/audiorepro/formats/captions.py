@@ -11,6 +11,13 @@ order. The audio side is a folder (every file with an audio suffix) or a text fi
 path per line (relative paths are taken from the list's folder). Every captioned clip must have
 an audio file and every audio file a caption: a mismatch is an error naming the first
 offending names, never a silently smaller evaluation.
+
+:func:`load_inputs` checks all of it before any model work (``extract``, ``identity``, and a
+study's extraction cells when the study loads): the caption file (a regular UTF-8 file of at
+most :data:`~audiorepro.core.io.TEXT_MAX_BYTES`, valid CSV in one of the layouts, no clip
+twice in the Clotho layout, the captions per clip its ``dataset.json`` declares), the audio
+list, the match between them, and every clip's header (:func:`~.audio.check_audio`). Each
+problem is one :class:`~audiorepro.core.errors.UserError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -18,12 +25,15 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import check_regular_file
 from audiorepro.core.io import read_text
-from audiorepro.formats.audio import AUDIO_SUFFIXES
+from audiorepro.formats.audio import AUDIO_SUFFIXES, check_audio
+from audiorepro.formats.coverage import dataset_record
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,11 @@ def parse_captions(text: str, *, source: str = "<captions>") -> Captions:
     >>> c.clips, c.texts, c.clip_index
     (('b.wav', 'a.wav'), ('a dog', 'a bark', 'rain'), (0, 0, 1))
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        # A NUL byte, a field beyond csv's size limit (a huge single line), bad quoting.
+        raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
     if not rows:
         raise UserError("is empty (expected a header row and captions)", source=source)
     header = [h.strip() for h in rows[0]]
@@ -91,7 +105,9 @@ def parse_captions(text: str, *, source: str = "<captions>") -> Captions:
                 )
             order.setdefault(name, []).append(caption)
         if layout == "clotho" and len(order[name]) > len(columns):
-            raise UserError(f"line {line}: clip {name!r} appears twice", source=source)
+            raise UserError(
+                f"line {line}: clip {name!r} appears twice", source=source, key="file_name"
+            )
     clips = tuple(order)
     texts: list[str] = []
     index: list[int] = []
@@ -115,8 +131,14 @@ def list_audio(audio: str | Path) -> dict[str, Path]:
             raise UserError(
                 f"holds no audio files (looked for {', '.join(AUDIO_SUFFIXES)})", source=audio
             )
-    elif audio.is_file():
-        lines = [ln.strip() for ln in audio.read_text(encoding="utf-8").splitlines()]
+    elif audio.exists() or audio.is_symlink():
+        check_regular_file(audio, what="an audio folder or a list file")
+        if audio.suffix.lower() in AUDIO_SUFFIXES:
+            raise UserError(
+                "is an audio file; expected the folder of the clips or a list file", source=audio
+            )
+        text = read_text(audio, what="an audio list file (one path per line)")
+        lines = [ln.strip() for ln in text.splitlines()]
         files = [(audio.parent / ln) for ln in lines if ln and not ln.startswith("#")]
         if not files:
             raise UserError("lists no audio files", source=audio)
@@ -148,3 +170,35 @@ def match_audio(captions: Captions, audio: dict[str, Path], *, source: str) -> l
             key="file_name",
         )
     return [audio[c] for c in captions.clips]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """An extraction's inputs, checked: the captions and each captioned clip's audio path."""
+
+    captions: Captions
+    paths: tuple[Path, ...]
+
+
+def load_inputs(captions_path: str | Path, audio: str | Path) -> Inputs:
+    """Read and check an extraction's captions and audio before any model work (see the
+    module docstring); every problem is one UserError naming the file and the field."""
+    captions_path = Path(captions_path)
+    caps = read_captions(captions_path)
+    record = dataset_record(captions_path)
+    expected = None if record is None else record.get("captions_per_clip")
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        per = Counter(caps.clip_index)
+        counts = [per[i] for i in range(len(caps.clips))]
+        wrong = [(c, n) for c, n in zip(caps.clips, counts, strict=True) if n != expected]
+        if wrong:
+            raise UserError(
+                f"clip {wrong[0][0]!r} has {wrong[0][1]} caption(s) ({len(wrong)} clip(s) "
+                f"differ); its dataset.json declares {expected} per clip",
+                source=captions_path,
+                key="captions_per_clip",
+            )
+    paths = match_audio(caps, list_audio(audio), source=str(captions_path))
+    for path in paths:
+        check_audio(path)
+    return Inputs(captions=caps, paths=tuple(paths))

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import read_text
 
 RECORD_SCHEMA = "audiorepro.dataset/1"
 RECORD_NAME = "dataset.json"
@@ -38,13 +40,21 @@ def dataset_record(captions: Path) -> dict[str, Any] | None:
     path = record_path(captions)
     if not path.is_file():
         return None
+    text = read_text(path, what="a dataset record (dataset.json)")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        record = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UserError(f"is not valid JSON ({exc})", source=path) from None
     if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
         return None
-    if record.get("captions_sha256") != hashlib.sha256(captions.read_bytes()).hexdigest():
+    per_clip = record.get("captions_per_clip")
+    if per_clip is not None and (
+        not isinstance(per_clip, int) or isinstance(per_clip, bool) or per_clip < 1
+    ):
+        raise UserError(
+            f"is {per_clip!r}; expected a whole number >= 1", source=path, key="captions_per_clip"
+        )
+    if record.get("captions_sha256") != sha256_file(captions):
         raise UserError(
             f"describes another captions file than {captions.name} (captions_sha256 differs): "
             "rerun `audiorepro fetch` to prepare the dataset again",

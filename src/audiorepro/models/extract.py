@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
-from audiorepro.formats.captions import Captions, list_audio, match_audio, read_captions
+from audiorepro.formats.captions import Captions, load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import make_dump, read_npz, save_dump
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
@@ -98,7 +99,7 @@ def _inputs(captions_path: Path, caps: Captions, paths: list[Path]) -> dict[str,
     return {
         **extra,
         "captions_file": captions_path.name,
-        "captions_sha256": hashlib.sha256(captions_path.read_bytes()).hexdigest(),
+        "captions_sha256": sha256_file(captions_path),
         "captions_layout": caps.layout,
         "n_clips": len(caps.clips),
         "n_captions": len(caps.texts),
@@ -122,8 +123,10 @@ def extract(
     """Embed every clip and caption; write a dump (or a part with ``shard``). Returns meta."""
     import soundfile
 
-    caps = read_captions(captions_path)
-    paths = match_audio(caps, list_audio(audio), source=str(captions_path))
+    # Every input is checked before the model loads: a bad caption file or clip is exit 2,
+    # not a failure found halfway through an extraction.
+    checked = load_inputs(captions_path, audio)
+    caps, paths = checked.captions, list(checked.paths)
     inputs = _inputs(captions_path, caps, paths)
     determinism = configure_determinism(device)
     pipeline = load_pipeline(spec, overrides, device)

@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.audio import read_audio
-from audiorepro.formats.captions import list_audio, match_audio, read_captions
+from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.models.mapping import is_hf_only
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
@@ -65,8 +65,8 @@ def load_fixture(audio: Path | None, captions: Path | None) -> Fixture:
             build(Path(tmp), IDENTITY_CLIPS)
             fixture = load_fixture(Path(tmp), Path(tmp) / "captions.csv")
         return Fixture(IDENTITY_FIXTURE, *(getattr(fixture, f) for f in _FIELDS))
-    caps = read_captions(captions)
-    paths = match_audio(caps, list_audio(audio), source=str(captions))
+    checked = load_inputs(captions, audio)  # every clip and caption checked before decoding
+    caps, paths = checked.captions, checked.paths
     return Fixture(
         name=captions.parent.name or str(captions),
         clip_ids=caps.clips,

@@ -54,7 +54,8 @@ from audiorepro.runner.probe_saved import (
     task_leaders,
 )
 from audiorepro.specs.measurements import load_measurements
-from audiorepro.specs.study import ProbeStudy, Run, SavedFile
+from audiorepro.specs.schema import distinct_file_names
+from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -314,7 +315,7 @@ def _interval(pair: Any) -> tuple[float, float]:
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     if run.predictions is None:
         return None, None  # saved measurements only
-    if not run.predictions.is_file():
+    if not present(run.predictions):
         return None, f"declared run {run.id}: predictions file {run.predictions.name} is missing"
     try:
         digest = sha256_file(run.predictions)
@@ -355,7 +356,7 @@ def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
     saved: dict[str, Any] = {}
     problems = []
     for split, ref in run.metrics.items():
-        if not ref.path.is_file():
+        if not present(ref.path):
             problems.append(
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
@@ -368,12 +369,12 @@ def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
     if run.config is None:
         return None, None
-    if not run.config.path.is_file():
+    if not present(run.config.path):
         return None, f"declared run {run.id}: config {run.config.path.name} is missing"
     text = read_text(run.config.path, what="a run's config JSON")
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UserError(f"is not valid JSON ({exc})", source=run.config.path) from None
     if not isinstance(doc, dict):
         raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
@@ -408,6 +409,28 @@ def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
             }
         )
     return runs
+
+
+def check_output_names(study: ProbeStudy, runs: list[dict[str, Any]]) -> None:
+    """Target and benchmark names of every run name table files (``target_<name>``,
+    ``saved_target_<name>``, ``public_<name>``): two that slug alike (``a/b``, ``a_b``), in
+    one run or in two, would overwrite each other's tables, and a name over
+    :data:`~audiorepro.core.io.SLUG_MAX` characters cannot name a file. Refused (exit 2)
+    before anything is written, naming both and where each comes from."""
+    kinds: dict[str, list[tuple[str, str]]] = {"a target": [], "a saved target": [], "a bench": []}
+    for i, (run, r) in enumerate(zip(study.runs, runs, strict=True)):
+        if r["report"] is not None and run.predictions is not None:
+            where = f"run[{i}] ({run.predictions.name}): reg_names"
+            kinds["a target"] += [(where, t) for t in r["report"].get("regression", {})]
+        for split, saved in r["saved"].items():
+            where = f"run[{i}] ({run.metrics[split].path.name})"
+            if split == "public":
+                kinds["a bench"] += [(f"{where}: benchmark", str(b)) for b in saved]
+            else:
+                scores = [str(s["score"]) for s in saved.get("per_score", [])]
+                kinds["a saved target"] += [(f"{where}: per_score", name) for name in scores]
+    for what, items in kinds.items():
+        distinct_file_names(items, source=str(study.source), what=f"{what} name")
 
 
 def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
@@ -472,6 +495,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     """Every stage for a probe study; returns whether it passed, and why not."""
     out = Path(out)
     runs = _runs(study)
+    check_output_names(study, runs)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
     failures += completion_problems(study, runs)
     complete = not failures

@@ -18,7 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, write_error
 from audiorepro.specs.records import ManifestRecord, read_record
 
 #: Top-level folders of OUT that no run publishes and none removes.
@@ -107,14 +107,17 @@ def publish(staging: Path, out: Path) -> None:
     written. The previous outputs (checked to be outputs by :func:`check_out`) are removed.
     """
     old = out.parent / f".{out.name}.old"
-    if old.exists():
-        shutil.rmtree(old)
-    if out.exists():
-        for name in KEPT:
-            if (out / name).exists():
-                os.replace(out / name, staging / name)
-        os.replace(out, old)
-    os.replace(staging, out)
+    try:
+        if old.exists():
+            shutil.rmtree(old)
+        if out.exists():
+            for name in KEPT:
+                if (out / name).exists():
+                    os.replace(out / name, staging / name)
+            os.replace(out, old)
+        os.replace(staging, out)
+    except OSError as exc:
+        raise write_error(exc, out) from None
     shutil.rmtree(old, ignore_errors=True)
 
 

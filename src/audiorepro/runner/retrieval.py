@@ -41,7 +41,7 @@ from audiorepro.checks.verify import (
     summarize,
     value_rows,
 )
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 
 #: The numbers every table leads with; each carries a bootstrap interval.
@@ -388,6 +388,8 @@ def load_cell(res: CellResult, cache: Path) -> None:
             # on class prompts) is the cell's problem, said before any metric is computed.
             for profile in res.cell.profiles:
                 check_profile_applies(res.dump, profile)
+    except WriteError:
+        raise  # an output (the cache) that cannot be written stops the run: not a bad cell
     except UserError as exc:
         res.error = str(exc)
         res.dump = None

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.outputs import Outcome
@@ -85,7 +85,10 @@ def run_studies(
         for i in order:
             study, rel = jobs[i]
             target = staging / rel
-            target.mkdir(parents=True, exist_ok=True)
+            try:
+                target.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise write_error(exc, target) from None
             if study.kind == "probe":
                 outcomes[i] = run_probe(study, target)
                 continue
@@ -142,7 +145,7 @@ def verify_output_dir(out: Path) -> Summary:
     the run did not write (each problem is a FAIL row naming it)."""
     out = Path(out)
     for name in ("verification.json", "manifest.json"):
-        if not (out / name).is_file():
+        if not ((out / name).exists() or (out / name).is_symlink()):  # else read_record says
             raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
     top, raw = read_record(out / "verification.json", VerificationRecord)
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)

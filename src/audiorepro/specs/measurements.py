@@ -216,6 +216,6 @@ def load_measurements(path: Path, split: str) -> dict[str, Any]:
     text = read_text(path, what="a saved-measurement JSON file")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise UserError(f"is not valid JSON ({exc})", source=path) from None
     return parse_measurements(data, split, source=str(path))

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import read_text
 from audiorepro.specs.schema import Spec, validate
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="64 lowercase hex digits")]
@@ -103,8 +104,8 @@ class PartRecord(Record):
 
 def read_record(path: Path, model: type[Record]) -> tuple[Record, dict[str, Any]]:
     """A record file: the validated model and the raw document, or a UserError naming it."""
+    text = read_text(path, what="a JSON record")  # a FIFO, a folder or a huge file: refused
     try:
-        text = path.read_text(encoding="utf-8")
         data = json.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot be read ({exc}); expected a JSON record", source=path) from None

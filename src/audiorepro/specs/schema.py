@@ -233,10 +233,26 @@ def validate(model: type[M], data: Any, *, source: str, where: tuple[int | str, 
 def distinct_file_names(items: list[tuple[str, str]], *, source: str, what: str) -> None:
     """Names that become parts of output file names (``(key, name)`` pairs, in file order)
     must give distinct, not too long file names: ``a/b`` and ``a_b`` would write the same
-    tables, and the second would silently overwrite the first."""
+    tables, and the second would silently overwrite the first. A name may repeat (several
+    runs on one corpus); ``.``/``..`` and names with nothing to keep are refused, and no name
+    can leave its folder (:func:`~audiorepro.core.io.slug` replaces every ``/``).
+
+    >>> try:
+    ...     distinct_file_names([("a", "x/y"), ("b", "x/y"), ("c", "x_y")], source="s", what="")
+    ... except UserError as exc:
+    ...     print(exc.key, "names the same files as", str(exc).split(" (")[1].split(")")[0])
+    c names the same files as a
+    """
     seen: dict[str, tuple[str, str]] = {}
     for key, name in items:
         made = slug(name)
+        if made in ("", ".", ".."):
+            # As a folder name ("measurements/<run>/") ".." would write outside its folder.
+            raise UserError(
+                f"is {name!r}; expected {what} with a letter or digit (it names output files)",
+                source=source,
+                key=key,
+            )
         if len(made) > SLUG_MAX:
             raise UserError(
                 f"is {len(name)} characters long; expected {what} of at most {SLUG_MAX}",

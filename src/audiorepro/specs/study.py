@@ -105,9 +105,11 @@ The kinds are declared once, as :class:`RetrievalStudyFile`, :class:`ProbeStudyF
 :class:`ZeroshotStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
 :func:`load_study` checks everything before any work starts: unknown or missing keys, types,
-unknown profile and metric names, duplicate or unknown cell ids, missing files, and every
-dump's SHA-256 against the study's. Each problem is a :class:`~audiorepro.core.errors.UserError`
-naming the file and the key (``cell[2].sha256``).
+unknown profile and metric names, duplicate or unknown cell ids, missing files, every dump's
+SHA-256 against the study's, each extraction's caption file and clips
+(:func:`audiorepro.formats.captions.load_inputs`), and names that would give two outputs the
+same file name (datasets, corpora, run ids). Each problem is a
+:class:`~audiorepro.core.errors.UserError` naming the file and the key (``cell[2].sha256``).
 """
 
 from __future__ import annotations
@@ -123,6 +125,7 @@ from pydantic.config import JsonDict
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_toml, read_text
+from audiorepro.formats.captions import load_inputs
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
@@ -728,10 +731,23 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
 Study = RetrievalStudy | ProbeStudy | ZeroshotStudy
 
 
+def present(path: Path) -> bool:
+    """Whether something is at ``path``: a missing file makes a study incomplete (exit 1), but
+    a folder, a FIFO or a symlink loop there is a wrong input, refused by the reader (exit 2)."""
+    return path.exists() or path.is_symlink()
+
+
 def _path(source: Path, key: str, text: str | None, *, must_exist: bool) -> Path | None:
     if text is None:
         return None
-    path: Path = (source.parent / text).resolve()
+    try:
+        path: Path = (source.parent / text).resolve()
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError for a symlink loop
+        raise UserError(
+            f"{text!r} cannot be resolved (too many levels of symbolic links: a loop)",
+            source=source,
+            key=key,
+        ) from None
     if must_exist and not path.exists():
         raise UserError(f"{text!r} does not exist (looked for {path})", source=source, key=key)
     return path
@@ -802,6 +818,7 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
         for key, value in extraction.settings.items():
             parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
             parse(key, value, source=f"{source}: {at}.settings")
+        _check_inputs(extraction.captions, extraction.audio, strict)
     return Cell(
         id=spec.id,
         model=spec.model,
@@ -811,6 +828,16 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
         extract=extraction,
         profiles=tuple(spec.profiles or ()) or profiles,
     )
+
+
+def _check_inputs(captions: Path | None, audio: Path | None, strict: bool) -> None:
+    """An extraction's captions and clips, checked when the study loads (before any model
+    work): a malformed caption file or clip is exit 2 naming it, not a failure recorded
+    halfway through a run. ``verify`` (not strict) checks the inputs that are here."""
+    if captions is None or audio is None:
+        return
+    if strict or (captions.exists() and audio.exists()):
+        load_inputs(captions, audio)
 
 
 def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
@@ -840,6 +867,8 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
         )
         for i, ir in enumerate(spec.identity)
     )
+    for check in identity:
+        _check_inputs(check.captions, check.audio, strict)
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "retrieval")
         for i, p in enumerate(spec.published)
@@ -865,7 +894,7 @@ def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
     # Like predictions: a missing file is an incomplete study (the runner's exit 1); a file
     # that is there with another hash is a wrong input (exit 2).
     path = _required_path(source, f"{key}.file", ref.file, must_exist=False)
-    if strict and path.is_file() and sha256_file(path) != ref.sha256:
+    if strict and present(path) and sha256_file(path) != ref.sha256:
         raise UserError(
             f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {ref.sha256}",
             source=source,
@@ -888,7 +917,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         if (
             strict
             and predictions is not None
-            and predictions.is_file()
+            and present(predictions)
             and sha256_file(predictions) != r.sha256
         ):
             raise UserError(
@@ -916,6 +945,16 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
                 else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
+    # Corpus names and run ids name output files (classification_<corpus>, the copies under
+    # measurements/<run>/): two that slug alike would overwrite each other.
+    distinct_file_names(
+        [(f"run[{i}].corpus", r.corpus) for i, r in enumerate(runs) if r.corpus is not None],
+        source=str(source),
+        what="a corpus name",
+    )
+    distinct_file_names(
+        [(f"run[{i}].id", r.id) for i, r in enumerate(runs)], source=str(source), what="a run id"
+    )
     published = tuple(
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)

@@ -32,7 +32,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes
+from audiorepro.core.io import atomic_write_bytes, read_text
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.extract import merge
 from audiorepro.runner.cache import (
@@ -114,7 +114,11 @@ def part_finished(part: Part) -> bool:
     record = _record(part.path)
     if not (part.path.is_file() and record.is_file()):
         return False
-    if record.read_text().split()[:1] != [sha256_file(part.path)]:
+    try:  # a record is one line "<sha256>  <name>": anything else is not trusted
+        written = read_text(record, what="a part record", max_bytes=1 << 16).split()[:1]
+    except UserError:
+        return False
+    if written != [sha256_file(part.path)]:
         return False
     try:
         info = json.loads(str(read_npz(part.path, what="a dump part")["part_json"]))
