@@ -24,9 +24,13 @@ def good() -> dict[str, Any]:
     }
 
 
-def with_(**changes: Any) -> Callable[[], dict[str, Any]]:
+def _changed(
+    base: Callable[[], dict[str, Any]], changes: dict[str, Any]
+) -> Callable[[], dict[str, Any]]:
+    """``base()`` with keys replaced, added, or (value None) removed."""
+
     def make() -> dict[str, Any]:
-        d = good()
+        d = base()
         for k, v in changes.items():
             if v is None:
                 del d[k]
@@ -35,6 +39,10 @@ def with_(**changes: Any) -> Callable[[], dict[str, Any]]:
         return d
 
     return make
+
+
+def with_(**changes: Any) -> Callable[[], dict[str, Any]]:
+    return _changed(good, changes)
 
 
 F = np.float32
@@ -175,16 +183,7 @@ def good_rel() -> dict[str, Any]:
 
 
 def rel_with(**changes: Any) -> Callable[[], dict[str, Any]]:
-    def make() -> dict[str, Any]:
-        d = good_rel()
-        for k, v in changes.items():
-            if v is None:
-                del d[k]
-            else:
-                d[k] = v
-        return d
-
-    return make
+    return _changed(good_rel, changes)
 
 
 REL_CASES = [

@@ -19,7 +19,9 @@ for any summation order or FMA, twice that for a re-normalization of both vector
 for the scaling), and a CPU extraction differs from another CPU's by at most a relative
 ``EMBEDDING_REL_TOLERANCE`` per vector (stated, with its measurement, below), which moves a
 score by at most ``2 e s |a| |t|``. A query is *fragile* when one of its relevant items is
-within the sum of two such bounds of another item: only a fragile query's rank can move. So:
+within the sum of two such bounds of another item: only a fragile query's rank can move. This
+holds for any number of relevant items per query in either direction (a class prompt relevant
+to many clips, format version 2): :func:`fragility` takes a relevance matrix. So:
 
 - a per-query value in [0, 1] (``r@k``, ``recall@k``, ``map``, ``mrr``, the peers' ``R@k``,
   ``mAP@10``, ``P_k``, ...) moves by at most ``fragile / queries``;
