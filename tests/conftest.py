@@ -93,7 +93,8 @@ LAYERS = {
         "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
         "test_profiles.py",
         "test_project.py", "test_registry.py", "test_retrieval_definitions.py",
-        "test_retrieval_fuzz.py", "test_schemas.py", "test_study.py", "test_tables.py",
+        "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
+        "test_tables.py",
         "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
     },
     "integration": {

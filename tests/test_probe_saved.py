@@ -192,8 +192,9 @@ def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert 'href="measurements/whisper_tuned_base/test.json"' in report
     assert "CC BY 4.0, tests" in report
-    # The narrative section, in its place, its text escaped (never raw HTML from a file).
-    assert "<h2>Caveats</h2>" in report and "&lt;b&gt;only&lt;/b&gt;" in report
+    # The narrative section, in its place, its Markdown rendered and its raw HTML escaped.
+    assert "<h2>Caveats</h2>" in report and "<em>within</em>" in report
+    assert "&lt;b&gt;only&lt;/b&gt;" in report and "<b>only" not in report
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert {"whisper_tuned_base/test_metrics.json", "probe_legacy_a_linear/test_metrics.json",
             "whisper_tuned_base/config.json", "notes.md"} <= set(manifest["inputs"])  # fmt: skip
