@@ -73,6 +73,9 @@ TASK_METRICS = {
     "events": ("iou/0.5/f1", "event F1 at IoU 0.5", True),
     "vectors": ("mean_cosine", "mean cosine", True),
 }
+#: Task kinds whose values the tables show as percentages (accuracy and F1, as the published
+#: probe report shows them); the bundle keeps fractions.
+PERCENT_KINDS = ("classification", "events")
 REG_COLUMNS = (
     Column("n"),
     Column("mae", False),
@@ -217,12 +220,17 @@ def _tables(
     for place in range(1, width + 1):
         cols += [Column(f"#{place}"), Column(f"#{place} value")]
     rows = []
+    percent = {TASK_METRICS[k][1] for k in PERCENT_KINDS}
     for t in lead:
         arrow = " ↑" if t["higher_is_better"] else " ↓"
-        cells: list[Any] = [t["metric"] + arrow]
+        pct = t["metric"] in percent
+        cells: list[Any] = [t["metric"] + (" (%)" if pct else "") + arrow]
         for place in range(width):
             entry = t["ranking"][place] if place < len(t["ranking"]) else None
-            cells += [entry["model"] if entry else None, entry["value"] if entry else None]
+            cells += [
+                entry["model"] if entry else None,
+                _pct(entry["value"], pct) if entry else None,
+            ]
         rows.append((t["task"], tuple(cells)))
     tables["leaders"] = Table(
         "Task leaders (best run per task by its metric)",
