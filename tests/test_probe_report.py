@@ -474,3 +474,25 @@ def test_published_probe_values_need_the_study(capsys: pytest.CaptureFixture[str
         code = int(exc.code or 0)
     assert code == 2
     assert "give the probe study file as TARGET" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "message"),
+    [
+        ({"hb_dimension": np.arange(8)}, "hb_dimension", "expected str"),
+        ({"hb_dimension": np.array(["joy"] * 7)}, "hb_dimension", "has shape (7,)"),
+        ({"spk_pred__a b": np.ones((2, 2))}, "spk_pred__a b", "is not a prediction-file key"),
+    ],
+)
+def test_malformed_new_prediction_keys_are_one_line(
+    tmp_path: Path,
+    change: dict[str, Any],
+    key: str,
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    preds = tmp_path / "preds.npz"
+    np.savez(preds, **{**_human_arrays(), **change})
+    assert main(["probe-metrics", str(preds)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"key '{key}'" in line and message in line and "preds.npz" in line

@@ -56,6 +56,7 @@ from audiorepro.runner.probe_saved import (
     completion_problems,
     parity,
     parity_table,
+    percent_cell,
     reference_check,
     saved_tables,
     saved_value,
@@ -197,11 +198,6 @@ def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _pct(value: Any, percent: bool) -> Any:
-    """100 x a fraction for a percent column (the bundle keeps the fraction)."""
-    return None if value is None else (100.0 * value if percent else value)
-
-
 def _class_name(index: str, names: tuple[str, ...]) -> str:
     """An event class's name: the study's ``event_classes`` entry, else its index."""
     i = int(index)
@@ -229,7 +225,7 @@ def _tables(
             entry = t["ranking"][place] if place < len(t["ranking"]) else None
             cells += [
                 entry["model"] if entry else None,
-                _pct(entry["value"], pct) if entry else None,
+                percent_cell(entry["value"], pct) if entry else None,
             ]
         rows.append((t["task"], tuple(cells)))
     tables["leaders"] = Table(
@@ -284,7 +280,10 @@ def _tables(
             tuple(
                 (
                     r["model"],
-                    tuple(_pct(_get(r["report"], "classification", f), f != "n") for f in fields),
+                    tuple(
+                        percent_cell(_get(r["report"], "classification", f), f != "n")
+                        for f in fields
+                    ),
                 )
                 for r in group
             ),
@@ -308,7 +307,9 @@ def _tables(
                     (
                         r["model"],
                         tuple(
-                            _pct(_get(r["report"], "events", "iou", threshold, f), f != "matched")
+                            percent_cell(
+                                _get(r["report"], "events", "iou", threshold, f), f != "matched"
+                            )
                             for f in iou_fields
                         ),
                     )
@@ -331,7 +332,9 @@ def _tables(
             tuple(
                 (
                     r["model"],
-                    tuple(_pct(_get(r["report"], "events", f), pct) for f, pct in event_fields),
+                    tuple(
+                        percent_cell(_get(r["report"], "events", f), pct) for f, pct in event_fields
+                    ),
                 )
                 for r in ev_runs
             ),
@@ -342,7 +345,7 @@ def _tables(
                 (
                     _class_name(c, event_classes),
                     v["support"],
-                    _pct(v["oracle_span_accuracy"], True),
+                    percent_cell(v["oracle_span_accuracy"], True),
                 ),
             )
             for r in ev_runs

@@ -145,7 +145,7 @@ def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str
     return out
 
 
-def _pct(value: float | int | None, percent: bool) -> float | int | None:
+def percent_cell(value: float | int | None, percent: bool) -> float | int | None:
     # Percent columns carry 100 x the fraction, so that every rendering shows the module's
     # percentage (with the table's decimals); the fraction stays in the bundle.
     return None if value is None else (100.0 * value if percent else value)
@@ -173,9 +173,9 @@ def saved_tables(
             cells: list[Any] = [
                 t["label"] + (" (%)" if pct else "") + arrow,
                 None if best is None else _label(by_id[best]),
-                _pct(t["best_candidate_value"], pct),
+                percent_cell(t["best_candidate_value"], pct),
             ]
-            cells += [_pct(t["baselines"].get(b), pct) for b in baseline_ids]
+            cells += [percent_cell(t["baselines"].get(b), pct) for b in baseline_ids]
             cells.append(None if win is None else _label(by_id[win]))
             rows.append((t["task"], tuple(cells)))
         tables["task_leaders"] = Table(
@@ -231,12 +231,12 @@ def saved_tables(
             row: list[Any] = [r["attributes"].get(a) for a in attrs]
             row += [
                 x["clips"],
-                _pct(x["frame_f1"], True),
-                *(_pct(loc.get(t, {}).get("f1"), True) for t in IOU),
+                percent_cell(x["frame_f1"], True),
+                *(percent_cell(loc.get(t, {}).get("f1"), True) for t in IOU),
                 x["burst_start_mae_s"],
                 x["burst_end_mae_s"],
-                _pct(x["burst_class_oracle_span_accuracy"], True),
-                _pct(x["burst_matched_event_class_accuracy"], True),
+                percent_cell(x["burst_class_oracle_span_accuracy"], True),
+                percent_cell(x["burst_matched_event_class_accuracy"], True),
             ]
             for name in speakers:
                 vec = x["speaker_cosine"].get(name, {})
@@ -250,7 +250,7 @@ def saved_tables(
             notes=("Compare within a test domain; N is each speaker-vector set's valid count.",),
         )
         class_rows = [
-            (_label(r), (c["name"], c["support"], _pct(c["oracle_span_accuracy"], True)))
+            (_label(r), (c["name"], c["support"], percent_cell(c["oracle_span_accuracy"], True)))
             for r in held
             for c in r["saved"][split]["burst_per_class"]
         ]
@@ -335,7 +335,7 @@ def saved_tables(
                         a,
                         r["saved"][a]["metrics"].get("n"),
                         *(
-                            _pct(r["saved"][a]["metrics"].get(f), True)
+                            percent_cell(r["saved"][a]["metrics"].get(f), True)
                             for f in ("accuracy", "balanced_accuracy", "macro_f1")
                         ),
                     ),
@@ -498,8 +498,8 @@ def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
                         (
                             s,
                             x["clips"],
-                            _pct(x["frame_f1"], True),
-                            _pct(x["burst_localization"].get("0.5", {}).get("f1"), True),
+                            percent_cell(x["frame_f1"], True),
+                            percent_cell(x["burst_localization"].get("0.5", {}).get("f1"), True),
                             x["burst_start_mae_s"],
                             x["burst_end_mae_s"],
                             "; ".join(
