@@ -110,8 +110,10 @@ PROBE_METRICS: dict[str, ProbeMetric] = {
     ),
 }
 #: Metrics whose inputs need more than one array per side (checked against the reference and
-#: hand-computed cases in test_probe_metrics.py) and helpers that compute no metric.
+#: hand-computed cases in test_probe_metrics.py), per-class tables (span_class_support: against
+#: the reference in test_probe_report.py) and helpers that compute no metric.
 NOT_HERE = {
+    "span_class_support",
     "event_scores",
     "detected_span_class_accuracy",
     "group_bootstrap_accuracy_ci",

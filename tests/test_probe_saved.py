@@ -192,8 +192,9 @@ def test_saved_only_study_writes_every_table(tmp_path: Path) -> None:
     report = (tmp_path / "out" / "report.html").read_text()
     assert 'href="measurements/whisper_tuned_base/test.json"' in report
     assert "CC BY 4.0, tests" in report
-    # The narrative section, in its place, its text escaped (never raw HTML from a file).
-    assert "<h2>Caveats</h2>" in report and "&lt;b&gt;only&lt;/b&gt;" in report
+    # The narrative section, in its place, its Markdown rendered and its raw HTML escaped.
+    assert "<h2>Caveats</h2>" in report and "<em>within</em>" in report
+    assert "&lt;b&gt;only&lt;/b&gt;" in report and "<b>only" not in report
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert {"whisper_tuned_base/test_metrics.json", "probe_legacy_a_linear/test_metrics.json",
             "whisper_tuned_base/config.json", "notes.md"} <= set(manifest["inputs"])  # fmt: skip
@@ -308,8 +309,32 @@ def test_demo_parity_proves_every_saved_number(demo_runs: tuple[Path, Path]) -> 
     expected |= {"events/frame_f1", "events/start_mae_s", "events/end_mae_s",
                  "events/oracle_span_class_accuracy", "events/detected_span_class_accuracy",
                  "vectors/mean_cosine", "vectors/n"}  # fmt: skip
+    # The second named speaker-vector set is proved by the predictions' set of that name; the
+    # event classes by their index in the study's event_classes (laugh, cry, sigh).
+    assert set(saved["speaker_cosine"]) == {"timbre", "identity"}
+    expected |= {"speaker_sets/identity/mean_cosine", "speaker_sets/identity/n"}
+    index = {"laugh": 0, "cry": 1, "sigh": 2}
+    expected |= {
+        f"events/classes/{index[c['name']]}/{f}"
+        for c in saved["burst_per_class"]
+        for f in ("support", "oracle_span_accuracy")
+    }
     checked = {c["metric"] for c in parity["cells"] if c["run"] == "clap-mlp/crema-like"}
     assert checked == expected
+    # Adapter files are proved by the run's classification predictions.
+    adapter = {c["metric"] for c in parity["cells"] if c["split"] == "adapter_ravdess"}
+    assert adapter == {f"classification/{f}" for f in ("n", "accuracy", "balanced_accuracy",
+                                                         "macro_f1")}  # fmt: skip
+    # Every prompt and dimension of every cut of a saved public file.
+    human_cells = [c for c in parity["cells"] if c["run"] == "clap-mlp/human"]
+    public = run_human = next(r for r in bundle["runs"] if r["id"] == "clap-mlp/human")
+    cuts = public["saved"]["public"]["emo-like"]
+    prompts = sum(len(v["per_prompt"]) for v in cuts.values() if isinstance(v, dict))
+    dimensions = sum(len(v["per_dimension"]) for v in cuts.values() if isinstance(v, dict))
+    assert prompts == 8 and dimensions == 4  # 4 prompts, 2 dimensions, in 2 cuts
+    assert sum("/per_prompt/" in c["metric"] for c in human_cells) == 3 * prompts
+    assert sum("/per_dimension/" in c["metric"] for c in human_cells) == 4 * dimensions
+    assert run_human["saved"]["public"]["emo-like"]["per_emotion"]  # saved only: not compared
     human = {c["metric"] for c in parity["cells"] if c["run"] == "clap-mlp/human"}
     assert "human/emo-like/min_2_raters/balanced_accuracy_5fold_clip_grouped" in human
     assert {c["run"] for c in parity["reference"]} >= {"clap-mlp/crema-like", "clap-mlp/human"}
@@ -317,7 +342,9 @@ def test_demo_parity_proves_every_saved_number(demo_runs: tuple[Path, Path]) -> 
     assert not any(c["run"].endswith("/legacy") for c in parity["cells"])
     names_out = {p.stem for p in (out / "tables").glob("*.csv")}
     assert {"task_leaders", "families", "burst_speaker", "retention", "completion", "training",
-            "public_emo-like", "adapters", "metric_parity"} <= names_out  # fmt: skip
+            "public_emo-like", "adapters", "metric_parity", "burst_classes", "event_classes",
+            "human_prompts_emo-like", "human_dimensions_emo-like",
+            "public_emo-like_per_emotion"} <= names_out  # fmt: skip
 
 
 def test_tampered_saved_number_fails_first(demo_runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -62,7 +62,10 @@ def test_demo_writes_every_table_kind(probe_demo: tuple[Path, Path]) -> None:
             out / "tables" / f"{stem}.tex"
         ).is_file()
     leaders_md = (out / "tables" / "leaders.md").read_text()
-    assert "normalized MAE ↓" in leaders_md and "balanced accuracy ↑" in leaders_md
+    assert "normalized MAE ↓" in leaders_md and "balanced accuracy (%) ↑" in leaders_md
+    # Accuracy and F1 as percentages, as the published probe report shows them.
+    crema = next(x for x in leaders_md.splitlines() if x.startswith("| classification: crema"))
+    assert "| 77.7778 |" in crema  # clap-mlp: 56/72 (golden/demo/probe.yml)
     # A target nobody annotated is undefined everywhere, never 0.
     assert "| regression: emotion_21 | normalized MAE ↓ | Not recorded / undefined |" in leaders_md
     report = (out / "report.html").read_text()

@@ -55,6 +55,7 @@ def test_every_format_has_a_schema_with_its_id() -> None:
     assert stems == {
         "study",
         "published",
+        "probe-published",
         "registry",
         "metrics",
         "measurements",
@@ -83,11 +84,13 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
 
 def test_the_bundled_files_validate() -> None:
     from audiorepro.models.registry import bundled_registry
+    from audiorepro.specs.probe_published import load_probe_published
     from audiorepro.specs.published import load_published
     from audiorepro.specs.study import load_study
 
     validate(RegistryFile, tomllib.loads(bundled_registry().read_text()), source="bundled")
     assert load_published(GOLDEN / "published" / "clap_retrieval.toml")
+    assert load_probe_published(GOLDEN / "published" / "probe_demo.toml")
     assert load_study(ROOT / "studies" / "clap_retrieval.toml", strict=False).name
 
 

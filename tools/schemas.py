@@ -31,6 +31,8 @@ from audiorepro.runner.outputs import (  # noqa: E402
 )
 from audiorepro.runner.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
+from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
+from audiorepro.specs.probe_published import ProbePublishedFile  # noqa: E402
 from audiorepro.specs.published import SCHEMA as PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.published import PublishedFile  # noqa: E402
 from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
@@ -52,6 +54,11 @@ FORMATS: dict[str, tuple[Any, str]] = {
         f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe or zero-shot study",
     ),
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
+    "probe-published": (
+        ProbePublishedFile,
+        f"audiorepro published probe values ({PROBE_PUBLISHED_SCHEMA}, TOML): checked against "
+        "a probe study's saved measurements",
+    ),
     "registry": (RegistryFile, f"audiorepro checkpoint registry ({REGISTRY_SCHEMA}, TOML)"),
     "metrics": (MetricsReport, f"audiorepro metrics --json ({METRICS_SCHEMA})"),
     "measurements": (

@@ -48,11 +48,13 @@ from audiorepro.models.registry import load_registry, resolve_spec, with_archite
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
+from audiorepro.runner.probe import verify_probe_saved
 from audiorepro.runner.publish import check_out
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
+from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import RetrievalStudy, load_study
+from audiorepro.specs.study import ProbeStudy, RetrievalStudy, load_study
 
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
@@ -236,12 +238,29 @@ def verify(
 
     TARGET is a study file (its published values are recomputed from its dumps) or the output
     folder of `reproduce` (its recorded checks are re-read and every output file is checked
-    against the manifest's hashes); or give --golden FILE with --dumps DIR. Exit 0 only when
-    every value passes; 1 when any fails or cannot be verified here; 2 for bad input.
+    against the manifest's hashes); or give --golden FILE with --dumps DIR. With a published
+    probe values file (audiorepro.probe-published/1), give --golden FILE and the probe STUDY:
+    each value is compared with the study's saved measurements. Exit 0 only when every value
+    passes; 1 when any fails or cannot be verified here; 2 for bad input.
     """
-    if (target is None) == (golden is None):
+    if target is None and golden is None:
         raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
-    if golden is not None:
+    if golden is not None and is_probe_published(golden):
+        # Published probe values: checked against a probe study's saved measurements.
+        if target is None or target.is_dir():
+            raise click.UsageError(
+                f"{golden} holds published probe values: give the probe study file as TARGET"
+            )
+        probe_study = load_study(target, strict=True)
+        if not isinstance(probe_study, ProbeStudy):
+            raise UserError(
+                "is a retrieval study; published probe values need a probe study",
+                source=target,
+            )
+        report = verify_probe_saved(probe_study, load_probe_published(golden), source=golden)
+    elif golden is not None and target is not None:
+        raise click.UsageError("--golden FILE (retrieval values) takes --dumps DIR, not TARGET")
+    elif golden is not None:
         report = verify_published(load_published(golden), dumps_dir)
     elif target is not None and target.is_dir():
         report = verify_output_dir(target)

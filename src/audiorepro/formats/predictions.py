@@ -21,12 +21,16 @@ key                       dtype, shape          meaning
 ``ev_oracle_class``       int [E], optional     class predicted on each reference (oracle) span
 ``spk_pred``, ``spk_ref``  float [S, V], opt.   speaker vectors, predicted and reference
 ``spk_valid``             bool [S], optional    which speaker vectors count
+``spk_pred__<set>``, ...  as above, optional    a named speaker-vector set (``timbre``,
+                                                ``identity``): ``spk_pred__<set>``,
+                                                ``spk_ref__<set>``, ``spk_valid__<set>``
 ``hb_bench``              str [H]               human benchmark of each item
 ``hb_prompt``, ``hb_clip``  str [H]             the item's prompt and clip
 ``hb_score``              float [H]             the model's score for the item
 ``hb_label``              0/1 [H]               the human label (1 = positive)
 ``hb_cut_names``          str [C], optional     named label cuts ("min_2_raters")
 ``hb_cut``                bool [H, C], opt.     which items each named cut keeps
+``hb_dimension``          str [H], optional     the dimension (category) of the item's prompt
 ========================  ====================  ==============================================
 
 Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming file and key.
@@ -34,6 +38,7 @@ Read with ``allow_pickle=False``. Every problem is a :class:`UserError` naming f
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +61,19 @@ OPTIONAL = (
     "reg_train_mean", "cls_group",
     "ev_ref_class", "ev_pred_class", "ev_oracle_class",
     "spk_pred", "spk_ref", "spk_valid",
-    "hb_cut_names", "hb_cut",
+    "hb_cut_names", "hb_cut", "hb_dimension",
 )  # fmt: skip
+#: A named speaker-vector set's keys: ``spk_pred__timbre``; the set name after ``__``.
+SPEAKER_SET = re.compile(r"^spk_(pred|ref|valid)__([A-Za-z0-9._-]{1,64})$")
+
+
+def speaker_sets(arrays: dict[str, npt.NDArray[Any]]) -> list[str]:
+    """The named speaker-vector sets of a prediction file, sorted by name.
+
+    >>> speaker_sets({"spk_pred__timbre": None, "spk_ref__timbre": None, "spk_pred": None})
+    ['timbre']
+    """
+    return sorted({m.group(2) for k in arrays if (m := SPEAKER_SET.match(k))})
 
 
 def load_predictions(path: str | Path) -> dict[str, npt.NDArray[Any]]:
@@ -74,13 +90,13 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
         return UserError(msg, source=source, key=key)
 
     known = {k for keys in SECTIONS.values() for k in keys} | set(OPTIONAL)
-    unknown = sorted(set(arrays) - known)
+    unknown = sorted(k for k in set(arrays) - known if not SPEAKER_SET.match(k))
     if unknown:
         raise fail(
             unknown[0], "is not a prediction-file key (expected: " + ", ".join(sorted(known)) + ")"
         )
     present = [s for s, keys in SECTIONS.items() if any(k in arrays for k in keys)]
-    if not present and "spk_pred" not in arrays:
+    if not present and "spk_pred" not in arrays and not speaker_sets(arrays):
         raise fail(None, "has no regression, classification, event or human-benchmark section")
     for section in present:
         for key in SECTIONS[section]:
@@ -207,32 +223,36 @@ def validate_predictions(arrays: dict[str, npt.NDArray[Any]], *, source: str) ->
                     f"has dtype {cut.dtype} and shape {cut.shape}, expected bool "
                     f"({h[0]}, {names.size})",
                 )
-    for key in ("hb_cut_names", "hb_cut"):
+    if "hb_dimension" in arrays and "human" in present:
+        strings("hb_dimension", arrays["hb_score"].shape)
+    for key in ("hb_cut_names", "hb_cut", "hb_dimension"):
         if key in arrays and "human" not in present:
             raise fail(key, "needs the human-benchmark section (hb_bench, hb_score, ...)")
     for key in ("ev_ref_class", "ev_pred_class", "ev_oracle_class"):
         if key in arrays and "events" not in present:
             raise fail(key, "needs the event section (ev_ref, ev_pred, ...)")
-    spk = [k for k in ("spk_pred", "spk_ref", "spk_valid") if k in arrays]
-    if spk:
-        for key in ("spk_pred", "spk_ref", "spk_valid"):
+    for suffix in ("", *(f"__{name}" for name in speaker_sets(arrays))):
+        pk, rk, vk = (f"spk_{part}{suffix}" for part in ("pred", "ref", "valid"))
+        if not any(k in arrays for k in (pk, rk, vk)):
+            continue
+        for key in (pk, rk, vk):
             if key not in arrays:
                 raise fail(key, "is missing (required by the speaker-vector section)")
-        sp = arrays["spk_pred"]
+        sp = arrays[pk]
         if sp.ndim != 2:
-            raise fail("spk_pred", f"has shape {sp.shape}, expected [S, V]")
-        floats("spk_pred", sp.shape)
-        floats("spk_ref", sp.shape)
-        valid = arrays["spk_valid"]
+            raise fail(pk, f"has shape {sp.shape}, expected [S, V]")
+        floats(pk, sp.shape)
+        floats(rk, sp.shape)
+        valid = arrays[vk]
         if valid.dtype != np.bool_ or valid.shape != (sp.shape[0],):
             raise fail(
-                "spk_valid",
+                vk,
                 f"has dtype {valid.dtype} and shape {valid.shape}, expected bool ({sp.shape[0]},)",
             )
-        zero = (np.linalg.norm(sp, axis=1) == 0) | (np.linalg.norm(arrays["spk_ref"], axis=1) == 0)
+        zero = (np.linalg.norm(sp, axis=1) == 0) | (np.linalg.norm(arrays[rk], axis=1) == 0)
         if bool(np.any(zero & valid)):
             raise fail(
-                "spk_valid",
+                vk,
                 f"marks item {int(np.argmax(zero & valid))} valid, but one "
                 "of its vectors is zero (expected it marked invalid)",
             )

@@ -164,6 +164,33 @@ def span_class_accuracy(ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike
     return int(np.count_nonzero(r == np.asarray(predicted_class, dtype=np.int64))) / r.size
 
 
+def span_class_support(
+    ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike
+) -> dict[int, dict[str, float | int | None]]:
+    """Per reference class: its support and the span class accuracy within it (its recall).
+
+    Formula: for each class c among the reference classes, ``support_c = |{i: ref_i = c}|``
+    and ``accuracy_c = |{i: ref_i = c, predicted_i = c}| / support_c``; classes in ascending
+    index order, only those with support > 0 (a class never referenced has no accuracy).
+    Ties: none (no ranking). The support-weighted mean of ``accuracy_c`` is
+    :func:`span_class_accuracy`.
+
+    >>> span_class_support([2, 0, 2, 2], [2, 1, 0, 2])
+    {0: {'support': 1, 'accuracy': 0.0}, 2: {'support': 3, 'accuracy': 0.6666666666666666}}
+    """
+    r = np.asarray(ref_class, dtype=np.int64)
+    p = np.asarray(predicted_class, dtype=np.int64)
+    out: dict[int, dict[str, float | int | None]] = {}
+    for c in sorted(set(r.tolist())):
+        mine = r == c
+        support = int(np.count_nonzero(mine))
+        out[int(c)] = {
+            "support": support,
+            "accuracy": int(np.count_nonzero(mine & (p == c))) / support,
+        }
+    return out
+
+
 def detected_span_class_accuracy(
     ref: npt.ArrayLike,
     ref_clip: npt.ArrayLike,

@@ -15,13 +15,14 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.hashing import sha256_file
-from audiorepro.formats.predictions import load_predictions
+from audiorepro.formats.predictions import load_predictions, speaker_sets
 from audiorepro.metrics.classification import classification_report
 from audiorepro.metrics.events import (
     detected_span_class_accuracy,
     event_scores,
     frame_f1,
     span_class_accuracy,
+    span_class_support,
 )
 from audiorepro.metrics.probe_human import human_benchmark_report
 from audiorepro.metrics.regression import regression_report
@@ -60,6 +61,13 @@ def probe_report(
             events["oracle_span_class_accuracy"] = span_class_accuracy(
                 arrays["ev_ref_class"], arrays["ev_oracle_class"]
             )
+            # Per class, keyed by the class index (names are the study's, event_classes).
+            events["classes"] = {
+                str(c): {"support": v["support"], "oracle_span_accuracy": v["accuracy"]}
+                for c, v in span_class_support(
+                    arrays["ev_ref_class"], arrays["ev_oracle_class"]
+                ).items()
+            }
         if "ev_ref_class" in arrays and "ev_pred_class" in arrays:
             events["detected_span_class_accuracy"] = detected_span_class_accuracy(
                 arrays["ev_ref"],
@@ -76,6 +84,19 @@ def probe_report(
         out["vectors"] = {
             "n": int(np.count_nonzero(arrays["spk_valid"])),
             "mean_cosine": mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
+        }
+    named = speaker_sets(arrays)
+    if named:
+        out["speaker_sets"] = {
+            name: {
+                "n": int(np.count_nonzero(arrays[f"spk_valid__{name}"])),
+                "mean_cosine": mean_cosine(
+                    arrays[f"spk_pred__{name}"],
+                    arrays[f"spk_ref__{name}"],
+                    arrays[f"spk_valid__{name}"],
+                ),
+            }
+            for name in named
         }
     return out
 
@@ -95,6 +116,7 @@ def human_report(arrays: dict[str, npt.NDArray[Any]]) -> dict[str, Any]:
                 arrays["hb_label"][keep],
                 arrays["hb_prompt"][keep],
                 arrays["hb_clip"][keep],
+                dimensions=arrays["hb_dimension"][keep] if "hb_dimension" in arrays else None,
             )
             for cut, keep in cuts.items()
         }

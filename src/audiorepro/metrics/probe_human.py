@@ -212,19 +212,49 @@ def human_benchmark_report(
     labels: npt.ArrayLike,
     prompts: npt.ArrayLike,
     clips: npt.ArrayLike,
+    *,
+    dimensions: npt.ArrayLike | None = None,
 ) -> dict[str, Any]:
-    """Every human-benchmark number of one label cut (the fields of a saved cut)."""
+    """Every human-benchmark number of one label cut (the fields of a saved cut).
+
+    ``per_prompt``: per prompt (first-seen order) its items ``n``, :func:`per_prompt_spearman`
+    and :func:`oracle_balanced_accuracy` on its items. With ``dimensions`` (the dimension of
+    each item's prompt), ``per_dimension``: per dimension (first-seen order) its items, prompts,
+    and :func:`mean_prompt_spearman` and :func:`oracle_balanced_accuracy_per_prompt` over its
+    prompts alone.
+    """
+    s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels)
-    return {
+    g = np.asarray(prompts)
+    rhos = per_prompt_spearman(s, y, g)
+    out: dict[str, Any] = {
         "n": int(y.size),
-        "prompts": len(set(np.asarray(prompts).tolist())),
+        "prompts": len(set(g.tolist())),
         "positive_rate": float(y.mean()) if y.size else None,
-        "mean_prompt_spearman": mean_prompt_spearman(scores, labels, prompts),
-        "balanced_accuracy_oracle_per_prompt": oracle_balanced_accuracy_per_prompt(
-            scores, labels, prompts
-        ),
-        "balanced_accuracy_oracle_overall": oracle_balanced_accuracy(scores, labels),
-        "balanced_accuracy_5fold_clip_grouped": heldout_threshold_balanced_accuracy(
-            scores, labels, clips
-        ),
+        "mean_prompt_spearman": mean_prompt_spearman(s, y, g),
+        "balanced_accuracy_oracle_per_prompt": oracle_balanced_accuracy_per_prompt(s, y, g),
+        "balanced_accuracy_oracle_overall": oracle_balanced_accuracy(s, y),
+        "balanced_accuracy_5fold_clip_grouped": heldout_threshold_balanced_accuracy(s, y, clips),
+        "per_prompt": {
+            str(g[i[0]]): {
+                "n": int(i.size),
+                "spearman": rhos[str(g[i[0]])],
+                "balanced_accuracy_oracle": oracle_balanced_accuracy(s[i], y[i]),
+            }
+            for i in _by_prompt(g, s.size, "human_benchmark_report")
+        },
     }
+    if dimensions is not None:
+        d = np.asarray(dimensions)
+        out["per_dimension"] = {
+            str(d[i[0]]): {
+                "n": int(i.size),
+                "prompts": len(set(g[i].tolist())),
+                "mean_prompt_spearman": mean_prompt_spearman(s[i], y[i], g[i]),
+                "balanced_accuracy_oracle_per_prompt": oracle_balanced_accuracy_per_prompt(
+                    s[i], y[i], g[i]
+                ),
+            }
+            for i in _by_prompt(d, s.size, "human_benchmark_report")
+        }
+    return out

@@ -147,6 +147,16 @@ def event_counts(
     }
 
 
+def span_class_support(ref_class: Any, predicted_class: Any) -> dict[int, tuple[int, float]]:
+    """Per referenced class: (support, accuracy as an exact fraction), counted one by one."""
+    counts: dict[int, list[int]] = {}
+    for r, p in zip(ref_class, predicted_class, strict=True):
+        hit = counts.setdefault(int(r), [0, 0])
+        hit[0] += 1
+        hit[1] += int(r) == int(p)
+    return {c: (n, float(Fraction(k, n))) for c, (n, k) in sorted(counts.items())}
+
+
 def frame_f1(true: Any, prob: Any) -> float | None:
     tp = fp = fn = 0
     for t, p in zip(true, prob, strict=True):

@@ -453,8 +453,9 @@ def render_probe_report(
     saved = [
         n
         for n in tables
-        if n in ("burst_speaker", "adapters", "retention", "completion", "training")
-        or n.startswith("public_")
+        if n
+        in ("burst_speaker", "burst_classes", "adapters", "retention", "completion", "training")
+        or n.startswith(("public_", "human_prompts_", "human_dimensions_"))
     ]
     skip = {*main, *parity, *targets, *panels, *saved}
     other = [n for n in tables if n not in skip]

@@ -21,7 +21,13 @@ from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
 from audiorepro.synthetic.dumps import fixtures, golden_5cap
-from audiorepro.synthetic.probe import MODELS, TAMPERED, TARGETS, write_probe_fixtures
+from audiorepro.synthetic.probe import (
+    EVENT_CLASSES,
+    MODELS,
+    TAMPERED,
+    TARGETS,
+    write_probe_fixtures,
+)
 
 _STUDY = """\
 schema = "audiorepro.study/1"
@@ -107,6 +113,7 @@ title = "audiorepro demo: a synthetic probe study of three audio encoders"
 _PROBE_TOP = """\
 config_fields = ["stages", "epochs_per_stage", "train_clips", "parameters", "backbone_revision"]
 credits = "Synthetic data made by audiorepro.synthetic.probe: no real audio, labels or weights."
+event_classes = [{event_classes}]
 """
 _PROBE_KEYS = """\
 [families]
@@ -176,7 +183,8 @@ def prepare_probe_demo(work: Path, *, tampered: bool = False) -> Path:
     """
     work = Path(work)
     hashes = write_probe_fixtures(work / "runs")
-    lines = [_PROBE_HEAD + _PROBE_TOP]
+    classes = ", ".join(f'"{c}"' for c in EVENT_CLASSES)
+    lines = [_PROBE_HEAD + _PROBE_TOP.format(event_classes=classes)]
     ids = []
     for run, model, family, _ in MODELS:
         kind = "full fine-tune" if run.startswith("whisper") else "frozen probe"

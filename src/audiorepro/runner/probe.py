@@ -21,19 +21,26 @@ A declared run whose file is missing, or that has fewer regression targets than 
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
+from audiorepro.checks.verify import (
+    NOT_VERIFIED,
+    PASS,
+    Summary,
+    ValueRow,
+    summarize,
+    value_rows,
+)
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
+from audiorepro.render.markdown import markdown_html
 from audiorepro.render.tables import Column, Table, slug, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
@@ -49,11 +56,14 @@ from audiorepro.runner.probe_saved import (
     completion_problems,
     parity,
     parity_table,
+    percent_cell,
     reference_check,
     saved_tables,
+    saved_value,
     task_leaders,
 )
 from audiorepro.specs.measurements import load_measurements
+from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
 
@@ -65,6 +75,9 @@ TASK_METRICS = {
     "events": ("iou/0.5/f1", "event F1 at IoU 0.5", True),
     "vectors": ("mean_cosine", "mean cosine", True),
 }
+#: Task kinds whose values the tables show as percentages (accuracy and F1, as the published
+#: probe report shows them); the bundle keeps fractions.
+PERCENT_KINDS = ("classification", "events")
 REG_COLUMNS = (
     Column("n"),
     Column("mae", False),
@@ -92,7 +105,7 @@ def flatten(report: dict[str, Any]) -> dict[str, float | None]:
         elif node is None or (isinstance(node, int | float) and not isinstance(node, bool)):
             out[prefix] = node
 
-    for section in ("regression", "classification", "events", "vectors", "human"):
+    for section in ("regression", "classification", "events", "vectors", "speaker_sets", "human"):
         if section in report:
             walk(section, report[section])
     return out
@@ -186,8 +199,17 @@ def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _class_name(index: str, names: tuple[str, ...]) -> str:
+    """An event class's name: the study's ``event_classes`` entry, else its index."""
+    i = int(index)
+    return names[i] if i < len(names) else f"class {index}"
+
+
 def _tables(
-    runs: list[dict[str, Any]], lead: list[dict[str, Any]], fam: list[dict[str, Any]]
+    runs: list[dict[str, Any]],
+    lead: list[dict[str, Any]],
+    fam: list[dict[str, Any]],
+    event_classes: tuple[str, ...] = (),
 ) -> dict[str, Table]:
     tables: dict[str, Table] = {}
     width = max((len(t["ranking"]) for t in lead), default=0)
@@ -195,12 +217,17 @@ def _tables(
     for place in range(1, width + 1):
         cols += [Column(f"#{place}"), Column(f"#{place} value")]
     rows = []
+    percent = {TASK_METRICS[k][1] for k in PERCENT_KINDS}
     for t in lead:
         arrow = " ↑" if t["higher_is_better"] else " ↓"
-        cells: list[Any] = [t["metric"] + arrow]
+        pct = t["metric"] in percent
+        cells: list[Any] = [t["metric"] + (" (%)" if pct else "") + arrow]
         for place in range(width):
             entry = t["ranking"][place] if place < len(t["ranking"]) else None
-            cells += [entry["model"] if entry else None, entry["value"] if entry else None]
+            cells += [
+                entry["model"] if entry else None,
+                percent_cell(entry["value"], pct) if entry else None,
+            ]
         rows.append((t["task"], tuple(cells)))
     tables["leaders"] = Table(
         "Task leaders (best run per task by its metric)",
@@ -230,19 +257,21 @@ def _tables(
         )
     for corpus in dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")):
         group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
+        # Accuracy and F1 as percentages, as the published probe report shows them.
+        fields = ("n", "accuracy", "balanced_accuracy", "macro_f1")
         columns = (
             Column("n"),
-            Column("accuracy", True),
-            Column("balanced_accuracy", True),
-            Column("macro_f1", True),
+            Column("accuracy (%)", True),
+            Column("balanced_accuracy (%)", True),
+            Column("macro_f1 (%)", True),
         )
         intervals = tuple(
             tuple(
-                _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"])
-                if c.name == "accuracy"
+                _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"], 100.0)
+                if f == "accuracy"
                 and r["report"]["classification"].get("accuracy_ci95_group_bootstrap")
                 else None
-                for c in columns
+                for f in fields
             )
             for r in group
         )
@@ -250,7 +279,13 @@ def _tables(
             f"Classification, {corpus}",
             columns,
             tuple(
-                (r["model"], tuple(_get(r["report"], "classification", c.name) for c in columns))
+                (
+                    r["model"],
+                    tuple(
+                        percent_cell(_get(r["report"], "classification", f), f != "n")
+                        for f in fields
+                    ),
+                )
                 for r in group
             ),
             notes=("Report: group-bootstrap 95% interval of accuracy (groups resampled, seeded).",),
@@ -258,10 +293,11 @@ def _tables(
         )
     ev_runs = [r for r in runs if _get(r["report"], "events")]
     if ev_runs:
+        iou_fields = ("precision", "recall", "f1", "matched")
         iou_columns = (
-            Column("precision", True),
-            Column("recall", True),
-            Column("f1", True),
+            Column("precision (%)", True),
+            Column("recall (%)", True),
+            Column("f1 (%)", True),
             Column("matched"),
         )
         for threshold in IOU:
@@ -272,28 +308,57 @@ def _tables(
                     (
                         r["model"],
                         tuple(
-                            _get(r["report"], "events", "iou", threshold, c.name)
-                            for c in iou_columns
+                            percent_cell(
+                                _get(r["report"], "events", "iou", threshold, f), f != "matched"
+                            )
+                            for f in iou_fields
                         ),
                     )
                     for r in ev_runs
                 ),
             )
-        event_columns = (
-            Column("frame_f1", True),
-            Column("start_mae_s", False),
-            Column("end_mae_s", False),
-            Column("oracle_span_class_accuracy", True),
-            Column("detected_span_class_accuracy", True),
+        event_fields = (
+            ("frame_f1", True),
+            ("start_mae_s", False),
+            ("end_mae_s", False),
+            ("oracle_span_class_accuracy", True),
+            ("detected_span_class_accuracy", True),
+        )
+        event_columns = tuple(
+            Column(f + (" (%)" if pct else ""), not f.endswith("_s")) for f, pct in event_fields
         )
         tables["events"] = Table(
             "Vocal-burst events: frames, timing, span classes",
             event_columns,
             tuple(
-                (r["model"], tuple(_get(r["report"], "events", c.name) for c in event_columns))
+                (
+                    r["model"],
+                    tuple(
+                        percent_cell(_get(r["report"], "events", f), pct) for f, pct in event_fields
+                    ),
+                )
                 for r in ev_runs
             ),
         )
+        class_rows = [
+            (
+                r["model"],
+                (
+                    _class_name(c, event_classes),
+                    v["support"],
+                    percent_cell(v["oracle_span_accuracy"], True),
+                ),
+            )
+            for r in ev_runs
+            for c, v in (_get(r["report"], "events", "classes") or {}).items()
+        ]
+        if class_rows:
+            tables["event_classes"] = Table(
+                "Vocal-burst classes: support and oracle-span accuracy per class (recomputed)",
+                (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
+                tuple(class_rows),
+                notes=("Support: reference events of the class.",),
+            )
     vec_runs = [r for r in runs if _get(r["report"], "vectors")]
     if vec_runs:
         tables["vectors"] = Table(
@@ -307,9 +372,9 @@ def _tables(
     return tables
 
 
-def _interval(pair: Any) -> tuple[float, float]:
+def _interval(pair: Any, scale: float = 1.0) -> tuple[float, float]:
     low, high = pair
-    return float(low), float(high)
+    return scale * float(low), scale * float(high)
 
 
 def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
@@ -381,10 +446,10 @@ def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     return doc, None
 
 
-def _runs(study: ProbeStudy) -> list[dict[str, Any]]:
+def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
-        report, problem = _load_run(run)
+        report, problem = _load_run(run) if predictions else (None, None)
         saved, missing = _load_saved(run)
         config, config_problem = _load_config(run)
         problems = ([problem] if problem is not None else []) + missing
@@ -440,10 +505,16 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
         if r["report"] is None:
             continue
         recomputed = flatten(r["report"])
-        for split in (study.parity_split, "public"):
+        adapters = [s for s in r["saved"] if s.startswith("adapter")]
+        for split in (study.parity_split, "public", *adapters):
             if split in r["saved"]:
                 cells += parity(
-                    r["id"], split, r["saved"][split], recomputed, study.parity_tolerance
+                    r["id"],
+                    split,
+                    r["saved"][split],
+                    recomputed,
+                    study.parity_tolerance,
+                    study.event_classes,
                 )
     reference: list[ParityCell] = []
     for run, r in zip(study.runs, runs, strict=True):
@@ -464,15 +535,12 @@ def _relative(path: Path, base: Path) -> str:
 
 
 def _narrative(study: ProbeStudy) -> list[tuple[str, str]]:
-    """The study's ``[[section]]`` files as (title, HTML), in the order given.
-
-    Shown as their exact text (escaped, preformatted): rendering Markdown needs a Markdown
-    library among the package's dependencies, which the locks do not hold yet; the text is
-    never dropped."""
+    """The study's ``[[section]]`` files as (title, HTML), in the order given: Markdown
+    rendered with raw HTML disabled (:mod:`audiorepro.render.markdown`)."""
     out = []
     for section in study.sections:
         text = read_text(section.path, what="a Markdown section")
-        out.append((section.title, f'<pre class="narrative">{html.escape(text)}</pre>'))
+        out.append((section.title, f'<div class="narrative">{markdown_html(text)}</div>'))
     return out
 
 
@@ -484,6 +552,40 @@ def _copy_saved(study: ProbeStudy, out: Path) -> None:
             if ref.path.is_file():
                 target = out / "measurements" / slug(run.id) / f"{slug(split)}.json"
                 atomic_write_bytes(target, ref.path.read_bytes())
+
+
+def verify_probe_saved(
+    study: ProbeStudy, published: list[ProbePublished], *, source: Path
+) -> Summary:
+    """``audiorepro verify --golden FILE STUDY`` for a probe study: each published value
+    against the study's saved measurements (not recomputed: the saved files are what the
+    study published from). A value the saved files do not hold, or whose file is missing, is
+    NOT VERIFIED, never a pass."""
+    ids = {r.id for r in study.runs}
+    for i, pub in enumerate(published):
+        if pub.run not in ids:
+            raise UserError(
+                f"names {pub.run!r}, which is not a run of {study.source.name}",
+                source=source,
+                key=f"run[{i}].run",
+            )
+    by_id = {r["id"]: r for r in _runs(study, predictions=False)}
+    rows: list[ValueRow] = []
+    for pub in published:
+        run = by_id[pub.run]
+        found: dict[str, float] = {}
+        for metric in pub.values:
+            value = saved_value(run["saved"], metric, study.families)
+            if value is not None:
+                found[metric] = float(value)
+        reason = run["problem"]
+        for row in value_rows(pub.run, pub.values, pub.tolerance, found, reason, "saved"):
+            if row["status"] == NOT_VERIFIED and row["reason"] and reason is None:
+                row["reason"] = f"the saved measurements hold no {row['metric']}"
+            if pub.provenance is not None:
+                row["provenance"] = pub.provenance
+            rows.append(row)
+    return summarize(rows)
 
 
 def verify_probe(study: ProbeStudy) -> Summary:
@@ -523,7 +625,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         for r in golden["rows"]
         if r["status"] != PASS
     ]
-    tables = _tables(present, lead, fam)
+    tables = _tables(present, lead, fam, study.event_classes)
     tables.update(saved_tables(study, runs, saved_lead))
     if metric_parity["cells"] or metric_parity["reference"]:
         tables["metric_parity"] = parity_table(metric_parity)

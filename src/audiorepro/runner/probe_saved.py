@@ -145,7 +145,7 @@ def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str
     return out
 
 
-def _pct(value: float | int | None, percent: bool) -> float | int | None:
+def percent_cell(value: float | int | None, percent: bool) -> float | int | None:
     # Percent columns carry 100 x the fraction, so that every rendering shows the module's
     # percentage (with the table's decimals); the fraction stays in the bundle.
     return None if value is None else (100.0 * value if percent else value)
@@ -173,9 +173,9 @@ def saved_tables(
             cells: list[Any] = [
                 t["label"] + (" (%)" if pct else "") + arrow,
                 None if best is None else _label(by_id[best]),
-                _pct(t["best_candidate_value"], pct),
+                percent_cell(t["best_candidate_value"], pct),
             ]
-            cells += [_pct(t["baselines"].get(b), pct) for b in baseline_ids]
+            cells += [percent_cell(t["baselines"].get(b), pct) for b in baseline_ids]
             cells.append(None if win is None else _label(by_id[win]))
             rows.append((t["task"], tuple(cells)))
         tables["task_leaders"] = Table(
@@ -231,12 +231,12 @@ def saved_tables(
             row: list[Any] = [r["attributes"].get(a) for a in attrs]
             row += [
                 x["clips"],
-                _pct(x["frame_f1"], True),
-                *(_pct(loc.get(t, {}).get("f1"), True) for t in IOU),
+                percent_cell(x["frame_f1"], True),
+                *(percent_cell(loc.get(t, {}).get("f1"), True) for t in IOU),
                 x["burst_start_mae_s"],
                 x["burst_end_mae_s"],
-                _pct(x["burst_class_oracle_span_accuracy"], True),
-                _pct(x["burst_matched_event_class_accuracy"], True),
+                percent_cell(x["burst_class_oracle_span_accuracy"], True),
+                percent_cell(x["burst_matched_event_class_accuracy"], True),
             ]
             for name in speakers:
                 vec = x["speaker_cosine"].get(name, {})
@@ -249,6 +249,18 @@ def saved_tables(
             tuple(rows),
             notes=("Compare within a test domain; N is each speaker-vector set's valid count.",),
         )
+        class_rows = [
+            (_label(r), (c["name"], c["support"], percent_cell(c["oracle_span_accuracy"], True)))
+            for r in held
+            for c in r["saved"][split]["burst_per_class"]
+        ]
+        if class_rows:
+            tables["burst_classes"] = Table(
+                f"Vocal-burst classes ({split}): support and oracle-span accuracy per class",
+                (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
+                tuple(class_rows),
+                notes=("Support: reference events of the class.",),
+            )
         targets = list(
             dict.fromkeys(s["score"] for r in held for s in r["saved"][split]["per_score"])
         )
@@ -303,21 +315,34 @@ def saved_tables(
             (Column("cut"), *(Column(f, None if f in neutral else f not in lower) for f in fields)),
             tuple((_label(r), (cut, *(v.get(f) for f in fields))) for r, cut, v in cut_rows),
         )
+    for bench in benches:
+        tables.update(_human_tables(public, bench))
     adapters = sorted({s for r in runs for s in r["saved"] if s.startswith("adapter")})
     if adapters:
         tables["adapters"] = Table(
-            "Supervised adapters: accuracy (%)",
-            tuple(Column(f"{a} accuracy (%)", True) for a in adapters),
+            "Supervised adapters: outer-fold accuracy, balanced accuracy, macro F1 (%)",
+            (
+                Column("adapter"),
+                Column("n"),
+                Column("accuracy (%)", True),
+                Column("balanced_accuracy (%)", True),
+                Column("macro_f1 (%)", True),
+            ),
             tuple(
                 (
                     _label(r),
-                    tuple(
-                        _pct(r["saved"].get(a, {}).get("metrics", {}).get("accuracy"), True)
-                        for a in adapters
+                    (
+                        a,
+                        r["saved"][a]["metrics"].get("n"),
+                        *(
+                            percent_cell(r["saved"][a]["metrics"].get(f), True)
+                            for f in ("accuracy", "balanced_accuracy", "macro_f1")
+                        ),
                     ),
                 )
+                for a in adapters
                 for r in runs
-                if any(a in r["saved"] for a in adapters)
+                if a in r["saved"]
             ),
         )
     retention = _retention(runs, split)
@@ -343,6 +368,91 @@ def saved_tables(
                 tuple((path, (value,)) for path, value in _numbers(doc)),
                 row_header="measurement",
             )
+    return tables
+
+
+def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
+    """A public benchmark's per-prompt and per-dimension tables (every label cut's rows, the
+    cut named in a column) and each per-category list (``per_emotion``) as its own table."""
+    tables: dict[str, Table] = {}
+    cuts = [
+        (r, cut, value)
+        for r in public
+        for cut, value in r["saved"]["public"].get(bench, {}).items()
+        if isinstance(value, dict)
+    ]
+    prompts = [
+        (_label(r), (cut, p["prompt"], p["n"], p["spearman"], p["balanced_accuracy_oracle"]))
+        for r, cut, value in cuts
+        for p in value["per_prompt"]
+    ]
+    if prompts:
+        tables[f"human_prompts_{slug(bench)}"] = Table(
+            f"{bench}: every prompt, per label cut",
+            (
+                Column("cut"),
+                Column("prompt"),
+                Column("n"),
+                Column("spearman", True),
+                Column("balanced_accuracy_oracle", True),
+            ),
+            tuple(prompts),
+            notes=("Oracle balanced accuracy: the best threshold on the prompt's own labels.",),
+        )
+    dims = [
+        (
+            _label(r),
+            (
+                cut,
+                d["dimension"],
+                d["n"],
+                d["prompts"],
+                d["mean_prompt_spearman"],
+                d["balanced_accuracy_oracle_per_prompt"],
+            ),
+        )
+        for r, cut, value in cuts
+        for d in value["per_dimension"]
+    ]
+    if dims:
+        tables[f"human_dimensions_{slug(bench)}"] = Table(
+            f"{bench}: every dimension, per label cut",
+            (
+                Column("cut"),
+                Column("dimension"),
+                Column("n"),
+                Column("prompts"),
+                Column("mean_prompt_spearman", True),
+                Column("balanced_accuracy_oracle_per_prompt", True),
+            ),
+            tuple(dims),
+        )
+    lists = list(
+        dict.fromkeys(
+            key
+            for r in public
+            for key, value in r["saved"]["public"].get(bench, {}).items()
+            if isinstance(value, list)
+        )
+    )
+    fields = ("n", "mae", "rmse", "pearson", "spearman")
+    for key in lists:
+        tables[f"public_{slug(bench)}_{slug(key)}"] = Table(
+            f"{bench}: {key.removeprefix('per_')} categories",
+            (
+                Column("category"),
+                Column("n"),
+                Column("mae", False),
+                Column("rmse", False),
+                Column("pearson", True),
+                Column("spearman", True),
+            ),
+            tuple(
+                (_label(r), (c["category"], *(c[f] for f in fields)))
+                for r in public
+                for c in r["saved"]["public"].get(bench, {}).get(key, [])
+            ),
+        )
     return tables
 
 
@@ -388,8 +498,8 @@ def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
                         (
                             s,
                             x["clips"],
-                            _pct(x["frame_f1"], True),
-                            _pct(x["burst_localization"].get("0.5", {}).get("f1"), True),
+                            percent_cell(x["frame_f1"], True),
+                            percent_cell(x["burst_localization"].get("0.5", {}).get("f1"), True),
                             x["burst_start_mae_s"],
                             x["burst_end_mae_s"],
                             "; ".join(
@@ -479,26 +589,91 @@ def _numbers(doc: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def _exact(path: str) -> bool:
     """Counts are compared exactly."""
-    return path.endswith(("/n", "/matched", "/prompts"))
+    return path.endswith(("/n", "/matched", "/prompts", "/support"))
+
+
+#: saved adapter metric -> recomputed classification path (the adapter's outer-fold result
+#: is the classification section of the run's predictions)
+ADAPTER_PARITY = ("n", "accuracy", "balanced_accuracy", "macro_f1")
+
+
+def _human_pairs(saved: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...,
+    each prompt as .../per_prompt/<prompt>/<field>, each dimension as
+    .../per_dimension/<dimension>/<field>."""
+    pairs: list[tuple[str, Any]] = []
+    for bench, cuts in saved.items():
+        for cut, value in cuts.items():
+            if not isinstance(value, dict):
+                continue  # a per-category list (per_emotion): the predictions have none
+            at = f"human/{bench}/{cut}"
+            for field, number in value.items():
+                if field not in ("per_prompt", "per_dimension"):
+                    pairs.append((f"{at}/{field}", number))
+            for p in value.get("per_prompt", []):
+                pairs += [
+                    (f"{at}/per_prompt/{p['prompt']}/{f}", p.get(f))
+                    for f in ("n", "spearman", "balanced_accuracy_oracle")
+                ]
+            for d in value.get("per_dimension", []):
+                pairs += [
+                    (f"{at}/per_dimension/{d['dimension']}/{f}", d.get(f))
+                    for f in (
+                        "n",
+                        "prompts",
+                        "mean_prompt_spearman",
+                        "balanced_accuracy_oracle_per_prompt",
+                    )
+                ]
+    return pairs
+
+
+def _speaker_pairs(vectors: dict[str, Any], recomputed: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each saved speaker-vector set against the predictions' set of the same name
+    (``spk_*__<set>``); the predictions' unnamed set (``spk_pred``) stands for the one saved
+    set left when exactly one is (the saved file alone cannot say which set it is otherwise)."""
+    pairs: list[tuple[str, Any]] = []
+    left = []
+    for name, vec in vectors.items():
+        if f"speaker_sets/{name}/n" in recomputed:
+            pairs += [
+                (f"speaker_sets/{name}/mean_cosine", vec.get("mean")),
+                (f"speaker_sets/{name}/n", vec.get("n")),
+            ]
+        else:
+            left.append(vec)
+    if len(left) == 1:
+        (vec,) = left
+        pairs += [("vectors/mean_cosine", vec.get("mean")), ("vectors/n", vec.get("n"))]
+    return pairs
+
+
+def _class_index(name: str, event_classes: tuple[str, ...]) -> str | None:
+    """A saved event class's index in the predictions: its place in the study's
+    ``event_classes``, or the name itself when it is an index; None when neither."""
+    if name in event_classes:
+        return str(event_classes.index(name))
+    return name if name.isdigit() and not event_classes else None
 
 
 def parity(
-    run_id: str, split: str, saved: dict[str, Any], recomputed: dict[str, Any], tolerance: float
+    run_id: str,
+    split: str,
+    saved: dict[str, Any],
+    recomputed: dict[str, Any],
+    tolerance: float,
+    event_classes: tuple[str, ...] = (),
 ) -> list[ParityCell]:
     """Each saved number of ``split`` that the predictions also give, against the recomputed
     one. Counts must match exactly; a saved number the predictions leave undefined fails; a
     saved null (not recorded) is not compared."""
     pairs: list[tuple[str, Any]] = []
     if split == "public":
-        # Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...
-        for bench, cuts in saved.items():
-            for cut, value in cuts.items():
-                if isinstance(value, dict):
-                    pairs += [
-                        (f"human/{bench}/{cut}/{field}", number)
-                        for field, number in value.items()
-                        if field != "per_prompt"
-                    ]
+        pairs = _human_pairs(saved)
+        saved = {}
+    elif split.startswith("adapter"):
+        metrics = saved.get("metrics", {})
+        pairs = [(f"classification/{f}", metrics.get(f)) for f in ADAPTER_PARITY]
         saved = {}
     for s in saved.get("per_score", []):
         for field, target in SCORE_PARITY.items():
@@ -508,12 +683,14 @@ def parity(
     for level, loc in saved.get("burst_localization", {}).items():
         for field in ("precision", "recall", "f1", "matched"):
             pairs.append((f"events/iou/{level}/{field}", loc.get(field)))
-    vectors = saved.get("speaker_cosine", {})
-    if len(vectors) == 1:
-        # A prediction file holds one speaker-vector set; with several named sets the saved
-        # file does not say which one the predictions are.
-        (vec,) = vectors.values()
-        pairs += [("vectors/mean_cosine", vec.get("mean")), ("vectors/n", vec.get("n"))]
+    for c in saved.get("burst_per_class", []):
+        index = _class_index(c["name"], event_classes)
+        if index is not None:
+            pairs += [
+                (f"events/classes/{index}/support", c.get("support")),
+                (f"events/classes/{index}/oracle_span_accuracy", c.get("oracle_span_accuracy")),
+            ]
+    pairs += _speaker_pairs(saved.get("speaker_cosine", {}), recomputed)
     cells: list[ParityCell] = []
     for path, value in pairs:
         if path not in recomputed or value is None:
@@ -594,6 +771,33 @@ def reference_check(
                 ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
             )
         )
+    for name, got_set in report.get("speaker_sets", {}).items():
+        pairs.append(
+            (
+                f"speaker_sets/{name}/mean_cosine",
+                got_set["mean_cosine"],
+                ref.mean_cosine(
+                    arrays[f"spk_pred__{name}"],
+                    arrays[f"spk_ref__{name}"],
+                    arrays[f"spk_valid__{name}"],
+                ),
+            )
+        )
+    if "classes" in report.get("events", {}):
+        expect_classes = ref.span_class_support(arrays["ev_ref_class"], arrays["ev_oracle_class"])
+        got_classes = report["events"]["classes"]
+        if sorted(got_classes) != sorted(str(c) for c in expect_classes):
+            pairs.append(("events/classes", len(got_classes), len(expect_classes)))
+        for c, (support, accuracy) in expect_classes.items():
+            got_c = got_classes.get(str(c), {})
+            pairs += [
+                (f"events/classes/{c}/support", got_c.get("support"), support),
+                (
+                    f"events/classes/{c}/oracle_span_accuracy",
+                    got_c.get("oracle_span_accuracy"),
+                    accuracy,
+                ),
+            ]
     if "hb_score" in arrays:
         bench = arrays["hb_bench"]
         names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
@@ -605,6 +809,10 @@ def reference_check(
                 g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
                 got = report["human"][b][cut]
                 at = f"human/{b}/{cut}"
+                pairs += _reference_prompts(at, got, s, y, g)
+                if "hb_dimension" in arrays:
+                    dims = arrays["hb_dimension"][keep].tolist()
+                    pairs += _reference_dimensions(at, got, s, y, g, dims)
                 pairs += [
                     (
                         f"{at}/mean_prompt_spearman",
@@ -647,6 +855,59 @@ def reference_check(
             }
         )
     return cells
+
+
+def _subset(keep: list[int], *columns: list[Any]) -> list[list[Any]]:
+    return [[col[i] for i in keep] for col in columns]
+
+
+def _reference_prompts(
+    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any]
+) -> list[tuple[str, Any, Any]]:
+    """Each prompt's n, Spearman and oracle balanced accuracy against the reference."""
+    pairs: list[tuple[str, Any, Any]] = []
+    for prompt in dict.fromkeys(g):
+        keep = [i for i, p in enumerate(g) if p == prompt]
+        ps, py = _subset(keep, s, y)
+        mine = got["per_prompt"].get(str(prompt), {})
+        base = f"{at}/per_prompt/{prompt}"
+        pairs += [
+            (f"{base}/n", mine.get("n"), len(keep)),
+            (f"{base}/spearman", mine.get("spearman"), ref.spearman(ps, py)),
+            (
+                f"{base}/balanced_accuracy_oracle",
+                mine.get("balanced_accuracy_oracle"),
+                ref.oracle_balanced_accuracy(ps, py),
+            ),
+        ]
+    return pairs
+
+
+def _reference_dimensions(
+    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], dims: list[Any]
+) -> list[tuple[str, Any, Any]]:
+    """Each dimension's numbers (its prompts alone) against the reference."""
+    pairs: list[tuple[str, Any, Any]] = []
+    for dim in dict.fromkeys(dims):
+        keep = [i for i, d in enumerate(dims) if d == dim]
+        ds, dy, dg = _subset(keep, s, y, g)
+        mine = got.get("per_dimension", {}).get(str(dim), {})
+        base = f"{at}/per_dimension/{dim}"
+        pairs += [
+            (f"{base}/n", mine.get("n"), len(keep)),
+            (f"{base}/prompts", mine.get("prompts"), len(set(dg))),
+            (
+                f"{base}/mean_prompt_spearman",
+                mine.get("mean_prompt_spearman"),
+                ref.mean_prompt_spearman(ds, dy, dg),
+            ),
+            (
+                f"{base}/balanced_accuracy_oracle_per_prompt",
+                mine.get("balanced_accuracy_oracle_per_prompt"),
+                ref.oracle_balanced_accuracy_per_prompt(ds, dy, dg),
+            ),
+        ]
+    return pairs
 
 
 def parity_table(metric_parity: MetricParity) -> Table:

@@ -63,6 +63,14 @@ class Localization(Spec):
     matched: Count = None
 
 
+class EventClassMetrics(Spec):
+    """One event class: its reference events and the oracle-span accuracy within them."""
+
+    name: str = Field(description="the class's name")
+    support: Count = None
+    oracle_span_accuracy: Value = None
+
+
 class HeldOutFile(Spec):
     """Held-out measurements of a run's own targets (``test_metrics.json`` and the like)."""
 
@@ -75,7 +83,9 @@ class HeldOutFile(Spec):
         default_factory=dict, description="a table of set name -> {mean, n}"
     )
     burst_localization: dict[str, Localization] = Field(
-        default_factory=dict, description="a table of IoU threshold -> {precision, recall, ...}"
+        default_factory=dict,
+        description="a table of IoU threshold -> {precision, recall, ...}",
+        json_schema_extra={"propertyNames": {"enum": list(IOU_LEVELS)}},
     )
     frame_f1: Value = None
     cps_raw_mae: Value = None
@@ -85,6 +95,9 @@ class HeldOutFile(Spec):
     burst_matched_event_class_n: Count = None
     burst_start_mae_s: Value = None
     burst_end_mae_s: Value = None
+    burst_per_class: list[EventClassMetrics] = Field(
+        default_factory=list, description="a list of {name, support, oracle_span_accuracy}"
+    )
 
     @model_validator(mode="after")
     def _unique_scores(self) -> HeldOutFile:
@@ -93,6 +106,11 @@ class HeldOutFile(Spec):
             if s.score in seen:
                 raise KeyProblem(("per_score", i, "score"), f"repeats score {s.score!r}")
             seen.add(s.score)
+        names: set[str] = set()
+        for i, c in enumerate(self.burst_per_class):
+            if c.name in names:
+                raise KeyProblem(("burst_per_class", i, "name"), f"repeats class {c.name!r}")
+            names.add(c.name)
         for level in self.burst_localization:
             if level not in IOU_LEVELS:
                 raise KeyProblem(
@@ -109,6 +127,16 @@ class PromptMetrics(Spec):
     n: Count = None
     spearman: Value = None
     balanced_accuracy_oracle: Value = None
+
+
+class DimensionMetrics(Spec):
+    """One dimension (category) of a human benchmark: its prompts together."""
+
+    dimension: str = Field(description="the dimension's name")
+    n: Count = None
+    prompts: Count = None
+    mean_prompt_spearman: Value = None
+    balanced_accuracy_oracle_per_prompt: Value = None
 
 
 class CutMetrics(Spec):
@@ -128,6 +156,9 @@ class CutMetrics(Spec):
     per_prompt: list[PromptMetrics] = Field(
         default_factory=list, description="a list of {prompt, n, spearman, ...} tables"
     )
+    per_dimension: list[DimensionMetrics] = Field(
+        default_factory=list, description="a list of {dimension, n, prompts, ...} tables"
+    )
 
 
 class CategoryMetrics(Spec):
@@ -141,8 +172,22 @@ class CategoryMetrics(Spec):
     spearman: Value = None
 
 
+def _per_keys_are_lists(schema: dict[str, Any]) -> None:
+    # The loader's rule (:func:`_public`): a key starting with ``per_`` holds a per-category
+    # list, every other key a cut's numbers.
+    cut, categories = schema["additionalProperties"]["anyOf"]
+    schema["patternProperties"] = {"^per_": categories}
+    schema["additionalProperties"] = cut
+
+
 #: benchmark -> cut name -> its numbers, or a per-category list (a key starting with ``per_``)
-PublicFile = dict[str, dict[str, CutMetrics | list[CategoryMetrics]]]
+PublicFile = dict[
+    str,
+    Annotated[
+        dict[str, CutMetrics | list[CategoryMetrics]],
+        Field(json_schema_extra=_per_keys_are_lists),
+    ],
+]
 
 
 class AdapterMetrics(Spec):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
 from audiorepro.core.hashing import PLACEHOLDER
@@ -83,8 +83,28 @@ def canonical_metric_problem(metric: str) -> str | None:
     )
 
 
+def _profile_names_schema() -> JsonDict:
+    """The metric names each profile allows, as JSON Schema ``if``/``then`` per profile: the
+    same rule as :func:`profile_metric_problem` (laion-clap's names are its own keys)."""
+    names: dict[str, list[str]] = {
+        "canonical": [f"{d}/{m}" for d in DIRECTIONS for m in METRICS],
+        **{p: list(v) for p, v in PROFILE_METRICS.items()},
+    }
+    return {
+        "allOf": [
+            {
+                "if": {"properties": {"profile": {"const": p}}, "required": ["profile"]},
+                "then": {"properties": {"values": {"propertyNames": {"enum": list(v)}}}},
+            }
+            for p, v in names.items()
+        ]
+    }
+
+
 class PublishedCellSpec(Spec):
     """Published values of one dump, with the profile and tie policy they were computed under."""
+
+    model_config = ConfigDict(json_schema_extra=_profile_names_schema())
 
     dump: str = Field(description="the dump's file name (in --dumps)")
     model: str | None = Field(None, description="the model's name")

@@ -39,6 +39,7 @@ both; its published values are named by their path in the probe report
     kind = "probe"
     credits = "Study code: CC BY 4.0 ..."     # optional: the credits and licence line
     config_fields = ["epochs", "parameters", "backbone_revision"]  # training/provenance table
+    event_classes = ["laugh", "cry", "sigh"]  # optional: event class names by class index
     parity = { split = "test", tolerance = 1e-6 }   # optional: saved split the predictions give
 
     [families]                          # family name -> target-name prefix
@@ -119,7 +120,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
@@ -263,6 +264,17 @@ class FileRef(Spec):
 class RunSpec(Spec):
     """One probe run: its prediction file and/or its saved measurements, and its attributes."""
 
+    # The rules ProbeStudyFile._something_to_read checks, for the JSON Schema.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "dependentRequired": {"predictions": ["sha256"], "sha256": ["predictions"]},
+            "anyOf": [
+                {"required": ["predictions"]},
+                {"required": ["metrics"], "properties": {"metrics": {"minProperties": 1}}},
+            ],
+        }
+    )
+
     id: str = Field(description="a unique run id")
     model: str = Field(description="the model's name (the table row)")
     family: str | None = Field(None, description="the model family (default: the model)")
@@ -369,6 +381,11 @@ class ProbeStudyFile(_StudyFile):
     completion: CompletionSpec | None = Field(None, description="a table {runs, targets}")
     parity: ParitySpec = Field(default_factory=ParitySpec, description="a table")
     credits: str | None = Field(None, description="the credits and licence line")
+    event_classes: list[str] = Field(
+        default_factory=list,
+        description="a list of event class names, by class index (the predictions' ev_*_class)",
+        json_schema_extra={"uniqueItems": True},
+    )
     config_fields: list[str] = Field(
         default_factory=list,
         description="a list of [run.config] fields for the training and provenance table",
@@ -390,6 +407,9 @@ class ProbeStudyFile(_StudyFile):
                     "is missing; a run needs predictions or saved measurements "
                     "([run.metrics.<split>])",
                 )
+        for i, name in enumerate(self.event_classes):
+            if name in self.event_classes[:i]:
+                raise KeyProblem(("event_classes", i), f"repeats class {name!r}")
         return self
 
     @model_validator(mode="before")
@@ -543,6 +563,7 @@ class ProbeStudy:
     parity_tolerance: float = 1e-6
     credits: str | None = None
     config_fields: tuple[str, ...] = ()
+    event_classes: tuple[str, ...] = ()
 
 
 # --- zero-shot classification studies -------------------------------------------------------
@@ -1015,6 +1036,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
         config_fields=tuple(spec.config_fields),
+        event_classes=tuple(spec.event_classes),
     )
 
 

@@ -121,7 +121,20 @@ def _vectors(noise: float, name: str) -> dict[str, npt.NDArray[Any]]:
     pred = ref + rng.standard_normal((30, 16)) * noise
     valid = np.ones(30, dtype=bool)
     valid[[3, 17]] = False
-    return {"spk_ref": ref, "spk_pred": pred, "spk_valid": valid}
+    # A second, named set (identity vectors of another width, fewer valid clips): drawn after
+    # the first so that the unnamed set's values are those of the files before it existed.
+    ident_ref = truth_rng.standard_normal((30, 24))
+    ident_pred = ident_ref + rng.standard_normal((30, 24)) * noise * 1.3
+    ident_valid = np.ones(30, dtype=bool)
+    ident_valid[[0, 3, 11, 17, 29]] = False
+    return {
+        "spk_ref": ref,
+        "spk_pred": pred,
+        "spk_valid": valid,
+        "spk_ref__identity": ident_ref,
+        "spk_pred__identity": ident_pred,
+        "spk_valid__identity": ident_valid,
+    }
 
 
 def probe_fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
@@ -158,13 +171,20 @@ def write_probe_fixtures(out: Path) -> dict[str, str]:
 # --- human benchmark and saved measurements (issue 16) -------------------------------------
 
 HUMAN_CUT = "min_2_raters"
+#: The human benchmark's dimensions: prompts 0 and 1 ask about the first, 2 and 3 the second.
+DIMENSIONS = ("joy", "calm")
+#: Event class names by class index (the study's ``event_classes``).
+EVENT_CLASSES = ("laugh", "cry", "sigh")
 #: The demo's narrative section (``[[section]]``): what a study writes beside its tables.
 NOTES = """\
-## Reading these tables
-
 Legacy rows were measured on *held-out A*, tuned rows on *held-out B*: compare within a
 domain. The `p3` selection is identical before and after tuning, so the retention table is the
-one place where one model's phases meet on the same clips. Every number is synthetic.
+one place where one model's phases meet on the same clips.
+
+- Human-benchmark cuts (`all`, `min_2_raters`) are separate rows of every human table.
+- Event classes are named by the study (`event_classes`); support counts reference events.
+
+Every number is synthetic.
 """
 #: The saved value the failing fixture changes: (run, split file, target, field, offset).
 TAMPERED = ("clap-mlp/crema-like", "test", "valence", "raw_mae", 0.001)
@@ -189,6 +209,7 @@ def _human(noise: float, name: str) -> dict[str, npt.NDArray[Any]]:
         "hb_label": label,
         "hb_cut_names": np.asarray([HUMAN_CUT]),
         "hb_cut": (raters >= 2).reshape(n, 1),
+        "hb_dimension": np.asarray([DIMENSIONS[(i // clips) // 2] for i in range(n)]),
     }
 
 
@@ -216,7 +237,11 @@ def _saved_from_report(report: dict[str, Any]) -> dict[str, Any]:
             for name, v in report["regression"].items()
         ],
         "speaker_cosine": {
-            "timbre": {"mean": report["vectors"]["mean_cosine"], "n": report["vectors"]["n"]}
+            "timbre": {"mean": report["vectors"]["mean_cosine"], "n": report["vectors"]["n"]},
+            **{
+                name: {"mean": v["mean_cosine"], "n": v["n"]}
+                for name, v in report["speaker_sets"].items()
+            },
         },
         "burst_localization": {
             t: {k: ev["iou"][t][k] for k in ("precision", "recall", "f1", "matched")}
@@ -228,7 +253,40 @@ def _saved_from_report(report: dict[str, Any]) -> dict[str, Any]:
         "burst_matched_event_class_accuracy": ev["detected_span_class_accuracy"],
         "burst_start_mae_s": ev["start_mae_s"],
         "burst_end_mae_s": ev["end_mae_s"],
+        "burst_per_class": [
+            {
+                "name": EVENT_CLASSES[int(c)],
+                "support": v["support"],
+                "oracle_span_accuracy": v["oracle_span_accuracy"],
+            }
+            for c, v in ev["classes"].items()
+        ],
     }
+
+
+def _saved_public(human: dict[str, Any], noise: float, name: str) -> dict[str, Any]:
+    """The public-benchmark file a study's scoring code would have saved: each cut's numbers
+    with its prompts and dimensions as lists, and a saved-only per-category list."""
+    rng = _rng(name, "public")
+    out: dict[str, Any] = {}
+    for bench, cuts in human.items():
+        out[bench] = {
+            cut: {
+                **{k: v for k, v in numbers.items() if k not in ("per_prompt", "per_dimension")},
+                "per_prompt": [{"prompt": p, **v} for p, v in numbers["per_prompt"].items()],
+                "per_dimension": [
+                    {"dimension": d, **v} for d, v in numbers["per_dimension"].items()
+                ],
+            }
+            for cut, numbers in cuts.items()
+        }
+        out[bench]["per_emotion"] = [
+            {"category": c, "n": 60, "mae": round(0.5 + noise * 0.5 + float(rng.random()) * 0.1, 4),
+             "rmse": round(0.7 + noise * 0.5 + float(rng.random()) * 0.1, 4),
+             "pearson": round(0.9 - noise * 0.5, 4), "spearman": round(0.88 - noise * 0.5, 4)}
+            for c in DIMENSIONS
+        ]  # fmt: skip
+    return out
 
 
 def _saved_legacy(noise: float, name: str, split: str) -> dict[str, Any]:
@@ -274,6 +332,10 @@ def _saved_legacy(noise: float, name: str, split: str) -> dict[str, Any]:
         "burst_matched_event_class_n": 40,
         "burst_start_mae_s": r(0.02 + noise * 0.05),
         "burst_end_mae_s": r(0.03 + noise * 0.05),
+        "burst_per_class": [
+            {"name": c, "support": 16, "oracle_span_accuracy": r(0.9 - noise * 0.3 - k * 0.05)}
+            for k, c in enumerate(EVENT_CLASSES)
+        ],
     }
 
 
@@ -306,7 +368,7 @@ def saved_fixtures() -> dict[str, Any]:
             "classes": [f"class_{c}" for c in range(CORPORA["ravdess-like"])],
         }  # fmt: skip
         hum = probe_report(human[f"{run}__human.npz"], source="", sha256=None)
-        files[f"{run}__human__public.json"] = hum["human"]
+        files[f"{run}__human__public.json"] = _saved_public(hum["human"], noise, run)
     run, split, target, field, offset = TAMPERED
     tampered = json.loads(json.dumps(files[f"{run.replace('/', '__')}__{split}.json"]))
     hit = next(s for s in tampered["per_score"] if s["score"] == target)
