@@ -1445,3 +1445,25 @@ def test_the_valid_esc50_csv_passes(tmp_path: Path) -> None:
     path = tmp_path / "esc50.csv"
     path.write_text(_ESC50_VALID)
     assert read_esc50_csv(path).classes == ("dog", "chirping birds")
+
+
+@pytest.mark.parametrize("command", sorted(ESC50_COMMANDS))
+@pytest.mark.parametrize("clip", ["empty", "text"])
+def test_an_undecodable_esc50_clip_is_one_line_before_any_model(
+    tmp_path: Path, command: str, clip: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audio of a zero-shot study is checked clip by clip from its header when the study
+    loads, as for caption-file studies (it was a NOT VERIFIED cell, exit 1, outputs written)."""
+    import soundfile
+
+    folder = _fresh(tmp_path / "in")
+    work = _fresh(tmp_path / "work")
+    (folder / "esc50.csv").write_text(_ESC50_VALID)
+    study = _zeroshot_study(folder)
+    soundfile.write(folder / "audio" / "1-100-A-0.wav", np.zeros(4410, np.float32), 44100)
+    (folder / "audio" / "1-200-A-1.wav").write_bytes(b"" if clip == "empty" else b"not audio\n")
+    cmd = ESC50_COMMANDS[command]
+    code, err = _run(cmd.argv(study, work), capsys)
+    assert code == 2, err
+    _one_line(err, "1-200-A-1.wav", "decoded")
+    assert not any(p.exists() for p in cmd.outputs(work))
