@@ -1467,3 +1467,15 @@ def test_an_undecodable_esc50_clip_is_one_line_before_any_model(
     assert code == 2, err
     _one_line(err, "1-200-A-1.wav", "decoded")
     assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def test_a_bootstrap_table_in_a_zeroshot_study_is_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zero-shot run computes no bootstrap intervals; the table was accepted and silently
+    ignored, so a user asking for intervals got none without a word."""
+    study = _zeroshot_study(tmp_path)
+    study.write_text(study.read_text().replace('name = "z"\n', 'name = "z"\nbootstrap = {}\n'))
+    code, err = _run(["verify", str(study)], capsys)
+    assert code == 2, err
+    _one_line(err, "zeroshot.toml", "'bootstrap'")

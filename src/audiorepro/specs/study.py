@@ -603,6 +603,18 @@ class ZeroshotStudyFile(_StudyFile):
         default_factory=list, description="a list of [[published]] tables"
     )
 
+    @model_validator(mode="after")
+    def _no_bootstrap(self) -> ZeroshotStudyFile:
+        # Inherited from the common study table, but a zero-shot run computes no intervals:
+        # a table given here would be silently ignored.
+        if "bootstrap" in self.model_fields_set:
+            raise KeyProblem(
+                ("bootstrap",),
+                "is not used by a zero-shot study (it computes no bootstrap intervals); "
+                "expected no bootstrap table",
+            )
+        return self
+
 
 @dataclass(frozen=True)
 class ZeroshotDataset:
