@@ -1479,3 +1479,16 @@ def test_a_bootstrap_table_in_a_zeroshot_study_is_refused_not_ignored(
     code, err = _run(["verify", str(study)], capsys)
     assert code == 2, err
     _one_line(err, "zeroshot.toml", "'bootstrap'")
+
+
+@pytest.mark.parametrize("escape", ["\\u0000", "\\n", "\\u001b"])
+def test_a_zeroshot_template_with_a_control_character_is_refused(
+    tmp_path: Path, escape: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trailing NUL was embedded in the prompts, but numpy's string arrays drop trailing NULs,
+    so the dump's captions did not say what was embedded."""
+    study = _zeroshot_study(tmp_path)
+    study.write_text(study.read_text().replace('of {class}"', f'of {{class}}{escape}"'))
+    code, err = _run(["verify", str(study)], capsys)
+    assert code == 2, err
+    _one_line(err, "zeroshot.toml", "dataset.template")

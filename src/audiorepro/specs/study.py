@@ -666,6 +666,14 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
             source=source,
             key="dataset.template",
         )
+    if any(not c.isprintable() for c in d.template):
+        # A prompt is one line of text: numpy's string arrays drop trailing NULs, so the dump's
+        # captions would not be what was embedded.
+        raise UserError(
+            f"is {d.template!r}; expected printable text (no control characters)",
+            source=source,
+            key="dataset.template",
+        )
     for i, fold in enumerate(d.folds):
         if not 1 <= fold <= 5 or fold in d.folds[:i]:
             raise UserError(
