@@ -169,6 +169,8 @@ def test_the_bundled_entry_is_pinned_to_a_commit_not_a_branch() -> None:
         ([("../evil.wav", b"x")], "outside its folder"),
         ([(f"ESC-50-{COMMIT}/audio/../../x.wav", b"x")], "outside its folder"),
         ([(f"ESC-50-{COMMIT}/audio/a.wav", b"\0" * (8 << 20))], "inflates"),
+        # A second metadata file silently replaced the first (the last member won).
+        ([(f"ESC-50-{COMMIT}/meta/esc50.csv", b"filename,fold\n")], "twice"),
     ],
 )
 def test_hostile_archive_members_are_refused(

@@ -1394,6 +1394,11 @@ ESC50_CLASSES: dict[str, tuple[Callable[[Path, str], None], str]] = {
         "category",
     ),
     "no-clips": (_text(lambda v: _ESC50_HEADER), "lists no clips"),
+    # A field beyond csv's 131,072-character limit made the reader raise a traceback.
+    "field-over-csv-limit": (
+        _esc50_rows("1-100-A-0.wav,1,0,dog,True,100," + "A" * 200_000),
+        "line",
+    ),
 }
 
 
@@ -1440,3 +1445,50 @@ def test_the_valid_esc50_csv_passes(tmp_path: Path) -> None:
     path = tmp_path / "esc50.csv"
     path.write_text(_ESC50_VALID)
     assert read_esc50_csv(path).classes == ("dog", "chirping birds")
+
+
+@pytest.mark.parametrize("command", sorted(ESC50_COMMANDS))
+@pytest.mark.parametrize("clip", ["empty", "text"])
+def test_an_undecodable_esc50_clip_is_one_line_before_any_model(
+    tmp_path: Path, command: str, clip: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The audio of a zero-shot study is checked clip by clip from its header when the study
+    loads, as for caption-file studies (it was a NOT VERIFIED cell, exit 1, outputs written)."""
+    import soundfile
+
+    folder = _fresh(tmp_path / "in")
+    work = _fresh(tmp_path / "work")
+    (folder / "esc50.csv").write_text(_ESC50_VALID)
+    study = _zeroshot_study(folder)
+    soundfile.write(folder / "audio" / "1-100-A-0.wav", np.zeros(4410, np.float32), 44100)
+    (folder / "audio" / "1-200-A-1.wav").write_bytes(b"" if clip == "empty" else b"not audio\n")
+    cmd = ESC50_COMMANDS[command]
+    code, err = _run(cmd.argv(study, work), capsys)
+    assert code == 2, err
+    _one_line(err, "1-200-A-1.wav", "decoded")
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+def test_a_bootstrap_table_in_a_zeroshot_study_is_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zero-shot run computes no bootstrap intervals; the table was accepted and silently
+    ignored, so a user asking for intervals got none without a word."""
+    study = _zeroshot_study(tmp_path)
+    study.write_text(study.read_text().replace('name = "z"\n', 'name = "z"\nbootstrap = {}\n'))
+    code, err = _run(["verify", str(study)], capsys)
+    assert code == 2, err
+    _one_line(err, "zeroshot.toml", "'bootstrap'")
+
+
+@pytest.mark.parametrize("escape", ["\\u0000", "\\n", "\\u001b"])
+def test_a_zeroshot_template_with_a_control_character_is_refused(
+    tmp_path: Path, escape: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trailing NUL was embedded in the prompts, but numpy's string arrays drop trailing NULs,
+    so the dump's captions did not say what was embedded."""
+    study = _zeroshot_study(tmp_path)
+    study.write_text(study.read_text().replace('of {class}"', f'of {{class}}{escape}"'))
+    code, err = _run(["verify", str(study)], capsys)
+    assert code == 2, err
+    _one_line(err, "zeroshot.toml", "dataset.template")

@@ -142,3 +142,38 @@ def test_not_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path.write_text("this is [not toml")
     assert main(["verify", "--golden", str(path)]) == 2
     assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_golden_file_checks_a_zeroshot_dump_under_laion_clap_zeroshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A class-relevance dump (version 2) whose every clip embeds exactly as its class prompt:
+    by definition each clip's class ranks first, so R@1 = 1 and mean_rank = 1; a published
+    value of 0.5 fails. The profile that `metrics --profile` accepts was refused as unknown in
+    a published-values file."""
+    import numpy as np
+
+    prompts = np.eye(3, 4, dtype=np.float32)
+    labels = np.array([0, 1, 2, 0, 1, 2])
+    np.savez(
+        tmp_path / "zs.npz",
+        audio_embeds=prompts[labels],
+        text_embeds=prompts,
+        relevance_indptr=np.arange(7),
+        relevance_indices=labels,
+        format_version=np.int64(2),
+    )
+    golden = tmp_path / "g.toml"
+    golden.write_text(
+        'schema = "audiorepro.published/1"\n[[cell]]\ndump = "zs.npz"\n'
+        'profile = "laion-clap-zeroshot"\ntolerance = 0.0\n'
+        'values = { "R@1" = 1.0, mean_rank = 1.0 }\n'
+    )
+    assert main(["verify", "--golden", str(golden), "--dumps", str(tmp_path)]) == 0
+    golden.write_text(golden.read_text().replace('"R@1" = 1.0', '"R@1" = 0.5'))
+    assert main(["verify", "--golden", str(golden), "--dumps", str(tmp_path)]) == 1
+    golden.write_text(golden.read_text().replace('"R@1" = 0.5', '"R@50" = 1.0'))
+    capsys.readouterr()
+    assert main(["verify", "--golden", str(golden), "--dumps", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "g.toml" in err and "R@50" in err and err.count("\n") == 1

@@ -448,6 +448,8 @@ def _esc50_members(archive: Path) -> tuple[zipfile.ZipInfo, list[zipfile.ZipInfo
         # GitHub's source archives put everything under one folder <repo>-<commit>/.
         inner = parts[1:]
         if inner == ["meta", "esc50.csv"]:
+            if meta is not None:  # else the last one would silently win
+                raise UserError("holds meta/esc50.csv twice", source=archive)
             meta = info
         elif len(inner) == 2 and inner[0] == "audio" and inner[1].endswith(".wav"):
             if inner[1] in names:

@@ -67,7 +67,11 @@ def parse_esc50_csv(text: str, *, source: str = "<esc50.csv>") -> Esc50Meta:
     >>> m.filenames, m.folds, m.targets, m.classes
     (('1-100032-A-0.wav', '2-1-A-1.wav'), (1, 2), (0, 1), ('dog', 'chirping birds'))
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        # A field beyond csv's size limit (one huge line), as for caption files.
+        raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
     if not rows:
         raise UserError("is empty (expected ESC-50's meta/esc50.csv)", source=source)
     header = [h.strip() for h in rows[0]]

@@ -28,7 +28,13 @@ from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_r
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, slug
-from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
+from audiorepro.formats.audio import (
+    RESAMPLER,
+    SAMPLE_RATE,
+    audio_identity,
+    check_audio,
+    read_audio,
+)
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, load_dump, make_dump, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
@@ -148,6 +154,10 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
             f"(first: {missing[0]}); a smaller set gives other numbers",
             source=ds.audio,
         )
+    for path in paths:
+        # Each clip from its header, before any model loads (as caption-file studies do):
+        # an undecodable clip is bad input (exit 2), not a failed cell.
+        check_audio(path)
     absent = sorted(set(range(len(meta.classes))) - set(meta.targets))
     if absent:
         # Every prompt must be relevant to a clip (the dump format), and a class that no clip

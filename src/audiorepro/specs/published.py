@@ -18,7 +18,12 @@ from pydantic.config import JsonDict
 
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
-from audiorepro.metrics.profiles import DCASE_METRICS, PROFILES, TREC_MEASURES
+from audiorepro.metrics.profiles import (
+    DCASE_METRICS,
+    PROFILES,
+    TREC_MEASURES,
+    ZEROSHOT_PROFILES,
+)
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
@@ -33,6 +38,10 @@ DumpSha256 = Annotated[
     ),
 ]
 PROFILES_SCHEMA: JsonDict = {"enum": list(PROFILES)}
+#: A published-values file also takes laion-clap's zero-shot profile (a class-relevance dump,
+#: as `metrics --profile` does); a study's retrieval cells keep to :data:`PROFILES`.
+FILE_PROFILES = (*PROFILES, *ZEROSHOT_PROFILES)
+FILE_PROFILES_SCHEMA: JsonDict = {"enum": list(FILE_PROFILES)}
 
 
 def known_profile(value: str) -> str:
@@ -42,10 +51,18 @@ def known_profile(value: str) -> str:
     return value
 
 
+def known_file_profile(value: str) -> str:
+    """A profile name of a published-values file, or a ValueError naming the known ones."""
+    if value not in FILE_PROFILES:
+        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(FILE_PROFILES)}")
+    return value
+
+
 #: The metric names of the profiles whose names are fixed (laion-clap's are its own keys).
 PROFILE_METRICS: dict[str, tuple[str, ...]] = {
     "trec": tuple(f"{d}/{m}" for d in DIRECTIONS for m in TREC_MEASURES),
     "dcase": DCASE_METRICS,
+    "laion-clap-zeroshot": ("mean_rank", "median_rank", "R@1", "R@5", "R@10", "mAP@10"),
 }
 
 
@@ -112,14 +129,14 @@ class PublishedCellSpec(Spec):
     n_clips: int | None = Field(None, ge=1, description="the number of clips in the dump")
     n_captions: int | None = Field(None, ge=1, description="the number of captions in the dump")
     sha256: DumpSha256 | None = None
-    profile: str = Field(description="a profile name", json_schema_extra=PROFILES_SCHEMA)
+    profile: str = Field(description="a profile name", json_schema_extra=FILE_PROFILES_SCHEMA)
     tie_policy: TiePolicy = Field("pessimistic", description="the tie policy of the values")
     tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
     values: dict[str, Number] = Field(
         min_length=1, description="a table of metric -> published value"
     )
 
-    _profile = field_validator("profile")(known_profile)
+    _profile = field_validator("profile")(known_file_profile)
 
 
 class PublishedFile(Spec):

@@ -624,6 +624,18 @@ class ZeroshotStudyFile(_StudyFile):
         default_factory=list, description="a list of [[published]] tables"
     )
 
+    @model_validator(mode="after")
+    def _no_bootstrap(self) -> ZeroshotStudyFile:
+        # Inherited from the common study table, but a zero-shot run computes no intervals:
+        # a table given here would be silently ignored.
+        if "bootstrap" in self.model_fields_set:
+            raise KeyProblem(
+                ("bootstrap",),
+                "is not used by a zero-shot study (it computes no bootstrap intervals); "
+                "expected no bootstrap table",
+            )
+        return self
+
 
 @dataclass(frozen=True)
 class ZeroshotDataset:
@@ -672,6 +684,14 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
     if d.template.count(CLASS_FIELD) != 1:
         raise UserError(
             f"is {d.template!r}; expected a template with {CLASS_FIELD} exactly once",
+            source=source,
+            key="dataset.template",
+        )
+    if any(not c.isprintable() for c in d.template):
+        # A prompt is one line of text: numpy's string arrays drop trailing NULs, so the dump's
+        # captions would not be what was embedded.
+        raise UserError(
+            f"is {d.template!r}; expected printable text (no control characters)",
             source=source,
             key="dataset.template",
         )
