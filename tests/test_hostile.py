@@ -1492,3 +1492,249 @@ def test_a_zeroshot_template_with_a_control_character_is_refused(
     code, err = _run(["verify", str(study)], capsys)
     assert code == 2, err
     _one_line(err, "zeroshot.toml", "dataset.template")
+
+
+# --- Checkpoints: laion .pt files and Hugging Face folders ----------------------------------
+#
+# The classes break a small valid checkpoint (a torch.save state dict; a folder with a
+# config.json and a model.safetensors) that the checkpoint preflight accepts; building the
+# model would refuse them too, but only after seconds of work and, in a study, after the
+# output folder was started. Every command must refuse them before any model is built.
+
+PWNED = "pwned"  # the marker a malicious pickle's payload would create next to it
+
+
+def _torch_save(path: Path, obj: Any) -> Path:
+    import torch
+
+    torch.save(obj, path)
+    return path
+
+
+def _valid_laion(folder: Path) -> Path:
+    import torch
+
+    return _torch_save(folder / "model.pt", {"state_dict": {"w": torch.zeros(4)}})
+
+
+def _valid_hf(folder: Path) -> Path:
+    import torch
+    from safetensors.torch import save_file
+
+    hf = _fresh(folder / "hf")
+    (hf / "config.json").write_text('{"model_type": "clap"}', encoding="utf-8")
+    save_file({"w": torch.zeros(64), "v": torch.ones(8)}, str(hf / "model.safetensors"))
+    return hf
+
+
+class _Payload:
+    """A pickle whose loading would create the marker file (it must never run)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (Path.touch, (str(self.marker),))  # type: ignore[return-value]
+
+
+def _malicious(path: Path) -> None:
+    import pickle
+
+    import torch
+
+    path.unlink(missing_ok=True)
+    torch.save({"w": _Payload(path.parent / PWNED)}, path, pickle_module=pickle)
+
+
+def _cut(keep: Callable[[int], int]) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        data = path.read_bytes()
+        path.write_bytes(data[: keep(len(data))])
+
+    return make
+
+
+def _st_header(header: bytes, length: int | None = None) -> Callable[[Path], None]:
+    """A safetensors file whose header is ``header`` (declared as ``length`` bytes)."""
+
+    def make(path: Path) -> None:
+        size = len(header) if length is None else length
+        path.write_bytes(size.to_bytes(8, "little") + header + bytes(16))
+
+    return make
+
+
+def _replace_file(make: Callable[[Path], object]) -> Callable[[Path], None]:
+    def change(path: Path) -> None:
+        path.unlink()
+        make(path)
+
+    return change
+
+
+CkptBreak = Callable[[Path], None]
+_OFFSETS = b'{"w": {"dtype": "F32", "shape": [64], "data_offsets": [0, 256]}}'
+#: Malformation classes of checkpoints: name -> (laion or hf, the file to break (relative to
+#: the base: "" is the .pt itself or the folder), how, what stderr must name).
+CHECKPOINT_CLASSES: dict[str, tuple[str, str, CkptBreak, tuple[str, ...]]] = {
+    "laion-truncated": ("laion", "", _cut(lambda n: n // 2), ("model.pt", "central directory")),
+    "laion-empty": ("laion", "", _cut(lambda n: 0), ("model.pt", "empty")),
+    "laion-garbage": (
+        "laion", "", lambda p: p.write_bytes(b"not a checkpoint " * 64),
+        ("model.pt", "neither a zip archive nor a pickle"),
+    ),
+    "laion-folder": ("laion", "", _replace_file(lambda p: p.mkdir()), ("model.pt", "folder")),
+    "laion-fifo": ("laion", "", _replace_file(os.mkfifo), ("model.pt", "FIFO")),
+    "laion-symlink-loop": ("laion", "", _replace_file(_loop), ("model.pt", "symbolic links")),
+    "laion-malicious-pickle": ("laion", "", _malicious, ("model.pt", "not a plain tensor file")),
+    "laion-zip-directory-cut": (
+        "laion", "", _cut(lambda n: n - 30), ("model.pt", "central directory"),
+    ),
+    "hf-config-missing": ("hf", "config.json", _remove, ("hf", "no config.json")),
+    "hf-config-not-json": (
+        "hf", "config.json", lambda p: p.write_text("{not json", encoding="utf-8"),
+        ("config.json", "JSON"),
+    ),
+    "hf-safetensors-truncated": (
+        "hf", "model.safetensors", _cut(lambda n: n - 100), ("model.safetensors", "truncated"),
+    ),
+    "hf-safetensors-huge-header": (
+        "hf", "model.safetensors", _st_header(b"{}", length=1 << 40),
+        ("model.safetensors", "header of 1099511627776 bytes"),
+    ),
+    "hf-safetensors-offsets-beyond": (
+        "hf", "model.safetensors", _st_header(_OFFSETS), ("model.safetensors", "byte 256"),
+    ),
+    "hf-safetensors-header-not-json": (
+        "hf", "model.safetensors", _st_header(b"{not json"),
+        ("model.safetensors", "not a JSON object"),
+    ),
+    "hf-malicious-pytorch-model-bin": (
+        "hf", "pytorch_model.bin", _malicious, ("pytorch_model.bin", "not a plain tensor file"),
+    ),
+}  # fmt: skip
+
+
+def _ckpt_study(spec: str, captions: Path, audio: Path, folder: Path, *, kind: str) -> Path:
+    """A study that builds ``spec``: an extraction cell (with a published value of it, so that
+    ``verify STUDY`` extracts it) or an identity check."""
+    study = folder / "study.toml"
+    head = 'schema = "audiorepro.study/1"\nname = "s"\n'
+    if kind == "cell":
+        body = (
+            f'[[cell]]\nid = "c"\nmodel = "m"\ndataset = "d"\nextract = {{ model = "{spec}", '
+            f'audio = "{audio}", captions = "{captions}", '
+            "settings = { enable_fusion = true } }\n"
+            '[[published]]\ncell = "c"\ntolerance = 1e-9\nprovenance = "p"\n'
+            'values = { "t2a/r@1" = 0.5 }\n'
+        )
+    else:
+        import hashlib
+
+        (folder / "a.npz").write_bytes(DUMP.read_bytes())
+        sha = hashlib.sha256(DUMP.read_bytes()).hexdigest()
+        body = (
+            f'[[cell]]\nid = "c"\nmodel = "m"\ndataset = "d"\ndump = "a.npz"\nsha256 = "{sha}"\n'
+            f'[[identity]]\na = "{spec}"\nb = "{spec}"\naudio = "{audio}"\n'
+            f'captions = "{captions}"\n'
+        )
+    study.write_text(head + body, encoding="utf-8")
+    return study
+
+
+CkptArgv = Callable[[str, Path, Path, Path], list[str]]
+#: Every command that builds a model from a checkpoint: argv for (spec, captions, audio, work
+#: folder), and what it would write.
+CHECKPOINT_COMMANDS: dict[str, tuple[CkptArgv, Callable[[Path], list[Path]]]] = {
+    "extract": (
+        lambda s, c, a, t: ["extract", "--model", s, "--audio", str(a), "--captions", str(c),
+                            "--out", str(t / "d.npz")],
+        lambda t: [t / "d.npz"],
+    ),
+    "extract-jobs": (
+        lambda s, c, a, t: ["extract", "--model", s, "--audio", str(a), "--captions", str(c),
+                            "--out", str(t / "d.npz"), "--jobs", "2"],
+        lambda t: [t / "d.npz"],
+    ),
+    "identity": (
+        lambda s, c, a, t: ["identity", "--a", s, "--audio", str(a), "--captions", str(c),
+                            "--write-golden", str(t / "g.npz")],
+        lambda t: [t / "g.npz"],
+    ),
+    "reproduce": (
+        lambda s, c, a, t: ["reproduce", str(_ckpt_study(s, c, a, t, kind="cell")),
+                            "--out", str(t / "out")],
+        _OUT,
+    ),
+    "reproduce-identity": (
+        lambda s, c, a, t: ["reproduce", str(_ckpt_study(s, c, a, t, kind="identity")),
+                            "--out", str(t / "out")],
+        _OUT,
+    ),
+    "verify": (
+        lambda s, c, a, t: ["verify", str(_ckpt_study(s, c, a, t, kind="cell"))],
+        lambda t: [],
+    ),
+    "slurm-template": (
+        lambda s, c, a, t: ["slurm-template", str(_ckpt_study(s, c, a, t, kind="cell")),
+                            "--out", str(t / "out")],
+        _OUT,
+    ),
+}  # fmt: skip
+CHECKPOINT_CASES = [(case, cmd) for case in CHECKPOINT_CLASSES for cmd in CHECKPOINT_COMMANDS]
+
+
+def _no_model_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a model is a failure of the test: the preflight must have refused first."""
+    from audiorepro.models import pipelines
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was built from a checkpoint the preflight should refuse")
+
+    for cls in (pipelines.HFPipeline, pipelines.LaionPipeline):
+        monkeypatch.setattr(cls, "__init__", refuse)
+
+
+def _checkpoint(case: str, folder: Path) -> tuple[str, Path]:
+    """The broken checkpoint of ``case``: its spec and the file that was broken."""
+    kind, name, make, _ = CHECKPOINT_CLASSES[case]
+    base = _valid_laion(folder) if kind == "laion" else _valid_hf(folder)
+    target = base / name if name else base
+    make(target)
+    return f"{kind}:{base}", target
+
+
+@pytest.mark.parametrize(("case", "command"), CHECKPOINT_CASES)
+def test_every_malformed_checkpoint_is_one_line_before_any_model(
+    tmp_path: Path,
+    case: str,
+    command: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_model_building(monkeypatch)
+    spec, broken = _checkpoint(case, _fresh(tmp_path / "ckpt"))
+    captions, audio = _valid_inputs(_fresh(tmp_path / "in"))
+    work = _fresh(tmp_path / "work")
+    argv, outputs = CHECKPOINT_COMMANDS[command]
+    code, err = _run(argv(spec, captions, audio, work), capsys)
+    assert code == 2, err
+    _one_line(err, str(broken.parent), *CHECKPOINT_CLASSES[case][3])
+    assert not any(p.exists() for p in outputs(work))
+    assert sorted(p.name for p in work.iterdir()) in ([], ["a.npz", "study.toml"], ["study.toml"])
+    assert not (broken.parent / PWNED).exists(), "the pickle's payload ran"
+
+
+def test_the_base_checkpoints_pass_the_preflight(tmp_path: Path) -> None:
+    """Each class breaks one thing in checkpoints the preflight accepts."""
+    from audiorepro.models.preflight import preflight
+    from audiorepro.models.registry import resolve_spec
+
+    for make, kind in ((_valid_laion, "laion"), (_valid_hf, "hf")):
+        preflight(resolve_spec(f"{kind}:{make(_fresh(tmp_path / kind))}", {}))
+    # torch.save's legacy format (a pickle, not a zip archive) still loads with weights only.
+    import torch
+
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"state_dict": {"w": torch.zeros(4)}}, legacy, _use_new_zipfile_serialization=False)
+    preflight(resolve_spec(f"laion:{legacy}", {}))

@@ -381,8 +381,10 @@ def test_corrupt_and_malicious_checkpoints_are_refused(
         )
         err = capsys.readouterr().err
         assert code == 2, err
-        assert str(path) in err and "cannot be loaded as a laion-clap" in err
-        assert "Traceback" not in err
+        # Refused by the checkpoint preflight, before laion-clap builds a model.
+        why = "central directory" if path == corrupt else "refused: not a plain tensor file"
+        assert str(path) in err and why in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not marker.exists(), "the checkpoint's pickle payload ran"
 
 
@@ -396,8 +398,22 @@ def test_corrupt_hf_weights_are_refused(
     )
     code = main(["identity", "--a", f"hf:{folder}", "--write-golden", str(tmp_path / "g.npz")])
     err = capsys.readouterr().err
-    assert code == 2 and "cannot be loaded as a Hugging Face CLAP model" in err, err
+    # The checkpoint preflight reads the header, which runs past the cut.
+    assert code == 2 and "safetensors header of" in err and "truncated" in err, err
     assert str(folder) in err and "Traceback" not in err
+
+
+def test_the_tiny_checkpoints_pass_the_preflight(tiny: Path, tiny_unfused: Path) -> None:
+    """The checkpoint preflight accepts real checkpoints of both formats, by registry name
+    (registry entries' local files) and by path spec."""
+    from audiorepro.models.preflight import preflight
+    from audiorepro.models.registry import load_registry, resolve_spec
+
+    for folder in (tiny, tiny_unfused):
+        registry = load_registry([folder / "registry.toml"])
+        for name in ("tiny-hf", "tiny-laion", f"hf:{folder / 'tiny-hf'}"):
+            preflight(resolve_spec(name, registry))
+        preflight(resolve_spec(f"laion:{folder / 'tiny-laion.pt'}", registry))
 
 
 def test_a_malicious_pickle_in_an_hf_folder_is_one_line(

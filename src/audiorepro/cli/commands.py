@@ -44,8 +44,10 @@ from audiorepro.models.extract import extract as run_extract
 from audiorepro.models.extract import merge as run_merge
 from audiorepro.models.extract import parse_shard
 from audiorepro.models.extract_jobs import extract_in_processes
+from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
 from audiorepro.models.tiny import build_tiny_models
+from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.probe import verify_probe_saved
@@ -292,6 +294,7 @@ device_option = click.option(
 def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], option: str) -> Any:
     """Resolve a model spec and split KEY=VALUE items into architecture and preprocessing."""
     spec = resolve_spec(name, load_registry(registries))
+    preflight(spec)  # a corrupt checkpoint: one line before any model is built
     arch_items = tuple(i for i in items if i.partition("=")[0].strip() in ARCH_KEYS)
     spec = with_architecture(spec, arch_items, source=option)
     rest = tuple(i for i in items if i not in arch_items)
@@ -365,6 +368,7 @@ def extract(
         if shard is not None:
             raise click.UsageError("--jobs and --shard do not go together")
         load_inputs(captions, audio)  # once here, not in every process
+        _spec(model, registries, settings, "--set")  # and the checkpoint preflight
         args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
         args += [f"--set={s}" for s in settings] + ["--device", device]
         args += [f"--registry={r}" for r in registries]
@@ -687,6 +691,7 @@ def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
     study = _retrieval_study(study_file)
+    preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
     target = out or Path(f"reproduce-{study.name}")
     click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
 

@@ -216,10 +216,8 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
         if "@" in rest:
             location, _, revision = rest.rpartition("@")
         path = Path(location)
-        if path.exists():
-            return ModelSpec(
-                name=spec, format="hf", location=str(path.resolve()), revision=revision
-            )
+        if os.path.lexists(path):  # a symlink loop too: the preflight names it
+            return ModelSpec(name=spec, format="hf", location=_absolute(path), revision=revision)
         if revision is None or not _COMMIT.match(revision):
             raise UserError(
                 "a hub model needs its full 40-hex commit revision (hf:<repo>@<commit>) so that "
@@ -228,13 +226,22 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
             )
         return ModelSpec(name=spec, format="hf", location=location, revision=revision)
     if sep and kind == "laion" and rest:
-        return ModelSpec(name=spec, format="laion", location=str(Path(rest).resolve()))
+        return ModelSpec(name=spec, format="laion", location=_absolute(Path(rest)))
     known = ", ".join(sorted(registry))
     raise UserError(
         f"is neither a registry name ({known}) nor hf:<repo or folder>[@<revision>] "
         "nor laion:<checkpoint path>",
         key=spec,
     )
+
+
+def _absolute(path: Path) -> str:
+    """``path`` resolved; a symlink loop (which ``resolve`` raises on) kept as it is, absolute,
+    for the checkpoint preflight to refuse in one line."""
+    try:
+        return str(path.resolve())
+    except (RuntimeError, OSError):
+        return str(path.absolute())
 
 
 def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -> ModelSpec:

@@ -12,6 +12,7 @@ from pathlib import Path
 from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
+from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
@@ -53,8 +54,11 @@ def verify_study(study: Study, cache: Path) -> Summary:
     if study.kind == "probe":
         return verify_probe(study)
     if study.kind == "zeroshot":
+        preflight_study(study, only={p.cell for p in study.published})
         return verify_zeroshot(study)
     needed = {p.cell for p in study.published}
+    # The checkpoints of the cells it extracts: exit 2 before any model is built.
+    preflight_study(study, only=needed)
     results = [CellResult(c) for c in study.cells if c.id in needed]
     for res in results:
         load_cell(res, cache)
@@ -78,6 +82,8 @@ def run_studies(
     """
     out = Path(out)
     check_out(out)
+    for study, _ in jobs:
+        preflight_study(study)  # a corrupt checkpoint: exit 2 before OUT gets anything
     staging = new_staging(out)
     order = sorted(range(len(jobs)), key=lambda i: -len(Path(jobs[i][1]).parts))
     outcomes: dict[int, Outcome] = {}
