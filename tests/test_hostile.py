@@ -1685,7 +1685,8 @@ CHECKPOINT_CASES = [(case, cmd) for case in CHECKPOINT_CLASSES for cmd in CHECKP
 
 
 def _no_model_building(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Building a model is a failure of the test: the preflight must have refused first."""
+    """Building a model (or starting the processes that would) is a failure of the test: the
+    preflight must have refused first."""
     from audiorepro.models import pipelines
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -1693,6 +1694,8 @@ def _no_model_building(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for cls in (pipelines.HFPipeline, pipelines.LaionPipeline):
         monkeypatch.setattr(cls, "__init__", refuse)
+    # extract --jobs builds its models in child processes: refused before any is started.
+    monkeypatch.setattr("audiorepro.cli.commands.extract_in_processes", refuse)
 
 
 def _checkpoint(case: str, folder: Path) -> tuple[str, Path]:
