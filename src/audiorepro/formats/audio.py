@@ -142,11 +142,7 @@ def check_audio(path: str | Path, *, scan: bool = True) -> None:
     try:
         info = soundfile.info(str(path))
     except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
-        raise UserError(
-            f"cannot be decoded as audio ({exc}); expected a file libsndfile reads "
-            f"({', '.join(AUDIO_SUFFIXES)})",
-            source=path,
-        ) from None
+        raise _undecodable(path, exc) from None
     if info.frames <= 0:
         raise UserError("holds no audio frames (expected a non-empty clip)", source=path)
     if not 1 <= info.channels <= MAX_CHANNELS:
@@ -164,6 +160,14 @@ def check_audio(path: str | Path, *, scan: bool = True) -> None:
                 raise UserError("holds NaN or infinite samples", source=path)
 
 
+def _undecodable(path: Path, exc: Exception) -> UserError:
+    return UserError(
+        f"cannot be decoded as audio ({exc}); expected a file libsndfile reads "
+        f"({', '.join(AUDIO_SUFFIXES)})",
+        source=path,
+    )
+
+
 def read_audio(path: str | Path, target: int = SAMPLE_RATE) -> npt.NDArray[np.float32]:
     """Decode ``path`` to mono float32 at ``target`` Hz (see the module docstring)."""
     import soundfile
@@ -177,11 +181,7 @@ def read_audio(path: str | Path, target: int = SAMPLE_RATE) -> npt.NDArray[np.fl
     try:
         samples, rate = soundfile.read(str(path), dtype="float64", always_2d=False)
     except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
-        raise UserError(
-            f"cannot be decoded as audio ({exc}); expected a file libsndfile reads "
-            f"({', '.join(AUDIO_SUFFIXES)})",
-            source=path,
-        ) from None
+        raise _undecodable(path, exc) from None
     samples = to_mono(np.asarray(samples, dtype=np.float64))
     if samples.size == 0:
         raise UserError("holds no audio frames (expected a non-empty clip)", source=path)

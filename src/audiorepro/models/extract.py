@@ -121,7 +121,6 @@ def extract(
     extra_meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Embed every clip and caption; write a dump (or a part with ``shard``). Returns meta."""
-    import soundfile
 
     # Every input is checked before the model loads: a bad caption file or clip is exit 2,
     # not a failure found halfway through an extraction.
@@ -147,13 +146,7 @@ def extract(
     meta = {
         "kind": "audiorepro.extraction/1",
         **pipeline.meta(),
-        "logit_scale": _logit_scale(pipeline),
-        "audio_decoder": (
-            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
-        ),
-        "resampler": RESAMPLER,
-        "sample_rate": SAMPLE_RATE,
-        "mono": "mean of channels",
+        **embedding_meta(pipeline),
         "inputs": inputs,
         "determinism": determinism,
         "versions": library_versions(),
@@ -185,6 +178,22 @@ def extract(
     }
     atomic_write_bytes(out, npz_bytes(arrays))
     return meta
+
+
+def embedding_meta(pipeline: Any) -> dict[str, Any]:
+    """What every dump records of how it was embedded: the model's logit scale, the audio
+    decoder, resampler, rate and channel mixing (extraction and zero-shot dumps alike)."""
+    import soundfile
+
+    return {
+        "logit_scale": _logit_scale(pipeline),
+        "audio_decoder": (
+            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
+        ),
+        "resampler": RESAMPLER,
+        "sample_rate": SAMPLE_RATE,
+        "mono": "mean of channels",
+    }
 
 
 def _logit_scale(pipeline: Any) -> float:

@@ -29,8 +29,6 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, slug
 from audiorepro.formats.audio import (
-    RESAMPLER,
-    SAMPLE_RATE,
     audio_identity,
     check_audio,
     read_audio,
@@ -47,7 +45,7 @@ from audiorepro.metrics.zeroshot import (
     compute_zeroshot,
     laion_clap_zeroshot,
 )
-from audiorepro.models.extract import _logit_scale, library_versions
+from audiorepro.models.extract import embedding_meta, library_versions
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
@@ -213,7 +211,6 @@ def extract_cell(
     cell: ZeroshotCell, inputs: ZeroshotInputs
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]:
     """Audio embeddings per clip and text embeddings per class prompt, and the dump's meta."""
-    import soundfile
 
     spec = resolve_spec(cell.model, load_registry([cell.registry] if cell.registry else []))
     arch = {k: v for k, v in cell.settings.items() if k in ARCHITECTURE_KEYS}
@@ -229,13 +226,7 @@ def extract_cell(
     meta = {
         "kind": DUMP_KIND,
         **pipeline.meta(),
-        "logit_scale": _logit_scale(pipeline),
-        "audio_decoder": (
-            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
-        ),
-        "resampler": RESAMPLER,
-        "sample_rate": SAMPLE_RATE,
-        "mono": "mean of channels",
+        **embedding_meta(pipeline),
         "zeroshot": inputs.record,
         "determinism": determinism,
         "versions": library_versions(),
