@@ -283,9 +283,9 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_behind(tmp_path: Path, limit
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "cannot be written: the file would exceed the file-size limit" in lines[0]
     written = lines[0].split(": cannot be written")[0].removeprefix("audiorepro: error: ")
-    assert Path(written).name and ".out.staging" in written, lines[0]
+    assert Path(written).name and ".audiorepro-run/staging-" in written, lines[0]
     assert not (tmp_path / "out").exists()
-    assert not (tmp_path / ".out.staging").exists()
+    assert not list(tmp_path.glob(".*"))
     left = [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
     assert not left, left
 

@@ -51,7 +51,7 @@ from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.probe import verify_probe_saved
-from audiorepro.runner.publish import check_out
+from audiorepro.runner.publish import check_out, claim
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
@@ -623,7 +623,22 @@ def reproduce(
         target = out or Path("reproduce-demo")
     else:
         target = out or Path(f"reproduce-{load_study(study_file).name}")
-    check_out(target)  # before any work: the demo prepares its inputs in OUT/cache
+    with claim(target):  # one run per OUT, held before the demo writes OUT/cache
+        check_out(target)  # before any work: the demo prepares its inputs in OUT/cache
+        passed = _reproduce_into(target, study_file, executor, slurm_folder, wait_timeout, slurm_kw)
+    if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _reproduce_into(
+    target: Path,
+    study_file: Path | None,
+    executor: str,
+    slurm_folder: Path | None,
+    wait_timeout: float | None,
+    slurm_kw: dict[str, Any],
+) -> bool:
+    """``reproduce`` with OUT claimed: run, publish, say each study's outcome."""
     jobs: list[tuple[Path, str]] = []
     if study_file is None:
         # The demo: a retrieval study in OUT and a probe study in OUT/probe.
@@ -648,8 +663,7 @@ def reproduce(
         for failure in result["failures"]:
             click.echo(f"  {failure}")
         passed = passed and bool(result["passed"])
-    if not passed:
-        raise SystemExit(EXIT_CHECK_FAILED)
+    return passed
 
 
 def _retrieval_study(path: Path) -> RetrievalStudy:

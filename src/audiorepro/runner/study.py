@@ -16,7 +16,15 @@ from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
-from audiorepro.runner.publish import check_out, discard, new_staging, publish, run_files
+from audiorepro.runner.publish import (
+    check_out,
+    claim,
+    discard,
+    new_staging,
+    publication_state,
+    publish,
+    run_files,
+)
 from audiorepro.runner.retrieval import CellResult, golden_rows, load_cell, run
 from audiorepro.runner.zeroshot import run_zeroshot, verify_zeroshot
 from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_record
@@ -81,6 +89,19 @@ def run_studies(
     Returns each study with its folder in OUT and its outcome, in the order given.
     """
     out = Path(out)
+    with claim(out):
+        return _run_claimed(jobs, out, progress=progress, slurm=slurm, say=say)
+
+
+def _run_claimed(
+    jobs: list[tuple[Study, str]],
+    out: Path,
+    *,
+    progress: bool,
+    slurm: SlurmOptions | None,
+    say: Callable[[str], None],
+) -> list[tuple[Study, Path, Outcome]]:
+    """:func:`run_studies` with OUT held (:func:`.publish.claim`)."""
     check_out(out)
     for study, _ in jobs:
         preflight_study(study)  # a corrupt checkpoint: exit 2 before OUT gets anything
@@ -114,10 +135,9 @@ def run_studies(
                     }
                     return [(study, out / rel, failed)]
             outcomes[i] = run(study, target, progress=progress, cache=out / "cache" / "dumps")
-    except BaseException:
-        discard(staging)
-        raise
-    publish(staging, out)
+        publish(staging, out)
+    finally:
+        discard(staging)  # published: already gone; failed or killed: nothing left behind
     return [(study, out / rel, outcomes[i]) for i, (study, rel) in enumerate(jobs)]
 
 
@@ -150,8 +170,34 @@ def verify_output_dir(out: Path) -> Summary:
     the nested studies too), every output file against the manifest's SHA-256, and no file
     the run did not write (each problem is a FAIL row naming it)."""
     out = Path(out)
+    state = publication_state(out)
+    if state is not None:
+        raise UserError(state, source=out)
+    try:
+        summary = _verify_output_dir(out)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        # Every missing output is a row: an entry that vanishes while read is a publication.
+        raise UserError(
+            f"changed while it was verified ({exc.filename} vanished: a run published into it "
+            "meanwhile); verify it again",
+            source=out,
+        ) from None
+    state = publication_state(out)  # a publication that began meanwhile
+    if state is not None:
+        raise UserError(f"changed while it was verified: it {state}", source=out)
+    return summary
+
+
+def _verify_output_dir(out: Path) -> Summary:
     for name in ("verification.json", "manifest.json"):
-        if not ((out / name).exists() or (out / name).is_symlink()):  # else read_record says
+        if (out / name).is_symlink():
+            # A run writes both as files: a link certifies whatever it points at.
+            raise UserError(
+                f"is a symbolic link (a run writes files, never symbolic links); expected "
+                f"the {name} file a run wrote",
+                source=out / name,
+            )
+        if not (out / name).exists():  # else read_record says
             raise UserError(f"has no {name}; expected the output folder of reproduce", source=out)
     top, raw = read_record(out / "verification.json", VerificationRecord)
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)
