@@ -38,7 +38,10 @@ def test_missing_dumps_are_not_verified(tmp_path: Path, capsys: pytest.CaptureFi
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert out.count("NOT VERIFIED") == 32 and "0 passed" in out and " PASS " not in out
+    # One line per cell (8 values each, one reason) and the verdict: never FAIL, never PASS.
+    assert out.count("NOT VERIFIED") == 5 and out.count(" 8 values (") == 4
+    assert out.splitlines()[-1] == "NOT VERIFIED  0 passed, 0 failed, 32 not verified"
+    assert " PASS " not in out and "FAIL" not in out
 
 
 def _golden(tmp_path: Path, values: dict[str, float], **extra: str) -> Path:

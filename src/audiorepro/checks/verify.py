@@ -44,6 +44,8 @@ class Summary(TypedDict):
     rows: list[ValueRow]
     counts: dict[str, int]
     passed: bool
+    #: What ``verify OUT`` checked besides the rows ("23 files against the manifest, ...").
+    checked: NotRequired[str]
 
 
 def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summary:
@@ -54,7 +56,7 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
         reason = None
         reproduced: dict[str, float] = {}
         if not path.exists():  # a folder or FIFO there is bad input, refused by load_dump
-            reason = f"dump {cell.dump} is not available in {dumps_dir}"
+            reason = f"dump {cell.dump} is not available in {dumps_dir}{how_to_make(cell, path)}"
         else:
             dump = load_dump(path)
             if cell.sha256 is not None and dump.sha256 != cell.sha256:
@@ -73,6 +75,34 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
                 ).metrics
         rows += value_rows(cell.dump, cell.values, cell.tolerance, reproduced, reason, cell.profile)
     return summarize(rows)
+
+
+#: How a published cell's dataset is prepared: registry name (``fetch/datasets.py``), the
+#: audio ``extract`` reads there, and what ``fetch`` needs besides ``--data``.
+_DATASETS = {
+    "audiocaps": ("audiocaps-test", "audio.txt", " --audio AUDIOCAPS_TEST_AUDIO"),
+    "clotho": ("clotho-eval", "audio", ""),
+}
+
+
+def how_to_make(cell: PublishedCell, path: Path) -> str:
+    """The commands that make a missing dump, for the reason a value is NOT VERIFIED.
+
+    >>> cell = PublishedCell("d.npz", "canonical", "pessimistic", 0.0, {}, model="m",
+    ...                      dataset="clotho5")
+    >>> print(how_to_make(cell, Path("dumps/d.npz")))
+    ; make it: audiorepro fetch m clotho-eval --data DATA, then audiorepro extract --model m \
+--audio DATA/clotho-eval/audio --captions DATA/clotho-eval/captions.csv --out dumps/d.npz
+    """
+    kind = next((k for k in _DATASETS if (cell.dataset or "").startswith(k)), None)
+    if kind is None or cell.model is None:
+        return "; make it with audiorepro extract (README, Embedding dump format)"
+    name, audio, extra = _DATASETS[kind]
+    return (
+        f"; make it: audiorepro fetch {cell.model} {name} --data DATA{extra}, then audiorepro "
+        f"extract --model {cell.model} --audio DATA/{name}/{audio} --captions "
+        f"DATA/{name}/captions.csv --out {path}"
+    )
 
 
 def value_rows(
@@ -116,12 +146,41 @@ def summarize(rows: list[ValueRow]) -> Summary:
     return {"rows": rows, "counts": counts, "passed": counts[PASS] == len(rows)}
 
 
+def verdict(counts: dict[str, int]) -> Status:
+    """PASS when every value passed, FAIL when any failed, else NOT VERIFIED: nothing failed
+    but something could not be checked here (both exit 1).
+
+    >>> verdict({"PASS": 0, "FAIL": 0, "NOT VERIFIED": 32}), verdict({"PASS": 3, "FAIL": 0,
+    ... "NOT VERIFIED": 0}), verdict({"PASS": 1, "FAIL": 1, "NOT VERIFIED": 1})
+    ('NOT VERIFIED', 'PASS', 'FAIL')
+    """
+    if counts[FAIL]:
+        return FAIL
+    return NOT_VERIFIED if counts[NOT_VERIFIED] else PASS
+
+
 def verify_lines(report: Summary) -> list[str]:
+    """One line per value (NOT VERIFIED values of one cell with one reason: one line with
+    their count), then the verdict line and, for an output folder, what was checked."""
+
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.6g}"
 
+    groups: dict[tuple[str, str], list[ValueRow]] = {}
+    for r in report["rows"]:
+        if r["status"] == NOT_VERIFIED and r["reason"]:
+            groups.setdefault((r["cell"], r["reason"]), []).append(r)
     lines = []
     for r in report["rows"]:
+        group = groups.get((r["cell"], r["reason"] or ""), [])
+        if len(group) > 1:
+            if group[0] is r:
+                metrics = ", ".join(g["metric"] for g in group)
+                lines.append(
+                    f"{NOT_VERIFIED:<12} {r['cell']}  {len(group)} values ({metrics})"
+                    f"  ({r['reason']})"
+                )
+            continue
         line = (
             f"{r['status']:<12} {r['cell']}  {r['metric']}  published {num(r['published'])}"
             f"  reproduced {num(r['reproduced'])}  delta {num(r['delta'])}"
@@ -131,8 +190,8 @@ def verify_lines(report: Summary) -> list[str]:
             line += f"  ({r['reason']})"
         lines.append(line)
     c = report["counts"]
-    lines.append(
-        f"{'PASS' if report['passed'] else 'FAIL'}  {c[PASS]} passed, {c[FAIL]} failed, "
-        f"{c[NOT_VERIFIED]} not verified"
-    )
+    last = f"{verdict(c)}  {c[PASS]} passed, {c[FAIL]} failed, {c[NOT_VERIFIED]} not verified"
+    if "checked" in report:
+        last += f"; checked {report['checked']}"
+    lines.append(last)
     return lines

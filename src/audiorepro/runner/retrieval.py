@@ -25,6 +25,7 @@ A study with a failing cell still writes everything, says so first, and exits 1.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 
 #: The numbers every table leads with; each carries a bootstrap interval.
 from audiorepro.core.progress import progress_bar
+from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
 from audiorepro.metrics.profiles import check_profile_applies, compute_profile
@@ -391,8 +393,34 @@ def load_cell(res: CellResult, cache: Path) -> None:
     except WriteError:
         raise  # an output (the cache) that cannot be written stops the run: not a bad cell
     except UserError as exc:
-        res.error = str(exc)
+        res.error = str(exc) + _fetch_hint(res)
         res.dump = None
+
+
+def _fetch_hint(res: CellResult) -> str:
+    """The ``fetch`` that prepares a cell's missing extraction input: a folder under DATA
+    named after a bundled dataset (``DATA/clotho-eval/audio`` -> ``fetch clotho-eval``)."""
+    extract = res.cell.extract
+    if extract is None:
+        return ""
+    for path in (extract.audio, extract.captions):
+        if path.exists():
+            continue
+        for folder in path.parents:
+            kind = _fetchable().get(folder.name)
+            if kind is not None:
+                extra = " --audio AUDIOCAPS_TEST_AUDIO" if kind == "audiocaps" else ""
+                return (
+                    f" (get it: audiorepro fetch {folder.name} --data {folder.parent}{extra}; "
+                    f"and the checkpoint: audiorepro fetch {extract.model})"
+                )
+    return ""
+
+
+@functools.cache
+def _fetchable() -> dict[str, str]:
+    """The datasets ``audiorepro fetch`` prepares (the bundled registry): name -> kind."""
+    return {name: ds.kind for name, ds in read_datasets(bundled_datasets()).items()}
 
 
 def golden_rows(

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
+from audiorepro.checks.verify import FAIL, PASS, Summary, ValueRow, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.cache import preflight_study
@@ -218,10 +219,40 @@ def _verify_output_dir(out: Path) -> Summary:
     for rel in run_files(out):
         if rel not in outputs:
             rows.append(_output_row(rel, "not written by this run (not in manifest.json)"))
+    records = [raw]
     for rel in sorted(intact):
         # A nested study's record (an intact one: a changed file is already a FAIL).
         if rel.endswith("/verification.json"):
-            nested, _ = read_record(out / rel, VerificationRecord)
+            nested, nested_raw = read_record(out / rel, VerificationRecord)
             assert isinstance(nested, VerificationRecord)
             rows += _check_rows(rel, nested)
-    return summarize(rows)
+            records.append(nested_raw)
+    summary = summarize(rows)
+    summary["checked"] = _checked(len(intact), len(outputs), records)
+    return summary
+
+
+def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> str:
+    """What ``verify OUT`` checked, for its verdict line: files against the manifest, and
+    what the run's records (the nested studies' too) say passed of parity, identity and
+    published values. The records were written by a run: read as they are."""
+
+    def items(record: dict[str, Any], *keys: str) -> list[Any]:
+        value: Any = record
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, list) else []
+
+    parity = [c for r in records for c in items(r, "metric_parity", "cells")]
+    parity_ok = sum(1 for c in parity if isinstance(c, dict) and c.get("passed") is True)
+    identity = [b for r in records for b in items(r, "checkpoint_identities")]
+    identity_failed = sum(
+        1 for r in records for f in items(r, "failures") if str(f).startswith("identity ")
+    )
+    golden = [g for r in records for g in items(r, "golden", "rows")]
+    golden_ok = sum(1 for g in golden if isinstance(g, dict) and g.get("status") == PASS)
+    return (
+        f"{intact}/{listed} files against the manifest, parity {parity_ok}/{len(parity)}, "
+        f"identity {len(identity) - identity_failed}/{len(identity)}, "
+        f"published {golden_ok}/{len(golden)}"
+    )
