@@ -42,6 +42,7 @@ ENV PYTHONHASHSEED=0 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     AUDIOREPRO_BASE_IMAGE=${BASE_IMAGE} \
+    AUDIOREPRO_REVISION=${REVISION} \
     AUDIOREPRO_LOCK=/opt/audiorepro/lock.txt \
     PATH=/opt/audiorepro/venv/bin:${PATH}
 

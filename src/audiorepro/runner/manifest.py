@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import os
 import platform
 import re
@@ -153,22 +154,53 @@ def cpu_dispatch() -> dict[str, Any]:
     }
 
 
-def _git() -> dict[str, Any]:
-    root = Path(__file__).resolve().parent.parent.parent
-    if not (root / ".git").exists():
-        return {"commit": None, "dirty": None, "note": "not running from a git checkout"}
+#: The package's own folder (``.../audiorepro``), where the provenance is looked up from.
+PACKAGE = Path(__file__).resolve().parent.parent
 
-    def git(*args: str) -> str | None:
+
+def _run_git(root: Path, *args: str) -> str | None:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def checkout_of(package: Path) -> Path | None:
+    """The git checkout ``package`` runs from (an editable install, ``PYTHONPATH=src``): the
+    nearest folder above it with ``.git`` (a folder, or a file in a worktree) whose
+    ``src/audiorepro`` is this package, or None (a wheel in site-packages inside some other
+    repository is not that repository's code)."""
+    for folder in package.parents:
+        if (folder / ".git").exists():
+            return folder if (folder / "src" / "audiorepro") == package else None
+    return None
+
+
+def git_provenance(package: Path = PACKAGE) -> dict[str, Any]:
+    """The commit and dirty flag of the audiorepro source, and where they come from: the
+    checkout it runs from; else the stamp a wheel build wrote (``_build_info.json``,
+    ``setup.py``); else the image's ``REVISION`` build argument (``AUDIOREPRO_REVISION``);
+    else none, "not from a git checkout"."""
+    root = checkout_of(package)
+    if root is not None:
+        commit = _run_git(root, "rev-parse", "HEAD")
+        status = _run_git(root, "status", "--porcelain", "--untracked-files=no")
+        dirty = None if status is None else bool(status)
+        return {"commit": commit, "dirty": dirty, "source": "checkout"}
+    stamp = package / "_build_info.json"
+    if stamp.is_file():
         try:
-            return subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=30
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+            info = json.loads(stamp.read_text())
+        except (OSError, ValueError):
+            info = None
+        if isinstance(info, dict) and isinstance(info.get("commit"), str):
+            return {"commit": info["commit"], "dirty": info.get("dirty"), "source": "wheel build"}
+    revision = os.environ.get("AUDIOREPRO_REVISION", "")
+    if revision and revision != "unknown":
+        return {"commit": revision, "dirty": None, "source": "image REVISION"}
+    return {"commit": None, "dirty": None, "note": "not from a git checkout"}
 
 
 def environment() -> dict[str, Any]:
@@ -252,7 +284,7 @@ def write_manifest(
         "inputs": {**{d.source: d.sha256 for d in dumps}, **(inputs or {})},
         "outputs": output_hashes(out),
         "environment": environment(),
-        "git": _git(),
+        "git": git_provenance(),
         "time": timestamp(),
         "host": socket.gethostname(),
     }

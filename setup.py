@@ -1,0 +1,40 @@
+"""Build hook: stamp the git commit and dirty flag of the checkout a wheel is built from into
+the package (``audiorepro/_build_info.json``), so that a wheel install's manifests record it
+(``audiorepro.runner.manifest``). Deterministic: the file holds the commit and the flag only,
+and is left out when the build does not run in a git checkout (an sdist)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class StampedBuildPy(build_py):
+    def run(self) -> None:
+        super().run()
+        commit = _git("rev-parse", "HEAD") if (ROOT / ".git").exists() else None
+        if not commit:
+            return
+        status = _git("status", "--porcelain", "--untracked-files=no")
+        info = {"commit": commit, "dirty": None if status is None else bool(status)}
+        target = Path(self.build_lib) / "audiorepro" / "_build_info.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(info, sort_keys=True) + "\n")
+
+
+setup(cmdclass={"build_py": StampedBuildPy})
