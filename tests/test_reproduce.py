@@ -186,7 +186,7 @@ def test_verify_missing_dump_is_not_verified(
 ) -> None:
     assert main(["verify", str(_synthetic_study(tmp_path, drop_dump=True))]) == 1
     out = capsys.readouterr().out
-    assert "NOT VERIFIED five  t2a/r@1" in out and "is not available here" in out
+    assert "NOT VERIFIED five  8 values (t2a/r@1, " in out and "is not available here" in out
     assert "0 passed, 0 failed, 8 not verified" in out
 
 

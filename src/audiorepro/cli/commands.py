@@ -55,6 +55,7 @@ from audiorepro.runner.publish import check_out, claim
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
+from audiorepro.specs.selection import check_device, select
 from audiorepro.specs.settings import parse_overrides
 from audiorepro.specs.study import ProbeStudy, RetrievalStudy, load_study
 
@@ -215,6 +216,27 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
         click.echo(json_dumps(report), nl=False)
 
 
+def _device_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--device`` checked as it is parsed: before any study loads or any model is built."""
+    return None if value is None else check_device(value)
+
+
+cells_option = click.option(
+    "--cells",
+    metavar="PATTERN",
+    default=None,
+    help="Run only the cells whose id matches this glob (e.g. 'laion/*/clotho5'); recorded.",
+)
+study_device_option = click.option(
+    "--device",
+    "run_device",
+    metavar="cpu|cuda|cuda:N",
+    default=None,
+    callback=_device_flag,
+    help="Run every model of the study on this device instead of the study's; recorded.",
+)
+
+
 @cli.command()
 @click.argument("target", required=False, type=click.Path(path_type=Path))
 @click.option(
@@ -233,8 +255,15 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
     help="Folder holding the dumps the --golden cells name.",
 )
 @json_option("Write the verification rows as JSON here.")
+@cells_option
+@study_device_option
 def verify(
-    target: Path | None, golden: Path | None, dumps_dir: Path, json_out: Path | None
+    target: Path | None,
+    golden: Path | None,
+    dumps_dir: Path,
+    json_out: Path | None,
+    cells: str | None,
+    run_device: str | None,
 ) -> None:
     """Check published values: one line per value, PASS, FAIL or NOT VERIFIED.
 
@@ -247,6 +276,8 @@ def verify(
     """
     if target is None and golden is None:
         raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
+    if (cells or run_device) and (target is None or target.is_dir()):
+        raise click.UsageError("--cells and --device apply to a STUDY file")
     if golden is not None and is_probe_published(golden):
         # Published probe values: checked against a probe study's saved measurements.
         if target is None or target.is_dir():
@@ -268,7 +299,7 @@ def verify(
         report = verify_output_dir(target)
     else:
         assert target is not None
-        study = load_study(target, strict=False)
+        study = select(load_study(target, strict=False), cells=cells, device=run_device)
         with tempfile.TemporaryDirectory(prefix="audiorepro-verify-") as cache:
             report = verify_study(study, Path(cache))
     for line in verify_lines(report):
@@ -603,12 +634,16 @@ def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
     default=None,
     help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
 )
+@cells_option
+@study_device_option
 def reproduce(
     study_file: Path | None,
     out: Path | None,
     executor: str,
     slurm_folder: Path | None,
     wait_timeout: float | None,
+    cells: str | None,
+    run_device: str | None,
     **slurm_kw: Any,
 ) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
@@ -623,9 +658,14 @@ def reproduce(
         target = out or Path("reproduce-demo")
     else:
         target = out or Path(f"reproduce-{load_study(study_file).name}")
+    if study_file is not None:  # --cells/--device checked before OUT is touched
+        select(load_study(study_file), cells=cells, device=run_device)
     with claim(target):  # one run per OUT, held before the demo writes OUT/cache
         check_out(target)  # before any work: the demo prepares its inputs in OUT/cache
-        passed = _reproduce_into(target, study_file, executor, slurm_folder, wait_timeout, slurm_kw)
+        selection = {"cells": cells, "device": run_device}
+        passed = _reproduce_into(
+            target, study_file, executor, slurm_folder, wait_timeout, slurm_kw, selection
+        )
     if not passed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
@@ -637,8 +677,10 @@ def _reproduce_into(
     slurm_folder: Path | None,
     wait_timeout: float | None,
     slurm_kw: dict[str, Any],
+    selection: dict[str, str | None],
 ) -> bool:
-    """``reproduce`` with OUT claimed: run, publish, say each study's outcome."""
+    """``reproduce`` with OUT claimed: run, publish, say each study's outcome. The demo's
+    nested probe study (no cells, no models) runs whole."""
     jobs: list[tuple[Path, str]] = []
     if study_file is None:
         # The demo: a retrieval study in OUT and a probe study in OUT/probe.
@@ -647,6 +689,10 @@ def _reproduce_into(
     else:
         jobs.append((study_file, "."))
     studies = [(load_study(path), rel) for path, rel in jobs]  # validate all first
+    studies = [
+        (s if rel != "." and s.kind == "probe" else select(s, **selection), rel)
+        for s, rel in studies
+    ]
     passed = True
     slurm = None
     if executor == "slurm":

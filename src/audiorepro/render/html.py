@@ -280,6 +280,29 @@ def _definitions() -> str:
     return "<ul>" + "".join(items) + "</ul>"
 
 
+def selection_html(bundle: Mapping[str, Any]) -> str:
+    """What part of the study ran, and on which device, when ``--cells``/``--device`` said.
+
+    >>> selection_html({"selection": {"cells": "a*", "device": None, "ran": ["a1"],
+    ...                 "of": ["a1", "b1"], "partial": True}})
+    "<p class='partial'><strong>A part of the study</strong>: 1 of its 2 cells (--cells a*): a1.</p>"
+    """
+    sel = bundle.get("selection")
+    if not sel:
+        return ""
+    what = (
+        f"<strong>A part of the study</strong>: {len(sel['ran'])} of its {len(sel['of'])} cells "
+        f"(--cells {_e(sel['cells'])}): {_e(', '.join(sel['ran']))}."
+        if sel["partial"]
+        else f"Every cell of the study (--cells {_e(str(sel['cells']))})."
+        if sel["cells"] is not None
+        else ""
+    )
+    if sel["device"] is not None:
+        what += f" Models ran on --device {_e(sel['device'])}."
+    return f"<p class='partial'>{what.strip()}</p>"
+
+
 def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
     v = bundle["verification"]
     result_tables = "".join(
@@ -331,7 +354,7 @@ def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>audiorepro report: {_e(study.title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>audiorepro report: {_e(study.title)}</h1>{_summary(bundle)}"
+        f"<h1>audiorepro report: {_e(study.title)}</h1>{selection_html(bundle)}{_summary(bundle)}"
         f"<h2>Results</h2>{result_tables}"
         f"<h2>Cells</h2>{panels}"
         f"<h2>Paired comparisons</h2>{paired_html}"

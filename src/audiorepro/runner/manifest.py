@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import numpy as np
 from typing_extensions import TypedDict
@@ -269,6 +269,8 @@ class Manifest(TypedDict):
     git: dict[str, Any]
     time: dict[str, Any]
     host: str
+    #: ``--cells``/``--device`` when given (absent: the whole study, its own devices)
+    selection: NotRequired[dict[str, Any]]
 
 
 def write_manifest(
@@ -288,5 +290,13 @@ def write_manifest(
         "time": timestamp(),
         "host": socket.gethostname(),
     }
+    selection = getattr(study, "selection", None)
+    if selection is not None:  # a run of part of a study, or on another device
+        manifest["selection"] = {
+            "cells": selection.cells,
+            "device": selection.device,
+            "ran": list(selection.ran),
+            "of": list(selection.of),
+        }
     atomic_write_bytes(out / "manifest.json", json_dumps(manifest).encode())
     return manifest

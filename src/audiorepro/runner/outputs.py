@@ -131,6 +131,8 @@ class RetrievalBundle(TypedDict):
     paired_bootstrap: list[dict[str, Any]]
     verification: RetrievalVerification
     status: BundleStatus
+    #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)
+    selection: NotRequired[dict[str, Any]]
 
 
 class ProbeStudyRecord(TypedDict):

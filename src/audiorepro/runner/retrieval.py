@@ -74,6 +74,7 @@ from audiorepro.runner.outputs import (
     RetrievalVerification,
     write_outputs,
 )
+from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
@@ -512,7 +513,7 @@ def _bundle(
                 "intervals": r.intervals,
             }
         cells.append(entry)
-    return {
+    bundle: RetrievalBundle = {
         "schema": RETRIEVAL_BUNDLE,
         "definitions_version": DEFINITIONS_VERSION,
         "study": {
@@ -535,3 +536,7 @@ def _bundle(
             "statuses": [PASS, FAIL, NOT_VERIFIED],
         },
     }
+    selection = selection_record(study.selection)
+    if selection is not None:  # absent for a whole study on its own devices: bytes unchanged
+        bundle["selection"] = selection
+    return bundle

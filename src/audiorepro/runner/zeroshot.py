@@ -18,7 +18,7 @@ import hashlib
 import html
 import json
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired
 
 import numpy as np
 import numpy.typing as npt
@@ -49,10 +49,11 @@ from audiorepro.models.extract import embedding_meta, library_versions
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
-from audiorepro.render.html import table_html
+from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import Outcome, gzip_bytes
+from audiorepro.specs.selection import selection_record
 from audiorepro.specs.settings import ARCHITECTURE_KEYS
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
@@ -107,6 +108,8 @@ class ZeroshotBundle(TypedDict):
     study: dict[str, Any]  #: name, title, tie policy, definitions version, inputs
     cells: list[ZeroshotBundleCell]
     verification: ZeroshotVerification
+    #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)
+    selection: NotRequired[dict[str, Any]]
 
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -405,6 +408,9 @@ def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str])
         f"<h1>{e(study.title)}</h1>",
         f"<p><strong>{e(status)}</strong></p>",
     ]
+    partial = selection_html({"selection": selection_record(study.selection)})
+    if partial:  # absent for the whole study: the report's bytes unchanged
+        parts.insert(-1, partial)
     if failures:
         parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
     for i, (name, table) in enumerate(tables.items()):
@@ -490,6 +496,9 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
         "cells": cells,
         "verification": verification,
     }
+    selection = selection_record(study.selection)
+    if selection is not None:
+        bundle["selection"] = selection
     atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
     atomic_write_bytes(out / "report.html", _report(study, tables, failures).encode())
     atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))

@@ -195,6 +195,10 @@ class BootstrapSpec(Spec):
     level: float = Field(0.95, gt=0, lt=1, description="a level in (0, 1)")
 
 
+#: The torch devices a study or ``--device`` may name (validated before any model loads).
+DEVICE_PATTERN = r"^(cpu|cuda(:[0-9]+)?)$"
+
+
 class ExtractSpec(Spec):
     """How to make a cell's dump: model, audio folder, captions, registry, settings."""
 
@@ -205,7 +209,7 @@ class ExtractSpec(Spec):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="a table of preprocessing settings"
     )
-    device: str = Field("cpu", description="a torch device name")
+    device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
 
 
 class CellSpec(Spec):
@@ -527,6 +531,18 @@ class Bootstrap:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """What part of a study a run ran (``--cells``) and on which device (``--device``); None
+    fields were not given. Recorded in the bundle, the manifest and the report."""
+
+    cells: str | None
+    device: str | None
+    #: The ids of the cells that ran, and of every cell of the study.
+    ran: tuple[str, ...]
+    of: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RetrievalStudy:
     """A retrieval study, loaded: cells, identity checks, published values."""
 
@@ -540,6 +556,7 @@ class RetrievalStudy:
     identity: tuple[IdentityCheck, ...]
     published: tuple[Published, ...]
     kind: Literal["retrieval"] = "retrieval"
+    selection: Selection | None = None
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
@@ -596,7 +613,7 @@ class ZeroshotCellSpec(Spec):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="a table of architecture and preprocessing settings"
     )
-    device: str = Field("cpu", description="a torch device name")
+    device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
 
 
 class ZeroshotPublishedSpec(Spec):
@@ -667,6 +684,7 @@ class ZeroshotStudy:
     cells: tuple[ZeroshotCell, ...]
     published: tuple[Published, ...]
     kind: Literal["zeroshot"] = "zeroshot"
+    selection: Selection | None = None
 
 
 def prompt(template: str, class_name: str) -> str:

@@ -1,0 +1,79 @@
+"""``--cells PATTERN`` and ``--device``: a run of part of a study, or on another device,
+without editing it. Validated before any work (one line, exit 2); the study that results
+carries its :class:`~audiorepro.specs.study.Selection`, which the bundle, the manifest and the
+report record."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+
+from audiorepro.core.errors import UserError
+from audiorepro.specs.study import DEVICE_PATTERN, RetrievalStudy, Selection, Study, ZeroshotStudy
+
+
+def check_device(device: str) -> str:
+    """``device`` when it is a device a run can use, else one line (before any model loads).
+
+    >>> check_device("cuda:1")
+    'cuda:1'
+    >>> check_device("meta")
+    Traceback (most recent call last):
+    ...
+    audiorepro.core.errors.UserError: '--device': is 'meta'; expected cpu, cuda or cuda:N
+    """
+    if not re.fullmatch(DEVICE_PATTERN, device):
+        raise UserError(f"is {device!r}; expected cpu, cuda or cuda:N", key="--device")
+    return device
+
+
+def select(study: Study, *, cells: str | None, device: str | None) -> Study:
+    """The part of ``study`` whose cell ids match the glob ``cells``, its models on
+    ``device``; the study itself when neither is given. A pattern that matches no cell is one
+    line listing the cells; a probe study (no cells, no models) takes neither."""
+    if cells is None and device is None:
+        return study
+    if not isinstance(study, RetrievalStudy | ZeroshotStudy):
+        raise UserError(
+            "is a probe study: it has no cells and loads no model; --cells and --device apply "
+            "to retrieval and zero-shot studies",
+            source=study.source,
+        )
+    ids = tuple(c.id for c in study.cells)
+    ran = tuple(i for i in ids if cells is None or fnmatch.fnmatchcase(i, cells))
+    if not ran:
+        raise UserError(
+            f"matches no cell of {study.source}; expected a glob over its cells: {', '.join(ids)}",
+            key="--cells",
+        )
+    selection = Selection(cells=cells, device=device, ran=ran, of=ids)
+    published = tuple(p for p in study.published if p.cell in ran)
+    if isinstance(study, ZeroshotStudy):
+        kept_z = tuple(
+            c if device is None else dataclasses.replace(c, device=device)
+            for c in study.cells
+            if c.id in ran
+        )
+        return dataclasses.replace(study, cells=kept_z, published=published, selection=selection)
+    kept = tuple(
+        c
+        if device is None or c.extract is None
+        else dataclasses.replace(c, extract=dataclasses.replace(c.extract, device=device))
+        for c in study.cells
+        if c.id in ran
+    )
+    return dataclasses.replace(study, cells=kept, published=published, selection=selection)
+
+
+def selection_record(selection: Selection | None) -> dict[str, object] | None:
+    """The selection as the bundle and the manifest record it (None: the whole study)."""
+    if selection is None:
+        return None
+    return {
+        "cells": selection.cells,
+        "device": selection.device,
+        "ran": list(selection.ran),
+        "of": list(selection.of),
+        "partial": selection.ran != selection.of,
+    }
