@@ -2,13 +2,15 @@
 # The audiorepro image: the pinned GPU evaluation stack (torch, transformers, laion-clap) and
 # audiorepro, checked by `audiorepro selfcheck` at the end of the build.
 #
-# BASE_IMAGE: a CUDA-enabled PyTorch image for linux/amd64 and linux/arm64 (JUWELS Booster and
-# JUPITER GH200 nodes are aarch64) whose Python is 3.11 and whose torch, torchvision and
-# torchaudio are the trio the locks pin (2.9.1, 0.24.1, 2.9.1; a CUDA local label such as
-# +cu128 satisfies the pin). The default below names the tag only: no registry was reachable
-# where this file was written, and a digest is never invented. `tools/pin-base-image` resolves
-# the tag's digest where a registry is reachable and rewrites this line to TAG@sha256:DIGEST;
-# until then `audiorepro selfcheck` and every run's manifest say "base image unpinned".
+# BASE_IMAGE: a CUDA-enabled PyTorch image for linux/amd64 (JUWELS Booster: AMD EPYC + A100,
+# x86_64) and linux/arm64 (JUPITER: GH200, aarch64; built on an x86_64 host with
+# qemu-user-static and `podman build --platform linux/arm64`, see README) whose Python is 3.11
+# and whose torch, torchvision and torchaudio are the trio the locks pin (2.9.1, 0.24.1, 2.9.1;
+# a CUDA local label such as +cu128 satisfies the pin). The default below names the tag only:
+# no registry was reachable where this file was written, and a digest is never invented.
+# `tools/pin-base-image` resolves the tag's digest where a registry is reachable and rewrites
+# this line to TAG@sha256:DIGEST; until then `audiorepro selfcheck` and every run's manifest
+# say "base image unpinned".
 ARG BASE_IMAGE=docker.io/pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime
 FROM ${BASE_IMAGE}
 

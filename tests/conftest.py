@@ -105,9 +105,10 @@ LAYERS = {
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
         "test_publish_concurrency.py", "test_verdicts.py", "test_provenance.py",
         "test_selection.py",
-        "test_profile_laion_clap_zeroshot.py", "test_esc50.py",
+        "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_audiocaps_protocol.py",
     },
-    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
+    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
+            "test_hpc_readme.py"},
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
 #: quick loop while editing.

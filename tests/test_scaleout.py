@@ -116,7 +116,12 @@ def test_task_commands_with_and_without_a_container(demo: Path, tmp_path: Path) 
     assert f"{(work / 'audio').resolve()}:{(work / 'audio').resolve()}:ro" in binds
     assert f"{(work / 'tiny').resolve()}:{(work / 'tiny').resolve()}:ro" in binds
     assert "/scratch:/scratch" in binds
-    assert binds[-1] == f"{parts}:{parts}"  # the only writable bind, last
+    # the parts folder is the only writable bind of audiorepro's own (the user's come as given)
+    assert [b for b in binds if not b.endswith(":ro")] == ["/scratch:/scratch", f"{parts}:{parts}"]
+    # the weights: the hub cache (HF_HUB_CACHE, set by the test suite) read-only at /hf, named
+    cache = Path(os.environ["HF_HUB_CACHE"]).resolve()
+    assert f"{cache}:/hf:ro" in binds
+    assert wrapped[wrapped.index(f"{cache}:/hf:ro") + 1 :][:2] == ["--env", "HF_HUB_CACHE=/hf"]
     assert wrapped[wrapped.index(str(sif.resolve())) + 1 :] == ["audiorepro", *local[3:]]
 
 

@@ -806,6 +806,13 @@ def selfcheck(lock: Path | None, strict_environment: bool) -> None:
     default=None,
     help="audiocaps-test: the folder of the clips you have.",
 )
+@click.option(
+    "--caption-selection",
+    default="all",
+    show_default=True,
+    help="audiocaps-test: all, first-id (one per clip: the lowest audiocap_id, the published "
+    "protocol's count) or ids:FILE (the audiocap_id values to keep, one per line).",
+)
 def fetch(
     names: tuple[str, ...],
     registries: tuple[Path, ...],
@@ -813,10 +820,11 @@ def fetch(
     mirror: str | None,
     data: Path,
     audio: Path | None,
+    caption_selection: str,
 ) -> None:
     """Download checkpoints (at their pinned hub commit) and datasets, and check every file's
     hash before reporting success; the only command that downloads."""
-    code = run_fetch(names, registries, cache, mirror, data, audio, click.echo)
+    code = run_fetch(names, registries, cache, mirror, data, audio, click.echo, caption_selection)
     if code:
         raise SystemExit(code)
 

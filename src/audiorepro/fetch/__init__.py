@@ -21,6 +21,7 @@ from audiorepro.fetch.datasets import (
     Dataset,
     Say,
     bundled_datasets,
+    parse_caption_selection,
     prepare_audiocaps,
     prepare_clotho,
     prepare_esc50,
@@ -52,6 +53,7 @@ def run_fetch(
     data: Path,
     audio: Path | None,
     say: Say,
+    caption_selection: str = "all",
 ) -> int:
     """Fetch every name (checkpoints and datasets); returns the exit code."""
     model_files, dataset_files = _split_registries(registries)
@@ -77,6 +79,12 @@ def run_fetch(
         )
     if audio is not None and "audiocaps" not in {datasets[n].kind for n in names if n in datasets}:
         raise UserError("is only for an audiocaps dataset", key="--audio")
+    selection = parse_caption_selection(caption_selection)
+    if selection.rule != "all" and audio is None:
+        raise UserError(
+            "selects the captions prepared from your clips: give --audio DIR too",
+            key="--caption-selection",
+        )
     unverified: list[str] = []
     wanted_support: list[str] = []
     if any(n in models for n in names):
@@ -92,7 +100,7 @@ def run_fetch(
                 record = prepare_esc50(ds, data, mirror, say)
                 unverified += record["unverified"]
             else:
-                record = prepare_audiocaps(ds, data, mirror, audio, say)
+                record = prepare_audiocaps(ds, data, mirror, audio, say, selection)
             if record is not None:
                 say(
                     f"{name}: {record['clips_present']} of {record['clips_expected']} clips "
@@ -100,6 +108,12 @@ def run_fetch(
                     f"extra file(s); present-list sha256 {record['present_sha256']}; "
                     f"prepared {data / name}"
                 )
+                if "caption_selection" in record:
+                    sel = record["caption_selection"]
+                    say(
+                        f"{name}: caption selection {sel['rule']}: {sel['captions']} caption(s), "
+                        f"caption-id list sha256 {sel['caption_ids_sha256']}"
+                    )
             continue
         spec = models[name]
         for fetched in hub.fetch_model(spec, cache):

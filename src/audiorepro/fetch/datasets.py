@@ -11,7 +11,11 @@ nothing; the next ``fetch`` restarts it, up to three attempts per call), then pr
   ``captions.csv`` (Clotho's own ``file_name,caption_1..caption_5`` file);
 - ``audiocaps-test``: ``test.csv``; with ``--audio DIR`` (clips you have: ``<youtube_id>``,
   ``Y<youtube_id>`` or ``<youtube_id>_<start>`` ``.wav``/``.flac``), ``audio.txt`` listing them
-  and ``captions.csv`` (``file_name,caption``) with the captions of the present clips only.
+  and ``captions.csv`` (``file_name,caption``) with the captions of the present clips only:
+  all five (the default), or one per clip as the published verification's dumps had
+  (``--caption-selection first-id``: the caption with the lowest ``audiocap_id``), or the
+  ``audiocap_id`` values a file lists (``ids:FILE``); ``dataset.json`` records which
+  (``caption_selection``: rule, captions, SHA-256 of the sorted caption ids).
 
 - ``esc50``: the ESC-50 repository's source archive at a pinned commit (a ``.zip``):
   ``audio/`` (its 2,000 WAV files) and ``esc50.csv`` (its ``meta/esc50.csv``: folds and
@@ -327,22 +331,133 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
     return record
 
 
-def read_audiocaps_csv(path: Path) -> dict[str, list[tuple[str, str]]]:
-    """youtube_id -> [(start_time, caption), ...] in file order."""
+#: AudioCaps test rows of one clip: ``(start_time, caption, audiocap_id)`` in file order.
+Rows = list[tuple[str, str, str]]
+#: The caption selections ``fetch audiocaps-test --caption-selection`` knows (see
+#: :func:`parse_caption_selection`).
+SELECTIONS = ("all", "first-id", "ids")
+
+
+@dataclass(frozen=True)
+class CaptionSelection:
+    """Which captions of each present clip are prepared: ``all`` (AudioCaps test has five),
+    ``first-id`` (one per clip: the caption with the lowest ``audiocap_id``), or ``ids`` (the
+    ``audiocap_id`` values listed in a file, one per line)."""
+
+    rule: str = "all"
+    ids: frozenset[str] = frozenset()
+    source: str | None = None
+
+
+def parse_caption_selection(value: str) -> CaptionSelection:
+    """``all``, ``first-id`` or ``ids:FILE``; anything else is one line naming the option.
+
+    >>> parse_caption_selection("first-id").rule
+    'first-id'
+    >>> parse_caption_selection("first")
+    Traceback (most recent call last):
+    ...
+    audiorepro.core.errors.UserError: '--caption-selection': is 'first'; expected all, \
+first-id (one per clip: the lowest audiocap_id) or ids:FILE (audiocap_id values, one per line)
+    """
+    if value in ("all", "first-id"):
+        return CaptionSelection(value)
+    if value.startswith("ids:") and value[4:]:
+        path = Path(value[4:])
+        text = read_text(path, what="a list of AudioCaps caption ids (audiocap_id, one per line)")
+        ids = [ln.strip() for ln in text.splitlines() if ln.strip() and ln.strip()[0] != "#"]
+        bad = next((i for i in ids if not i.isdigit()), None)
+        if not ids or bad is not None:
+            got = f"got {bad!r}" if bad is not None else "it lists none"
+            raise UserError(
+                f"expected audiocap_id numbers, one per line; {got}",
+                source=path,
+                key="--caption-selection",
+            )
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise UserError(
+                f"lists caption id {twice} twice", source=path, key="--caption-selection"
+            )
+        return CaptionSelection("ids", frozenset(ids), str(path))
+    raise UserError(
+        f"is {value!r}; expected all, first-id (one per clip: the lowest audiocap_id) or "
+        "ids:FILE (audiocap_id values, one per line)",
+        key="--caption-selection",
+    )
+
+
+def select_captions(
+    known: dict[str, Rows], present: list[str], selection: CaptionSelection
+) -> dict[str, Rows]:
+    """The selected rows of each present clip (clips left without a caption are left out).
+
+    >>> known = {"a": [("0", "x", "7"), ("0", "y", "3")], "b": [("0", "z", "9")]}
+    >>> select_captions(known, ["a", "b"], CaptionSelection("first-id"))
+    {'a': [('0', 'y', '3')], 'b': [('0', 'z', '9')]}
+    >>> select_captions(known, ["a", "b"], CaptionSelection("ids", frozenset({"7"})))
+    {'a': [('0', 'x', '7')]}
+    """
+    if selection.rule == "ids":
+        listed = {row[2] for rows in known.values() for row in rows}
+        unknown = sorted(selection.ids - listed, key=int)
+        if unknown:
+            raise UserError(
+                f"lists caption id {unknown[0]} ({len(unknown)} id(s) in all), which the "
+                "AudioCaps test CSV does not have",
+                source=selection.source,
+                key="--caption-selection",
+            )
+    chosen: dict[str, Rows] = {}
+    for ytid in present:
+        rows = known[ytid]
+        if selection.rule == "first-id":
+            rows = [min(rows, key=lambda r: int(r[2]))]
+        elif selection.rule == "ids":
+            rows = [r for r in rows if r[2] in selection.ids]
+        if rows:
+            chosen[ytid] = rows
+    return chosen
+
+
+def selection_record(selection: CaptionSelection, chosen: dict[str, Rows]) -> dict[str, Any]:
+    """What ``dataset.json`` says of the selection: the rule, the number of captions and the
+    SHA-256 of the sorted selected caption ids (one per line), comparable between labs."""
+    ids = sorted((row[2] for rows in chosen.values() for row in rows), key=int)
+    record: dict[str, Any] = {
+        "rule": selection.rule,
+        "captions": len(ids),
+        "caption_ids_sha256": _sha256("".join(f"{i}\n" for i in ids).encode()),
+    }
+    if selection.source is not None:
+        record["ids_file"] = Path(selection.source).name
+    return record
+
+
+def read_audiocaps_csv(path: Path) -> dict[str, Rows]:
+    """youtube_id -> [(start_time, caption, audiocap_id), ...] in file order."""
     rows = list(csv.DictReader(io.StringIO(read_text(path, what="the AudioCaps test CSV"))))
     need = {"audiocap_id", "youtube_id", "start_time", "caption"}
     if not rows or not need <= set(rows[0]):
         raise UserError(f"expected columns {', '.join(sorted(need))}", source=path, key="header")
-    clips: dict[str, list[tuple[str, str]]] = {}
+    clips: dict[str, Rows] = {}
     for row in rows:
-        clips.setdefault(row["youtube_id"], []).append((row["start_time"], row["caption"]))
+        if not str(row["audiocap_id"]).isdigit():
+            raise UserError(
+                f"audiocap_id {row['audiocap_id']!r} is not a number",
+                source=path,
+                key="audiocap_id",
+            )
+        clips.setdefault(row["youtube_id"], []).append(
+            (row["start_time"], row["caption"], row["audiocap_id"])
+        )
     return clips
 
 
-def audiocaps_id(stem: str, known: dict[str, list[tuple[str, str]]]) -> str | None:
+def audiocaps_id(stem: str, known: dict[str, Rows]) -> str | None:
     """The youtube id a file stem names: ``<id>``, ``Y<id>`` or ``<id>_<start>`` (or ``Y``...).
 
-    >>> known = {"abcdefghijk": [("30", "x")], "Yabcdefghij": [("0", "y")]}
+    >>> known = {"abcdefghijk": [("30", "x", "1")], "Yabcdefghij": [("0", "y", "2")]}
     >>> [audiocaps_id(s, known) for s in ["abcdefghijk", "Yabcdefghijk", "abcdefghijk_30.000",
     ...                                    "abcdefghijk_31", "Yabcdefghij", "zzz"]]
     ['abcdefghijk', 'abcdefghijk', 'abcdefghijk', None, 'Yabcdefghij', None]
@@ -353,16 +468,23 @@ def audiocaps_id(stem: str, known: dict[str, list[tuple[str, str]]]) -> str | No
         return stem[1:]
     m = _WITH_START.match(stem)
     if m and m.group(1) in known:
-        starts = {float(s) for s, _ in known[m.group(1)]}
+        starts = {float(row[0]) for row in known[m.group(1)]}
         if float(m.group(2)) in starts:
             return m.group(1)
     return None
 
 
 def prepare_audiocaps(
-    ds: Dataset, data: Path, mirror: str | None, audio: Path | None, say: Say
+    ds: Dataset,
+    data: Path,
+    mirror: str | None,
+    audio: Path | None,
+    say: Say,
+    selection: CaptionSelection | None = None,
 ) -> dict[str, Any] | None:
-    """The pinned test CSV; with ``audio``, the captions of the clips present there."""
+    """The pinned test CSV; with ``audio``, the selected captions of the clips present there
+    (``selection``: every caption by default)."""
+    selection = selection or CaptionSelection()
     out = data / ds.name
     (csv_path,) = [download_file(f, out / "downloads", mirror, say) for f in ds.files]
     if audio is None:
@@ -394,12 +516,13 @@ def prepare_audiocaps(
             source=audio,
             key="--audio",
         )
-    present = sorted(found)
+    chosen = select_captions(known, sorted(found), selection)
+    present = sorted(chosen)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["file_name", "caption"])
     for ytid in present:
-        for _, caption in known[ytid]:
+        for _, caption, _ in chosen[ytid]:
             writer.writerow([found[ytid].name, caption])
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(out / "captions.csv", buf.getvalue().encode())
@@ -413,10 +536,15 @@ def prepare_audiocaps(
         "clips_missing": len(known) - len(present),
         "extra_files": extra,
         "present_sha256": present_digest(present),
-        "missing": sorted(set(known) - set(found)),
+        "missing": sorted(set(known) - set(chosen)),
         "sources": {f.name: f.hash for f in ds.files},
         **_per_clip(ds),
+        "caption_selection": selection_record(selection, chosen),
     }
+    if selection.rule == "first-id":
+        record["captions_per_clip"] = 1
+    elif selection.rule == "ids":
+        record.pop("captions_per_clip", None)
     _record(out, record)
     return record
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.models.seeded import redraw_initialization
 
@@ -145,3 +146,38 @@ def activate_hub_cache(cache_dir: str | Path | None) -> None:
         constants.HF_HUB_OFFLINE = True
         if cache_dir is not None:
             constants.HF_HUB_CACHE = env["HF_HUB_CACHE"]
+
+
+#: Set by apptainer (and singularity) in every container it runs.
+CONTAINER_VARIABLES = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
+#: Where the README's container lines bind the host's hub cache.
+CONTAINER_HUB_CACHE = "/hf"
+
+
+def require_hub_cache_in_container(model: str, cache_dir: Path | None = None) -> None:
+    """Inside an apptainer container, the hub cache a model needs must be there.
+
+    ``--containall --cleanenv`` drop the host's ``HF_HUB_CACHE`` and give a fresh, empty
+    ``HOME``, so without a bind and a variable the container looks in a cache that does not
+    exist and every hub model is "not in the cache". That is a set-up error, said in one line
+    naming the bind and the variable to add (exit 2), before anything is written. Outside a
+    container a missing cache is left to the loader, which names the model.
+    """
+    if not any(os.environ.get(v) for v in CONTAINER_VARIABLES):
+        return
+    if cache_dir is None:
+        from huggingface_hub import constants
+
+        cache_dir = Path(os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE)
+        named = "HF_HUB_CACHE" if os.environ.get("HF_HUB_CACHE") else "HF_HUB_CACHE is not set"
+    else:
+        named = "the registry's hub_cache"
+    if cache_dir.is_dir():
+        return
+    raise UserError(
+        f"the hub cache {cache_dir} ({named}) is not there inside the container: bind the "
+        f"host's cache read-only and name it, add --bind HOST_CACHE:{CONTAINER_HUB_CACHE}:ro "
+        f"--env HF_HUB_CACHE={CONTAINER_HUB_CACHE} to the apptainer command (or export "
+        f"APPTAINERENV_HF_HUB_CACHE={CONTAINER_HUB_CACHE} before it)",
+        key=model,
+    )

@@ -14,7 +14,10 @@ must be, without loading a tensor, and refuses the first problem in one line (a
 - a Hugging Face folder: ``config.json`` is there and is a JSON object.
 
 What is not here (a hub model not in the cache, a missing path) is left to the loader, which
-says so where the file is used (``verify STUDY`` reports such a value as not verified).
+says so where the file is used (``verify STUDY`` reports such a value as not verified); but
+inside an apptainer container a hub cache that is not there at all is a set-up error, one line
+naming the bind and the variable to add
+(:func:`~audiorepro.models.offline.require_hub_cache_in_container`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
+from audiorepro.models.offline import require_hub_cache_in_container
 from audiorepro.models.registry import ModelSpec, _laion_from_hub_cache
 from audiorepro.models.safeload import PICKLED, load_weights_only
 
@@ -134,6 +138,8 @@ def check_hf_folder(folder: Path) -> None:
 
 def preflight(spec: ModelSpec) -> None:
     """Check the local files of ``spec`` before its model is built (see the module)."""
+    if spec.is_hub or spec.support or (spec.format == "laion" and spec.hub_repo is not None):
+        require_hub_cache_in_container(spec.name, spec.hub_cache)
     if spec.format == "laion":
         path = Path(spec.location)
         if not os.path.lexists(path) and spec.hub_repo is not None:

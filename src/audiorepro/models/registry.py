@@ -47,6 +47,7 @@ from typing import Any
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import read_toml
+from audiorepro.models.offline import require_hub_cache_in_container
 from audiorepro.specs.registry import SCHEMA, EntrySpec, RegistryFile
 from audiorepro.specs.schema import validate
 from audiorepro.specs.settings import Preprocessing, parse_bool, preprocessing_from_table
@@ -267,6 +268,7 @@ def weight_files(spec: ModelSpec) -> dict[str, Path]:
     if spec.format == "laion":
         path = Path(spec.location)
         if not path.is_file() and spec.hub_repo is not None:
+            require_hub_cache_in_container(spec.name, spec.hub_cache)
             path = _laion_from_hub_cache(spec) or path
         if not path.is_file():
             raise UserError(
@@ -279,6 +281,7 @@ def weight_files(spec: ModelSpec) -> dict[str, Path]:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
 
+        require_hub_cache_in_container(spec.name, spec.hub_cache)
         try:
             folder = Path(
                 snapshot_download(spec.location, revision=spec.revision, local_files_only=True)

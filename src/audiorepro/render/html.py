@@ -249,10 +249,18 @@ def _coverage(meta: dict[str, Any]) -> str:
     ds = meta.get("inputs", {}).get("dataset")
     if not ds:
         return ""
+    selection = ds.get("caption_selection")
+    chosen = ""
+    if isinstance(selection, dict):
+        chosen = (
+            f"; caption selection {_e(selection.get('rule'))} ({selection.get('captions')} "
+            f"captions, caption-id list sha256 <code>{_e(selection.get('caption_ids_sha256'))}"
+            "</code>)"
+        )
     return (
         f"<p>Dataset {_e(ds.get('name'))}: {ds.get('clips_present')} of "
         f"{ds.get('clips_expected')} clips present ({ds.get('clips_missing')} missing); "
-        f"present-clip list sha256 <code>{_e(ds.get('present_sha256'))}</code></p>"
+        f"present-clip list sha256 <code>{_e(ds.get('present_sha256'))}</code>{chosen}</p>"
     )
 
 

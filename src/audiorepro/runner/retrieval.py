@@ -75,7 +75,7 @@ from audiorepro.runner.outputs import (
     write_outputs,
 )
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.study import Cell, RetrievalStudy
+from audiorepro.specs.study import Cell, Published, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 
@@ -424,6 +424,25 @@ def _fetchable() -> dict[str, str]:
     return {name: ds.kind for name, ds in read_datasets(bundled_datasets()).items()}
 
 
+def identity_mismatch(pub: Published, dump: Dump | None) -> str | None:
+    """Why a dump is not the one the published values were computed on (its clip or caption
+    count differs: another subset, another caption selection), or None. Such values are not
+    compared (NOT VERIFIED, with this reason), never counted as a FAIL."""
+    if dump is None:
+        return None
+    for what, want, got in (
+        ("clips", pub.n_clips, dump.n_clips),
+        ("captions", pub.n_captions, dump.n_captions),
+    ):
+        if want is not None and got != want:
+            return (
+                f"the dump has {dump.n_clips} clips and {dump.n_captions} captions, the "
+                f"published values' dump {pub.n_clips} and {pub.n_captions}: not the same "
+                f"{what}, so the values do not compare (see the study's caption_selection)"
+            )
+    return None
+
+
 def golden_rows(
     study: RetrievalStudy, results: list[CellResult], progress: bool = False
 ) -> list[ValueRow]:
@@ -432,7 +451,7 @@ def golden_rows(
     by_id = {r.cell.id: r for r in results}
     for pub in _progress(list(study.published), "golden", progress):
         res = by_id[pub.cell]
-        reason = res.error
+        reason = res.error if res.error is not None else identity_mismatch(pub, res.dump)
         reproduced: dict[str, float] = {}
         if reason is None and res.dump is not None:
             if res.retrieval is None:

@@ -28,7 +28,7 @@ A study is cells of model x dataset, identity checks, and published values to ve
     cell = "tiny-laion/fixture"
     profile = "canonical"               # optional, default canonical
     tolerance = 1e-9
-    provenance = "paper, table, URL, or 'seed kit output'"
+    provenance = "paper, table, URL, or the verification output it was copied from"
     values = { "t2a/r@1" = 0.5 }
 
 A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks.
@@ -127,6 +127,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_toml, read_text
 from audiorepro.formats.captions import load_inputs
+from audiorepro.formats.coverage import dataset_record
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
@@ -210,6 +211,11 @@ class ExtractSpec(Spec):
         default_factory=dict, description="a table of preprocessing settings"
     )
     device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
+    caption_selection: Literal["all", "first-id", "ids"] | None = Field(
+        None,
+        description="the caption selection the prepared captions must have been made with "
+        "(fetch audiocaps-test --caption-selection; recorded in their dataset.json)",
+    )
 
 
 class CellSpec(Spec):
@@ -253,6 +259,12 @@ class PublishedSpec(Spec):
     provenance: str = Field(description="where the value was published")
     values: dict[str, Number] = Field(
         min_length=1, description="a table of metric -> published value"
+    )
+    n_clips: int | None = Field(
+        None, ge=1, description="the clips of the dump the values were computed on"
+    )
+    n_captions: int | None = Field(
+        None, ge=1, description="the captions of the dump the values were computed on"
     )
 
     _profile = field_validator("profile")(known_profile)
@@ -487,6 +499,7 @@ class Extraction:
     registry: Path | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     device: str = "cpu"
+    caption_selection: str | None = None
 
 
 @dataclass(frozen=True)
@@ -521,6 +534,9 @@ class Published:
     tolerance: float
     provenance: str
     values: dict[str, float]
+    #: The published dump's identity, where known: values compare only over the same.
+    n_clips: int | None = None
+    n_captions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -846,6 +862,8 @@ def _published(
         tolerance=spec.tolerance,
         provenance=spec.provenance,
         values=dict(spec.values),
+        n_clips=getattr(spec, "n_clips", None),
+        n_captions=getattr(spec, "n_captions", None),
     )
 
 
@@ -873,11 +891,13 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
             registry=_path(source, f"{at}.registry", e.registry, must_exist=True),
             settings=dict(e.settings),
             device=e.device,
+            caption_selection=e.caption_selection,
         )
         for key, value in extraction.settings.items():
             parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
             parse(key, value, source=f"{source}: {at}.settings")
         _check_inputs(extraction.captions, extraction.audio, strict)
+        _check_selection(extraction, source, f"{at}.caption_selection", strict)
     return Cell(
         id=spec.id,
         model=spec.model,
@@ -887,6 +907,26 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
         extract=extraction,
         profiles=tuple(spec.profiles or ()) or profiles,
     )
+
+
+def _check_selection(e: Extraction, source: Path, key: str, strict: bool) -> None:
+    """A declared caption selection must be the one the prepared captions were made with
+    (their ``dataset.json``): a dump of all five AudioCaps captions per clip never stands in
+    for the one-per-clip protocol. Checked when the captions are here (always when strict)."""
+    if e.caption_selection is None or not (strict or e.captions.exists()):
+        return
+    record = dataset_record(e.captions)
+    made = record.get("caption_selection") if record else None
+    rule = made.get("rule") if isinstance(made, dict) else None
+    if rule != e.caption_selection:
+        found = f"were prepared with {rule!r}" if rule else "record no caption selection"
+        raise UserError(
+            f"is {e.caption_selection!r}, but the captions {e.captions} {found}: prepare them "
+            f"with audiorepro fetch audiocaps-test --caption-selection {e.caption_selection} "
+            "--data DATA --audio DIR",
+            source=source,
+            key=key,
+        )
 
 
 def _check_inputs(captions: Path | None, audio: Path | None, strict: bool) -> None:

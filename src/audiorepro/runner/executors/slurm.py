@@ -4,7 +4,8 @@
 ``shards`` parts (``extract --shard i/n``: whole batches, so the merged dump is byte-identical
 to an unsharded one) and submits one array task per (cell, shard) with submitit. Each task runs
 ``audiorepro extract-part`` (inside ``apptainer exec --nv --containall --cleanenv`` with
-``--container SIF``), which writes its part atomically and then a ``.sha256`` record of it.
+``--container SIF``, the hub cache bound read-only at ``/hf`` and named by ``HF_HUB_CACHE``),
+which writes its part atomically and then a ``.sha256`` record of it.
 Once every task has ended, the parts are merged into the extraction cache (``OUT/cache/dumps``,
 the files a local run would have written) and the metric, table and report stages run here,
 exactly as with the local executor, so both give byte-identical outputs.
@@ -20,6 +21,7 @@ write). Every wait is bounded (``wait_timeout_s``) and says what it waited for.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -35,6 +37,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, read_text
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.extract import merge
+from audiorepro.models.offline import CONTAINER_HUB_CACHE
 from audiorepro.runner.cache import (
     cache_dump_path,
     cached_dump,
@@ -186,6 +189,29 @@ def _bind_paths(study: RetrievalStudy, out: Path, extra: tuple[str, ...]) -> lis
     return [*binds, *extra, f"{parts}:{parts}"]
 
 
+def _model_passthrough() -> list[str]:
+    """apptainer arguments that bring the submitter's weights into the container.
+
+    ``--containall --cleanenv`` drop the environment and give a fresh ``HOME``, so the hub
+    cache is bound read-only at ``/hf`` and named there (the README's one mechanism: ``--bind
+    CACHE:/hf:ro --env HF_HUB_CACHE=/hf``), and a laion checkpoint folder
+    (``AUDIOREPRO_CHECKPOINT_DIR``) likewise at its own path. A cache that does not exist here
+    is not bound: a task that needs it then says, in one line, which bind to add.
+    """
+    from huggingface_hub import constants
+
+    args: list[str] = []
+    cache = Path(os.environ.get("HF_HUB_CACHE") or constants.HF_HUB_CACHE)
+    if cache.is_dir():
+        inside = CONTAINER_HUB_CACHE
+        args += ["--bind", f"{cache.resolve()}:{inside}:ro", "--env", f"HF_HUB_CACHE={inside}"]
+    checkpoints = os.environ.get("AUDIOREPRO_CHECKPOINT_DIR")
+    if checkpoints and Path(checkpoints).is_dir():
+        folder = Path(checkpoints).resolve()
+        args += ["--bind", f"{folder}:{folder}:ro", "--env", f"AUDIOREPRO_CHECKPOINT_DIR={folder}"]
+    return args
+
+
 def task_command(study: RetrievalStudy, out: Path, part: Part, options: SlurmOptions) -> list[str]:
     """The command an array task runs (on the node, in the container with ``--container``)."""
     args = [
@@ -210,6 +236,7 @@ def task_command(study: RetrievalStudy, out: Path, part: Part, options: SlurmOpt
         "--containall",
         "--cleanenv",
         *binds,
+        *_model_passthrough(),
         str(options.container.resolve()),
         "audiorepro",
         *args,
