@@ -17,7 +17,7 @@ from audiorepro import __version__
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
-from audiorepro.checks.verify import verify_lines, verify_published
+from audiorepro.checks.verify import summarize, verify_lines, verify_published
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -47,9 +47,11 @@ from audiorepro.models.extract_jobs import extract_in_processes
 from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
 from audiorepro.models.tiny import build_tiny_models
+from audiorepro.runner.attest import check_signature
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
+from audiorepro.runner.keys import load_trusted_keys
 from audiorepro.runner.probe import verify_probe_saved
 from audiorepro.runner.publish import check_out
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
@@ -232,9 +234,28 @@ def probe_metrics(predictions: Path, json_out: Path | None) -> None:
     show_default=True,
     help="Folder holding the dumps the --golden cells name.",
 )
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A trusted Ed25519 public key (PEM or ssh-ed25519 line) that must have signed OUT "
+    "(repeatable).",
+)
+@click.option(
+    "--trusted-keys",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A file of trusted public keys, one per line (ssh-ed25519 lines or PEM blocks).",
+)
 @json_option("Write the verification rows as JSON here.")
 def verify(
-    target: Path | None, golden: Path | None, dumps_dir: Path, json_out: Path | None
+    target: Path | None,
+    golden: Path | None,
+    dumps_dir: Path,
+    keys: tuple[Path, ...],
+    trusted_keys: Path | None,
+    json_out: Path | None,
 ) -> None:
     """Check published values: one line per value, PASS, FAIL or NOT VERIFIED.
 
@@ -244,9 +265,16 @@ def verify(
     probe values file (audiorepro.probe-published/1), give --golden FILE and the probe STUDY:
     each value is compared with the study's saved measurements. Exit 0 only when every value
     passes; 1 when any fails or cannot be verified here; 2 for bad input.
+
+    For OUT, one line says whether it is signed (`audiorepro sign`) and by which key; with
+    --key or --trusted-keys the signature must verify under a trusted key and the signed files
+    must be exactly OUT's files, unchanged (each problem a FAIL line).
     """
     if target is None and golden is None:
         raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
+    trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
+    if trusted is not None and not (target is not None and target.is_dir()):
+        raise click.UsageError("--key and --trusted-keys check a reproduce output folder: give OUT")
     if golden is not None and is_probe_published(golden):
         # Published probe values: checked against a probe study's saved measurements.
         if target is None or target.is_dir():
@@ -266,6 +294,9 @@ def verify(
         report = verify_published(load_published(golden), dumps_dir)
     elif target is not None and target.is_dir():
         report = verify_output_dir(target)
+        signature = check_signature(target, trusted)
+        click.echo(signature.line)
+        report = summarize(report["rows"] + signature.rows)
     else:
         assert target is not None
         study = load_study(target, strict=False)

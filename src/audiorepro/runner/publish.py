@@ -23,6 +23,8 @@ from audiorepro.specs.records import ManifestRecord, read_record
 
 #: Top-level folders of OUT that no run publishes and none removes.
 KEPT = ("cache", "slurm")
+#: The signed attestation (``audiorepro sign``): covers the run's files, so it is none of them.
+ATTESTATION = "attestation.intoto.json"
 
 
 def staging_path(out: Path) -> Path:
@@ -31,11 +33,11 @@ def staging_path(out: Path) -> Path:
 
 def run_files(out: Path) -> list[str]:
     """Every file under ``out`` a run may have written (relative POSIX paths, sorted): all
-    but the top-level manifest and the :data:`KEPT` folders."""
+    but the top-level manifest and attestation and the :data:`KEPT` folders."""
     files = []
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
-        if rel == "manifest.json" or rel.split("/", 1)[0] in KEPT:
+        if rel in ("manifest.json", ATTESTATION) or rel.split("/", 1)[0] in KEPT:
             continue
         if path.is_file() or path.is_symlink():
             files.append(rel)
