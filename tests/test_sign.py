@@ -326,6 +326,48 @@ def test_trusted_keys_file_holds_both_formats(
     assert main(["verify", str(run), "--trusted-keys", str(trusted)]) == 1
 
 
+def test_reproduce_sign_key_signs_in_staging(
+    keys: dict[str, KeyPair],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import audiorepro.runner.study as study_module
+
+    real_publish = study_module.publish
+    seen: list[bool] = []
+
+    def publish(staging: Path, out: Path) -> None:
+        seen.append((staging / ATTESTATION).is_file())  # signed before it becomes OUT
+        real_publish(staging, out)
+
+    monkeypatch.setattr(study_module, "publish", publish)
+    out = tmp_path / "out"
+    pair = keys["ssh-keygen"]
+    argv = ["reproduce", str(_study(tmp_path)), "--out", str(out)]
+    assert main([*argv, "--sign-key", str(pair.private)]) == 0
+    assert seen == [True]
+    assert f"signed {out / ATTESTATION} with key {_fingerprint(pair.public)}" in (
+        capsys.readouterr().out
+    )
+    code, text = _verify(out, pair.public, capsys=capsys)
+    assert code == 0, text
+    # A rerun unsigned replaces the folder whole: the old attestation is not foreign, and gone.
+    assert main(argv) == 0
+    assert not (out / ATTESTATION).exists()
+
+
+def test_reproduce_with_a_bad_sign_key_starts_nothing(
+    keys: dict[str, KeyPair], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    capsys.readouterr()
+    argv = ["reproduce", str(_study(tmp_path)), "--out", str(out)]
+    assert main([*argv, "--sign-key", str(keys["openssl"].public)]) == 2
+    _one_line(capsys.readouterr().err, "openssl", "is a public key")
+    assert not out.exists()
+
+
 def _big(path: Path) -> Path:
     with open(path, "wb") as f:
         f.truncate(100 << 20)  # 100 MB, sparse

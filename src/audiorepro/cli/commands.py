@@ -51,9 +51,9 @@ from audiorepro.runner.attest import check_signature
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
-from audiorepro.runner.keys import load_trusted_keys
+from audiorepro.runner.keys import load_signing_key, load_trusted_keys
 from audiorepro.runner.probe import verify_probe_saved
-from audiorepro.runner.publish import check_out
+from audiorepro.runner.publish import ATTESTATION, check_out
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
@@ -634,12 +634,19 @@ def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
     default=None,
     help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
 )
+@click.option(
+    "--sign-key",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sign OUT as it is published (see `audiorepro sign`): an Ed25519 private key.",
+)
 def reproduce(
     study_file: Path | None,
     out: Path | None,
     executor: str,
     slurm_folder: Path | None,
     wait_timeout: float | None,
+    sign_key: Path | None,
     **slurm_kw: Any,
 ) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
@@ -647,8 +654,10 @@ def reproduce(
     Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
     fails (the report is still written, failure first). With --executor slurm, extraction runs
     as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
-    missing.
+    missing. With --sign-key KEY, OUT/attestation.intoto.json is signed in staging, so the
+    folder is never visible unsigned.
     """
+    signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -667,7 +676,10 @@ def reproduce(
     slurm = None
     if executor == "slurm":
         slurm = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
-    for study, folder, result in run_studies(studies, target, slurm=slurm, say=click.echo):
+    ran = run_studies(studies, target, slurm=slurm, say=click.echo, sign_key=signer)
+    if signer is not None and not any(r.get("executor_failed") for _, _, r in ran):
+        click.echo(f"signed {target / ATTESTATION} with key {signer.keyid}")
+    for study, folder, result in ran:
         if result.get("executor_failed"):
             click.echo(f"{study.name}: FAILED ({len(result['failures'])} array task(s)):")
             for line in result["failures"]:

@@ -12,8 +12,10 @@ from pathlib import Path
 from audiorepro.checks.verify import FAIL, Summary, ValueRow, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
+from audiorepro.runner.attest import sign_folder
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
+from audiorepro.runner.keys import SigningKey
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
 from audiorepro.runner.publish import check_out, discard, new_staging, publish, run_files
@@ -72,12 +74,14 @@ def run_studies(
     progress: bool = True,
     slurm: SlurmOptions | None = None,
     say: Callable[[str], None] = print,
+    sign_key: SigningKey | None = None,
 ) -> list[tuple[Study, Path, Outcome]]:
     """Run studies into one output folder (``"."`` for the top-level study, ``"probe"`` for a
     nested one) and publish it whole (:mod:`.publish`).
 
     Nested studies run first, so the top-level manifest, written last, covers their files.
     When a Slurm array task failed, nothing is published (the outcome has ``executor_failed``).
+    With ``sign_key``, the attestation (:mod:`.attest`) is written in staging, last.
     Returns each study with its folder in OUT and its outcome, in the order given.
     """
     out = Path(out)
@@ -114,6 +118,8 @@ def run_studies(
                     }
                     return [(study, out / rel, failed)]
             outcomes[i] = run(study, target, progress=progress, cache=out / "cache" / "dumps")
+        if sign_key is not None:
+            sign_folder(staging, sign_key)
     except BaseException:
         discard(staging)
         raise
