@@ -8,8 +8,10 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from audiorepro.cli import main
+from tests.conftest import ROOT
 from tests.test_hostile import _one_line
 from tests.test_outputs_folder import _study
 
@@ -535,3 +538,26 @@ def test_key_options_need_an_output_folder(
     capsys.readouterr()
     assert main(["verify", str(study), "--key", str(keys["openssl"].public)]) == 2
     _one_line(capsys.readouterr().err, "--key and --trusted-keys check a reproduce output folder")
+
+
+def test_the_readme_signing_commands_as_written(tmp_path: Path) -> None:
+    """The README's "Signed output folders" block, run line by line in bash (STUDY.toml the
+    small study here, `audiorepro` this Python's module)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Signed output folders", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert any("--sign-key" in line for line in lines)
+    study = _study(tmp_path)
+    study.rename(tmp_path / "STUDY.toml")
+    script = f'set -e\naudiorepro() {{ "{sys.executable}" -m audiorepro "$@"; }}\n'
+    script += "\n".join(lines) + "\n"
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    verified = [x for x in done.stdout.splitlines() if x.startswith("signature: verified;")]
+    assert len(verified) == 2, done.stdout
+    assert _fingerprint(tmp_path / "signing.pub.pem") in verified[0]  # reproduce --sign-key
+    assert _fingerprint(tmp_path / "signing_ssh.pub") in verified[1]  # sign, re-signed
