@@ -193,7 +193,7 @@ def test_envelope_is_dsse_over_an_in_toto_statement_of_every_file(
     assert statement["_type"] == "https://in-toto.io/Statement/v1"
     assert statement["predicateType"] == "https://audiorepro.dev/attestation/run/v1"
     expected = _run_files(run)
-    assert "manifest.json" in expected and "probe/manifest.json" not in expected
+    assert "manifest.json" in expected
     assert statement["subject"] == [
         {"name": rel, "digest": {"sha256": sha}} for rel, sha in sorted(expected.items())
     ]
@@ -561,3 +561,34 @@ def test_the_readme_signing_commands_as_written(tmp_path: Path) -> None:
     assert len(verified) == 2, done.stdout
     assert _fingerprint(tmp_path / "signing.pub.pem") in verified[0]  # reproduce --sign-key
     assert _fingerprint(tmp_path / "signing_ssh.pub") in verified[1]  # sign, re-signed
+
+
+def test_a_nested_study_is_signed_with_the_run(
+    keys: dict[str, KeyPair], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's shape (a probe study in OUT/probe): its files and its manifest are subjects,
+    and a consistent rewrite inside it (both manifests re-hashed) fails only with --key."""
+    from audiorepro.runner.demo import prepare_probe_demo
+    from audiorepro.runner.keys import load_signing_key
+    from audiorepro.runner.study import run_studies
+    from audiorepro.specs.study import load_study
+
+    out = tmp_path / "out"
+    top = load_study(_study(tmp_path))
+    probe = load_study(prepare_probe_demo(tmp_path / "probe-work"))
+    key = load_signing_key(keys["ssh-keygen"].private)
+    run_studies([(top, "."), (probe, "probe")], out, progress=False, sign_key=key)
+    envelope = json.loads((out / ATTESTATION).read_text())
+    names = [s["name"] for s in json.loads(base64.b64decode(envelope["payload"]))["subject"]]
+    assert names == sorted(_run_files(out)) and "probe/manifest.json" in names
+    assert _verify(out, keys["ssh-keygen"].public, capsys=capsys)[0] == 0
+    (out / "probe" / "report.html").write_text("<p>all good</p>")
+    nested = json.loads((out / "probe" / "manifest.json").read_text())
+    nested["outputs"]["report.html"] = hashlib.sha256(b"<p>all good</p>").hexdigest()
+    (out / "probe" / "manifest.json").write_text(json.dumps(nested))
+    _rehash(out, "probe/report.html")
+    _rehash(out, "probe/manifest.json")
+    assert _verify(out, capsys=capsys)[0] == 0
+    code, text = _verify(out, keys["ssh-keygen"].public, capsys=capsys)
+    assert code == 1
+    assert "probe/report.html" in text and "probe/manifest.json" in text
