@@ -531,6 +531,20 @@ def test_sign_refuses_a_folder_that_differs_from_its_manifest(
     assert not (run / ATTESTATION).exists()
 
 
+@pytest.mark.parametrize("rel", ["manifest.json", "tables/parity.csv"])
+def test_sign_refuses_a_symlink_in_the_run(
+    rel: str, keys: dict[str, KeyPair], run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link would make the signature cover whatever it points to, wherever that is."""
+    real = run.parent / "elsewhere"
+    (run / rel).rename(real)
+    os.symlink(real, run / rel)
+    capsys.readouterr()
+    assert _sign(run, keys["openssl"].private) == 2
+    _one_line(capsys.readouterr().err, f"holds a symbolic link {rel}")
+    assert not (run / ATTESTATION).exists()
+
+
 def test_key_options_need_an_output_folder(
     keys: dict[str, KeyPair], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -121,7 +121,7 @@ def subjects(out: Path) -> list[Subject]:
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)
     assert isinstance(manifest, ManifestRecord)
     names = run_files(out)
-    for rel in names:
+    for rel in ["manifest.json", *names]:
         if (out / rel).is_symlink():
             raise UserError(f"holds a symbolic link {rel}; expected the files of a run", source=out)
     digests = {rel: sha256_file(out / rel) for rel in names}
