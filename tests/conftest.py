@@ -106,6 +106,7 @@ LAYERS = {
         "test_publish_concurrency.py", "test_verdicts.py", "test_provenance.py",
         "test_selection.py",
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_audiocaps_protocol.py",
+        "test_sign.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
             "test_hpc_readme.py"},

@@ -17,7 +17,7 @@ from audiorepro import __version__
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
-from audiorepro.checks.verify import verify_lines, verify_published
+from audiorepro.checks.verify import summarize, verify_lines, verify_published
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -47,11 +47,13 @@ from audiorepro.models.extract_jobs import extract_in_processes
 from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
 from audiorepro.models.tiny import build_tiny_models
+from audiorepro.runner.attest import check_signature
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
+from audiorepro.runner.keys import SigningKey, load_signing_key, load_trusted_keys
 from audiorepro.runner.probe import verify_probe_saved
-from audiorepro.runner.publish import check_out, claim
+from audiorepro.runner.publish import ATTESTATION, check_out, claim
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
@@ -254,6 +256,20 @@ study_device_option = click.option(
     show_default=True,
     help="Folder holding the dumps the --golden cells name.",
 )
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A trusted Ed25519 public key (PEM or ssh-ed25519 line) that must have signed OUT "
+    "(repeatable).",
+)
+@click.option(
+    "--trusted-keys",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A file of trusted public keys, one per line (ssh-ed25519 lines or PEM blocks).",
+)
 @json_option("Write the verification rows as JSON here.")
 @cells_option
 @study_device_option
@@ -261,6 +277,8 @@ def verify(
     target: Path | None,
     golden: Path | None,
     dumps_dir: Path,
+    keys: tuple[Path, ...],
+    trusted_keys: Path | None,
     json_out: Path | None,
     cells: str | None,
     run_device: str | None,
@@ -273,11 +291,18 @@ def verify(
     probe values file (audiorepro.probe-published/1), give --golden FILE and the probe STUDY:
     each value is compared with the study's saved measurements. Exit 0 only when every value
     passes; 1 when any fails or cannot be verified here; 2 for bad input.
+
+    For OUT, one line says whether it is signed (`audiorepro sign`) and by which key; with
+    --key or --trusted-keys the signature must verify under a trusted key and the signed files
+    must be exactly OUT's files, unchanged (each problem a FAIL line).
     """
     if target is None and golden is None:
         raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
     if (cells or run_device) and (target is None or target.is_dir()):
         raise click.UsageError("--cells and --device apply to a STUDY file")
+    trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
+    if trusted is not None and not (target is not None and target.is_dir()):
+        raise click.UsageError("--key and --trusted-keys check a reproduce output folder: give OUT")
     if golden is not None and is_probe_published(golden):
         # Published probe values: checked against a probe study's saved measurements.
         if target is None or target.is_dir():
@@ -297,6 +322,12 @@ def verify(
         report = verify_published(load_published(golden), dumps_dir)
     elif target is not None and target.is_dir():
         report = verify_output_dir(target)
+        signature = check_signature(target, trusted)
+        click.echo(signature.line)
+        checked = report.get("checked")
+        report = summarize(report["rows"] + signature.rows)
+        if checked is not None:
+            report["checked"] = checked + (", signature 1/1" if trusted is not None else "")
     else:
         assert target is not None
         study = select(load_study(target, strict=False), cells=cells, device=run_device)
@@ -636,6 +667,12 @@ def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
 )
 @cells_option
 @study_device_option
+@click.option(
+    "--sign-key",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Sign OUT as it is published (see `audiorepro sign`): an Ed25519 private key.",
+)
 def reproduce(
     study_file: Path | None,
     out: Path | None,
@@ -644,6 +681,7 @@ def reproduce(
     wait_timeout: float | None,
     cells: str | None,
     run_device: str | None,
+    sign_key: Path | None,
     **slurm_kw: Any,
 ) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
@@ -651,8 +689,10 @@ def reproduce(
     Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
     fails (the report is still written, failure first). With --executor slurm, extraction runs
     as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
-    missing.
+    missing. With --sign-key KEY, OUT/attestation.intoto.json is signed in staging, so the
+    folder is never visible unsigned.
     """
+    signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -664,7 +704,7 @@ def reproduce(
         check_out(target)  # before any work: the demo prepares its inputs in OUT/cache
         selection = {"cells": cells, "device": run_device}
         passed = _reproduce_into(
-            target, study_file, executor, slurm_folder, wait_timeout, slurm_kw, selection
+            target, study_file, executor, slurm_folder, wait_timeout, slurm_kw, selection, signer
         )
     if not passed:
         raise SystemExit(EXIT_CHECK_FAILED)
@@ -678,6 +718,7 @@ def _reproduce_into(
     wait_timeout: float | None,
     slurm_kw: dict[str, Any],
     selection: dict[str, str | None],
+    signer: SigningKey | None,
 ) -> bool:
     """``reproduce`` with OUT claimed: run, publish, say each study's outcome. The demo's
     nested probe study (no cells, no models) runs whole."""
@@ -697,7 +738,10 @@ def _reproduce_into(
     slurm = None
     if executor == "slurm":
         slurm = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
-    for study, folder, result in run_studies(studies, target, slurm=slurm, say=click.echo):
+    ran = run_studies(studies, target, slurm=slurm, say=click.echo, sign_key=signer)
+    if signer is not None and not any(r.get("executor_failed") for _, _, r in ran):
+        click.echo(f"signed {target / ATTESTATION} with key {signer.keyid}")
+    for study, folder, result in ran:
         if result.get("executor_failed"):
             click.echo(f"{study.name}: FAILED ({len(result['failures'])} array task(s)):")
             for line in result["failures"]:

@@ -63,6 +63,8 @@ NOT_OUTPUTS = (*KEPT, AREA)
 #: Processes holding a claim on an OUT (its real path -> depth): nested claims of one process
 #: (``reproduce`` around ``run_studies``) share one lock.
 _HELD: dict[str, int] = {}
+#: The signed attestation (``audiorepro sign``): covers the run's files, so it is none of them.
+ATTESTATION = "attestation.intoto.json"
 
 
 class Journal(TypedDict):
@@ -224,12 +226,12 @@ def _unmake(out: Path, fd: int | None = None) -> None:
 
 def run_files(out: Path) -> list[str]:
     """Every file under ``out`` a run may have written (relative POSIX paths, sorted): all
-    but the top-level manifest and the :data:`NOT_OUTPUTS` folders. A FIFO, socket or device
-    counts: it is never an output, so it must show (as foreign)."""
+    but the top-level manifest and attestation and the :data:`NOT_OUTPUTS` folders. A FIFO,
+    socket or device counts: it is never an output, so it must show (as foreign)."""
     files = []
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
-        if rel == "manifest.json" or rel.split("/", 1)[0] in NOT_OUTPUTS:
+        if rel in ("manifest.json", ATTESTATION) or rel.split("/", 1)[0] in NOT_OUTPUTS:
             continue
         if path.is_symlink() or not path.is_dir():
             files.append(rel)
@@ -239,7 +241,8 @@ def run_files(out: Path) -> list[str]:
 def listed_files(out: Path) -> set[str]:
     """What the previous run published in ``out``: its top-level manifest's outputs (the
     nested studies' manifests and files among them) and that manifest. A manifest that cannot
-    be read, or a symbolic link, lists nothing (OUT's files are then foreign)."""
+    be read, or a symbolic link, lists nothing (OUT's files are then foreign). The attestation
+    counts as the previous run's too, so a rerun never leaves a stale signature behind."""
     manifest = out / "manifest.json"
     if manifest.is_symlink() or not manifest.is_file():
         return set()
@@ -248,7 +251,7 @@ def listed_files(out: Path) -> set[str]:
     except UserError:
         return set()
     assert isinstance(record, ManifestRecord)
-    return {"manifest.json", *record.outputs}
+    return {"manifest.json", ATTESTATION, *record.outputs}
 
 
 def check_out(out: Path) -> None:

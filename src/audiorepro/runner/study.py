@@ -13,8 +13,10 @@ from typing import Any
 from audiorepro.checks.verify import FAIL, PASS, Summary, ValueRow, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
+from audiorepro.runner.attest import sign_folder
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
+from audiorepro.runner.keys import SigningKey
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.probe import run_probe, verify_probe
 from audiorepro.runner.publish import (
@@ -81,17 +83,19 @@ def run_studies(
     progress: bool = True,
     slurm: SlurmOptions | None = None,
     say: Callable[[str], None] = print,
+    sign_key: SigningKey | None = None,
 ) -> list[tuple[Study, Path, Outcome]]:
     """Run studies into one output folder (``"."`` for the top-level study, ``"probe"`` for a
     nested one) and publish it whole (:mod:`.publish`).
 
     Nested studies run first, so the top-level manifest, written last, covers their files.
     When a Slurm array task failed, nothing is published (the outcome has ``executor_failed``).
+    With ``sign_key``, the attestation (:mod:`.attest`) is written in staging, last.
     Returns each study with its folder in OUT and its outcome, in the order given.
     """
     out = Path(out)
     with claim(out):
-        return _run_claimed(jobs, out, progress=progress, slurm=slurm, say=say)
+        return _run_claimed(jobs, out, progress=progress, slurm=slurm, say=say, sign_key=sign_key)
 
 
 def _run_claimed(
@@ -101,6 +105,7 @@ def _run_claimed(
     progress: bool,
     slurm: SlurmOptions | None,
     say: Callable[[str], None],
+    sign_key: SigningKey | None,
 ) -> list[tuple[Study, Path, Outcome]]:
     """:func:`run_studies` with OUT held (:func:`.publish.claim`)."""
     check_out(out)
@@ -136,6 +141,8 @@ def _run_claimed(
                     }
                     return [(study, out / rel, failed)]
             outcomes[i] = run(study, target, progress=progress, cache=out / "cache" / "dumps")
+        if sign_key is not None:
+            sign_folder(staging, sign_key)
         publish(staging, out)
     finally:
         discard(staging)  # published: already gone; failed or killed: nothing left behind
