@@ -327,7 +327,7 @@ def verify(
         checked = report.get("checked")
         report = summarize(report["rows"] + signature.rows)
         if checked is not None:
-            report["checked"] = checked + (", signature 1/1" if trusted is not None else "")
+            report["checked"] = checked
     else:
         assert target is not None
         study = select(load_study(target, strict=False), cells=cells, device=run_device)
