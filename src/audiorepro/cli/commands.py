@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from audiorepro import __version__
+from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
@@ -603,12 +605,19 @@ def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
     default=None,
     help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
 )
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Then diff the run against this baseline (a bundle.json.gz or an output folder).",
+)
 def reproduce(
     study_file: Path | None,
     out: Path | None,
     executor: str,
     slurm_folder: Path | None,
     wait_timeout: float | None,
+    against: Path | None,
     **slurm_kw: Any,
 ) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
@@ -616,8 +625,11 @@ def reproduce(
     Without STUDY it runs the bundled demo study. Exit 0 when every check holds, 1 when any
     fails (the report is still written, failure first). With --executor slurm, extraction runs
     as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
-    missing.
+    missing. With --against, the run is then compared with a baseline as `audiorepro diff`
+    does (exit 1 when a number changed).
     """
+    if against is not None:
+        load_run(against)  # a bad baseline is exit 2 before any work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -648,7 +660,8 @@ def reproduce(
         for failure in result["failures"]:
             click.echo(f"  {failure}")
         passed = passed and bool(result["passed"])
-    if not passed:
+    changed = against is not None and run_diff(against, target, say=click.echo) != EXIT_OK
+    if not passed or changed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
