@@ -375,3 +375,22 @@ def test_readme_ci_recipe_runs_as_written(tmp_path: Path) -> None:
             capture_output=True, text=True, check=False, timeout=600,
         )  # fmt: skip
         assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-2000:])
+
+
+def test_a_bundle_alone_is_compared_with_the_top_level_study_of_a_folder(
+    synthetic: Path, probe_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A folder with a nested study (as the demo's probe/): folder against folder compares
+    both studies; a bundle alone holds the top-level one only, and is compared with that."""
+    folder = copy_run(synthetic, tmp_path, "nested")
+    shutil.copytree(probe_run[1], folder / "probe")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["outputs"]["probe/bundle.json.gz"] = "0" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    both = load_run(folder).view
+    assert any(p.startswith("probe/clap-linear/legacy/") for p in both.numbers)
+    assert "probe/clap-linear/legacy:inputs" in both.identities
+    assert diff(folder, folder) == 0
+    assert diff(synthetic / "bundle.json.gz", folder) == 0
+    # two folders, one with a nested study and one without: not two runs of one study
+    assert diff(folder, synthetic) == 2

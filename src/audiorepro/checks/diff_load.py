@@ -57,8 +57,10 @@ class LoadedRun:
     """A run read from disk: its view, and where each cell's dump is (for tolerances)."""
 
     source: Path
-    view: RunView
+    view: RunView  #: every study of the run (a folder's nested ones prefixed)
+    top: RunView  #: the top-level study alone: what a bundle alone is compared with
     dumps: dict[str, Path] = field(default_factory=dict)  #: cell -> dump file
+    folder: bool = False
 
 
 def read_bundle(path: Path) -> dict[str, Any]:
@@ -197,26 +199,34 @@ def load_run(path: Path) -> LoadedRun:
         views: list[RunView] = []
         dumps: dict[str, Path] = {}
         _folder(path, "", views, dumps)
-        return LoadedRun(path, merge_views(views), dumps)
+        return LoadedRun(path, merge_views(views), views[0], dumps, folder=True)
     if not path.exists():
         raise UserError(f"does not exist; {EXPECTED}", source=path)
     bundle = read_bundle(path)
-    return LoadedRun(path, _view(bundle, path, ""))
+    view = _view(bundle, path, "")
+    return LoadedRun(path, view, view)
+
+
+def views(a: LoadedRun, b: LoadedRun) -> tuple[RunView, RunView]:
+    """What is compared: every study of two folders; the top-level study when either run is
+    a bundle alone (it holds no nested study)."""
+    return (a.view, b.view) if a.folder and b.folder else (a.top, b.top)
 
 
 def check_comparable(a: LoadedRun, b: LoadedRun) -> None:
     """Two runs of one study kind and one study, or a UserError naming both."""
-    if a.view.kind != b.view.kind:
-        ka = "+".join(_KIND_NAMES.get(k, k) for k in a.view.kind.split("+"))
-        kb = "+".join(_KIND_NAMES.get(k, k) for k in b.view.kind.split("+"))
+    va, vb = views(a, b)
+    if va.kind != vb.kind:
+        ka = "+".join(_KIND_NAMES.get(k, k) for k in va.kind.split("+"))
+        kb = "+".join(_KIND_NAMES.get(k, k) for k in vb.kind.split("+"))
         raise UserError(
-            f"is a {ka} run ({a.view.kind}), {b.source} a {kb} run ({b.view.kind}); "
+            f"is a {ka} run ({va.kind}), {b.source} a {kb} run ({vb.kind}); "
             "diff compares two runs of the same study",
             source=a.source,
         )
-    if a.view.study != b.view.study:
+    if va.study != vb.study:
         raise UserError(
-            f"is a run of study {a.view.study!r}, {b.source} of study {b.view.study!r}; "
+            f"is a run of study {va.study!r}, {b.source} of study {vb.study!r}; "
             "diff compares two runs of the same study",
             source=a.source,
         )

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.checks.diff import Kind, Number, Verdict
 from audiorepro.checks.diff_compare import Cause, DiffResult, NumberDiff, compare_runs
-from audiorepro.checks.diff_load import check_comparable, load_run, tolerance_from
+from audiorepro.checks.diff_load import check_comparable, load_run, tolerance_from, views
 from audiorepro.checks.tiers import Tier
 from audiorepro.core.errors import EXIT_CHECK_FAILED, EXIT_OK
 from audiorepro.core.io import atomic_write_bytes, json_dumps
@@ -130,11 +130,17 @@ def _cause_line(c: Cause) -> str:
     return f"  {d.kind:<13} {d.scope}: {d.a} -> {d.b}: {moved}"
 
 
+def _pair(a: Number, b: Number) -> str:
+    """Both values, in full when six digits would show them equal."""
+    sa, sb = _num(a), _num(b)
+    return f"{a!r} -> {b!r}" if sa == sb else f"{sa} -> {sb}"
+
+
 def _number_line(n: NumberDiff) -> str:
     causes = ", ".join(n.causes) or "nothing it depends on differs"
     bound = "" if n.tolerance is None else f" (bound {_num(n.tolerance)})"
     return (
-        f"  {n.verdict:<21} {n.path}: {_num(n.a)} -> {_num(n.b)}, |delta| {_num(n.delta)}, "
+        f"  {n.verdict:<21} {n.path}: {_pair(n.a, n.b)}, |delta| {_num(n.delta)}, "
         f"tier {n.tier}{bound}; causes: {causes}"
     )
 
@@ -242,9 +248,8 @@ def run_diff(
     """Read both runs (bad input: a UserError before anything is written), compare, report."""
     run_a, run_b = load_run(a), load_run(b)
     check_comparable(run_a, run_b)
-    result = compare_runs(
-        run_a.view, run_b.view, tolerance=tolerance_from(run_a, run_b), strict=strict
-    )
+    view_a, view_b = views(run_a, run_b)
+    result = compare_runs(view_a, view_b, tolerance=tolerance_from(run_a, run_b), strict=strict)
     for line in text_lines(result, str(a), str(b)):
         say(line)
     if json_out is not None:
