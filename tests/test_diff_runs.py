@@ -94,6 +94,16 @@ def test_another_cpu_dispatch_is_within_tier_b_and_names_hardware(
             assert "run:hardware" in n["causes"]
 
 
+def test_a_rerun_with_another_thread_count_is_identical_and_names_threads(
+    inputs: Path, baseline: Path, tmp_path: Path
+) -> None:
+    _reproduce(_study(inputs, "base"), tmp_path / "threads", OMP_NUM_THREADS="1")
+    doc = _diff(baseline, tmp_path / "threads", tmp_path, 0)
+    assert doc["verdict"] == "identical"
+    threads = next(c for c in doc["causes"] if c["key"] == "run:threads")
+    assert "OMP_NUM_THREADS" in threads["b"] and threads["numbers"] == []
+
+
 def test_a_swapped_checkpoint_names_weights_of_that_cell_only(
     inputs: Path, baseline: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -276,6 +276,7 @@ def compare_runs(
         )
         for cell, ns in sorted(by_cell.items())
     )
+    cells = tuple(sorted(cells, key=lambda c: (-VERDICTS.index(c.verdict), c.cell)))  # worst first
     return DiffResult(
         verdict=worst([c.verdict for c in cells]),
         strict=strict,

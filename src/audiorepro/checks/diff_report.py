@@ -203,17 +203,24 @@ def html_page(result: DiffResult, a: str, b: str) -> str:
     ]  # fmt: skip
     cells = [(c.verdict, c.cell, c.moved, c.numbers) for c in result.cells]
     moved = [
-        (n.verdict, n.path, _num(n.a), _num(n.b), _num(n.delta), n.tier, _num(n.tolerance),
-         ", ".join(n.causes))
+        (n.verdict, n.path, *_pair(n.a, n.b).split(" -> "), _num(n.delta), n.tier,
+         _num(n.tolerance), ", ".join(n.causes) or "nothing it depends on differs")
         for n in result.numbers
         if n.verdict != "identical"
     ]  # fmt: skip
+    defects = sum(n.verdict == "changed, unexplained" for n in result.numbers)
+    defect = (
+        f"<p class='fail'>DEFECT: {defects} number(s) moved although nothing they depend on "
+        "differs (a missing identity or a bug); they are listed first below.</p>"
+        if defects
+        else ""
+    )
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>audiorepro diff: {_e(result.study)}</title><style>{_CSS}</style></head><body>"
         f"<h1>audiorepro diff: {_e(result.study)}</h1>"
         f"<div class='{'pass' if ok else 'fail'}'><strong>{_e(result.verdict)}</strong><br>"
-        f"{summary}</div>"
+        f"{summary}</div>{defect}"
         "<h2>Causes</h2>"
         + _table(
             "table-causes", ("kind", "scope", "A", "B", "numbers moved", "largest |delta|"), causes
