@@ -16,6 +16,7 @@ import pytest
 from audiorepro.cli import main
 from audiorepro.synthetic.audio import IDENTITY_CLIPS
 from audiorepro.synthetic.audio import build as build_audio
+from tests.test_esc50 import tiny_study  # noqa: F401  (the zero-shot run, a fixture)
 
 pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
 pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
@@ -140,3 +141,36 @@ def test_a_subset_of_the_clips_names_inputs_with_the_counts(
     cause = next(c for c in doc["causes"] if c["key"] == "laion:inputs")
     assert "4 of 5 clips" in cause["b"]
     assert "4 of 5 clips" in capsys.readouterr().out
+
+
+def test_a_zero_shot_run_is_flattened_with_its_dumps_and_a_tampered_number_is_a_defect(
+    tiny_study: tuple[Path, Path],  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """A real zero-shot run (ESC-50 stand-in, tiny models): every number tier b but the
+    counts, each cell's dump found for its tolerance, and an edited number unexplained."""
+    import gzip
+    import shutil
+
+    from audiorepro.checks.diff_load import load_run
+
+    _, out = tiny_study
+    run = load_run(out)
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    cells = [c["id"] for c in bundle["cells"]]
+    assert set(run.dumps) == set(cells)
+    accuracy = f"{cells[0]}/metrics/canonical/pessimistic/accuracy"
+    assert run.view.numbers[accuracy].tier == "b"
+    assert run.view.numbers[f"{cells[0]}/n_clips"].tier == "a"
+    assert (
+        run.view.identities[f"{cells[0]}:inputs"].value["n_clips"] == bundle["cells"][0]["n_clips"]
+    )
+    assert _diff(out, out, tmp_path, 0)["verdict"] == "identical"
+    shutil.copytree(out, tmp_path / "b")
+    bundle["cells"][0]["metrics"]["canonical"]["pessimistic"]["accuracy"] += 0.5
+    (tmp_path / "b" / "bundle.json.gz").write_bytes(
+        gzip.compress(json.dumps(bundle).encode(), mtime=0)
+    )
+    doc = _diff(out, tmp_path / "b", tmp_path, 1)
+    assert doc["verdict"] == "changed, unexplained"
+    assert doc["numbers"][0]["path"] == accuracy and doc["numbers"][0]["causes"] == []
