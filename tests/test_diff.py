@@ -394,3 +394,18 @@ def test_a_bundle_alone_is_compared_with_the_top_level_study_of_a_folder(
     assert diff(synthetic / "bundle.json.gz", folder) == 0
     # two folders, one with a nested study and one without: not two runs of one study
     assert diff(folder, synthetic) == 2
+
+
+def test_counts_of_ranks_follow_the_cell_tier_and_counts_of_inputs_are_exact(
+    synthetic: Path,
+) -> None:
+    """Over an extracted dump a rank histogram's counts can move with the CPU (tier b, the
+    rank rule); the numbers of clips and captions cannot (tier a)."""
+    bundle = read_bundle(synthetic)
+    bundle["cells"][0]["model_meta"] = {"model": "m", "weights_sha256": {"w.pt": "a" * 64}}
+    numbers = bundle_view(bundle).numbers
+    counts = [n for p, n in numbers.items() if p.startswith("five/rank_histogram/t2a/counts/")]
+    assert counts and {(n.tier, n.rule) for n in counts} == {("b", "ranks")}
+    assert numbers["five/n_clips"].tier == "a" and numbers["five/metrics/t2a/r@1"].tier == "b"
+    assert "run:hardware" in numbers["five/metrics/t2a/r@1"].depends_on
+    assert {n.tier for p, n in numbers.items() if p.startswith("one/")} == {"a"}

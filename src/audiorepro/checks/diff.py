@@ -168,7 +168,8 @@ def _keys(cell: str, kinds: Sequence[str], *, tier: Tier) -> frozenset[str]:
 def _record(
     cell: str, path: str, value: Number, kinds: Sequence[str], tier: Tier, **rule: Any
 ) -> NumberRecord:
-    tier = "a" if isinstance(value, int) else tier  # counts: exact on every machine
+    if isinstance(value, int) and rule.get("rule") != "ranks":
+        tier = "a"  # a count of clips, captions, samples: exact on every machine
     return NumberRecord(
         path=f"{cell}/{path}",
         cell=cell,

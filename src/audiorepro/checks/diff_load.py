@@ -263,9 +263,9 @@ def tolerance_from(*runs: LoadedRun) -> Any:
 
     def tolerance(record: NumberRecord) -> float | None:
         path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)
-        if path is None or not isinstance(record.value, float):
+        if path is None or record.value is None:
             return None
-        if record.rule == "retrieval":
+        if record.rule == "retrieval" and isinstance(record.value, float):
             d = _dump(path)
             scale = float(d.meta.get("logit_scale", d.meta.get("logit_scale_a", 1.0)))
             try:
