@@ -117,6 +117,7 @@ def test_rerun_is_byte_identical_with_another_thread_count(demo: Path, tmp_path:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert _outputs(second) == _outputs(demo)
+    assert main(["diff", str(demo), str(second)]) == 0  # identical: issue 26's first check
     manifest = json.loads((second / "manifest.json").read_text())
     assert manifest["time"] == {"utc": "1970-01-01T00:00:00Z", "source": "SOURCE_DATE_EPOCH"}
     assert manifest["environment"]["thread_variables"]["OMP_NUM_THREADS"] == "1"

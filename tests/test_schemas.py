@@ -61,6 +61,7 @@ def test_every_format_has_a_schema_with_its_id() -> None:
         "measurements",
         "verification",
         "bundle",
+        "diff",
     }
     for stem in stems:
         doc = json.loads((ROOT / "docs" / "schemas" / f"{stem}.schema.json").read_text())

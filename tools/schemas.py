@@ -20,6 +20,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from audiorepro.checks.diff_report import SCHEMA as DIFF_SCHEMA  # noqa: E402
+from audiorepro.checks.diff_report import DiffDocument  # noqa: E402
 from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
@@ -70,6 +72,11 @@ FORMATS: dict[str, tuple[Any, str]] = {
     "verification": (
         RetrievalVerification | ProbeVerification | ZeroshotVerification,
         "audiorepro reproduce: verification.json (retrieval, probe or zero-shot study)",
+    ),
+    "diff": (
+        DiffDocument,
+        f"audiorepro diff --json ({DIFF_SCHEMA}): two runs compared, every number with its "
+        "tier, bound and causes",
     ),
     "bundle": (
         RetrievalBundle | ProbeBundle | ZeroshotBundle,

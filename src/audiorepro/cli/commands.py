@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from audiorepro import __version__
+from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
@@ -673,6 +675,12 @@ def _slurm(kw: dict[str, Any], **extra: Any) -> Any:
     default=None,
     help="Sign OUT as it is published (see `audiorepro sign`): an Ed25519 private key.",
 )
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Then diff the run against this baseline (a bundle.json.gz or an output folder).",
+)
 def reproduce(
     study_file: Path | None,
     out: Path | None,
@@ -682,6 +690,7 @@ def reproduce(
     cells: str | None,
     run_device: str | None,
     sign_key: Path | None,
+    against: Path | None,
     **slurm_kw: Any,
 ) -> None:
     """Regenerate every table, the report, the bundle and the manifest of a study.
@@ -690,9 +699,12 @@ def reproduce(
     fails (the report is still written, failure first). With --executor slurm, extraction runs
     as job arrays first; a failed task is reported (exit 1) and a rerun submits only what is
     missing. With --sign-key KEY, OUT/attestation.intoto.json is signed in staging, so the
-    folder is never visible unsigned.
+    folder is never visible unsigned. With --against, the run is then compared with a
+    baseline as `audiorepro diff` does (exit 1 when a number changed).
     """
     signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
+    if against is not None:
+        load_run(against)  # a bad baseline is exit 2 before any work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -706,7 +718,8 @@ def reproduce(
         passed = _reproduce_into(
             target, study_file, executor, slurm_folder, wait_timeout, slurm_kw, selection, signer
         )
-    if not passed:
+    changed = against is not None and run_diff(against, target, say=click.echo) != EXIT_OK
+    if not passed or changed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
 

@@ -1,0 +1,281 @@
+"""Reading two runs for ``audiorepro diff``: an output folder of ``reproduce`` (its bundle,
+its manifest, its nested studies such as the demo's ``probe/``, the dumps it extracted) or a
+``bundle.json.gz`` alone; and each tier-b number's derived tolerance from those dumps.
+
+A run handed to ``diff`` is input like any other: a missing, truncated, non-gzip or
+foreign file is one line naming it (exit 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from audiorepro.checks.diff import (
+    KIND_VIEWS,
+    NumberRecord,
+    RunView,
+    bundle_view,
+    manifest_identities,
+    merge_views,
+    prefixed_identity,
+)
+from audiorepro.checks.tiers import (
+    EMBEDDING_REL_TOLERANCE,
+    dump_relevance_matrix,
+    fragility,
+    score_bound,
+    tier_b_tolerance,
+)
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.specs.records import safe_relative
+
+BUNDLE: Final = "bundle.json.gz"
+MANIFEST: Final = "manifest.json"
+#: A bundle decompresses to a few MB; more is not a bundle (and not read whole).
+MAX_BUNDLE_BYTES: Final = 512 << 20
+_KIND_NAMES: Final = {
+    "audiorepro.bundle/1": "retrieval",
+    "audiorepro.probe-bundle/1": "probe",
+    "audiorepro.zeroshot-bundle/1": "zero-shot",
+}
+EXPECTED: Final = "expected an output folder of audiorepro reproduce or its bundle.json.gz"
+
+
+@dataclass
+class LoadedRun:
+    """A run read from disk: its view, and where each cell's dump is (for tolerances)."""
+
+    source: Path
+    view: RunView  #: every study of the run (a folder's nested ones prefixed)
+    top: RunView  #: the top-level study alone: what a bundle alone is compared with
+    dumps: dict[str, Path] = field(default_factory=dict)  #: cell -> dump file
+    folder: bool = False
+
+
+def read_bundle(path: Path) -> dict[str, Any]:
+    """A ``bundle.json.gz`` decompressed and parsed, of a known schema, or a UserError."""
+    if not path.is_file():
+        raise UserError(f"is not a file; {EXPECTED}", source=path)
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read(MAX_BUNDLE_BYTES + 1)
+    except gzip.BadGzipFile as exc:
+        raise UserError(f"is not gzip ({exc}); {EXPECTED}", source=path) from None
+    except EOFError:
+        raise UserError(
+            f"is truncated (the gzip stream ends early); {EXPECTED}", source=path
+        ) from None
+    except (zlib.error, OSError) as exc:
+        raise UserError(f"cannot be decompressed ({exc}); {EXPECTED}", source=path) from None
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise UserError(
+            f"decompresses to over {MAX_BUNDLE_BYTES >> 20} MiB; {EXPECTED}", source=path
+        )
+    try:
+        bundle = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise UserError(f"is not valid JSON ({exc}); {EXPECTED}", source=path) from None
+    if not isinstance(bundle, dict):
+        raise UserError(f"is a JSON {type(bundle).__name__}; expected an object", source=path)
+    schema = bundle.get("schema")
+    if schema not in KIND_VIEWS:
+        raise UserError(
+            f"schema is {schema!r}; expected one of {', '.join(sorted(KIND_VIEWS))}",
+            source=path,
+            key="schema",
+        )
+    return bundle
+
+
+def _view(bundle: Mapping[str, Any], path: Path, prefix: str) -> RunView:
+    """The bundle's view; a bundle of a known schema that lacks what it must hold is one line."""
+    try:
+        return bundle_view(bundle, prefix)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        what = f"key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise UserError(
+            f"is not a well-formed {bundle['schema']} bundle ({what}); written by another "
+            "version or edited?",
+            source=path,
+        ) from None
+
+
+def _manifest(folder: Path) -> dict[str, Any] | None:
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise UserError(
+            f"is not valid JSON ({exc}); expected a run's manifest", source=path
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("environment", {}), dict):
+        raise UserError(
+            "is not a run's manifest (expected an object)", source=path, key="environment"
+        )
+    return data
+
+
+def _table(manifest: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = manifest.get(key)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _inside(rel: str) -> bool:
+    """A path a run recorded is followed only inside its folder."""
+    try:
+        safe_relative(rel)
+    except ValueError:
+        return False
+    return True
+
+
+def _dumps(
+    folder: Path, bundle: Mapping[str, Any], manifest: Mapping[str, Any], prefix: str
+) -> dict[str, Path]:
+    """Each cell's dump in the folder: a zero-shot cell names it; a retrieval cell's dump is
+    the manifest input of its SHA-256, in the folder's cache (hash checked)."""
+    out: dict[str, Path] = {}
+    inputs = _table(manifest, "inputs")
+    cache_dir = folder / "cache"
+    for cell in bundle.get("cells", []):
+        cid = prefix + str(cell.get("id"))
+        named = cell.get("dump")
+        if isinstance(named, str) and _inside(named) and (folder / named).is_file():
+            out[cid] = folder / named
+            continue
+        sha = cell.get("dump_sha256")
+        for name in sorted(n for n, h in inputs.items() if h == sha and sha):
+            found = [p for p in sorted(cache_dir.rglob(Path(name).name)) if p.is_file()]
+            hit = next((p for p in found if sha256_file(p) == sha), None)
+            if hit is not None:
+                out[cid] = hit
+                break
+    return out
+
+
+def _folder(folder: Path, prefix: str, views: list[RunView], dumps: dict[str, Path]) -> None:
+    path = folder / BUNDLE
+    bundle = read_bundle(path)
+    view = _view(bundle, path, prefix)
+    manifest = _manifest(folder)
+    if manifest is not None:
+        env = [prefixed_identity(i, prefix) for i in manifest_identities(manifest)]
+        view = RunView(
+            view.kind, view.study, view.numbers, {**view.identities, **{i.key: i for i in env}}
+        )
+        dumps.update(_dumps(folder, bundle, manifest, prefix))
+        nested = sorted(
+            rel[: -len(BUNDLE)]
+            for rel in map(str, _table(manifest, "outputs"))
+            if rel.endswith("/" + BUNDLE) and _inside(rel)
+        )
+        views.append(view)
+        for rel in nested:
+            if (folder / rel / BUNDLE).is_file():
+                _folder(folder / rel, prefix + rel, views, dumps)
+        return
+    views.append(view)
+
+
+def load_run(path: Path) -> LoadedRun:
+    """A run: an output folder (bundle, manifest, nested studies, dumps) or a bundle alone."""
+    path = Path(path)
+    if path.is_dir():
+        if not (path / BUNDLE).is_file():
+            raise UserError(f"holds no {BUNDLE}; {EXPECTED}", source=path)
+        views: list[RunView] = []
+        dumps: dict[str, Path] = {}
+        _folder(path, "", views, dumps)
+        return LoadedRun(path, merge_views(views), views[0], dumps, folder=True)
+    if not path.exists():
+        raise UserError(f"does not exist; {EXPECTED}", source=path)
+    bundle = read_bundle(path)
+    view = _view(bundle, path, "")
+    return LoadedRun(path, view, view)
+
+
+def views(a: LoadedRun, b: LoadedRun) -> tuple[RunView, RunView]:
+    """What is compared: every study of two folders; the top-level study when either run is
+    a bundle alone (it holds no nested study)."""
+    return (a.view, b.view) if a.folder and b.folder else (a.top, b.top)
+
+
+def check_comparable(a: LoadedRun, b: LoadedRun) -> None:
+    """Two runs of one study kind and one study, or a UserError naming both."""
+    va, vb = views(a, b)
+    if va.kind != vb.kind:
+        ka = "+".join(_KIND_NAMES.get(k, k) for k in va.kind.split("+"))
+        kb = "+".join(_KIND_NAMES.get(k, k) for k in vb.kind.split("+"))
+        raise UserError(
+            f"is a {ka} run ({va.kind}), {b.source} a {kb} run ({vb.kind}); "
+            "diff compares two runs of the same study",
+            source=a.source,
+        )
+    if va.study != vb.study:
+        raise UserError(
+            f"is a run of study {va.study!r}, {b.source} of study {vb.study!r}; "
+            "diff compares two runs of the same study",
+            source=a.source,
+        )
+
+
+@cache
+def _dump(path: Path) -> Dump:
+    return load_dump(path)
+
+
+@cache
+def _fragile(path: Path) -> int:
+    """Queries of either direction whose ranks could move under another CPU's embeddings."""
+    d = _dump(path)
+    scores = d.audio_embeds.astype(np.float64) @ d.text_embeds.astype(np.float64).T
+    bound = score_bound(
+        d.audio_embeds,
+        d.text_embeds,
+        float32_scores=True,
+        embedding_rel_error=EMBEDDING_REL_TOLERANCE,
+    )
+    relevant = dump_relevance_matrix(d)
+    return sum(
+        fragility(scores, bound, relevant, direction, among_relevant=True).fragile
+        for direction in ("t2a", "a2t")
+    )
+
+
+def tolerance_from(*runs: LoadedRun) -> Any:
+    """The tolerance function of :func:`~audiorepro.checks.diff_compare.compare_runs` over the
+    dumps of ``runs`` (the first that has the cell's): :func:`.tiers.tier_b_tolerance` for a
+    retrieval metric, else 0 when no query is fragile (no rank can move) and None (no bound)
+    when some is."""
+
+    def tolerance(record: NumberRecord) -> float | None:
+        path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)
+        if path is None or record.value is None:
+            return None
+        if record.rule == "retrieval" and isinstance(record.value, float):
+            d = _dump(path)
+            scale = float(d.meta.get("logit_scale", d.meta.get("logit_scale_a", 1.0)))
+            try:
+                return tier_b_tolerance(
+                    record.metric, record.value, audio=d.audio_embeds, text=d.text_embeds,
+                    relevance=dump_relevance_matrix(d), scale=scale if record.float32 else 1.0,
+                    float32_scores=record.float32, extracted=True,
+                )  # fmt: skip
+            except ValueError:  # a metric with no rule of its own: the rank rule below
+                pass
+        return 0.0 if _fragile(path) == 0 else None
+
+    return tolerance

@@ -1,0 +1,147 @@
+"""Hostile inputs of ``audiorepro diff`` (and ``reproduce --against``): each is exit 2, one
+line on stderr naming the file, no traceback, and nothing written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from audiorepro.cli import main
+from tests.test_outputs_folder import _study as synthetic_study
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("hostile-diff")
+    assert main(["reproduce", str(synthetic_study(tmp)), "--out", str(tmp / "out")]) == 0
+    return tmp / "out"
+
+
+def _bundle(run: Path) -> dict[str, object]:
+    return dict(json.loads(gzip.decompress((run / "bundle.json.gz").read_bytes())))
+
+
+def _gz(path: Path, doc: object) -> Path:
+    path.write_bytes(gzip.compress(json.dumps(doc).encode(), mtime=0))
+    return path
+
+
+def _other_study(run: Path, tmp: Path) -> Path:
+    shutil.copytree(run, tmp / "other")
+    bundle = _bundle(run)
+    bundle["study"] = {**bundle["study"], "name": "another"}  # type: ignore[dict-item]
+    _gz(tmp / "other" / "bundle.json.gz", bundle)
+    return tmp / "other"
+
+
+def _other_schema(run: Path, tmp: Path) -> Path:
+    return _gz(tmp / "b.json.gz", {**_bundle(run), "schema": "audiorepro.bundle/9"})
+
+
+def _truncated(run: Path, tmp: Path) -> Path:
+    data = (run / "bundle.json.gz").read_bytes()
+    (tmp / "t.json.gz").write_bytes(data[: len(data) // 2])
+    return tmp / "t.json.gz"
+
+
+def _probe_kind(run: Path, tmp: Path) -> Path:
+    probe = {"schema": "audiorepro.probe-bundle/1", "kind": "probe", "runs": [], "leaders": []}
+    return _gz(tmp / "p.json.gz", {**probe, "study": {"name": "synthetic"}})
+
+
+def _not_gzip(run: Path, tmp: Path) -> Path:
+    (tmp / "plain.json.gz").write_text(json.dumps(_bundle(run)))
+    return tmp / "plain.json.gz"
+
+
+def _no_bundle(run: Path, tmp: Path) -> Path:
+    (tmp / "empty").mkdir()
+    (tmp / "empty" / "manifest.json").write_text("{}")
+    return tmp / "empty"
+
+
+def _missing(run: Path, tmp: Path) -> Path:
+    return tmp / "nowhere"
+
+
+def _not_json(run: Path, tmp: Path) -> Path:
+    (tmp / "x.json.gz").write_bytes(gzip.compress(b"\xff\xfe not json"))
+    return tmp / "x.json.gz"
+
+
+def _array(run: Path, tmp: Path) -> Path:
+    return _gz(tmp / "a.json.gz", [1, 2])
+
+
+def _no_cells(run: Path, tmp: Path) -> Path:
+    bundle = _bundle(run)
+    del bundle["cells"]
+    return _gz(tmp / "c.json.gz", bundle)
+
+
+def _bad_cell(run: Path, tmp: Path) -> Path:
+    bundle = _bundle(run)
+    bundle["cells"] = [{"id": "five", "metrics": [1, 2]}]
+    return _gz(tmp / "c.json.gz", bundle)
+
+
+def _bad_manifest(run: Path, tmp: Path) -> Path:
+    shutil.copytree(run, tmp / "m")
+    (tmp / "m" / "manifest.json").write_text("{not json")
+    return tmp / "m"
+
+
+#: class -> (make the hostile B, what the one line says)
+CLASSES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
+    "a folder of another study": (_other_study, "of study 'another'"),
+    "a bundle of another schema": (_other_schema, "schema is 'audiorepro.bundle/9'"),
+    "a truncated bundle": (_truncated, "is truncated"),
+    "mismatched kinds": (_probe_kind, "a probe run"),
+    "a non-gzip file": (_not_gzip, "is not gzip"),
+    "a directory without bundle": (_no_bundle, "holds no bundle.json.gz"),
+    "a missing path": (_missing, "does not exist"),
+    "gzip of no JSON": (_not_json, "is not valid JSON"),
+    "a JSON array": (_array, "is a JSON list"),
+    "a bundle without cells": (_no_cells, "is not a well-formed audiorepro.bundle/1 bundle"),
+    "a cell of the wrong shape": (_bad_cell, "is not a well-formed audiorepro.bundle/1 bundle"),
+    "a malformed manifest": (_bad_manifest, "manifest.json: is not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_hostile_run_is_one_line_exit_2_and_nothing_written(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, side: str
+) -> None:
+    make, says = CLASSES[name]
+    hostile = make(run, tmp_path)
+    a, b = (hostile, run) if side == "a" else (run, hostile)
+    capsys.readouterr()
+    out = tmp_path / "d.json"
+    assert (
+        main(["diff", str(a), str(b), "--json", str(out), "--html", str(tmp_path / "d.html")]) == 2
+    )
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith("audiorepro: error: ") and says in err and "Traceback" not in err
+    assert not out.exists() and not (tmp_path / "d.html").exists()
+
+
+@pytest.mark.parametrize("name", ["a truncated bundle", "a non-gzip file", "a missing path"])
+def test_a_hostile_baseline_stops_reproduce_before_any_work(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    make, says = CLASSES[name]
+    baseline = make(run, tmp_path)
+    study = synthetic_study(tmp_path)
+    capsys.readouterr()
+    args = ["reproduce", str(study), "--out", str(tmp_path / "o"), "--against", str(baseline)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err
+    assert not (tmp_path / "o").exists()
