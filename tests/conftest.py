@@ -105,11 +105,17 @@ LAYERS = {
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_catalog.py", "test_api.py",
     },
-    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
+    "e2e": {
+        "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
+        "test_evaluate.py",
+    },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
 #: quick loop while editing.
-SLOW = {"test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"}
+SLOW = {
+    "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
+    "test_evaluate.py",
+}  # fmt: skip
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

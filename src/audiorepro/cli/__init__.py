@@ -6,7 +6,7 @@ here (they import :mod:`.commands`, never the other way round).
 
 from __future__ import annotations
 
-from audiorepro.cli import listing  # noqa: F401  (registers `list`)
+from audiorepro.cli import evaluate, listing  # noqa: F401  (register `evaluate`, `list`)
 from audiorepro.cli.commands import cli, main
 
 __all__ = ["cli", "main"]
