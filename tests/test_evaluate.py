@@ -66,6 +66,7 @@ def test_evaluate_a_registry_dataset_writes_a_verifiable_rerunnable_folder(
     printed = capsys.readouterr().out
     study = out / "cache" / "evaluate" / "study.toml"
     assert study.is_file() and f"rerun: audiorepro reproduce {study} --out {out}" in printed
+    assert re.search(r"^  tiny-hf/clotho-eval +\d\.\d{4} ", printed, re.M), printed
     cells = _bundle(out)["cells"]
     assert [c["id"] for c in cells] == ["tiny-hf/clotho-eval"]
     assert set(cells[0]["metrics"]) == {"t2a", "a2t"} and set(cells[0]["profiles"]) == {"trec"}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from audiorepro.cli.closing import say_results
 from audiorepro.cli.commands import cli, device_option
 from audiorepro.core.errors import EXIT_CHECK_FAILED
 from audiorepro.metrics.profiles import PROFILES
@@ -70,13 +71,7 @@ def evaluate(
         model, datasets, work, data=data, profiles=wanted, device=device, registry=registry
     )
     studies = [(load_study(path), rel) for path, rel in jobs]
-    passed = True
-    for study, folder, result in run_studies(studies, target, say=click.echo):
-        status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
-        click.echo(f"{study.name}: {status}; report {folder / 'report.html'}")
-        for failure in result["failures"]:
-            click.echo(f"  {failure}")
-        passed = passed and bool(result["passed"])
+    passed = say_results(run_studies(studies, target, say=click.echo), click.echo)
     click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")
     click.echo(f"check: audiorepro verify {target}")
     if not passed:
