@@ -108,15 +108,19 @@ LAYERS = {
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_audiocaps_protocol.py",
         "test_sign.py",
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
+        "test_catalog.py", "test_api.py", "test_summary.py",
     },
-    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
-            "test_hpc_readme.py"},
+    "e2e": {
+        "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
+        "test_hpc_readme.py", "test_evaluate.py",
+    },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
 #: quick loop while editing.
 SLOW = {
     "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
     "test_diff_runs.py",
+    "test_evaluate.py",
 }  # fmt: skip
 
 

@@ -29,6 +29,7 @@ LAYERS = (
     "audiorepro.runner.cache",  # the extraction cache, shared by the executors
     "audiorepro.runner.executors",  # local and Slurm extraction, called by the runner
     "audiorepro.runner",  # study -> output folder
+    "audiorepro.api",  # the Python API that `import audiorepro` re-exports
     "audiorepro.cli",  # argument parsing and printing
     "audiorepro",  # entry points only: __init__, __main__
 )
@@ -51,6 +52,9 @@ LAZY = {
     "selenium",
     "tqdm",
     "threadpoolctl",
+    # The Python API behind `import audiorepro` (audiorepro.__getattr__): the whole runner,
+    # seconds of imports that no command, worker or `import audiorepro.core...` should pay.
+    "audiorepro.api",
 }
 
 

@@ -20,6 +20,7 @@ from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import summarize, verify_lines, verify_published
+from audiorepro.cli.closing import say_results
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -747,26 +748,20 @@ def _reproduce_into(
         (s if rel != "." and s.kind == "probe" else select(s, **selection), rel)
         for s, rel in studies
     ]
-    passed = True
     slurm = None
     if executor == "slurm":
         slurm = _slurm(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
     ran = run_studies(studies, target, slurm=slurm, say=click.echo, sign_key=signer)
     if signer is not None and not any(r.get("executor_failed") for _, _, r in ran):
         click.echo(f"signed {target / ATTESTATION} with key {signer.keyid}")
-    for study, folder, result in ran:
+    for study, _, result in ran:
         if result.get("executor_failed"):
             click.echo(f"{study.name}: FAILED ({len(result['failures'])} array task(s)):")
             for line in result["failures"]:
                 click.echo(f"  {line}")
             click.echo("  rerun the same command to submit only the missing parts")
             raise SystemExit(EXIT_CHECK_FAILED)
-        status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
-        click.echo(f"{study.name}: {status}; report {folder / 'report.html'}")
-        for failure in result["failures"]:
-            click.echo(f"  {failure}")
-        passed = passed and bool(result["passed"])
-    return passed
+    return say_results(ran, click.echo)
 
 
 def _retrieval_study(path: Path) -> RetrievalStudy:

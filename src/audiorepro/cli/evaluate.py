@@ -1,0 +1,79 @@
+"""``audiorepro evaluate``: one model on prepared datasets, in one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from audiorepro.cli.closing import say_results
+from audiorepro.cli.commands import cli, device_option
+from audiorepro.core.errors import EXIT_CHECK_FAILED
+from audiorepro.metrics.profiles import PROFILES
+from audiorepro.runner.evaluate import prepare_evaluate
+from audiorepro.runner.publish import check_out, claim
+from audiorepro.runner.study import run_studies
+from audiorepro.specs.study import load_study
+
+
+def _default_out(model: str) -> Path:
+    return Path("evaluate-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in model))
+
+
+@cli.command("evaluate")
+@click.argument("model")
+@click.argument("datasets", nargs=-1, required=True)
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    type=click.Choice(PROFILES),
+    help="A metric profile to report beside canonical (repeatable; retrieval datasets).",
+)
+@device_option
+@click.option(
+    "--registry",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    help="A checkpoint registry TOML adding to the bundled one.",
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("data"),
+    show_default=True,
+    help="Where `fetch --data` prepared the registry datasets (DATA/<name>/).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="The output folder (default: evaluate-<model>).",
+)
+def evaluate(
+    model: str,
+    datasets: tuple[str, ...],
+    profiles: tuple[str, ...],
+    device: str,
+    registry: Path | None,
+    data: Path,
+    out: Path | None,
+) -> None:
+    """Evaluate MODEL (hf:ORG/NAME[@REV], laion:PATH, a registry name or a local folder) on
+    DATASETs (clotho-eval, audiocaps-test, esc50 as `fetch --data DATA` prepared them, or a
+    prepared folder): the same output folder as a study (report, tables, bundle, manifest),
+    and the study file it ran in OUT/cache/evaluate/, to rerun and verify."""
+    target = out or _default_out(model)
+    wanted = ("canonical", *(p for p in profiles if p != "canonical"))
+    with claim(target):  # one run per OUT, held before the study files go into OUT/cache
+        check_out(target)
+        work = target / "cache" / "evaluate"
+        jobs = prepare_evaluate(
+            model, datasets, work, data=data, profiles=wanted, device=device, registry=registry
+        )
+        studies = [(load_study(path), rel) for path, rel in jobs]
+        passed = say_results(run_studies(studies, target, say=click.echo), click.echo)
+    click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")
+    click.echo(f"check: audiorepro verify {target}")
+    if not passed:
+        raise SystemExit(EXIT_CHECK_FAILED)

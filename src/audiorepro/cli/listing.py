@@ -1,0 +1,69 @@
+"""``audiorepro list``: what can be evaluated here, with its pins and state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from audiorepro.checks.catalog import WHAT, CatalogEntry, catalog
+from audiorepro.cli.commands import cli, json_option, registry_option
+from audiorepro.core.io import atomic_write_bytes, json_dumps
+
+
+def _table(rows: list[CatalogEntry]) -> str:
+    """Aligned columns: name, what it is, pins, state (a column with nothing in it is left out)."""
+    columns = [
+        [r.name for r in rows],
+        [r.description for r in rows],
+        [r.pins for r in rows],
+        [r.state for r in rows],
+    ]
+    columns = [c for c in columns if any(c)]
+    widths = [max(len(v) for v in c) for c in columns[:-1]]
+    lines = []
+    for i in range(len(rows)):
+        cells = [c[i].ljust(w) for c, w in zip(columns[:-1], widths, strict=True)]
+        lines.append("  ".join([*cells, columns[-1][i]]).rstrip())
+    return "\n".join(lines)
+
+
+@cli.command("list")
+@click.argument("what", type=click.Choice(WHAT))
+@registry_option
+@click.option(
+    "--cache",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="checkpoints: the hub cache to look in (default: HF_HUB_CACHE, else the standard one).",
+)
+@click.option(
+    "--data",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("data"),
+    show_default=True,
+    help="datasets: where `fetch --data` prepares them.",
+)
+@click.option(
+    "--studies",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("studies"),
+    show_default=True,
+    help="studies: the folder of study files to list beside the bundled demo.",
+)
+@json_option("Write the entries as JSON here.")
+def list_cmd(
+    what: str,
+    registries: tuple[Path, ...],
+    cache: Path | None,
+    data: Path,
+    studies: Path,
+    json_out: Path | None,
+) -> None:
+    """List the registered checkpoints, datasets, profiles or studies, with their pins and
+    whether they are here (and the command that fetches what is not)."""
+    rows = catalog(what, registries=registries, cache=cache, data=data, studies=studies)
+    click.echo(_table(rows))
+    if json_out is not None:
+        doc = {"schema": "audiorepro.list/1", "what": what, "entries": [r.to_dict() for r in rows]}
+        atomic_write_bytes(json_out, json_dumps(doc).encode())

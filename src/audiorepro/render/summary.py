@@ -1,0 +1,97 @@
+"""The closing table of ``reproduce`` and ``evaluate``: the headline numbers of a run, per cell,
+read from the bundle it wrote (like lm-evaluation-harness' closing table).
+
+Retrieval cells show R@1, R@10 and mAP@10 in both directions (canonical definitions, the
+study's tie policy); zero-shot cells accuracy, top-5 accuracy and balanced accuracy; probe
+studies each task's leader. Values are printed to 4 decimals (the bundle keeps full
+precision). A cell without numbers shows why.
+
+>>> bundle = {"schema": "audiorepro.bundle/1", "cells": [{"id": "m/clotho", "error": None,
+...     "metrics": {"t2a": {"r@1": 0.25, "r@10": 0.75, "map@10": 0.4},
+...                 "a2t": {"r@1": 0.5, "r@10": 1.0, "map@10": 0.3}}}]}
+>>> print("\\n".join(results_table(bundle)))
+cell      t2a R@1  t2a R@10  t2a mAP@10  a2t R@1  a2t R@10  a2t mAP@10
+m/clotho   0.2500    0.7500      0.4000   0.5000    1.0000      0.3000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+#: (column title, direction, canonical metric name) of a retrieval cell's headline.
+RETRIEVAL_HEADLINE = (
+    ("t2a R@1", "t2a", "r@1"),
+    ("t2a R@10", "t2a", "r@10"),
+    ("t2a mAP@10", "t2a", "map@10"),
+    ("a2t R@1", "a2t", "r@1"),
+    ("a2t R@10", "a2t", "r@10"),
+    ("a2t mAP@10", "a2t", "map@10"),
+)
+#: (column title, canonical zero-shot metric name) of a zero-shot cell's headline.
+ZEROSHOT_HEADLINE = (
+    ("accuracy", "accuracy"),
+    ("top-5", "top5_accuracy"),
+    ("balanced", "balanced_accuracy"),
+)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "-"
+    return f"{value:.4f}"
+
+
+def _columns(header: Sequence[str], rows: list[list[str]]) -> list[str]:
+    """Left-aligned first column, right-aligned numbers, two spaces apart."""
+    table = [list(header), *rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    out = []
+    for row in table:
+        cells = [row[0].ljust(widths[0])]
+        cells += [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _retrieval(bundle: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for cell in bundle.get("cells", []):
+        if cell.get("error"):
+            rows.append([str(cell["id"]), *["-"] * len(RETRIEVAL_HEADLINE)])
+            continue
+        metrics = cell.get("metrics", {})
+        rows.append(
+            [str(cell["id"])]
+            + [_fmt(metrics.get(d, {}).get(name)) for _, d, name in RETRIEVAL_HEADLINE]
+        )
+    return _columns(["cell", *(t for t, _, _ in RETRIEVAL_HEADLINE)], rows)
+
+
+def _zeroshot(bundle: Mapping[str, Any]) -> list[str]:
+    tie = bundle.get("study", {}).get("tie_policy", "pessimistic")
+    rows = []
+    for cell in bundle.get("cells", []):
+        canonical = cell.get("metrics", {}).get("canonical", {}).get(tie, {})
+        rows.append([str(cell["id"])] + [_fmt(canonical.get(n)) for _, n in ZEROSHOT_HEADLINE])
+    return _columns(["cell", *(t for t, _ in ZEROSHOT_HEADLINE)], rows)
+
+
+def _probe(bundle: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for lead in bundle.get("leaders", []):
+        ranking = lead.get("ranking") or []
+        best = ranking[0] if ranking else {}
+        task, metric = str(lead.get("task")), str(lead.get("metric"))
+        rows.append([task, metric, str(best.get("model", "-")), _fmt(best.get("value"))])
+    return _columns(["task", "metric", "leader", "value"], rows)
+
+
+def results_table(bundle: Mapping[str, Any]) -> list[str]:
+    """The headline lines of one study's bundle (decompressed), by its kind."""
+    schema = str(bundle.get("schema", ""))
+    if bundle.get("kind") == "probe":
+        return _probe(bundle)
+    if schema.startswith("audiorepro.zeroshot-bundle/"):
+        return _zeroshot(bundle)
+    return _retrieval(bundle)
