@@ -32,8 +32,9 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_toml, read_text, read_toml
-from audiorepro.specs.published import Number
+from audiorepro.specs.published import Number, tolerance_problem
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.probe-published/1"
@@ -106,6 +107,11 @@ def load_probe_published(path: str | Path) -> list[ProbePublished]:
     path = Path(path)
     doc = read_toml(path, what="a published probe values .toml", schema=SCHEMA)
     spec = validate(ProbePublishedFile, doc, source=str(path))
+    for i, r in enumerate(spec.run):
+        # Checked by the loader: a JSON Schema cannot relate a tolerance to its values.
+        bad = tolerance_problem(dict(r.values), r.tolerance)
+        if bad is not None:
+            raise UserError(bad[1], source=path, key=f"run[{i}].{bad[0]}")
     return [
         ProbePublished(
             run=r.run,
