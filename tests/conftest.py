@@ -105,6 +105,7 @@ LAYERS = {
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_hostile_fetch.py",
         "test_hostile_json.py", "test_hostile_tolerance.py",
+        "test_hostile_minors.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
 }  # fmt: skip

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import math
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -243,6 +244,7 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, *, source: str, ke
             OverflowError,
             MemoryError,
             RecursionError,
+            tokenize.TokenError,  # a header cut inside its dict (numpy tokenizes it)
         ) as exc:
             raise UserError(
                 f"has a malformed .npy header ({str(exc)[:200]})", source=source, key=key

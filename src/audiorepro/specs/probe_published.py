@@ -50,6 +50,13 @@ def saved_path_problem(metric: str) -> str | None:
     >>> saved_path_problem("frame_f1")[:35]
     'is not a saved-measurement path; ex'
     """
+    parts = metric.split("/")
+    if re.match(SAVED_PATH, metric) and len(parts) >= 4 and parts[1] in ("per_score", "family"):
+        if parts[-1] == "score":
+            return (
+                f"names the {parts[1]} field 'score', the target's name, not a measurement; "
+                "expected a number field (raw_mae, normalized_mae, pearson, spearman, n)"
+            )
     if re.match(SAVED_PATH, metric):
         return None
     return (
