@@ -462,3 +462,42 @@ def test_a_prepared_folder_that_is_a_file_or_a_link_is_one_line(tmp_path: Path, 
     _one_line(r, names)
     outside.untouched()
     assert _tree(tmp_path / "data", ()) == before  # nothing lost there either
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_an_interrupted_dataset_fetch_leaves_no_partial_file_for_long(
+    tmp_path: Path, how: signal.Signals
+) -> None:
+    """The same for a dataset file (pooch's temporary file in ``downloads/``)."""
+    body = b"audiocap_id,youtube_id,start_time,caption\n" + b"1,abcdefghijk,0,a dog\n" * 4000
+    registry = _datasets_registry(tmp_path, "test.csv", body)
+    data = tmp_path / "data"
+    downloads = data / "notes" / "downloads"
+    args = ["fetch", "notes", "--registry", str(registry), "--data", str(data)]
+    with FileServer({"/files/test.csv": body}) as srv:
+        srv.faults["test.csv"] = "stall"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "audiorepro", *args, "--mirror", srv.url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            until = time.monotonic() + 60
+            while not (downloads.is_dir() and any(downloads.iterdir())):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < until, "the download never started"
+                time.sleep(0.05)
+            time.sleep(0.5)
+            proc.send_signal(how)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    if how != signal.SIGKILL:
+        assert proc.returncode == 2, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert not list(downloads.iterdir())
+    with FileServer({"/files/test.csv": body}) as srv:
+        r = run_cli([*args, "--mirror", srv.url], {})
+    assert r.returncode == 0, r.stderr
+    assert [p.name for p in downloads.iterdir()] == ["test.csv"]
