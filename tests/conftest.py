@@ -109,6 +109,8 @@ LAYERS = {
         "test_sign.py",
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
         "test_catalog.py", "test_api.py", "test_summary.py",
+        "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
+        "test_hostile_minors.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -8,7 +8,13 @@ SHA-256) and ``X-Linked-Size``; byte ranges for resumed transfers; 404 with
 ``/api/models/{repo}/tree/{revision}``). :class:`FileServer` serves bytes by URL path (the
 query is ignored, as Zenodo's ``?download=1`` is). Faults per file: ``tamper`` (other bytes,
 same headers), ``truncate`` (the first GET stops half-way and closes the connection),
-``die`` (the server stops half-way through the file, for good).
+``die`` (the server stops half-way through the file, for good), ``stall`` (the first GET
+stops half-way and waits, at most 30 s, so that a test can interrupt the client mid-file).
+
+:class:`HostileHub` is the same hub answering as a hostile one may: per file, headers of its
+``resolve`` answers replaced (an ``ETag`` or ``X-Repo-Commit`` with ``..`` or an absolute
+path, ``Content-Length: 10**15``, a ``Location`` elsewhere), and per repository the raw body
+of its file listing (names with ``..``, an HTML page, a JSON object instead of a list).
 
 Both listen on loopback only, on a free port, stop by themselves after ``lifetime_s`` or
 ``max_requests`` (so a stuck client cannot loop), and are context managers.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -119,7 +126,9 @@ class _Server:
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         body = data[start:]
         headers = {**headers, "Accept-Ranges": "bytes", "Content-Length": str(len(body))}
-        cut = fault in ("truncate", "die") and not head and key not in self._served_truncated
+        cut = (
+            fault in ("truncate", "die", "stall") and not head and key not in self._served_truncated
+        )
         if not cut:
             self._send(h, status, body, headers, head=head)
             return
@@ -131,6 +140,9 @@ class _Server:
         h.wfile.write(body[: len(body) // 2])
         h.wfile.flush()
         h.close_connection = True
+        until = time.monotonic() + 30
+        while fault == "stall" and not self._stopped and time.monotonic() < until:
+            time.sleep(0.05)
         if fault == "die":
             self.stop()
 
@@ -241,6 +253,36 @@ class StandinHub(_Server):
             return
         headers = {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha1(data)}"'}
         self._send_file(h, file, data, headers, head)
+
+
+class HostileHub(StandinHub):
+    """The hub as a hostile server answers: ``headers[file]`` replace (or add) headers of the
+    ``resolve`` answers for that file (HEAD and GET, also a ``Content-Length`` that the body
+    does not have); ``listings[repo]`` is the raw body of that repository's file listing."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.headers: dict[str, dict[str, str]] = {}
+        self.listings: dict[str, bytes] = {}
+
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        body: bytes,
+        headers: dict[str, str],
+        *,
+        head: bool,
+    ) -> None:
+        path = unquote(urlsplit(h.path).path)
+        if path.startswith("/api/models/") and "/tree/" in path:
+            repo = path[len("/api/models/") :].partition("/tree/")[0]
+            if repo in self.listings:
+                body, headers = self.listings[repo], {"Content-Type": "text/html"}
+        elif "/resolve/" in path:
+            file = path.partition("/resolve/")[2].partition("/")[2]
+            headers = {**headers, **self.headers.get(file, {})}
+        super()._send(h, status, body, headers, head=head)
 
 
 class FileServer(_Server):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import tomllib
@@ -133,6 +134,130 @@ def read_text(
         return path.read_text(encoding=encoding)
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text ({exc.reason})", source=path) from None
+
+
+#: The deepest nesting of arrays and objects a JSON document a user gives may have (real ones:
+#: under 10); deeper is refused before parsing (the parser recurses).
+JSON_MAX_DEPTH = 64
+#: The longest JSON integer read (a float holds about 308 digits; Python refuses 4300).
+JSON_MAX_DIGITS = 300
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+class _JSONRefused(ValueError):
+    """A JSON document that parses but is refused; ``key`` names where, when known."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _JSONRefused(
+                "has this key twice in one object (which one counts would depend on the "
+                "reader); expected each key once",
+                key=k,
+            )
+        out[k] = v
+    return out
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > JSON_MAX_DIGITS:
+        raise _JSONRefused(
+            f"holds an integer of {len(text.lstrip('-'))} digits; expected at most "
+            f"{JSON_MAX_DIGITS} (a number a float holds)"
+        )
+    return int(text)
+
+
+def _constant(name: str) -> Any:
+    raise _JSONRefused(f"holds {name}; expected a finite number (nan and inf are refused)")
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings."""
+    depth = deepest = 0
+    for ch in re.findall(r"[\[\]{}]", _JSON_STRING.sub('""', text)):
+        depth += 1 if ch in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _check_strings(value: Any, depth: int = 0) -> None:
+    """Every string (keys too) encodes as UTF-8: a lone surrogate (``\\ud800``) would fail
+    later, when it is written."""
+    items: list[Any]
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _JSONRefused(
+                f"holds the string {value[:40]!r} with a lone surrogate; expected text that "
+                "is valid Unicode"
+            ) from None
+        return
+    else:
+        return
+    for item in items:
+        _check_strings(item, depth + 1)
+
+
+def parse_json(
+    text: str, *, source: str | Path, key: str | None = None, finite: bool = False
+) -> Any:
+    """The one JSON reader for what a user gives (and what verify reads back), or a
+    :class:`UserError` naming ``source`` (and ``key``, or the duplicated key) in one line:
+    invalid JSON, a key twice in one object, an integer of more than
+    :data:`JSON_MAX_DIGITS` digits, nesting deeper than :data:`JSON_MAX_DEPTH`, a lone
+    surrogate; with ``finite``, also ``NaN``/``Infinity``.
+
+    >>> parse_json('{"a": [1, 2.5, null]}', source="x.json")
+    {'a': [1, 2.5, None]}
+    >>> try:
+    ...     parse_json('{"a": 1, "a": 2}', source="x.json")
+    ... except UserError as exc:
+    ...     print(str(exc)[:50])
+    x.json: key 'a': is not accepted JSON: has this ke
+    """
+    if _depth(text) > JSON_MAX_DEPTH:
+        raise UserError(
+            f"is not accepted JSON: nested more than {JSON_MAX_DEPTH} levels deep",
+            source=source,
+            key=key,
+        )
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_int=_bounded_int,
+            parse_constant=_constant if finite else None,
+        )
+        _check_strings(value)
+    except _JSONRefused as exc:
+        where = ".".join(k for k in (key, exc.key) if k is not None) or None
+        raise UserError(f"is not accepted JSON: {exc}", source=source, key=where) from None
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})",
+            source=source,
+            key=key,
+        ) from None
+    except RecursionError:
+        raise UserError("is not valid JSON: nested too deeply", source=source, key=key) from None
+    return value
+
+
+def read_json(path: str | Path, *, what: str, max_bytes: int = TEXT_MAX_BYTES) -> Any:
+    """A user's JSON file (:func:`read_text`, then :func:`parse_json`)."""
+    return parse_json(read_text(path, what=what, max_bytes=max_bytes), source=path)
 
 
 def parse_toml(text: str, *, source: str | Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from audiorepro.core.errors import UserError
 
@@ -10,6 +11,10 @@ from audiorepro.core.errors import UserError
 def cpu_threads() -> int:
     """torch's CPU thread count for embedding: ``AUDIOREPRO_CPU_THREADS``, default 1."""
     value = os.environ.get("AUDIOREPRO_CPU_THREADS", "1")
-    if not value.isdigit() or int(value) < 1:
-        raise UserError(f"is {value!r}; expected an integer >= 1", key="AUDIOREPRO_CPU_THREADS")
+    # ASCII digits only: str.isdigit() also takes '²', which int() then refuses.
+    if not re.fullmatch(r"[0-9]{1,6}", value) or int(value) < 1:
+        raise UserError(
+            f"is {value!r}; expected an integer >= 1 in ASCII digits (at most 6)",
+            key="AUDIOREPRO_CPU_THREADS",
+        )
     return int(value)

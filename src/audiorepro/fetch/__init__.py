@@ -7,10 +7,12 @@ command reports success; afterwards every other command runs with ``HF_HUB_OFFLI
 
 from __future__ import annotations
 
+import signal
+import threading
 import tomllib
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from audiorepro.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UserError
 from audiorepro.core.hashing import PLACEHOLDER
@@ -45,6 +47,12 @@ def _split_registries(paths: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
     return models, datasets
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM as SIGINT: an exception, so that every partial download is removed on the way
+    out (the command line reports it in one line, exit 2)."""
+    raise KeyboardInterrupt
+
+
 def run_fetch(
     names: tuple[str, ...],
     registries: tuple[Path, ...],
@@ -56,6 +64,40 @@ def run_fetch(
     caption_selection: str = "all",
 ) -> int:
     """Fetch every name (checkpoints and datasets); returns the exit code."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupted) if main_thread else None
+    try:
+        return _run_fetch(names, registries, cache, mirror, data, audio, say, caption_selection)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _mirror_parts(mirror: str | None) -> SplitResult | None:
+    """``--mirror`` as URL parts, or one line saying what was expected."""
+    if not mirror:
+        return None
+    expected = "expected an http(s) URL such as https://mirror.example.org/zenodo"
+    try:
+        parts = urlsplit(mirror)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError as exc:
+        raise UserError(f"is {mirror!r} ({exc}); {expected}", key="--mirror") from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(f"is {mirror!r}; {expected}", key="--mirror")
+    return parts
+
+
+def _run_fetch(
+    names: tuple[str, ...],
+    registries: tuple[Path, ...],
+    cache: Path | None,
+    mirror: str | None,
+    data: Path,
+    audio: Path | None,
+    say: Say,
+    caption_selection: str,
+) -> int:
     model_files, dataset_files = _split_registries(registries)
     models = load_registry(model_files)
     support = load_support(model_files)
@@ -69,14 +111,7 @@ def run_fetch(
             f"({', '.join(sorted(datasets))})",
             key=unknown[0],
         )
-    mirror_parts = urlsplit(mirror) if mirror else None
-    if mirror_parts is not None and (
-        mirror_parts.scheme not in ("http", "https") or not mirror_parts.netloc
-    ):
-        raise UserError(
-            f"is {mirror!r}; expected an http(s) URL such as https://mirror.example.org/zenodo",
-            key="--mirror",
-        )
+    _mirror_parts(mirror)
     if audio is not None and "audiocaps" not in {datasets[n].kind for n in names if n in datasets}:
         raise UserError("is only for an audiocaps dataset", key="--audio")
     selection = parse_caption_selection(caption_selection)

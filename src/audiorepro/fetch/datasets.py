@@ -40,6 +40,7 @@ import re
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -50,6 +51,7 @@ from urllib.parse import urlsplit
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text, read_toml
+from audiorepro.core.paths import check_relative, inside
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import RECORD_NAME, RECORD_SCHEMA, present_digest
 from audiorepro.formats.esc50 import read_esc50_csv
@@ -107,6 +109,8 @@ def read_datasets(path: str | Path) -> dict[str, Dataset]:
     out = {}
     for name, table in dict(doc.get("datasets", {})).items():
         where = f"datasets.{name}"
+        # The name is DATA's subfolder, each file's a name in its downloads/: never a way out.
+        check_relative(name, what="dataset name", source=path, key=where, flat=True)
         if not isinstance(table, dict):
             raise UserError("must be a table", source=path, key=where)
         bad = sorted(set(table) - _ENTRY)
@@ -128,6 +132,11 @@ def read_datasets(path: str | Path) -> dict[str, Dataset]:
             if not isinstance(f, dict) or set(f) - _FILE or not {"name", "url", "hash"} <= set(f):
                 raise UserError(
                     "must be a table with name, url, hash and optional size", source=path, key=fw
+                )
+            check_relative(f["name"], what="file name", source=path, key=f"{fw}.name", flat=True)
+            if urlsplit(str(f["url"])).scheme not in ("http", "https"):
+                raise UserError(
+                    f"is {f['url']!r}; expected an http(s) URL", source=path, key=f"{fw}.url"
                 )
             if f["hash"] == PLACEHOLDER and table["kind"] != "esc50":
                 # Only the esc50 preparation records and reports an unpinned hash; the
@@ -194,8 +203,10 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
     import requests
 
     url = mirrored(f.url, mirror)
-    target = folder / f.name
+    own_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    target = inside(folder, check_relative(f.name, what="file name", key=f.name, flat=True))
+    remove_stale_pooch(folder)
     pooch.get_logger().setLevel("WARNING")  # one line per problem, no chatter on stderr
     # No published hash: download unchecked (pooch still writes to a temporary file first);
     # the caller records and prints the SHA-256 found and fetch exits 1 until it is recorded.
@@ -244,6 +255,45 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
     return path
 
 
+def own_folder(path: Path) -> Path:
+    """A folder fetch prepares (``downloads/``, ``audio/``): refused, before anything is
+    written or removed, when it is a symbolic link (its target is the user's) or a file."""
+    if path.is_symlink():
+        raise UserError(
+            "is a symbolic link; expected the folder fetch prepares here (nothing was changed: "
+            "remove the link or choose another --data)",
+            source=path,
+        )
+    if path.exists() and not path.is_dir():
+        raise UserError(
+            "is not a folder; expected the folder fetch prepares here (nothing was changed: "
+            "move the file away or choose another --data)",
+            source=path,
+        )
+    return path
+
+
+#: pooch's temporary download names (``tempfile``'s ``tmp`` and eight characters).
+_POOCH_TMP = re.compile(r"^tmp[a-z0-9_]{8}$")
+
+
+def remove_stale_pooch(folder: Path) -> None:
+    """Remove the temporary files an earlier fetch killed mid-transfer left in ``downloads/``
+    (an interrupted one removes its own: SIGINT and SIGTERM raise in the transfer)."""
+    for path in folder.iterdir():
+        if _POOCH_TMP.match(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
+def forget_unpinned(ds: Dataset, got: dict[str, Path]) -> None:
+    """Remove the downloads without a published hash: after a failed check they must not be
+    found, and reused unasked, by the next fetch (a pinned one is rechecked by its hash)."""
+    for f in ds.files:
+        path = got.get(f.name)
+        if f.hash == PLACEHOLDER and path is not None and not path.is_symlink():
+            path.unlink(missing_ok=True)
+
+
 def source_hashes(ds: Dataset, got: dict[str, Path]) -> tuple[dict[str, str], list[str]]:
     """Each file's registered hash, or for an unpinned one the SHA-256 found here (marked
     unverified), and a line per unverified file."""
@@ -283,6 +333,7 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
     import py7zr
 
     out = data / ds.name
+    own_folder(out / "audio")  # before anything is downloaded
     got = {f.name: download_file(f, out / "downloads", mirror, say) for f in ds.files}
     archive = next((p for n, p in got.items() if n.endswith(".7z")), None)
     captions_src = next((p for n, p in got.items() if "captions" in n), None)
@@ -292,7 +343,7 @@ def prepare_clotho(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dic
             source=ds.registry,
             key=f"datasets.{ds.name}.files",
         )
-    audio = out / "audio"
+    audio = own_folder(out / "audio")
     with tempfile.TemporaryDirectory(dir=out, prefix=".unpack-") as tmp:
         try:
             with py7zr.SevenZipFile(archive, mode="r") as z:
@@ -592,9 +643,41 @@ def _esc50_members(archive: Path) -> tuple[zipfile.ZipInfo, list[zipfile.ZipInfo
     return meta, wavs
 
 
+def _unpack_esc50(archive: Path, out: Path) -> tuple[Any, bytes]:
+    """The archive's ``audio/*.wav`` into ``out/audio`` and ``meta/esc50.csv`` into
+    ``out/esc50.csv``, each member checked (a bad CRC is one line) before either moves."""
+    meta_info, wav_infos = _esc50_members(archive)
+    audio = own_folder(out / "audio")
+    with tempfile.TemporaryDirectory(dir=out, prefix=".unpack-") as tmp:
+        staged = Path(tmp) / "audio"
+        staged.mkdir()
+        with zipfile.ZipFile(archive) as z:
+            for info in [*sorted(wav_infos, key=lambda i: i.filename), meta_info]:
+                # Streamed member by member to a name we chose: no path from the archive is used.
+                name = info.filename.rsplit("/", 1)[1]
+                dst_path = staged / name if info is not meta_info else Path(tmp) / "esc50.csv"
+                try:
+                    with z.open(info) as src, open(dst_path, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                    raise UserError(
+                        f"member {info.filename!r} cannot be unpacked ({exc}); nothing was "
+                        "prepared",
+                        source=archive,
+                    ) from None
+        meta_bytes = (Path(tmp) / "esc50.csv").read_bytes()
+        meta = read_esc50_csv(Path(tmp) / "esc50.csv")
+        if audio.exists():
+            shutil.rmtree(audio)
+        staged.replace(audio)
+        (Path(tmp) / "esc50.csv").replace(out / "esc50.csv")
+    return meta, meta_bytes
+
+
 def prepare_esc50(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dict[str, Any]:
     """Download ESC-50's source archive and unpack ``audio/`` and ``esc50.csv``."""
     out = data / ds.name
+    own_folder(out / "audio")  # before anything is downloaded
     got = {f.name: download_file(f, out / "downloads", mirror, say) for f in ds.files}
     archives = [p for n, p in got.items() if n.endswith(".zip")]
     if len(archives) != 1:
@@ -603,27 +686,12 @@ def prepare_esc50(ds: Dataset, data: Path, mirror: str | None, say: Say) -> dict
             source=ds.registry,
             key=f"datasets.{ds.name}.files",
         )
-    archive = archives[0]
-    meta_info, wav_infos = _esc50_members(archive)
+    try:
+        meta, meta_bytes = _unpack_esc50(archives[0], out)
+    except BaseException:
+        forget_unpinned(ds, got)
+        raise
     audio = out / "audio"
-    with tempfile.TemporaryDirectory(dir=out, prefix=".unpack-") as tmp:
-        staged = Path(tmp) / "audio"
-        staged.mkdir()
-        with zipfile.ZipFile(archive) as z:
-            for info in sorted(wav_infos, key=lambda i: i.filename):
-                # Streamed member by member to a name we chose: no path from the archive is used.
-                with (
-                    z.open(info) as src,
-                    open(staged / info.filename.rsplit("/", 1)[1], "wb") as dst,
-                ):
-                    shutil.copyfileobj(src, dst)
-            meta_bytes = z.read(meta_info)
-        (Path(tmp) / "esc50.csv").write_bytes(meta_bytes)
-        meta = read_esc50_csv(Path(tmp) / "esc50.csv")
-        if audio.exists():
-            shutil.rmtree(audio)
-        staged.replace(audio)
-        (Path(tmp) / "esc50.csv").replace(out / "esc50.csv")
     wavs = set(list_audio(audio))
     present = [c for c in meta.filenames if c in wavs]
     sources, unverified = source_hashes(ds, got)

@@ -10,13 +10,12 @@ the captions file it reads and describes that file, so "957 of 975" travels with
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import read_text
+from audiorepro.core.io import parse_json, read_text
 
 RECORD_SCHEMA = "audiorepro.dataset/1"
 RECORD_NAME = "dataset.json"
@@ -41,10 +40,7 @@ def dataset_record(captions: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     text = read_text(path, what="a dataset record (dataset.json)")
-    try:
-        record = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    record = parse_json(text, source=path)
     if not isinstance(record, dict) or record.get("schema") != RECORD_SCHEMA:
         return None
     per_clip = record.get("captions_per_clip")

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import math
+import tokenize
 import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -62,7 +63,7 @@ import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file, sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
 
 NOT_FINITE_JSON = "expected a finite number (nan and inf are refused)"
 REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
@@ -243,6 +244,7 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, *, source: str, ke
             OverflowError,
             MemoryError,
             RecursionError,
+            tokenize.TokenError,  # a header cut inside its dict (numpy tokenizes it)
         ) as exc:
             raise UserError(
                 f"has a malformed .npy header ({str(exc)[:200]})", source=source, key=key
@@ -458,16 +460,7 @@ def _validate(
             raise fail(
                 "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
             )
-        try:
-            meta = json.loads(str(raw), parse_constant=_no_constant, parse_int=_bounded_int)
-        except json.JSONDecodeError as exc:
-            raise fail(
-                "meta_json", f"is not valid JSON ({exc.msg} at position {exc.pos})"
-            ) from None
-        except RecursionError:
-            raise fail("meta_json", "is nested too deeply; expected a flat JSON object") from None
-        except ValueError as exc:
-            raise fail("meta_json", str(exc)) from None
+        meta = parse_json(str(raw), source=where, key="meta_json", finite=True)
         if not isinstance(meta, dict):
             raise fail("meta_json", "is JSON but not an object, expected {...}")
 
@@ -550,17 +543,6 @@ def _relevance(
             "text row relevant to at least one clip",
         )
     return Relevance._frozen(ptr64, idx_sorted, m)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"holds {name}; {NOT_FINITE_JSON}")
-
-
-def _bounded_int(text: str) -> int:
-    """JSON integers that a float can hold (a 400-digit ``logit_scale`` overflowed later)."""
-    if len(text.lstrip("-")) > 300:
-        raise ValueError(f"holds an integer of {len(text)} digits; expected a number a float holds")
-    return int(text)
 
 
 def _strings(

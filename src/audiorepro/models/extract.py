@@ -27,7 +27,7 @@ import numpy as np
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
 from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
 from audiorepro.formats.captions import Captions, load_inputs
 from audiorepro.formats.coverage import dataset_record
@@ -220,10 +220,7 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
         arrays = read_npz(path, what="a dump part (.part.npz) written by extract --shard")
         if "part_json" not in arrays:
             raise UserError("is not a dump part (no part_json)", source=path, key="part_json")
-        try:
-            info = json.loads(str(arrays["part_json"]))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UserError(f"holds invalid JSON ({exc})", source=path, key="part_json") from None
+        info = parse_json(str(arrays["part_json"]), source=path, key="part_json")
         if not isinstance(info, dict):
             raise UserError("is not a JSON object", source=path, key="part_json")
         validate(PartRecord, info, source=str(path), where=("part_json",))

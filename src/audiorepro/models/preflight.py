@@ -31,6 +31,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
+from audiorepro.core.io import parse_json
 from audiorepro.models.offline import require_hub_cache_in_container
 from audiorepro.models.registry import ModelSpec, _laion_from_hub_cache
 from audiorepro.models.safeload import PICKLED, load_weights_only
@@ -126,8 +127,8 @@ def check_hf_folder(folder: Path) -> None:
         raise UserError("has no config.json; expected a Hugging Face model folder", source=folder)
     check_regular_file(config, what="a Hugging Face config.json")
     try:
-        parsed: Any = json.loads(config.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        parsed: Any = parse_json(config.read_bytes().decode("utf-8"), source=config)
+    except UnicodeDecodeError:
         parsed = None
     if not isinstance(parsed, dict):
         raise UserError("is not a JSON object; expected a Hugging Face config.json", source=config)

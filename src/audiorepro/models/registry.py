@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -47,6 +48,7 @@ from typing import Any
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import read_toml
+from audiorepro.core.paths import check_relative, relative_name, repo_error
 from audiorepro.models.offline import require_hub_cache_in_container
 from audiorepro.specs.registry import SCHEMA, EntrySpec, RegistryFile
 from audiorepro.specs.schema import validate
@@ -104,6 +106,13 @@ def _entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
         return UserError(message, source=src, key=f"checkpoints.{name}.{key}")
 
     base = source.parent
+    if entry.repo is not None:
+        tables: dict[str, dict[str, Any]] = {
+            "weights": entry.weights,
+            "files": entry.files,
+            "sizes": entry.sizes,
+        }
+        _check_hub_names(entry.repo, tables, fail)
     if entry.format == "hf":
         if (entry.repo is None) == (entry.path is None):
             raise fail("repo", "an hf entry needs exactly one of 'repo' (hub) or 'path' (folder)")
@@ -143,6 +152,24 @@ def _entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
     )
 
 
+def _check_hub_names(
+    repo: str, tables: dict[str, dict[str, Any]], fail: Callable[[str, str], UserError]
+) -> None:
+    """A hub entry's repository id and file names become paths in the hub cache: each must
+    stay inside it (no ``..``, no absolute path)."""
+    why = repo_error(repo)
+    if why is not None:
+        raise fail("repo", f"is {repo!r}, which {why}")
+    for table, names in tables.items():
+        for name in sorted(names):
+            why = relative_name(name)
+            if why is not None:
+                raise fail(
+                    f"{table}.{name}",
+                    f"file name {name!r} {why}; expected a relative path inside the repository",
+                )
+
+
 def _laion_file(file: str, base: Path) -> str:
     candidate = base / file
     env_dir = os.environ.get("AUDIOREPRO_CHECKPOINT_DIR")
@@ -177,6 +204,14 @@ def read_support(path: str | Path) -> dict[str, SupportRepo]:
     path = Path(path)
     data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
     spec = validate(RegistryFile, data, source=str(path))
+    for name, s in spec.support.items():
+        why = repo_error(s.repo)
+        if why is not None:
+            raise UserError(f"is {s.repo!r}, which {why}", source=path, key=f"support.{name}.repo")
+        for i, w in enumerate(s.weights_one_of):
+            check_relative(
+                w, what="file name", source=path, key=f"support.{name}.weights_one_of[{i}]"
+            )
     return {
         name: SupportRepo(
             name=name,

@@ -19,7 +19,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text
+from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json
 from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
@@ -97,7 +97,7 @@ def cached_dump(cache: Path, key: str) -> Dump | None:
     if not path.is_file() or not record_path.is_file():
         return None
     try:
-        record = json.loads(read_text(record_path, what="a cache record", max_bytes=1 << 20))
+        record = read_json(record_path, what="a cache record", max_bytes=1 << 20)
         if not isinstance(record, dict) or record.get("cache_key") != key:
             return None
         dump = load_dump(path)

@@ -21,7 +21,6 @@ A declared run whose file is missing, or that has fewer regression targets than 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from audiorepro.checks.verify import (
 )
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, read_text
+from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
@@ -437,10 +436,7 @@ def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     if not present(run.config.path):
         return None, f"declared run {run.id}: config {run.config.path.name} is missing"
     text = read_text(run.config.path, what="a run's config JSON")
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=run.config.path) from None
+    doc = parse_json(text, source=run.config.path)
     if not isinstance(doc, dict):
         raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
     return doc, None

@@ -79,7 +79,9 @@ def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> f
     if parts[0] == "per_score" and len(parts) >= 3:
         score, field = "/".join(parts[1:-1]), parts[-1]
         hit = next((s for s in node.get("per_score", []) if s["score"] == score), None)
-        return None if hit is None else hit.get(field)
+        value = None if hit is None else hit.get(field)
+        # A number only: ``score`` is the target's name (a string), not a measurement.
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
     if parts[0] == "family" and len(parts) == 3:
         prefix = families.get(parts[1])
         if prefix is None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import html
-import json
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
 
@@ -27,7 +26,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, json_dumps, slug
+from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json, slug
 from audiorepro.formats.audio import (
     audio_identity,
     check_audio,
@@ -201,10 +200,7 @@ def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | N
     path = metadata.parent / RECORD_NAME
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    record = read_json(path, what="a dataset record (dataset.json)")
     if not isinstance(record, dict) or record.get("metadata_sha256") != metadata_sha256:
         return None
     return record

@@ -18,14 +18,13 @@ what was expected), exit code 2.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import read_text
+from audiorepro.core.io import parse_json, read_text
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 Value = Annotated[
@@ -259,8 +258,6 @@ def parse_measurements(data: Any, split: str, *, source: str) -> dict[str, Any]:
 def load_measurements(path: Path, split: str) -> dict[str, Any]:
     """Read and check one saved-measurement JSON file (UserError, exit 2, when malformed)."""
     text = read_text(path, what="a saved-measurement JSON file")
-    try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    # A key twice would be resolved silently (the last wins): PASS or FAIL by key order.
+    data = parse_json(text, source=path)
     return parse_measurements(data, split, source=str(path))

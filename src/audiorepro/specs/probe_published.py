@@ -32,8 +32,9 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_toml, read_text, read_toml
-from audiorepro.specs.published import Number
+from audiorepro.specs.published import Number, tolerance_problem
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.probe-published/1"
@@ -49,6 +50,13 @@ def saved_path_problem(metric: str) -> str | None:
     >>> saved_path_problem("frame_f1")[:35]
     'is not a saved-measurement path; ex'
     """
+    parts = metric.split("/")
+    if re.match(SAVED_PATH, metric) and len(parts) >= 4 and parts[1] in ("per_score", "family"):
+        if parts[-1] == "score":
+            return (
+                f"names the {parts[1]} field 'score', the target's name, not a measurement; "
+                "expected a number field (raw_mae, normalized_mae, pearson, spearman, n)"
+            )
     if re.match(SAVED_PATH, metric):
         return None
     return (
@@ -106,6 +114,11 @@ def load_probe_published(path: str | Path) -> list[ProbePublished]:
     path = Path(path)
     doc = read_toml(path, what="a published probe values .toml", schema=SCHEMA)
     spec = validate(ProbePublishedFile, doc, source=str(path))
+    for i, r in enumerate(spec.run):
+        # Checked by the loader: a JSON Schema cannot relate a tolerance to its values.
+        bad = tolerance_problem(dict(r.values), r.tolerance)
+        if bad is not None:
+            raise UserError(bad[1], source=path, key=f"run[{i}].{bad[0]}")
     return [
         ProbePublished(
             run=r.run,

@@ -9,6 +9,7 @@ recomputes and compares them. The format is declared once, as :class:`PublishedF
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import (
@@ -81,6 +83,80 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
     if names is None or metric in names:
         return None
     return f"unknown {profile} metric; expected one of {', '.join(names)}"
+
+
+#: What range each metric's values lie in, by the last part of its name (the peers' prefixes
+#: ``text_to_audio_``/``audio_to_text_`` removed): rates, precisions, accuracies, F1 and
+#: average precisions in [0, 1]; correlations and cosines in [-1, 1]; ranks from 1, with no
+#: upper bound known here (the number of items); errors, losses and counts from 0, unbounded.
+_UNIT = re.compile(
+    r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr|recip_rank|success_\d+|p_\d+"
+    r"|\w*accuracy|\w*f1|precision)$"
+)
+_SIGNED_UNIT = re.compile(r"^\w*(pearson|spearman|cosine|ccc)$")
+_RANK = re.compile(r"^(mean|median)_rank$")
+
+
+def metric_range(metric: str) -> tuple[float | None, float | None]:
+    """The lowest and highest value ``metric`` can have (None: no bound known).
+
+    >>> [metric_range(m) for m in ["t2a/r@1", "text_to_audio_mean_rank", "test/frame_f1"]]
+    [(0.0, 1.0), (1.0, None), (0.0, 1.0)]
+    >>> [metric_range(m) for m in ["regression/v/pearson", "test/per_score/v/raw_mae"]]
+    [(-1.0, 1.0), (0.0, None)]
+    """
+    leaf = re.sub(r"^(text_to_audio|audio_to_text)_", "", metric.rsplit("/", 1)[-1]).lower()
+    if _UNIT.match(leaf):
+        return 0.0, 1.0
+    if _SIGNED_UNIT.match(leaf):
+        return -1.0, 1.0
+    if _RANK.match(leaf):
+        return 1.0, None
+    if re.match(r"^(\w*_)?(mae|rmse|loss|n|mae_s|matched|clips|events)(_\w*)?$", leaf):
+        return 0.0, None
+    return None, None
+
+
+def tolerance_problem(values: dict[str, float], tolerance: float) -> tuple[str, str] | None:
+    """Why ``tolerance`` (or a value) means nothing for these metrics: ``(key, problem)``,
+    ``key`` ``"tolerance"`` or ``"values.<metric>"``; None when all is well.
+
+    The rule: a published value lies in its metric's range; a tolerance is smaller than the
+    width of each metric's range (a tolerance of 1 or more on a value in [0, 1] passes
+    anything); for a metric without an upper bound (ranks, errors) it is smaller than the
+    published value's magnitude, or than 1 for a value within 1 (a tolerance as large as the
+    value passes everything from nothing to twice it).
+
+    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e-3) is None
+    True
+    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e308)[1][:60]
+    'is 1e+308, at or beyond the width of the range of t2a/r@1 (1'
+    >>> tolerance_problem({"t2a/r@1": 123456.0}, 0.0)
+    ('values.t2a/r@1', 'is 123456.0, outside the range of t2a/r@1 [0.0, 1.0]')
+    >>> tolerance_problem({"t2a/mean_rank": 3.5}, 0.5) is None
+    True
+    """
+    for metric in sorted(values):
+        value = values[metric]
+        lo, hi = metric_range(metric)
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            shown = f"[{lo}, {hi if hi is not None else 'inf'}]"
+            return f"values.{metric}", f"is {value}, outside the range of {metric} {shown}"
+        if lo is not None and hi is not None:
+            width = hi - lo
+            if tolerance >= width:
+                return "tolerance", (
+                    f"is {tolerance}, at or beyond the width of the range of {metric} "
+                    f"({width}: [{lo}, {hi}]); such a tolerance passes any value. Expected a "
+                    f"tolerance >= 0 and below {width}"
+                )
+        elif tolerance >= max(abs(value), 1.0):
+            return "tolerance", (
+                f"is {tolerance}, as large as the published {metric} ({value}) or more; such a "
+                f"tolerance passes any value from 0 to twice it. Expected a tolerance >= 0 and "
+                f"below {max(abs(value), 1.0)}"
+            )
+    return None
 
 
 def canonical_metric_problem(metric: str) -> str | None:
@@ -180,6 +256,11 @@ def load_published(path: str | Path) -> list[PublishedCell]:
     path = Path(path)
     doc = read_toml(path, what="a published-values .toml", schema=SCHEMA)
     spec = validate(PublishedFile, doc, source=str(path))
+    for i, c in enumerate(spec.cell):
+        # Checked by the loader: a JSON Schema cannot relate a tolerance to its values.
+        bad = tolerance_problem(dict(c.values), c.tolerance)
+        if bad is not None:
+            raise UserError(bad[1], source=path, key=f"cell[{i}].{bad[0]}")
     return [
         PublishedCell(
             dump=c.dump,

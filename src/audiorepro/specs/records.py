@@ -8,14 +8,13 @@ pass. Only the keys ``verify`` relies on are declared; the rest is the runner's 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import read_text
+from audiorepro.core.io import parse_json, read_text
 from audiorepro.specs.schema import Spec, validate
 
 Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$", description="64 lowercase hex digits")]
@@ -105,12 +104,7 @@ class PartRecord(Record):
 def read_record(path: Path, model: type[Record]) -> tuple[Record, dict[str, Any]]:
     """A record file: the validated model and the raw document, or a UserError naming it."""
     text = read_text(path, what="a JSON record")  # a FIFO, a folder or a huge file: refused
-    try:
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot be read ({exc}); expected a JSON record", source=path) from None
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(f"is not valid JSON ({exc})", source=path) from None
+    data = parse_json(text, source=path)  # duplicate keys, huge integers, deep nesting: refused
     if not isinstance(data, dict):
         raise UserError(f"is a JSON {type(data).__name__}; expected an object", source=path)
     return validate(model, data, source=str(path)), data

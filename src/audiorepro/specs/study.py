@@ -135,6 +135,7 @@ from audiorepro.specs.published import (
     Number,
     known_profile,
     profile_metric_problem,
+    tolerance_problem,
 )
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
@@ -782,6 +783,7 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
                     source=source,
                     key=f"{where}.values.{metric}",
                 )
+        _check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
         published.append(
             Published(
                 cell=p.cell,
@@ -834,6 +836,16 @@ def _required_path(source: Path, key: str, text: str, *, must_exist: bool) -> Pa
     return path
 
 
+def _check_tolerance(
+    values: dict[str, float], tolerance: float, *, source: Path, where: str
+) -> None:
+    """A tolerance that means something for its metrics, values in their range
+    (:func:`~audiorepro.specs.published.tolerance_problem`), else one line."""
+    bad = tolerance_problem(values, tolerance)
+    if bad is not None:
+        raise UserError(bad[1], source=source, key=f"{where}.{bad[0]}")
+
+
 def _published(
     spec: PublishedSpec, i: int, source: Path, ids: set[str], tie: TiePolicy, kind: str
 ) -> Published:
@@ -855,6 +867,7 @@ def _published(
         problem = profile_metric_problem(spec.profile, metric)
         if kind == "retrieval" and problem is not None:
             raise UserError(problem, source=source, key=f"{where}.values.{metric}")
+    _check_tolerance(dict(spec.values), spec.tolerance, source=source, where=where)
     return Published(
         cell=spec.cell,
         profile=spec.profile,

@@ -20,7 +20,6 @@ write). Every wait is bounded (``wait_timeout_s``) and says what it waited for.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -34,7 +33,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, read_text
+from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.extract import merge
 from audiorepro.models.offline import CONTAINER_HUB_CACHE
@@ -124,8 +123,9 @@ def part_finished(part: Part) -> bool:
     if written != [sha256_file(part.path)]:
         return False
     try:
-        info = json.loads(str(read_npz(part.path, what="a dump part")["part_json"]))
-    except (UserError, KeyError, json.JSONDecodeError):
+        raw = str(read_npz(part.path, what="a dump part")["part_json"])
+        info = parse_json(raw, source=part.path, key="part_json")
+    except (UserError, KeyError):
         return False
     return bool(
         info.get("shard") == [part.shard, part.n_shards]
