@@ -105,7 +105,10 @@ LAYERS = {
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py",
     },
-    "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
+    "e2e": {
+        "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
+        "test_report_html.py",
+    },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
 #: quick loop while editing.
