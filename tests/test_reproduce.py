@@ -224,7 +224,10 @@ def test_report_in_a_headless_browser(demo: Path) -> None:
     browser = open_browser()
     try:
         check_layout(
-            browser, demo / "report.html", [*plots, "plot-identity-1"], ARTIFACTS / "report.png"
+            browser,
+            demo / "report.html",
+            [*plots, "plot-identity-1-audio", "plot-identity-1-text"],
+            ARTIFACTS / "report.png",
         )
         browser.get((demo / "report.html").as_uri())
         table = browser.find_element(By.ID, "table-fixture-audio_t2a")

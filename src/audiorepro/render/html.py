@@ -400,27 +400,34 @@ def _paired_html(bundle: Mapping[str, Any]) -> str:
 
 
 def _identity_plots(blocks: Sequence[Mapping[str, Any]]) -> str:
-    """Per identity check, the audio and text embedding cosine of every fixture clip."""
+    """Per identity check: the audio embedding cosine of every fixture clip (named), and the
+    text embedding cosine of every fixture caption (numbered: the fixture has several
+    captions per clip)."""
     if not blocks:
         return "<p>The study declares no checkpoint-identity check.</p>"
     charts = []
     for i, b in enumerate(blocks):
         audio, text = b["audio_embedding_cosine_per_clip"], b["text_embedding_cosine_per_clip"]
-        labels = list(b["clip_ids"])
-        if not (len(labels) == len(audio) == len(text)):
-            labels = [str(j + 1) for j in range(max(len(audio), len(text)))]
-        charts.append(
-            bar_chart(
-                [Series("audio embedding", tuple(audio)), Series("text embedding", tuple(text))],
-                chart_id=f"plot-identity-{i + 1}",
-                title=f"{b['hf_checkpoint']} vs {b['control']}: cosine per clip",
-                x_title="fixture clip",
-                y_title="cosine similarity",
-                xlabels=labels,
-                lo=-1.0,
-                hi=1.0,
+        clips = list(b["clip_ids"])
+        if len(clips) != len(audio):
+            clips = [str(j + 1) for j in range(len(audio))]
+        pair = f"{b['hf_checkpoint']} vs {b['control']}"
+        for kind, values, labels, axis in (
+            ("audio", audio, clips, "fixture clip"),
+            ("text", text, [str(j + 1) for j in range(len(text))], "fixture caption"),
+        ):
+            charts.append(
+                bar_chart(
+                    [Series(f"{kind} embedding cosine", tuple(values))],
+                    chart_id=f"plot-identity-{i + 1}-{kind}",
+                    title=f"{pair}: {kind} embedding cosine per {axis.split()[1]}",
+                    x_title=axis,
+                    y_title="cosine similarity",
+                    xlabels=labels,
+                    lo=-1.0,
+                    hi=1.0,
+                )
             )
-        )
     return "<div class='plots'>" + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>"
 
 

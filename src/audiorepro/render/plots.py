@@ -69,7 +69,10 @@ def _frame(
     rotate: bool,
 ) -> tuple[list[str], float]:
     """The chart's opening tag, title, grid, axes and tick labels; returns (parts, height)."""
-    label_room = 58 if rotate else 22
+    shown = [_short(x) for x in xlabels]
+    every = math.ceil(len(shown) / _MAX_TICKS)  # at most _MAX_TICKS labels, evenly spread
+    longest = max((len(x) for x in shown), default=0)
+    label_room = 18 + 4 * longest if rotate else 22
     height = _TOP + _PLOT_H + label_room + 20 + _LEGEND_ROW * len(legend) + 6
     bottom = _TOP + _PLOT_H
     parts = [
@@ -89,7 +92,9 @@ def _frame(
         f'stroke="#555"/><line class="axis" x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" '
         f'y2="{bottom}" stroke="#555"/>'
     )
-    for i, label in enumerate(xlabels):
+    for i, label in enumerate(shown):
+        if i % every:
+            continue
         x = _x_center(i, len(xlabels))
         if rotate:
             parts.append(
@@ -111,9 +116,36 @@ def _frame(
     return parts, x_title_y + 8
 
 
+_MAX_TICKS = 30
+_MAX_LABEL = 18
+
+
+def _short(label: str) -> str:
+    """A tick label cut to fit (the mark's tooltip keeps the whole name).
+
+    >>> _short("a_rather_long_clip_name.wav")
+    'a_rather_long_cli…'
+    """
+    return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
+
+
 def _x_center(i: int, n: int) -> float:
     """The centre of the i-th of n equal slots along the x axis."""
     return _LEFT + (WIDTH - _LEFT - _RIGHT) * (i + 0.5) / max(n, 1)
+
+
+def legend_names(series: Sequence[Series]) -> list[str]:
+    """Legend entries; a series with the same values as an earlier one says so (its line or
+    bars are drawn over the earlier one's and would otherwise hide them unsaid).
+
+    >>> legend_names([Series("a", (0.5,)), Series("b", (0.5,)), Series("c", (0.2,))])
+    ['a', 'b (same values as a)', 'c']
+    """
+    names = []
+    for c, s in enumerate(series):
+        twin = next((t.name for t in series[:c] if t.values == s.values), None)
+        names.append(s.name if twin is None else f"{s.name} (same values as {twin})")
+    return names
 
 
 def _legend(parts: list[str], top: float, names: Sequence[str], *, bars: bool) -> None:
@@ -189,7 +221,7 @@ def line_chart(
             for x, y, v, label in points
         ]
         parts.append("</g>")
-    _legend(parts, legend_top, [s.name for s in series], bars=False)
+    _legend(parts, legend_top, legend_names(series), bars=False)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -242,6 +274,6 @@ def bar_chart(
                 f'fill="{color}"><title>{_e(s.name)}, {_e(xlabels[i])}: {v:.6f}</title></rect>'
             )
         parts.append("</g>")
-    _legend(parts, legend_top, [s.name for s in series], bars=True)
+    _legend(parts, legend_top, legend_names(series), bars=True)
     parts.append("</svg>")
     return "".join(parts)
