@@ -574,7 +574,7 @@ def _confusion(run: dict[str, Any]) -> str:
     )
     return (
         f"<details class='cell'><summary>{_e(run['model'])} on {_e(run['corpus'] or MISSING_TEXT)}: confusion matrix</summary>"
-        f"<table><thead><tr><th>true \\ predicted</th>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+        f"<div class='scroll'><table><thead><tr><th>true \\ predicted</th>{head}</tr></thead><tbody>{body}</tbody></table></div></details>"
     )
 
 
@@ -614,7 +614,7 @@ def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
             name = f"panel_{slug(run['id'])}_{slug(split)}"
             if name in tables:
                 parts.append(
-                    f"<h4>{_e(split)}</h4>{table_html(tables[name], f'table-{name}')}"
+                    f"<h4>{_e(split)}</h4>{_scroll(tables[name], f'table-{name}')}"
                     f'<p><a href="{_e(path)}">Exact metric JSON</a> (sha256 '
                     f"<code>{_e(run['saved_sha256'][split])}</code>)</p>"
                 )
@@ -648,12 +648,12 @@ def render_probe_report(
     skip = {*main, *parity, *targets, *panels, *saved}
     other = [n for n in tables if n not in skip]
     target_panels = "".join(
-        f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{table_html(tables[n], f'table-{n}')}</details>"
+        f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{_scroll(tables[n], f'table-{n}')}</details>"
         for n in targets
     )
 
     def block(names: Sequence[str]) -> str:
-        return "".join(table_html(tables[n], f"table-{n}") for n in names)
+        return "".join(_scroll(tables[n], f"table-{n}") for n in names)
 
     prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
     credits = getattr(study, "credits", None)
