@@ -149,6 +149,16 @@ def test_every_requested_profile_beside_canonical(run: Path) -> None:
     assert f'data-value="{laion!r}"' in page
 
 
+def test_the_report_opens_with_an_index_of_the_folder(run: Path) -> None:
+    page = (run / "report.html").read_text()
+    index = page[page.index("id='files'") : page.index("</details>", page.index("id='files'"))]
+    assert page.index('id="summary"') < page.index("id='files'") < page.index("id='published'")
+    for entry in run.iterdir():
+        assert f"<code>{entry.name}{'/' if entry.is_dir() else ''}</code>" in index, entry.name
+    for table in (run / "tables").glob("*.csv"):
+        assert f"<code>{table.stem}</code>" in index, table.name
+
+
 def test_a_study_without_other_profiles_has_no_profile_tables(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert main(["reproduce", str(_study(tmp_path)), "--out", str(out)]) == 0

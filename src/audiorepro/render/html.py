@@ -512,7 +512,8 @@ _FILES = (
     ("manifest.json", "SHA-256 of every input and output, the environment, time and host"),
     (
         "cache/",
-        "extracted embeddings (and the demo's generated inputs), reused by a rerun; not an output",
+        "where the run extracted here: the extracted embeddings (and the demo's generated "
+        "inputs), reused by a rerun; not an output, so the manifest does not list it",
     ),
 )
 
