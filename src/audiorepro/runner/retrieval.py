@@ -253,6 +253,42 @@ def _profile_table(
     )
 
 
+def _dataset_tables(dataset: str, rows: list[CellResult], tie_policy: str) -> dict[str, Table]:
+    """Per direction: the canonical table (models x metrics, intervals under the headline
+    numbers) and, when the study asks for other profiles, the profiles beside it."""
+    tables: dict[str, Table] = {}
+    for direction in DIRECTIONS:
+        columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
+        body = tuple(
+            (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
+            for r in rows
+        )
+        name = f"{slug(dataset)}_{direction}"
+        intervals = tuple(
+            tuple(
+                (r.intervals[direction][n][0], r.intervals[direction][n][1])
+                if n in HEADLINE and r.intervals
+                else None
+                for n in METRICS
+            )
+            for r in rows
+        )
+        tables[name] = Table(
+            f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
+            columns,
+            body,
+            notes=(
+                f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
+                "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
+            ),
+            intervals=intervals,
+        )
+        profiles = _profile_table(dataset, rows, direction, tie_policy)
+        if profiles is not None:
+            tables[f"{name}_profiles"] = profiles
+    return tables
+
+
 def _tables(
     results: list[CellResult],
     parity: list[ParityCell],
@@ -261,38 +297,9 @@ def _tables(
     tie_policy: str,
 ) -> dict[str, Table]:
     tables: dict[str, Table] = {}
-    datasets = list(dict.fromkeys(r.cell.dataset for r in results))
-    for dataset in datasets:
+    for dataset in dict.fromkeys(r.cell.dataset for r in results):
         rows = [r for r in results if r.cell.dataset == dataset]
-        for direction in DIRECTIONS:
-            columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
-            body = tuple(
-                (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
-                for r in rows
-            )
-            name = f"{slug(dataset)}_{direction}"
-            intervals = tuple(
-                tuple(
-                    (r.intervals[direction][n][0], r.intervals[direction][n][1])
-                    if n in HEADLINE and r.intervals
-                    else None
-                    for n in METRICS
-                )
-                for r in rows
-            )
-            tables[name] = Table(
-                f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
-                columns,
-                body,
-                notes=(
-                    f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
-                    "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
-                ),
-                intervals=intervals,
-            )
-            profiles = _profile_table(dataset, rows, direction, tie_policy)
-            if profiles is not None:
-                tables[f"{name}_profiles"] = profiles
+        tables |= _dataset_tables(dataset, rows, tie_policy)
     tables["parity"] = Table(
         "Metric parity: harness against the independent reference",
         (Column("worst abs delta", False), Column("passed")),
