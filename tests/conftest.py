@@ -114,7 +114,7 @@ LAYERS = {
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
-        "test_hpc_readme.py", "test_evaluate.py",
+        "test_hpc_readme.py", "test_evaluate.py", "test_report_html.py",
     },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the

@@ -1,18 +1,24 @@
 """``report.html``: one self-contained page per study run (no network, no CDN).
 
-Order: a plain-language summary (what was checked, what passed, what failed; a failing study
-says so in its first lines), the result tables (click a header to sort), one collapsible panel
-per cell (headline numbers with their bootstrap intervals, r@k curves and the distribution of
-first-relevant ranks as inline SVG, tie bounds, provenance), paired comparisons, checkpoint
-identity (per-clip cosines as SVG), published-vs-reproduced, the metric definitions with their
-tie policy, and the environment's package versions. Missing values read "Not recorded /
-undefined", never 0. The page is a function of the run's numbers: no time, host or path.
+Order of the retrieval report, what a reader came for first: the study's title and a
+plain-language verdict (what was checked, what passed, what failed; a failing study says so in
+its first lines), a short index of the output folder, then **published against reproduced**;
+the results per dataset: the canonical tables (click a header to sort), every requested
+profile beside canonical, and the plots of all the dataset's models together (r@k curves per
+direction, distributions of first-relevant ranks, as inline SVG from :mod:`.plots`, with axis
+titles and legends); paired comparisons, metric parity, checkpoint identity (per-clip cosines
+charted with their clip names), one collapsed panel of details per cell (intervals, ties,
+weights, dataset coverage), each metric definition once with its tie policy (docstring
+markup rendered, never leaked), provenance and package versions. Missing values read "Not
+recorded / undefined", never 0. The page is a function of the run's numbers: no time, host or
+path, ids from table and dataset names, fixed float formatting, so a rerun is byte-identical.
 """
 
 from __future__ import annotations
 
 import html
 import inspect
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,19 +31,25 @@ from audiorepro.metrics import (
     vectors,
 )
 from audiorepro.metrics.retrieval import DIRECTIONS, METRICS
+from audiorepro.render.plots import Series, bar_chart, line_chart
 from audiorepro.render.tables import MISSING_TEXT, Table, slug
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
+body{font-family:system-ui,sans-serif;max-width:80rem;margin:2rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #ddd}
 .fail{background:#fde8e8;border-left:6px solid #c0392b;padding:.6rem 1rem}
 .pass{background:#e8f6ec;border-left:6px solid #27ae60;padding:.6rem 1rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{padding:.25rem .6rem;border-bottom:1px solid #eee}
 th{cursor:pointer;background:#f6f6f6;user-select:none}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.best{font-weight:bold}td.missing{color:#888;font-style:italic}small.ci{color:#666;font-weight:normal}
+td.best{font-weight:bold}td.missing{color:#888;font-style:italic;font-size:.85em}small.ci{color:#666;font-weight:normal}
 details{margin:.4rem 0;border:1px solid #ddd;border-radius:4px;padding:.3rem .8rem}
 summary{cursor:pointer;font-weight:600}code{background:#f3f3f3;padding:0 .2rem}
 svg text{font-size:10px;font-family:sans-serif}
+svg.chart{max-width:100%;height:auto;background:#fff}svg.chart text{font-size:12px;fill:#222}
+svg.chart text.ttl{font-size:14px;font-weight:600}svg.chart text.axis-title{font-size:12px;font-style:italic}
+.plots{display:flex;flex-wrap:wrap;gap:1rem}figure{margin:0;border:1px solid #eee;padding:.3rem}
+.scroll{overflow-x:auto;max-width:100%}p.sub{color:#555;margin-top:-.6rem}
+nav.toc{margin:1rem 0;line-height:1.8}h3{margin-top:1.6rem}h4{margin:1rem 0 .3rem}
 """
 
 _JS = """
@@ -198,6 +210,8 @@ def _summary(bundle: Mapping[str, Any]) -> str:
 
 
 def _cell_panel(cell: dict[str, Any]) -> str:
+    """A cell's details, collapsed: headline numbers with intervals, ties, identity of inputs
+    (its plots are drawn beside the other models' in the Results section)."""
     title = f"{cell['id']} — {cell['model']} on {cell['dataset']}"
     if cell.get("error"):
         return f"<details><summary>{_e(title)} (not computed)</summary><p>{_e(cell['error'])}</p></details>"
@@ -210,25 +224,6 @@ def _cell_panel(cell: dict[str, Any]) -> str:
             rows.append(
                 f"<tr><td>{d}</td><td>{_e(m)}</td><td class='num'>{_e(_fmt(value))}</td><td>{ci}</td></tr>"
             )
-    curves = svg_lines(
-        {d: cell["curves"][d] for d in DIRECTIONS},
-        title=f"r@k for k = 1..10, {cell['id']}",
-        xlabels=[str(k) for k in range(1, 11)],
-    )
-    hist = "".join(
-        svg_bars(
-            [
-                c / max(sum(cell["rank_histogram"][d]["counts"]), 1)
-                for c in cell["rank_histogram"][d]["counts"]
-            ],
-            cell["rank_histogram"][d]["bins"],
-            title=f"first relevant rank, {d} (fraction of queries per bin)",
-        )
-        for d in DIRECTIONS
-    )
-    bins = ", ".join(
-        f"{i + 1}: {b}" for i, b in enumerate(cell["rank_histogram"][DIRECTIONS[0]]["bins"])
-    )
     ties = "".join(
         f"<li>{d}: {t['queries_affected']} queries affected by ties</li>"
         for d, t in cell["ties"].items()
@@ -238,7 +233,7 @@ def _cell_panel(cell: dict[str, Any]) -> str:
         f"<details class='cell'><summary>{_e(title)}</summary>"
         f"<p>{cell['n_clips']} clips, {cell['n_captions']} captions; dump sha256 <code>{_e(cell['dump_sha256'])}</code></p>"
         f"<table><thead><tr><th>direction</th><th>metric</th><th>value</th><th>95% bootstrap interval</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>{curves}<p>Rank bins: {_e(bins)}</p>{hist}<ul>{ties}</ul>"
+        f"<tbody>{''.join(rows)}</tbody></table><ul>{ties}</ul>"
         f"<p>Model: {_e(meta.get('model', MISSING_TEXT))}; revision {_e(meta.get('revision') or MISSING_TEXT)}; "
         f"weights: {_weights(meta)}</p>{_coverage(meta)}</details>"
     )
@@ -273,19 +268,55 @@ def _weights(meta: dict[str, Any]) -> str:
     )
 
 
+_ROLE = re.compile(r":[a-z]+:`([^`]+)`")
+_LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+_LEADING_NAME = re.compile(r"^``[^`]+``:\s*")
+
+
+def doc_html(text: str) -> str:
+    """A docstring's prose as HTML: reST literals and roles become ``<code>``, Python's
+    ``None`` (a value the reader never sees) reads "undefined".
+
+    >>> doc_html("``r@k``: the top ``k``; :func:`mean` of x < y; None without pairs.")
+    '<code>r@k</code>: the top <code>k</code>; <code>mean</code> of x &lt; y; undefined without pairs.'
+    """
+    text = re.sub(r"\bNone\b", "undefined", text)
+    text = _ROLE.sub(r"``\1``", text)
+    out, last = [], 0
+    for match in _LITERAL.finditer(text):
+        out.append(_e(text[last : match.start()]))
+        out.append(f"<code>{_e(match.group(1) or match.group(2))}</code>")
+        last = match.end()
+    out.append(_e(text[last:]))
+    return "".join(out)
+
+
+def _paragraphs(func: Any) -> tuple[str, str]:
+    """(first paragraph, the paragraph starting "Formula") of a function's docstring, each
+    on one line."""
+    doc = inspect.getdoc(func) or ""
+    paragraphs = [p.replace("\n", " ") for p in doc.split("\n\n")]
+    formula = next((p for p in paragraphs if p.startswith("Formula")), "")
+    return paragraphs[0], formula
+
+
 def _definitions() -> str:
-    items = []
+    """Each canonical definition once: metrics sharing one function (r@1, r@5, r@10) are one
+    entry naming all of them."""
+    groups: dict[Any, list[str]] = {}
     for name, metric in METRICS.items():
-        doc = inspect.getdoc(metric.func) or ""
-        first = doc.split("\n\n")[0].replace("\n", " ")
-        formula = next(
-            (p.replace("\n", " ") for p in doc.split("\n\n") if p.startswith("Formula")), ""
-        )
+        groups.setdefault(metric.func, []).append(name)
+    items = []
+    for func, names in groups.items():
+        first, formula = _paragraphs(func)
+        first = _LEADING_NAME.sub("", first)
+        direction = "higher" if METRICS[names[0]].higher_is_better else "lower"
+        codes = ", ".join(f"<code>{_e(n)}</code>" for n in names)
         items.append(
-            f"<li><code>{_e(name)}</code> ({'higher' if metric.higher_is_better else 'lower'} is better): "
-            f"{_e(first)} {_e(formula)}</li>"
+            f"<li><strong>{codes}</strong> ({direction} is better): {doc_html(first)} "
+            f"{doc_html(formula)}</li>"
         )
-    return "<ul>" + "".join(items) + "</ul>"
+    return "<ul class='definitions'>" + "".join(items) + "</ul>"
 
 
 def selection_html(bundle: Mapping[str, Any]) -> str:
@@ -311,38 +342,127 @@ def selection_html(bundle: Mapping[str, Any]) -> str:
     return f"<p class='partial'>{what.strip()}</p>"
 
 
-def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
-    v = bundle["verification"]
-    result_tables = "".join(
-        table_html(t, f"table-{name}")
-        for name, t in tables.items()
-        if name not in ("parity", "identity", "published")
-    )
-    panels = "".join(_cell_panel(c) for c in bundle["cells"])
+def _datasets(bundle: Mapping[str, Any]) -> list[str]:
+    return list(dict.fromkeys(c["dataset"] for c in bundle["cells"]))
+
+
+def _series_name(cell: Mapping[str, Any], cells: Sequence[Mapping[str, Any]]) -> str:
+    """A cell's legend entry: its model, or its id where two cells share the model."""
+    same = sum(1 for c in cells if c["model"] == cell["model"])
+    return str(cell["model"] if same == 1 else cell["id"])
+
+
+def _dataset_plots(dataset: str, cells: Sequence[Mapping[str, Any]]) -> str:
+    """r@k curves of every model of the dataset on one chart per direction, then the
+    distributions of first-relevant ranks, likewise."""
+    done = [c for c in cells if not c.get("error") and c.get("curves")]
+    if not done:
+        return f"<p>{MISSING_TEXT}: no cell of {_e(dataset)} was computed, so nothing to plot.</p>"
+    words = {"t2a": "text to audio", "a2t": "audio to text"}
+    charts = []
+    for d in DIRECTIONS:
+        charts.append(
+            line_chart(
+                [Series(_series_name(c, done), tuple(c["curves"][d])) for c in done],
+                chart_id=f"plot-rk-{slug(dataset)}-{d}",
+                title=f"{dataset}, {words[d]}: r@k",
+                x_title="k (cut-off)",
+                y_title="r@k (fraction of queries)",
+                xlabels=[str(k) for k in range(1, len(done[0]["curves"][d]) + 1)],
+            )
+        )
+    for d in DIRECTIONS:
+        series = []
+        for c in done:
+            counts = c["rank_histogram"][d]["counts"]
+            total = max(sum(counts), 1)
+            series.append(Series(_series_name(c, done), tuple(n / total for n in counts)))
+        charts.append(
+            bar_chart(
+                series,
+                chart_id=f"plot-ranks-{slug(dataset)}-{d}",
+                title=f"{dataset}, {words[d]}: first relevant rank",
+                x_title="position of the first relevant item",
+                y_title="fraction of queries",
+                xlabels=done[0]["rank_histogram"][d]["bins"],
+            )
+        )
+    return "<div class='plots'>" + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>"
+
+
+def _scroll(table: Table, table_id: str) -> str:
+    return f"<div class='scroll'>{table_html(table, table_id)}</div>"
+
+
+def _results(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
+    """Per dataset: the canonical tables, the requested profiles beside canonical, the plots;
+    then any other result table."""
+    parts, shown = [], {"parity", "identity", "published"}
+    for dataset in _datasets(bundle):
+        cells = [c for c in bundle["cells"] if c["dataset"] == dataset]
+        names = [f"{slug(dataset)}_{d}" for d in DIRECTIONS]
+        profiles = [f"{n}_profiles" for n in names]
+        parts.append(f"<h3 id='dataset-{_e(slug(dataset))}'>{_e(dataset)}</h3>")
+        parts += [_scroll(tables[n], f"table-{n}") for n in names if n in tables]
+        if any(n in tables for n in profiles):
+            parts.append("<h4>Requested profiles beside canonical</h4>")
+            parts += [_scroll(tables[n], f"table-{n}") for n in profiles if n in tables]
+        parts.append(f"<h4>Plots</h4>{_dataset_plots(dataset, cells)}")
+        shown |= {*names, *profiles}
+    parts += [_scroll(t, f"table-{n}") for n, t in tables.items() if n not in shown]
+    return "".join(parts)
+
+
+def _paired_html(bundle: Mapping[str, Any]) -> str:
     paired = bundle["paired_bootstrap"]
-    paired_rows = "".join(
+    if not paired:
+        return f"<p>{MISSING_TEXT}: no two models share a dataset's queries.</p>"
+    rows = "".join(
         f"<tr><td>{_e(p['dataset'])}</td><td>{_e(p['a'])} − {_e(p['b'])}</td><td>{p['direction']}</td>"
         f"<td>{_e(p['metric'])}</td><td class='num'>{p['difference']:.4f}</td>"
         f"<td>[{p['low']:.4f}, {p['high']:.4f}]</td></tr>"
         for p in paired
     )
-    paired_html = (
-        "<table class='sortable' id='table-paired'><thead><tr><th>dataset</th><th>difference</th><th>direction</th>"
-        f"<th>metric</th><th>value</th><th>95% paired interval</th></tr></thead><tbody>{paired_rows}</tbody></table>"
-        if paired
-        else f"<p>{MISSING_TEXT}: no two models share a dataset's queries.</p>"
+    return (
+        "<div class='scroll'><table class='sortable' id='table-paired'><thead><tr><th>dataset</th>"
+        "<th>difference</th><th>direction</th><th>metric</th><th>value</th>"
+        f"<th>95% paired interval</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
-    identity_svgs = "".join(
-        svg_bars(
-            b["audio_embedding_cosine_per_clip"],
-            b["clip_ids"],
-            title=f"audio cosine per clip, {b['hf_checkpoint']} vs {b['control']}",
-            lo=-1.0,
-            hi=1.0,
-        )
-        for b in v["checkpoint_identities"]
-    )
-    packages = ""
+
+
+def _identity_plots(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """Per identity check: the audio embedding cosine of every fixture clip (named), and the
+    text embedding cosine of every fixture caption (numbered: the fixture has several
+    captions per clip)."""
+    if not blocks:
+        return "<p>The study declares no checkpoint-identity check.</p>"
+    charts = []
+    for i, b in enumerate(blocks):
+        audio, text = b["audio_embedding_cosine_per_clip"], b["text_embedding_cosine_per_clip"]
+        clips = list(b["clip_ids"])
+        if len(clips) != len(audio):
+            clips = [str(j + 1) for j in range(len(audio))]
+        pair = f"{b['hf_checkpoint']} vs {b['control']}"
+        for kind, values, labels, axis in (
+            ("audio", audio, clips, "fixture clip"),
+            ("text", text, [str(j + 1) for j in range(len(text))], "fixture caption"),
+        ):
+            charts.append(
+                bar_chart(
+                    [Series(f"{kind} embedding cosine", tuple(values))],
+                    chart_id=f"plot-identity-{i + 1}-{kind}",
+                    title=f"{pair}: {kind} embedding cosine per {axis.split()[1]}",
+                    x_title=axis,
+                    y_title="cosine similarity",
+                    xlabels=labels,
+                    lo=-1.0,
+                    hi=1.0,
+                )
+            )
+    return "<div class='plots'>" + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>"
+
+
+def _environment(bundle: Mapping[str, Any]) -> str:
     versions = next(
         (
             c["model_meta"].get("versions")
@@ -351,29 +471,98 @@ def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table
         ),
         None,
     )
-    if versions:
-        packages = (
-            "<ul>"
-            + "".join(f"<li>{_e(k)} {_e(val)}</li>" for k, val in sorted(versions.items()))
-            + "</ul>"
-        )
-    else:
-        packages = "<p>Package versions of the run: see manifest.json (this report holds no host or time).</p>"
+    if not versions:
+        return "<p>Package versions of the run: see manifest.json (this report holds no host or time).</p>"
+    return (
+        "<ul>" + "".join(f"<li>{_e(k)} {_e(v)}</li>" for k, v in sorted(versions.items())) + "</ul>"
+    )
+
+
+def _page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>audiorepro report: {_e(study.title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>audiorepro report: {_e(study.title)}</h1>{selection_html(bundle)}{_summary(bundle)}"
-        f"<h2>Results</h2>{result_tables}"
-        f"<h2>Cells</h2>{panels}"
-        f"<h2>Paired comparisons</h2>{paired_html}"
-        f"<h2>Metric parity</h2>{table_html(tables['parity'], 'table-parity')}"
-        f"<h2>Checkpoint identity</h2>{table_html(tables['identity'], 'table-identity')}{identity_svgs}"
-        f"<h2>Published against reproduced</h2>{table_html(tables['published'], 'table-published')}"
-        f"<h2>Metric definitions (v{bundle['definitions_version']}, {_e(bundle['study']['tie_policy'])} ties)</h2>"
-        f"{_definitions()}"
-        f"<h2>Provenance</h2><p>Study {_e(bundle['study']['name'])}, sha256 <code>{_e(bundle['study']['sha256'])}</code>.</p>"
-        f"<h2>Environment</h2>{packages}"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>{body}"
         f"<script>{_JS}</script></body></html>\n"
+    )
+
+
+def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
+    """The retrieval study's report: verdict, published against reproduced, results per
+    dataset (canonical, the requested profiles, plots), then the checks and the details."""
+    v, meta = bundle["verification"], bundle["study"]
+    sections = [
+        (
+            "published",
+            "Published against reproduced",
+            _scroll(tables["published"], "table-published"),
+        ),
+        ("results", "Results", _results(bundle, tables)),
+        ("paired", "Paired comparisons", _paired_html(bundle)),
+        ("parity", "Metric parity", _scroll(tables["parity"], "table-parity")),
+        (
+            "identity",
+            "Checkpoint identity",
+            _scroll(tables["identity"], "table-identity")
+            + _identity_plots(v["checkpoint_identities"]),
+        ),
+        ("cells", "Cells", "".join(_cell_panel(c) for c in bundle["cells"])),
+        (
+            "definitions",
+            f"Metric definitions (v{bundle['definitions_version']}, {meta['tie_policy']} ties)",
+            _definitions(),
+        ),
+        (
+            "provenance",
+            "Provenance",
+            f"<p>Study {_e(meta['name'])}, sha256 <code>{_e(meta['sha256'])}</code>.</p>",
+        ),
+        ("environment", "Environment", _environment(bundle)),
+    ]
+    toc = " · ".join(f"<a href='#{sid}'>{_e(head)}</a>" for sid, head, _ in sections)
+    body = (
+        f"<h1>{_e(study.title)}</h1><p class='sub'>audiorepro report of study "
+        f"<code>{_e(meta['name'])}</code></p>{selection_html(bundle)}{_summary(bundle)}"
+        f"{_folder_index(tables)}"
+        f"<nav class='toc'>{toc}</nav>"
+        + "".join(f"<h2 id='{sid}'>{_e(head)}</h2>{content}" for sid, head, content in sections)
+    )
+    return _page(study.title, body)
+
+
+#: What each output of a retrieval run is, for the index at the top of the report.
+_FILES = (
+    ("report.html", "this page"),
+    (
+        "bundle.json.gz",
+        "every number of the run and every input's SHA-256 (what verify and diff read)",
+    ),
+    (
+        "verification.json",
+        "the checks: metric parity, checkpoint identity, published values, failures",
+    ),
+    ("manifest.json", "SHA-256 of every input and output, the environment, time and host"),
+    (
+        "cache/",
+        "where the run extracted here: the extracted embeddings (and the demo's generated "
+        "inputs), reused by a rerun; not an output, so the manifest does not list it",
+    ),
+)
+
+
+def _folder_index(tables: Mapping[str, Table]) -> str:
+    """The output folder's short index: what each file is (this page is written beside them)."""
+    items = [f"<li><code>{_e(name)}</code>: {_e(what)}</li>" for name, what in _FILES]
+    items.insert(
+        4,
+        f"<li><code>tables/</code>: the {len(tables)} tables of this page, each as <code>.csv</code> "
+        "(full precision), <code>.md</code> and <code>.tex</code>: "
+        + ", ".join(f"<code>{_e(n)}</code>" for n in tables)
+        + "</li>",
+    )
+    return (
+        "<details class='files' id='files'><summary>What this output folder holds</summary>"
+        f"<ul>{''.join(items)}</ul></details>"
     )
 
 
@@ -418,7 +607,7 @@ def _confusion(run: dict[str, Any]) -> str:
     )
     return (
         f"<details class='cell'><summary>{_e(run['model'])} on {_e(run['corpus'] or MISSING_TEXT)}: confusion matrix</summary>"
-        f"<table><thead><tr><th>true \\ predicted</th>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+        f"<div class='scroll'><table><thead><tr><th>true \\ predicted</th>{head}</tr></thead><tbody>{body}</tbody></table></div></details>"
     )
 
 
@@ -433,8 +622,9 @@ def _probe_definitions() -> str:
                 (p.replace("\n", " ") for p in doc.split("\n\n") if p.startswith("Formula")), ""
             )
             if formula:
+                first = doc.split("\n\n")[0].replace("\n", " ")
                 items.append(
-                    f"<li><code>{_e(name)}</code>: {_e(doc.split(chr(10) + chr(10))[0])} {_e(formula)}</li>"
+                    f"<li><code>{_e(name)}</code>: {doc_html(first)} {doc_html(formula)}</li>"
                 )
     return "<ul>" + "".join(items) + "</ul>"
 
@@ -457,7 +647,7 @@ def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
             name = f"panel_{slug(run['id'])}_{slug(split)}"
             if name in tables:
                 parts.append(
-                    f"<h4>{_e(split)}</h4>{table_html(tables[name], f'table-{name}')}"
+                    f"<h4>{_e(split)}</h4>{_scroll(tables[name], f'table-{name}')}"
                     f'<p><a href="{_e(path)}">Exact metric JSON</a> (sha256 '
                     f"<code>{_e(run['saved_sha256'][split])}</code>)</p>"
                 )
@@ -491,19 +681,20 @@ def render_probe_report(
     skip = {*main, *parity, *targets, *panels, *saved}
     other = [n for n in tables if n not in skip]
     target_panels = "".join(
-        f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{table_html(tables[n], f'table-{n}')}</details>"
+        f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{_scroll(tables[n], f'table-{n}')}</details>"
         for n in targets
     )
 
     def block(names: Sequence[str]) -> str:
-        return "".join(table_html(tables[n], f"table-{n}") for n in names)
+        return "".join(_scroll(tables[n], f"table-{n}") for n in names)
 
     prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
     credits = getattr(study, "credits", None)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>audiorepro report: {_e(study.title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>audiorepro report: {_e(study.title)}</h1>{_probe_summary(bundle)}"
+        f"<title>{_e(study.title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_e(study.title)}</h1><p class='sub'>audiorepro report of study "
+        f"<code>{_e(bundle['study']['name'])}</code></p>{_probe_summary(bundle)}"
         + (f"<h2>Saved vs recomputed numbers</h2>{block(parity)}" if parity else "")
         + f"<h2>Task leaders</h2>{block(main)}"
         + (f"<h2>Saved measurements</h2>{block(saved)}" if saved else "")

@@ -9,8 +9,11 @@ against the independent reference), **identity**, **golden** (published values),
 
 Outputs (every file written atomically):
 
-``tables/``            per dataset and direction (models x metrics), parity, identity and
-                       published-vs-reproduced tables, each as ``.csv``, ``.md`` and ``.tex``
+``tables/``            per dataset and direction (models x metrics), and beside it, when the
+                       study asks for profiles other than canonical, ``*_profiles`` (rows:
+                       model and profile, columns: measures; :func:`_profile_table`);
+                       parity, identity and published-vs-reproduced tables; each as
+                       ``.csv``, ``.md`` and ``.tex``
 ``report.html``        one self-contained page (:mod:`audiorepro.render.html`)
 ``bundle.json.gz``     every number and every input's identity; sorted keys, gzip mtime 0; no
                        time, host or path
@@ -32,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from audiorepro.checks.explain import CONCEPTS, LONG, T2A_ONLY
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
 from audiorepro.checks.verify import (
     FAIL,
@@ -194,6 +198,100 @@ def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, 
     return out
 
 
+def _profile_table(
+    dataset: str, rows: list[CellResult], direction: str, tie_policy: str
+) -> Table | None:
+    """The requested profiles beside canonical, for one dataset and direction (None when no
+    cell of it asks for a profile other than canonical).
+
+    Layout: rows are (model, profile), the canonical row first, then the profiles in the
+    order the study asks for them; columns are the measures (:data:`CONCEPTS` of ``explain``)
+    that at least one requested profile defines in this direction. So the table reads like
+    the canonical one (models by measures), each profile's number sits right under the
+    canonical number it is compared with, and a measure the profile does not define reads
+    "Not recorded / undefined". One table per profile would put the numbers to compare in
+    different tables; profile columns would make a table of up to 44 columns. No best value
+    is marked: the rows are not rivals (the canonical table marks the best model).
+    """
+    requested = list(dict.fromkeys(p for r in rows for p in r.cell.profiles if p != "canonical"))
+    if not requested:
+        return None
+
+    def peer(profile: str, concept: str) -> str | None:
+        template = CONCEPTS[concept][1].get(profile)
+        if template is None or (profile in T2A_ONLY and direction != "t2a"):
+            return None
+        return template.format(d=direction, long=LONG[direction])
+
+    concepts = [c for c in CONCEPTS if any(peer(p, c) for p in requested)]
+    if not concepts:
+        return None
+    body: list[tuple[str, tuple[float | str | None, ...]]] = []
+    for r in rows:
+        canonical = r.metrics.get(direction, {})
+        body.append(
+            (r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c][0]) for c in concepts)))
+        )
+        for p in (p for p in requested if p in r.cell.profiles):
+            values = r.profiles.get(p, {})
+            body.append(
+                (
+                    r.cell.model,
+                    (p, *(values.get(n) if (n := peer(p, c)) else None for c in concepts)),
+                )
+            )
+    names = "; ".join(
+        f"{p}: " + ", ".join(f"{c} = {n}" for c in concepts if (n := peer(p, c))) for p in requested
+    )
+    word = "text to audio" if direction == "t2a" else "audio to text"
+    return Table(
+        f"{dataset}, {word}: requested profiles beside canonical",
+        (Column("profile"), *(Column(c) for c in concepts)),
+        tuple(body),
+        notes=(
+            f"Canonical: definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. Each profile's "
+            f"value under the peer's own name ({names}); not defined by the profile: "
+            "Not recorded / undefined.",
+        ),
+    )
+
+
+def _dataset_tables(dataset: str, rows: list[CellResult], tie_policy: str) -> dict[str, Table]:
+    """Per direction: the canonical table (models x metrics, intervals under the headline
+    numbers) and, when the study asks for other profiles, the profiles beside it."""
+    tables: dict[str, Table] = {}
+    for direction in DIRECTIONS:
+        columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
+        body = tuple(
+            (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
+            for r in rows
+        )
+        name = f"{slug(dataset)}_{direction}"
+        intervals = tuple(
+            tuple(
+                (r.intervals[direction][n][0], r.intervals[direction][n][1])
+                if n in HEADLINE and r.intervals
+                else None
+                for n in METRICS
+            )
+            for r in rows
+        )
+        tables[name] = Table(
+            f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
+            columns,
+            body,
+            notes=(
+                f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
+                "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
+            ),
+            intervals=intervals,
+        )
+        profiles = _profile_table(dataset, rows, direction, tie_policy)
+        if profiles is not None:
+            tables[f"{name}_profiles"] = profiles
+    return tables
+
+
 def _tables(
     results: list[CellResult],
     parity: list[ParityCell],
@@ -202,35 +300,9 @@ def _tables(
     tie_policy: str,
 ) -> dict[str, Table]:
     tables: dict[str, Table] = {}
-    datasets = list(dict.fromkeys(r.cell.dataset for r in results))
-    for dataset in datasets:
+    for dataset in dict.fromkeys(r.cell.dataset for r in results):
         rows = [r for r in results if r.cell.dataset == dataset]
-        for direction in DIRECTIONS:
-            columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
-            body = tuple(
-                (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
-                for r in rows
-            )
-            name = f"{slug(dataset)}_{direction}"
-            intervals = tuple(
-                tuple(
-                    (r.intervals[direction][n][0], r.intervals[direction][n][1])
-                    if n in HEADLINE and r.intervals
-                    else None
-                    for n in METRICS
-                )
-                for r in rows
-            )
-            tables[name] = Table(
-                f"{dataset}, {'text to audio' if direction == 't2a' else 'audio to text'}",
-                columns,
-                body,
-                notes=(
-                    f"Canonical definitions v{DEFINITIONS_VERSION}, {tie_policy} ties. "
-                    "Report: 95% bootstrap intervals over queries under r@1, r@5, r@10, map.",
-                ),
-                intervals=intervals,
-            )
+        tables |= _dataset_tables(dataset, rows, tie_policy)
     tables["parity"] = Table(
         "Metric parity: harness against the independent reference",
         (Column("worst abs delta", False), Column("passed")),
