@@ -95,7 +95,7 @@ LAYERS = {
         "test_project.py", "test_relevance.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
         "test_tables.py",
-        "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
+        "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
         "test_zeroshot_metrics.py",
     },
     "integration": {
@@ -103,7 +103,8 @@ LAYERS = {
         "test_probe_saved.py", "test_probe_study.py", "test_probe_report.py",
         "test_profile_laion_clap.py",
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
-        "test_profile_laion_clap_zeroshot.py", "test_esc50.py",
+        "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_trec_quicktest.py",
+        "test_hostile_trec.py",
     },
     "e2e": {"test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py"},
 }  # fmt: skip
