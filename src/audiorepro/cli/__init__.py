@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from audiorepro.cli import trec  # noqa: F401 (registers trec-eval)
 from audiorepro.cli.commands import cli, main
 
 __all__ = ["cli", "main"]
