@@ -95,7 +95,7 @@ LAYERS = {
         "test_project.py", "test_relevance.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
         "test_tables.py",
-        "test_trec_oracle.py", "test_tiers.py", "test_profile_dcase.py",
+        "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
         "test_zeroshot_metrics.py",
     },
     "integration": {
@@ -110,7 +110,7 @@ LAYERS = {
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
         "test_catalog.py", "test_api.py", "test_summary.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
-        "test_hostile_minors.py",
+        "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

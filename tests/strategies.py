@@ -128,3 +128,42 @@ def vector_triples(draw: Any, max_items: int = 8, dim: int = 3) -> tuple[Any, An
     ref = np.array(draw(st.lists(rows, min_size=n, max_size=n)))
     valid = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
     return pred, ref, valid
+
+
+#: Docnos whose byte order differs from their number order and from case-folded order
+#: (trec_eval breaks score ties by docno, greater first).
+TREC_DOCNOS = ("d1", "d10", "d2", "d9", "D3", "d3", "e", "a-1", "a_1", "zz")
+
+
+@st.composite
+def trec_pairs(
+    draw: Any, max_queries: int = 4, max_docs: int = 8
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """(qrels, run) as ``{qid: {docno: level}}`` and ``{qid: {docno: score}}``: graded levels
+    -1..3 (-1: pooled but unjudged), queries without a relevant document, run queries absent
+    from the qrels and qrels queries absent from the run, retrieved documents nobody judged,
+    partial retrieval, and scores on a coarse grid (many ties) or sometimes any float32. Every
+    query of the qrels has a level >= 0: trec_eval leaves a query with only negative levels
+    undefined (it keeps the previous query's count of levels; pytrec_eval can loop forever)."""
+    qids = [f"q{i}" for i in range(draw(st.integers(1, max_queries)))]
+    docs = st.lists(st.sampled_from(TREC_DOCNOS), unique=True, max_size=max_docs)
+    qrels: dict[str, dict[str, int]] = {}
+    for qid in qids:
+        judged = draw(docs)
+        levels = {d: draw(st.integers(-1, 3)) for d in judged} or {"d1": 0}
+        if max(levels.values()) < 0:  # see the docstring: at least one level >= 0
+            levels[next(iter(levels))] = 0
+        qrels[qid] = levels
+    coarse = st.integers(-2, 2).map(lambda v: v / 2)
+    # float32 values: pytrec_eval keeps scores as float32 (trec_eval itself reads doubles), so
+    # only scores that float32 holds exactly are ordered alike by both.
+    fine = st.floats(-1e6, 1e6, width=32, allow_nan=False, allow_infinity=False)
+    score = draw(st.sampled_from([coarse, st.one_of(coarse, fine)]))
+    run: dict[str, dict[str, float]] = {}
+    for qid in [*qids, "q-unjudged"]:
+        retrieved = draw(docs) if draw(st.integers(0, 4)) else []
+        if retrieved:  # else this query is not in the run (a run file has no empty query)
+            run[qid] = {d: draw(score) for d in retrieved}
+    if not any(run.get(q) for q in qids):
+        run[qids[0]] = {"d1": 0.5}
+    return qrels, run

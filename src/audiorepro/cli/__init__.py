@@ -6,12 +6,8 @@ here (they import :mod:`.commands`, never the other way round).
 
 from __future__ import annotations
 
-from audiorepro.cli import diff as _diff  # noqa: F401  (registers ``audiorepro diff``)
-from audiorepro.cli import (  # noqa: F401  (register `evaluate`, `list`)
-    evaluate,
-    listing,
-    sign,
-)
+# Each import registers its commands on the group: diff, evaluate, list, sign, trec-eval.
+from audiorepro.cli import diff, evaluate, listing, sign, trec  # noqa: F401
 from audiorepro.cli.commands import cli, main
 
 __all__ = ["cli", "main"]

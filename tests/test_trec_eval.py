@@ -1,0 +1,184 @@
+"""trec_eval's measures (:mod:`audiorepro.metrics.trec`): the reader of TREC files, the
+independent reference, tie bounds over every order of tied documents, and trec_eval itself
+(pytrec_eval compiles trec_eval's C code) as the oracle on generated runs.
+
+pytrec_eval has no ``-M`` and no ``-c``: the oracle gets ``-M`` as the run cut to its first
+``M`` documents in trec_eval's order (score descending, docno descending; pytrec_eval then
+orders the kept documents itself), and ``-c`` as a query absent from the run given one
+retrieved document that nobody judged (which changes no measure but ``num_ret``, set to 0).
+pytrec_eval hands trec_eval its scores as float32, so generated scores are float32 values
+(the same order in float32 and in the doubles that trec_eval and audiorepro read).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from audiorepro.core.errors import UserError
+from audiorepro.formats.trec import Qrels, Run, load_qrels, load_run
+from audiorepro.metrics.trec import (
+    BY_NAME,
+    CUTOFFS,
+    ORDERS,
+    evaluate,
+    parse_measures,
+    rank_query,
+)
+from audiorepro.reference.trec import query_values, reference_trec_eval
+from tests.strategies import trec_pairs
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+KS = (1, 2, 3, 5, 10)
+ALL = {m.name: (KS if m.cutoffs else ()) for m in BY_NAME.values() if m.value is not None}
+ALL["num_q"] = ()
+TREC_MEASURES = {"num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg"} | {
+    f"{name}.{','.join(map(str, KS))}" for name in ("P", "recall", "ndcg_cut", "map_cut", "success")
+}
+OPTIONS = st.fixed_dictionaries(
+    {
+        "level": st.sampled_from([1, 2, 3]),
+        "max_ret": st.sampled_from([None, 1, 2, 3, 5]),
+        "complete": st.booleans(),
+    }
+)
+
+
+def _cut(scores: dict[str, float], max_ret: int | None) -> dict[str, float]:
+    by_docno = sorted(scores, key=str.encode, reverse=True)  # greater docno (bytes) first
+    kept = sorted(by_docno, key=lambda d: -scores[d])[:max_ret]
+    return {d: scores[d] for d in kept}
+
+
+def _oracle(
+    qrels: dict[str, dict[str, int]],
+    run: dict[str, dict[str, float]],
+    *,
+    level: int,
+    max_ret: int | None,
+    complete: bool,
+) -> dict[str, dict[str, float]]:
+    qids = sorted(q for q in qrels if complete or q in run)
+    given_run = {q: _cut(run[q], max_ret) if q in run else {"~unjudged": 0.0} for q in qids}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES, relevance_level=level)
+    out = evaluator.evaluate(given_run)
+    for q in qids:
+        if q not in run:
+            out[q]["num_ret"] = 0.0
+    return {q: out[q] for q in qids}
+
+
+@settings(max_examples=200, deadline=None)
+@given(trec_pairs(), OPTIONS)
+def test_trec_eval_itself_agrees_on_every_query(pair: tuple, options: dict) -> None:
+    qrels, run = pair
+    theirs = _oracle(qrels, run, **options)
+    ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL, **options)
+    assert list(ours.queries) == list(theirs)
+    for qid, values in ours.queries.items():
+        assert set(values) == set(theirs[qid]), qid
+        for name, value in values.items():
+            # Same sums in the same order: the same double, not merely a close one.
+            assert value == theirs[qid][name], (qid, name, value, theirs[qid][name])
+    for name, value in ours.all.items():
+        if name == "num_q":
+            assert value == len(theirs)
+            continue
+        total = 0.0
+        for qid in theirs:
+            total += theirs[qid][name]
+        expected = total if name in ours.counts else total / len(theirs)
+        assert value == expected, name
+
+
+@settings(max_examples=100, deadline=None)
+@given(trec_pairs(), OPTIONS, st.sampled_from(ORDERS))
+def test_the_reference_agrees_in_every_order(pair: tuple, options: dict, order: str) -> None:
+    qrels, run = pair
+    cutoffs = {name: ks for name, ks in ALL.items() if ks}
+    ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL, order=order, **options)  # type: ignore[arg-type]
+    ref = reference_trec_eval(qrels, run, cutoffs, order=order, **options)
+    for qid, values in [*ours.queries.items(), ("all", ours.all)]:
+        for name, value in values.items():
+            assert value == pytest.approx(ref[qid][name], abs=1e-12), (qid, name)
+
+
+def _every_order(scores: dict[str, float]) -> list[dict[str, float]]:
+    """Every order of the tied documents, as distinct scores that keep the untied order."""
+    groups = [
+        [d for d in scores if scores[d] == s] for s in sorted(set(scores.values()), reverse=True)
+    ]
+    orders = []
+    for choice in itertools.product(*(itertools.permutations(g) for g in groups)):
+        flat = [d for group in choice for d in group]
+        orders.append({d: float(len(flat) - i) for i, d in enumerate(flat)})
+    return orders
+
+
+@settings(max_examples=30, deadline=None)
+@given(trec_pairs(max_queries=1, max_docs=6), OPTIONS)
+def test_tie_bounds_are_the_extremes_over_every_order_of_ties(pair: tuple, options: dict) -> None:
+    qrels, run = pair
+    (qid,) = qrels
+    assume(qid in run and len(set(run[qid].values())) < len(run[qid]))  # some tie
+    cutoffs = {name: ks for name, ks in ALL.items() if ks}
+    kwargs = {"level": options["level"], "max_ret": options["max_ret"]}
+    every = [query_values(s, qrels[qid], cutoffs, **kwargs) for s in _every_order(run[qid])]
+    for order, pick in (("optimistic", max), ("pessimistic", min)):
+        ours = evaluate(
+            Qrels(qrels),
+            Run("r", run),
+            measures=ALL,
+            order=order,
+            **kwargs,  # type: ignore[arg-type]
+        )
+        for name, value in ours.queries[qid].items():
+            extreme = pick(v[name] for v in every)
+            assert value == pytest.approx(extreme, abs=1e-12), (order, name)
+
+
+def test_ties_go_to_the_greater_docno_by_bytes() -> None:
+    ranked = rank_query({"d10": 1.0, "d9": 1.0, "D3": 1.0, "e": 2.0}, {"d9": 1})
+    assert ranked.rels == (-1, 1, -1, -1)  # e, then d9 > d10 > D3 (uppercase sorts first)
+
+
+def test_parse_measures_reads_trec_eval_syntax_and_refuses_the_rest() -> None:
+    assert parse_measures(["all_trec"])["ndcg_cut"] == CUTOFFS
+    assert parse_measures(["success.20,2"]) == {"success": (2, 20)}
+    for bad, expected in [
+        ("bpref", "unknown measure 'bpref'"),
+        ("map.5", "takes no cutoffs"),
+        ("P.0", "not an integer >= 1"),
+        ("P.5,", "cutoff ''"),
+        ("P.2.5", "cutoff '2.5'"),
+        ("official.5", "takes no cutoffs"),
+    ]:
+        with pytest.raises(UserError, match=expected):
+            parse_measures([bad])
+
+
+def test_no_common_query_is_one_error() -> None:
+    with pytest.raises(UserError, match="no query of the run has judgements"):
+        evaluate(Qrels({"1": {"a": 1}}), Run("r", {"2": {"a": 1.0}}), measures={"map": ()})
+
+
+def test_the_reader_keeps_file_order_ignores_comments_and_trailing_run_fields(
+    tmp_path: Path,
+) -> None:
+    qrels = tmp_path / "qrels"
+    qrels.write_text("# a comment\n\n1 0 b 1\n1\t0\ta\t-1\n")
+    assert load_qrels(qrels).judged == {"1": {"b": 1, "a": -1}}
+    run = tmp_path / "run"
+    run.write_text("1 Q0 b 1 2.5 tagA reserved\n1 Q0 a 2 1e2 tagB\n")
+    assert load_run(run) == Run("tagA", {"1": {"b": 2.5, "a": 100.0}})
+
+
+def test_a_query_judged_only_negatively_scores_zero() -> None:
+    out = evaluate(Qrels({"1": {"a": -1}}), Run("r", {"1": {"a": 1.0}}), measures=ALL)
+    assert out.queries["1"]["num_rel"] == 0 and out.queries["1"]["num_ret"] == 1
+    assert all(v == 0 for k, v in out.queries["1"].items() if k != "num_ret")

@@ -1,0 +1,103 @@
+"""``audiorepro trec-eval`` reproduces trec_eval's own quicktest (its Makefile's commands on its
+test files, vendored in ``fixtures/trec`` with PROVENANCE.md): every line of a supported
+measure, per query and ``all``, byte for byte (name column, qid, 4-decimal value)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from audiorepro.cli import main
+
+TREC = Path(__file__).resolve().parent.parent / "fixtures" / "trec"
+SUPPORTED = {
+    "runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg",
+}  # fmt: skip
+CUT = ("P_", "recall_", "ndcg_cut_", "map_cut_", "success_")
+
+#: (expected output, qrels, run, options): trec_eval's quicktest lines, with trec_eval's
+#: ``ndcg_cut.10,20,23.4`` given as ``23`` (trec_eval truncates it; audiorepro takes integers).
+CASES = [
+    ("out.test", "qrels.test", "results.test", []),
+    ("out.test", "qrels.test.with-comments", "results.test", []),
+    ("out.test.a", "qrels.test", "results.test", ["-m", "all_trec"]),
+    ("out.test.aq", "qrels.test", "results.test", ["-m", "all_trec", "-q"]),
+    ("out.test.aqc", "qrels.test", "results.trunc", ["-m", "all_trec", "-q", "-c"]),
+    ("out.test.aqcM", "qrels.test", "results.trunc", ["-m", "all_trec", "-q", "-c", "-M100"]),
+    ("out.test.aql", "qrels.rel_level", "results.test", ["-m", "all_trec", "-q", "-l2"]),
+    (
+        "out.test.meas_params",
+        "qrels.test",
+        "results.test",
+        ["-q", "-m", "P.5,7,3", "-m", "recall.20,2000", "-mndcg_cut.10,20,23", "-msuccess.2,5,20"],
+    ),
+]
+
+
+def _supported(line: str) -> bool:
+    name = line.split("\t")[0].rstrip()
+    return name in SUPPORTED or (name.startswith(CUT) and name.rsplit("_", 1)[1].isdigit())
+
+
+def test_the_vendored_files_are_trec_eval_s() -> None:
+    sums = (TREC / "SHA256SUMS").read_text().split("\n")
+    listed = [line.split() for line in sums if line]
+    assert len(listed) == 12
+    for digest, name in listed:
+        assert hashlib.sha256((TREC / name).read_bytes()).hexdigest() == digest, name
+
+
+@pytest.mark.parametrize(("expected", "qrels", "run", "options"), CASES)
+def test_trec_eval_quicktest_lines_are_reproduced(
+    expected: str, qrels: str, run: str, options: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["trec-eval", *options, str(TREC / qrels), str(TREC / run)])
+    out = capsys.readouterr().out
+    assert code == 0
+    theirs = [line for line in (TREC / expected).read_text().splitlines() if _supported(line)]
+    ours = out.splitlines()
+    assert len(theirs) > 10
+    assert ours == theirs
+
+
+def test_tie_bounds_add_a_pessimistic_and_an_optimistic_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels = tmp_path / "qrels"
+    qrels.write_text("1 0 a 1\n1 0 b 0\n1 0 c 2\n")
+    run = tmp_path / "run"
+    run.write_text("1 Q0 a 1 0.5 r\n1 Q0 b 2 0.5 r\n1 Q0 c 3 0.1 r\n1 Q0 d 4 0.1 r\n")
+    assert main(["trec-eval", "--tie-bounds", "-m", "map", "-m", "P.1", str(qrels), str(run)]) == 0
+    # trec order b, a (docno), d, c; pessimistic b, a, d, c; optimistic a, b, c, d.
+    assert capsys.readouterr().out.splitlines() == [
+        "map                   \tall\t0.5000\t0.5000\t0.8333",
+        "P_1                   \tall\t0.0000\t0.0000\t1.0000",
+    ]
+
+
+def _readme_commands() -> list[list[str]]:
+    text = (TREC.parent.parent / "README.md").read_text()
+    section = text.split("## TREC runs: `trec-eval`", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None
+    return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_readme_commands_run_as_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(TREC.parent.parent)
+    commands = _readme_commands()
+    assert len(commands) == 3
+    outputs = []
+    for argv in commands:
+        assert argv[0] == "audiorepro"
+        assert main(argv[1:]) == 0, argv
+        outputs.append(capsys.readouterr().out.splitlines())
+    for out, name in zip(outputs[:2], ["out.test", "out.test.aqcM"], strict=True):
+        assert out == [line for line in (TREC / name).read_text().splitlines() if _supported(line)]
+    assert all(len(line.split("\t")) == 5 for line in outputs[2])
