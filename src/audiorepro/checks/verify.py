@@ -138,6 +138,21 @@ def value_rows(
     return rows
 
 
+def check_failed(cell: str, what: str, reason: str) -> ValueRow:
+    """A FAIL row of a check that compares no number (a file, a signature): ``cell`` names
+    the check, ``what`` the file or item, ``reason`` what is wrong with it."""
+    return {
+        "cell": cell,
+        "metric": what,
+        "published": None,
+        "reproduced": None,
+        "delta": None,
+        "tolerance": 0.0,
+        "status": FAIL,
+        "reason": reason,
+    }
+
+
 def summarize(rows: list[ValueRow]) -> Summary:
     """Counts by status; ``passed`` only when every row passes (an empty list passes)."""
     counts: dict[str, int] = {

@@ -38,7 +38,7 @@ from cryptography.exceptions import InvalidSignature
 from typing_extensions import TypedDict
 
 from audiorepro import __version__
-from audiorepro.checks.verify import FAIL, ValueRow
+from audiorepro.checks.verify import ValueRow, check_failed
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text
@@ -287,16 +287,7 @@ class SignatureCheck:
 
 
 def _row(name: str, reason: str) -> ValueRow:
-    return {
-        "cell": "signature",
-        "metric": name,
-        "published": None,
-        "reproduced": None,
-        "delta": None,
-        "tolerance": 0.0,
-        "status": FAIL,
-        "reason": reason,
-    }
+    return check_failed("signature", name, reason)
 
 
 def _subject_rows(out: Path, signed: list[Subject]) -> list[ValueRow]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from audiorepro.checks.verify import FAIL, PASS, Summary, ValueRow, summarize
+from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 from audiorepro.runner.attest import sign_folder
@@ -150,16 +150,7 @@ def _run_claimed(
 
 
 def _output_row(rel: str, reason: str) -> ValueRow:
-    return {
-        "cell": "output",
-        "metric": rel,
-        "published": None,
-        "reproduced": None,
-        "delta": None,
-        "tolerance": 0.0,
-        "status": FAIL,
-        "reason": reason,
-    }
+    return check_failed("output", rel, reason)
 
 
 def _check_rows(where: str, record: VerificationRecord) -> list[ValueRow]:
