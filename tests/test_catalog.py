@@ -98,6 +98,20 @@ def test_list_json_and_bad_argument(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert len(err) == 1 and "nothing" in err[0]
 
 
+def test_list_without_what_lists_all_four(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "all.json"
+    assert main(["list", "--data", str(tmp_path), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if line.endswith(":")] == [
+        "checkpoints:", "datasets:", "profiles:", "studies:",
+    ]  # fmt: skip
+    doc = json.loads(out.read_text())
+    assert sorted(doc["entries"]) == ["checkpoints", "datasets", "profiles", "studies"]
+    assert [e["name"] for e in doc["entries"]["profiles"]] == [*PROFILES, *ZEROSHOT_PROFILES]
+
+
 def _readme_list_lines() -> list[str]:
     text = (ROOT / "README.md").read_text()
     return re.findall(r"^audiorepro list [^\n]*$", text, re.M)

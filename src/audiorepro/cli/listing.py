@@ -29,7 +29,7 @@ def _table(rows: list[CatalogEntry]) -> str:
 
 
 @cli.command("list")
-@click.argument("what", type=click.Choice(WHAT))
+@click.argument("what", required=False, type=click.Choice(WHAT), metavar="[WHAT]")
 @registry_option
 @click.option(
     "--cache",
@@ -53,17 +53,33 @@ def _table(rows: list[CatalogEntry]) -> str:
 )
 @json_option("Write the entries as JSON here.")
 def list_cmd(
-    what: str,
+    what: str | None,
     registries: tuple[Path, ...],
     cache: Path | None,
     data: Path,
     studies: Path,
     json_out: Path | None,
 ) -> None:
-    """List the registered checkpoints, datasets, profiles or studies, with their pins and
-    whether they are here (and the command that fetches what is not)."""
-    rows = catalog(what, registries=registries, cache=cache, data=data, studies=studies)
-    click.echo(_table(rows))
+    """List the registered checkpoints, datasets, profiles or studies (WHAT; all four without
+    it), with their pins and whether they are here (and the command that fetches what is not)."""
+    kinds = WHAT if what is None else (what,)
+    found = {
+        k: catalog(k, registries=registries, cache=cache, data=data, studies=studies) for k in kinds
+    }
+    for k, rows in found.items():
+        if what is None:
+            click.echo(f"{k}:")
+        click.echo(_table(rows))
     if json_out is not None:
-        doc = {"schema": "audiorepro.list/1", "what": what, "entries": [r.to_dict() for r in rows]}
+        if what is None:
+            doc: dict[str, object] = {
+                "schema": "audiorepro.list/1",
+                "entries": {k: [r.to_dict() for r in rows] for k, rows in found.items()},
+            }
+        else:
+            doc = {
+                "schema": "audiorepro.list/1",
+                "what": what,
+                "entries": [r.to_dict() for r in found[what]],
+            }
         atomic_write_bytes(json_out, json_dumps(doc).encode())
