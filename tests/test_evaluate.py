@@ -136,3 +136,26 @@ def test_readme_evaluate_lines_as_written(tmp_path: Path) -> None:
         )  # fmt: skip
         assert result.returncode == 0, (line, result.stderr[-2000:])
     assert (tmp_path / "my-eval" / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--device", "meta"], "expected cpu, cuda or cuda:N"),
+        (["--model", "hf:../../x"], "full 40-hex commit revision"),
+        (["--model", "nonsense"], "is neither a registry name"),
+    ],
+)
+def test_a_bad_model_or_device_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], expected: str
+) -> None:
+    data = tmp_path / "data"
+    _clotho_form(data / "clotho-eval")
+    model = extra[1] if extra[0] == "--model" else "laion:" + str(tmp_path / "m.pt")
+    options = extra if extra[0] == "--device" else []
+    out = tmp_path / "out"
+    argv = ["evaluate", model, "clotho-eval", "--data", str(data), "--out", str(out), *options]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0], err
+    assert not out.exists()

@@ -22,6 +22,8 @@ from pathlib import Path
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
+from audiorepro.models.registry import load_registry, resolve_spec
+from audiorepro.specs.selection import check_device
 
 #: The prompt of laion-clap's README zero-shot check (see studies/esc50_zeroshot.toml).
 ESC50_TEMPLATE = "This is a sound of {class}"
@@ -139,6 +141,18 @@ def zeroshot_study(model: str, ds: EvalDataset, *, device: str, registry: Path |
     return "\n".join(lines) + "\n"
 
 
+def study_model(model: str, registry: Path | None) -> str:
+    """The model spec as the study file should name it, checked now (exit 2 before any
+    write): a registry name or a pinned hub id as given, a local folder or file absolute (the
+    study file lives in OUT/cache, not where the command ran)."""
+    spec = resolve_spec(model, load_registry([registry] if registry is not None else []))
+    if model == spec.name and not model.startswith(("hf:", "laion:")):
+        return model  # a registry name
+    if spec.format == "hf" and spec.is_hub:
+        return model
+    return f"{spec.format}:{spec.location}"
+
+
 def prepare_evaluate(
     model: str,
     dataset_args: tuple[str, ...],
@@ -151,6 +165,7 @@ def prepare_evaluate(
 ) -> list[tuple[Path, str]]:
     """Write the study files of one evaluation into ``work``; returns each study file with
     its folder in OUT (``"."`` first; ESC-50 beside retrieval datasets goes to its name)."""
+    check_device(device)
     known = read_datasets(bundled_datasets())
     datasets = [resolve_dataset(arg, data, known) for arg in dataset_args]
     names = [d.name for d in datasets]
@@ -160,6 +175,7 @@ def prepare_evaluate(
     retrieval = [d for d in datasets if d.kind == "retrieval"]
     if not retrieval and profiles != ("canonical",):
         raise UserError("applies to retrieval datasets only (none given)", key="--profile")
+    model = study_model(model, registry)
     studies: list[tuple[str, str, str]] = []  # (file name, TOML text, dataset name)
     if retrieval:
         text = retrieval_study(
