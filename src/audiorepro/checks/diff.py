@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from audiorepro.checks.tiers import Tier
 
@@ -43,18 +43,8 @@ Kind = Literal[
     "threads",
     "image",
 ]
-#: The fixed vocabulary of causes, in the order they are reported.
-KINDS: Final[tuple[Kind, ...]] = (
-    "study",
-    "weights",
-    "preprocessing",
-    "inputs",
-    "definitions",
-    "software",
-    "hardware",
-    "threads",
-    "image",
-)
+#: The fixed vocabulary of causes, in the order they are reported (the Literal's own order).
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
 #: Identities of the machine and its software: a tier-b number may move within its tolerance
 #: when only these differ; a tier-a number does not depend on them at all.
 ENVIRONMENT: Final = frozenset({"software", "hardware", "threads", "image"})
