@@ -125,3 +125,26 @@ def test_pin_base_image_without_skopeo_changes_nothing(
     with pytest.raises(SystemExit, match="needs skopeo"):
         tool.main(["--dockerfile", str(dockerfile)])
     assert dockerfile.read_text() == DOCKERFILE
+
+
+def test_the_container_check_says_when_the_disk_is_too_small_for_the_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # CI once failed deep inside podman's layer commit (ENOSPC); the check now says up front
+    # how much is free where the build writes, and what it needs.
+    import shutil
+    import subprocess
+
+    import container
+
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "/nonexistent/graph\n")
+    )
+    usage = shutil.disk_usage("/")
+    for free_gb, low in ((10, True), (container.BUILD_NEEDS_GB + 5, False)):
+        monkeypatch.setattr(
+            shutil, "disk_usage", lambda _p, f=free_gb: usage._replace(free=int(f * 1e9))
+        )
+        line = container.disk_report()
+        assert f"{free_gb} GB free at /nonexistent/graph" in line and "/var/tmp" in line
+        assert ("LOW" in line) is low

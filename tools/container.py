@@ -228,6 +228,32 @@ def emulate_apptainer(out: Path) -> None:
         print(f"  {digest}  demo/{name}")
 
 
+#: What a build of the image needs free on podman's storage: its ~8 GB pip layer is on disk three
+#: times while podman commits it (the container's diff, the blob in /var/tmp, the stored layer).
+BUILD_NEEDS_GB = 26
+
+
+def disk_report() -> str:
+    """Free space where the build writes, and whether it is enough (one line)."""
+    proc = subprocess.run(
+        ["podman", "info", "--format", "{{.Store.GraphRoot}}"], capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    places = {Path(proc.stdout.strip() or "/var/lib/containers"), Path("/var/tmp")}
+    free = {}
+    for place in sorted(places):
+        existing = next(p for p in (place, *place.parents) if p.exists())
+        free[str(place)] = shutil.disk_usage(existing).free / 1e9
+    where = ", ".join(f"{gb:.0f} GB free at {p}" for p, gb in free.items())
+    if min(free.values()) >= BUILD_NEEDS_GB:
+        return f"disk: {where} (the build needs about {BUILD_NEEDS_GB} GB)"
+    return (
+        f"disk: {where}; LOW: the build needs about {BUILD_NEEDS_GB} GB (its pip layer is stored "
+        "three times while podman commits it): remove old images (podman image prune -a) and "
+        "temporary files"
+    )
+
+
 def check_image() -> None:
     problems = inspect()
     if problems:
@@ -260,6 +286,9 @@ def check() -> int:
         return result
 
     try:
+        # Dangling images of earlier builds hold whole layers; the tagged ones keep the cache.
+        podman("image", "prune", "--force", capture=True)
+        print(disk_report(), flush=True)
         base = timed("base", ensure_base)
         print(f"base image: {base}")
         timed("build", lambda: build(base))
@@ -268,6 +297,7 @@ def check() -> int:
         timed("apptainer", emulate_apptainer_in_tmp)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)
+        print(disk_report(), file=sys.stderr)
         return 1
     print(
         "container check passed: image built from the Dockerfile (stand-in base "
