@@ -126,6 +126,16 @@ class _Server:
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         body = data[start:]
         headers = {**headers, "Accept-Ranges": "bytes", "Content-Length": str(len(body))}
+        if fault in ("huge", "unsized") and not head:
+            # A server that announces a petabyte, or sends a body with no length at all
+            # (the connection's end marks it: HTTP/1.0).
+            h.send_response(status)
+            if fault == "huge":
+                h.send_header("Content-Length", str(10**15))
+            h.end_headers()
+            h.wfile.write(body)
+            h.close_connection = True
+            return
         cut = (
             fault in ("truncate", "die", "stall") and not head and key not in self._served_truncated
         )

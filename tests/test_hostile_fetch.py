@@ -501,3 +501,31 @@ def test_an_interrupted_dataset_fetch_leaves_no_partial_file_for_long(
         r = run_cli([*args, "--mirror", srv.url], {})
     assert r.returncode == 0, r.stderr
     assert [p.name for p in downloads.iterdir()] == ["test.csv"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "size", "says"),
+    [
+        ("huge", None, "announces 1000000000000000 bytes, over the free space of"),
+        (None, 100, "announces {len} bytes, over the registry's size (100)"),
+        ("unsized", 100, "sent more than the registry's size (100 bytes); cut off"),
+    ],
+)
+def test_a_dataset_file_larger_than_allowed_is_refused_before_it_fills_the_disk(
+    tmp_path: Path, fault: str | None, size: int | None, says: str
+) -> None:
+    """A server announcing 10**15 bytes, or sending more than the registry's size, is one line
+    at once (not three attempts of a petabyte), and nothing is kept."""
+    body = b"audiocap_id,youtube_id,start_time,caption\n" + b"1,abcdefghijk,0,a dog\n" * 4000
+    registry = _datasets_registry(tmp_path, "test.csv", body)
+    if size is not None:
+        registry.write_text(registry.read_text() + f"size = {size}\n")
+    data = tmp_path / "data"
+    with FileServer({"/files/test.csv": body}) as srv:
+        if fault:
+            srv.faults["test.csv"] = fault
+        args = ["fetch", "notes", "--registry", str(registry), "--data", str(data)]
+        r = run_cli([*args, "--mirror", srv.url], {})
+        assert len([q for q in srv.requests if q.startswith("GET")]) == 1, srv.requests
+    _one_line(r, "test.csv", says.format(len=len(body)))
+    assert not [p for p in (data / "notes").rglob("*") if p.is_file()], "a file was kept"

@@ -197,6 +197,56 @@ def mirrored(url: str, mirror: str | None) -> str:
     return mirror.rstrip("/") + tail
 
 
+class TooLarge(Exception):
+    """A server announced or sent more bytes than the file may have (not retried)."""
+
+
+#: Left free on the data folder's disk by a download whose size the registry does not give.
+FREE_MARGIN = 1 << 30
+
+
+def byte_limit(f: RemoteFile, folder: Path) -> tuple[int, str]:
+    """The most bytes a download of ``f`` may write, and what sets that bound."""
+    if f.size is not None:
+        return f.size, "the registry's size"
+    free = shutil.disk_usage(folder).free - FREE_MARGIN
+    return max(free, 0), f"the free space of {folder} (less 1 GiB)"
+
+
+@dataclass(frozen=True)
+class BoundedDownloader:
+    """A pooch downloader that refuses a file larger than ``limit`` before writing it.
+
+    A ``Content-Length`` over the limit is refused before the body is read, and a body that
+    runs past it (no or a false ``Content-Length``) is cut there: a hostile or broken server
+    cannot fill the disk. pooch still writes to a temporary file and checks the hash.
+    """
+
+    limit: int
+    why: str
+    timeout: float = 60.0
+
+    def __call__(self, url: str, output_file: Any, pooch: Any, check_only: bool = False) -> Any:
+        import requests
+
+        if check_only:
+            return requests.head(url, timeout=self.timeout, allow_redirects=True).ok
+        with requests.get(url, timeout=self.timeout, stream=True) as response:
+            response.raise_for_status()
+            announced = response.headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > self.limit:
+                raise TooLarge(f"announces {int(announced)} bytes, over {self.why} ({self.limit})")
+            written = 0
+            sink = output_file if hasattr(output_file, "write") else open(output_file, "wb")
+            with sink:
+                for chunk in response.iter_content(chunk_size=1 << 20):
+                    written += len(chunk)
+                    if written > self.limit:
+                        raise TooLarge(f"sent more than {self.why} ({self.limit} bytes); cut off")
+                    sink.write(chunk)
+        return None
+
+
 def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> Path:
     """Download (or find in place, hash-checked) one file into ``folder``."""
     import pooch
@@ -220,10 +270,12 @@ def download_file(f: RemoteFile, folder: Path, mirror: str | None, say: Say) -> 
                     known_hash=known,
                     fname=f.name,
                     path=folder,
-                    downloader=pooch.HTTPDownloader(progressbar=False, timeout=60),
+                    downloader=BoundedDownloader(*byte_limit(f, folder)),
                 )
             )
             break
+        except TooLarge as exc:
+            raise UserError(f"{url}: {exc}; not kept", key=f.name) from None
         except ValueError as exc:
             if "hash" not in str(exc):
                 raise UserError(f"{url}: {exc}", key=f.name) from None
