@@ -29,6 +29,7 @@ from audiorepro.core.errors import (
     UserError,
 )
 from audiorepro.core.io import json_dumps, write_json
+from audiorepro.core.progress import quiet_library_bars
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import load_dump, save_dump
@@ -883,6 +884,7 @@ def fetch(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
+    quiet_library_bars()  # a log file gets stage lines, not libraries' carriage returns
     try:
         cli.main(args=argv, prog_name="audiorepro", standalone_mode=False)
     except UserError as exc:
