@@ -36,7 +36,8 @@ def output_hashes(out: Path) -> dict[str, bytes]:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):  # set by in-process runs
+    # The suite turns progress off (conftest.py); in-process runs set the other two.
+    for name in ("AUDIOREPRO_PROGRESS", "TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         env.pop(name, None)
     return env
 
@@ -106,9 +107,19 @@ def test_a_long_stage_writes_milestones_in_a_log() -> None:
 def test_a_log_without_tqdm_still_gets_stage_lines(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv("AUDIOREPRO_PROGRESS", raising=False)
     monkeypatch.setitem(sys.modules, "tqdm", None)
     assert list(progress_bar([1, 2], "stage", enabled=True)) == [1, 2]
     assert capsys.readouterr().err.splitlines()[0] == "stage: started, 2 batches"
+
+
+def test_progress_off_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AUDIOREPRO_PROGRESS", "off")
+    items = [1, 2]
+    assert progress_bar(items, "stage", enabled=True) is items
+    assert capsys.readouterr().err == ""
 
 
 def test_library_bars_are_turned_off_in_a_log_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,8 @@ the ``models`` extra only; a core install runs without bars rather than failing)
 is a pipe or a file, a bar's carriage returns would litter the log, so a stage writes plain
 lines instead: one when it starts (with its item count), one at each quarter of a stage of
 at least :data:`MILESTONE_MIN` items, and one when it ends (count and seconds). Progress never
-touches an output file; the seconds are in these lines only.
+touches an output file; the seconds are in these lines only. ``AUDIOREPRO_PROGRESS=off``
+turns both off (a log that should hold only what went wrong).
 
 :func:`quiet_library_bars` turns off the bars that libraries (transformers, huggingface_hub,
 anything built on tqdm) would draw into a log.
@@ -93,7 +94,7 @@ def progress_bar(items: Any, label: str, enabled: bool, unit: str = "batch") -> 
     >>> progress_bar([1, 2], "stage", enabled=False)
     [1, 2]
     """
-    if not enabled or not len(items):
+    if not enabled or not len(items) or os.environ.get("AUDIOREPRO_PROGRESS") == "off":
         return items
     stream = sys.stderr
     if not _is_tty(stream):
