@@ -20,7 +20,7 @@ from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import summarize, verify_lines, verify_published
-from audiorepro.cli.closing import say_results
+from audiorepro.cli.closing import say_folder_results, say_results
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -339,6 +339,8 @@ def verify(
             report = verify_study(study, Path(cache))
     for line in verify_lines(report):
         click.echo(line)
+    if target is not None and target.is_dir() and golden is None:
+        say_folder_results(target, click.echo)  # the headline numbers, after the verdict
     if json_out is not None:
         write_json(json_out, report)
     if not report["passed"]:
