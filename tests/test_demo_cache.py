@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from audiorepro.core.errors import WriteError
 from audiorepro.runner.demo import model_cache, models_key, place_models
 
 
@@ -59,6 +60,22 @@ def test_a_cache_that_cannot_be_written_builds_in_out(
     place_models(folder, 1, build)
     assert build.calls == [folder] and not folder.is_symlink()
     assert (folder / "registry.toml").read_text() == "seed 1\n"
+
+
+def test_a_full_cache_disk_builds_in_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    calls: list[Path] = []
+
+    def full_once(out: Path, seed: int = 0) -> Path:
+        calls.append(out)
+        if len(calls) == 1:  # the cache's disk: what atomic_write_bytes raises there
+            raise WriteError(f"{out}/registry.toml: cannot be written: no space left")
+        return Builder()(out, seed)
+
+    folder = tmp_path / "out" / "tiny"
+    place_models(folder, 0, full_once)
+    assert len(calls) == 2 and calls[1] == folder and not folder.is_symlink()
+    assert list((tmp_path / "xdg" / "audiorepro" / "demo-models").iterdir()) == []
 
 
 def test_a_link_made_elsewhere_is_pointed_here(

@@ -36,6 +36,7 @@ import audiorepro.models.mapping
 import audiorepro.models.offline
 import audiorepro.models.seeded
 import audiorepro.models.tiny
+from audiorepro.core.errors import WriteError
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
@@ -149,7 +150,7 @@ def _shared_models(seed: int, build: Callable[..., Path]) -> Path | None:
         except OSError:
             if not (final / "registry.toml").is_file():  # not a concurrent run that won
                 raise
-    except OSError:
+    except (OSError, WriteError):  # e.g. the cache's disk is full: build in OUT instead
         return None
     finally:
         shutil.rmtree(building, ignore_errors=True)
