@@ -105,3 +105,14 @@ def test_a_failed_build_leaves_nothing_half_built(
 
 def test_the_folder_name_follows_the_seed() -> None:
     assert models_key(0) != models_key(1) and models_key(0) == models_key(0)
+
+
+def test_models_an_earlier_version_built_in_out_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "out" / "cache" / "demo" / "tiny"
+    Builder()(folder, 0)  # a real folder, as an OUT of an earlier version holds
+    place_models(folder, 0, build := Builder())
+    assert build.calls == [] and not folder.is_symlink()
+    assert not (tmp_path / "xdg").exists()
