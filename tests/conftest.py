@@ -20,6 +20,14 @@ from tests.goldens import tiered_regression  # noqa: F401 (a fixture)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# Tests read stderr line by line (one line per error): no stage lines there, except in
+# tests/test_progress.py, which turns them on for its own runs.
+os.environ["AUDIOREPRO_PROGRESS"] = "off"
+# The demo's tiny models are cached per user (audiorepro.runner.demo.model_cache): the suite
+# gets its own cache, built once per session and removed at its end, never the user's.
+_XDG_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-xdg-"))
+atexit.register(shutil.rmtree, _XDG_CACHE, ignore_errors=True)
+os.environ["XDG_CACHE_HOME"] = str(_XDG_CACHE)
 # laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
@@ -108,7 +116,8 @@ LAYERS = {
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_audiocaps_protocol.py",
         "test_sign.py",
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
-        "test_catalog.py", "test_api.py", "test_summary.py",
+        "test_catalog.py", "test_api.py", "test_summary.py", "test_progress.py",
+        "test_demo_cache.py", "test_index.py", "test_verify_closing.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
     },

@@ -39,6 +39,8 @@ def test_reproduce_without_tqdm(
 
 
 def test_progress_bar_without_tqdm_returns_the_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a terminal without tqdm: no bar (in a log the stage lines need no tqdm).
     monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setattr("audiorepro.core.progress._is_tty", lambda stream: True)
     items = [1, 2, 3]
     assert progress_bar(items, "stage", enabled=True) is items

@@ -49,6 +49,13 @@ def test_the_clap_study_without_its_data_names_the_fetch(
     assert sum(f"fetch audiocaps-test --data {data} --audio" in x for x in lines) == 2
 
 
+def _verdict(out: str) -> str:
+    """``verify OUT``'s verdict line: the results table follows it (cli/closing.py)."""
+    lines = out.splitlines()
+    (table,) = [i for i, line in enumerate(lines) if ": results (" in line]
+    return lines[table - 1]
+
+
 def test_a_passing_output_folder_says_what_was_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -56,7 +63,7 @@ def test_a_passing_output_folder_says_what_was_checked(
     assert _reproduce(_study(tmp_path), out) == 0
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
-    last = capsys.readouterr().out.splitlines()[-1]
+    last = _verdict(capsys.readouterr().out)
     n = len([p for p in out.rglob("*") if p.is_file()]) - 1  # all but the manifest
     assert last == (
         f"PASS  8 passed, 0 failed, 0 not verified; checked {n}/{n} files against the "
@@ -71,4 +78,4 @@ def test_a_failed_value_is_a_fail_whatever_else_passed(
     assert _reproduce(_study(tmp_path, value=0.5), out) == 1
     capsys.readouterr()
     assert main(["verify", str(out)]) == 1
-    assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL  7 passed, 2 failed")
+    assert _verdict(capsys.readouterr().out).startswith("FAIL  7 passed, 2 failed")

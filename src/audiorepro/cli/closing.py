@@ -1,13 +1,16 @@
 """What ``reproduce`` and ``evaluate`` print when a run ends: per study, its verdict and where
 the report is, its failures, then the headline numbers
-(:func:`audiorepro.render.summary.results_table`), so that a log ends with the numbers."""
+(:func:`audiorepro.render.summary.results_table`), so that a log ends with the numbers; and
+what ``verify OUT`` prints after its verdict: the same table, per study of the folder."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from audiorepro.render.summary import results_table
 from audiorepro.runner.outputs import Outcome
@@ -28,3 +31,44 @@ def say_results(results: Sequence[tuple[Study, Path, Outcome]], say: Callable[[s
                 say(f"  {line}")
         passed = passed and bool(result["passed"])
     return passed
+
+
+#: The most bytes ``verify`` decompresses from a bundle for its closing table.
+_MAX_BUNDLE_BYTES = 1 << 30
+
+
+def _read_bundle(path: Path) -> Any:
+    """A bundle's content, or None when it cannot be read as one (``verify`` has already
+    said what is wrong with a damaged output; the table is then left out)."""
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read(_MAX_BUNDLE_BYTES + 1)
+        if len(data) > _MAX_BUNDLE_BYTES:
+            return None
+        return json.loads(data)
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError):
+        return None
+
+
+def say_folder_results(out: Path, say: Callable[[str], None]) -> None:
+    """``verify OUT``'s closing table: for the folder's study and each nested one (a folder
+    of OUT with its own bundle), its name and headline numbers, read from its bundle."""
+    folders = [out, *sorted(p.parent for p in out.glob("*/bundle.json.gz"))]
+    for folder in folders:
+        path = folder / "bundle.json.gz"
+        if path.is_symlink() or not path.is_file():
+            continue
+        bundle = _read_bundle(path)
+        if not isinstance(bundle, dict):
+            continue
+        try:
+            lines = results_table(bundle)
+        except (AttributeError, TypeError, KeyError, ValueError):  # a bundle of another shape
+            continue
+        study = bundle.get("study")
+        name = study.get("name") if isinstance(study, dict) else None
+        rel = folder.relative_to(out).as_posix()
+        where = "" if rel == "." else f"{rel}/"
+        say(f"{name or rel}: results ({where}bundle.json.gz)")
+        for line in lines:
+            say(f"  {line}")

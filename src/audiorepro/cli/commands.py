@@ -20,7 +20,7 @@ from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import summarize, verify_lines, verify_published
-from audiorepro.cli.closing import say_results
+from audiorepro.cli.closing import say_folder_results, say_results
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
@@ -29,6 +29,7 @@ from audiorepro.core.errors import (
     UserError,
 )
 from audiorepro.core.io import json_dumps, write_json
+from audiorepro.core.progress import quiet_library_bars
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import load_dump, save_dump
@@ -338,6 +339,8 @@ def verify(
             report = verify_study(study, Path(cache))
     for line in verify_lines(report):
         click.echo(line)
+    if target is not None and target.is_dir() and golden is None:
+        say_folder_results(target, click.echo)  # the headline numbers, after the verdict
     if json_out is not None:
         write_json(json_out, report)
     if not report["passed"]:
@@ -883,6 +886,7 @@ def fetch(
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
+    quiet_library_bars()  # a log file gets stage lines, not libraries' carriage returns
     try:
         cli.main(args=argv, prog_name="audiorepro", standalone_mode=False)
     except UserError as exc:

@@ -10,13 +10,33 @@ the fixture clips embedded by tiny-laion, tiny-hf (same weights) and tiny-laion 
 different checkpoint); a checkpoint-identity check expects tiny-hf and tiny-laion identical.
 A couple of minutes on a laptop CPU; later runs reuse the work folder (weights are still
 verified by hash on every load).
+
+The tiny models (about 330 MB a seed) are built once per user, outside OUT, in
+:func:`model_cache` (``$XDG_CACHE_HOME/audiorepro/demo-models``, else
+``~/.cache/audiorepro/demo-models``), in a folder named by a hash of what decides their bytes
+(the source of the modules that build them and the versions of the libraries they are built
+with), and ``OUT/cache/demo/tiny`` is a symbolic link to it: an output folder is then a few
+MB, and the study's bytes and every output are what they were. A folder is built in a
+temporary folder beside it and renamed into place whole, so a concurrent run never sees a
+half-built one. Where that cache cannot be written (a read-only HOME in a container), the
+models are built in OUT as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import audiorepro.models.mapping
+import audiorepro.models.offline
+import audiorepro.models.seeded
+import audiorepro.models.tiny
+from audiorepro.core.errors import WriteError
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
@@ -81,6 +101,81 @@ def _cells(hashes: dict[str, str]) -> str:
     return "\n".join(blocks)
 
 
+#: The modules whose source decides the tiny models' bytes, and the libraries that build them.
+_MODEL_SOURCES = (
+    audiorepro.models.tiny,
+    audiorepro.models.offline,
+    audiorepro.models.seeded,
+    audiorepro.models.mapping,
+)
+_MODEL_LIBRARIES = ("numpy", "torch", "transformers", "laion_clap", "safetensors")
+
+
+def model_cache() -> Path:
+    """Where the demo's tiny models are kept between runs, outside any output folder."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "audiorepro" / "demo-models"
+
+
+def models_key(seed: int) -> str:
+    """A folder name over everything that decides the tiny models' bytes of this seed."""
+    digest = hashlib.sha256(f"seed {seed}\n".encode())
+    for module in _MODEL_SOURCES:
+        assert module.__file__ is not None
+        digest.update(module.__name__.encode() + b"\0" + Path(module.__file__).read_bytes())
+    for name in _MODEL_LIBRARIES:
+        try:
+            version = importlib.metadata.version(name.replace("_", "-"))
+        except importlib.metadata.PackageNotFoundError:
+            version = "absent"
+        digest.update(f"{name} {version}\n".encode())
+    return f"seed{seed}-{digest.hexdigest()[:20]}"
+
+
+def _shared_models(seed: int, build: Callable[..., Path]) -> Path | None:
+    """The shared folder of this seed's models, built whole if missing; None where the cache
+    cannot be written (the caller builds in OUT instead)."""
+    final = model_cache() / models_key(seed)
+    if (final / "registry.toml").is_file():
+        return final
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        building = Path(tempfile.mkdtemp(prefix=".building-", dir=final.parent))
+    except OSError:
+        return None
+    try:
+        build(building, seed=seed)
+        try:
+            building.rename(final)
+        except OSError:
+            if not (final / "registry.toml").is_file():  # not a concurrent run that won
+                raise
+    except (OSError, WriteError):  # e.g. the cache's disk is full: build in OUT instead
+        return None
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return final
+
+
+def place_models(folder: Path, seed: int, build: Callable[..., Path]) -> None:
+    """Make ``folder`` (``OUT/cache/demo/tiny``) hold this seed's models: a link to the shared
+    folder (:func:`_shared_models`), or, where that cannot be, models built in it. A real
+    folder an earlier version built in OUT is kept and used."""
+    if not folder.is_symlink() and (folder / "registry.toml").is_file():
+        return
+    shared = _shared_models(seed, build)
+    if shared is None:
+        if folder.is_symlink():
+            folder.unlink()
+        build(folder, seed=seed)
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    link = folder.with_name(f".{folder.name}.link")
+    link.unlink(missing_ok=True)
+    link.symlink_to(shared.resolve(), target_is_directory=True)
+    link.replace(folder)  # atomic: a link that pointed elsewhere (another machine) is replaced
+
+
 def prepare_demo(work: Path) -> Path:
     """Write the demo's inputs and ``study.toml`` into ``work``; returns the study path."""
     work = Path(work)
@@ -92,8 +187,7 @@ def prepare_demo(work: Path) -> Path:
         hashes[name] = hashlib.sha256(data).hexdigest()
     build_audio(work / "audio")
     for folder, seed in (("tiny", 0), ("tiny-seed1", 1)):
-        if not (work / folder / "registry.toml").is_file():
-            build_tiny_models(work / folder, seed=seed)
+        place_models(work / folder, seed, build_tiny_models)
     values = ", ".join(f'"{k}" = {v!r}' for k, v in golden_5cap().items())
     text = _STUDY.format(cells=_cells(hashes), values=values)
     path = work / "study.toml"

@@ -29,6 +29,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import Dump
 from audiorepro.models.extract import library_versions
+from audiorepro.runner.index import write_index
 from audiorepro.runner.publish import run_files
 
 SCHEMA = "audiorepro.manifest/1"
@@ -276,6 +277,7 @@ class Manifest(TypedDict):
 def write_manifest(
     out: Path, study: Any, dumps: list[Dump], *, inputs: dict[str, str] | None = None
 ) -> Manifest:
+    write_index(out, study)  # README.txt: written first, so the manifest lists it
     manifest: Manifest = {
         "schema": SCHEMA,
         "study": {

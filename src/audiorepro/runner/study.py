@@ -52,7 +52,7 @@ def run_study(
     if study.kind == "probe":
         return run_probe(study, out)
     if study.kind == "zeroshot":
-        return run_zeroshot(study, out)
+        return run_zeroshot(study, out, progress=progress)
     if slurm is not None:
         outcome = run_slurm(study, out, slurm, say=say)
         if outcome.failed:
@@ -128,7 +128,7 @@ def _run_claimed(
             if study.kind == "zeroshot":
                 if slurm is not None:
                     say(f"{study.name}: a zero-shot study extracts here, not as Slurm arrays")
-                outcomes[i] = run_zeroshot(study, target)
+                outcomes[i] = run_zeroshot(study, target, progress=progress)
                 continue
             if slurm is not None:
                 executed = run_slurm(study, out, slurm, say=say)

@@ -27,6 +27,7 @@ from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_r
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json, slug
+from audiorepro.core.progress import progress_bar
 from audiorepro.formats.audio import (
     audio_identity,
     check_audio,
@@ -415,8 +416,9 @@ def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str])
     return "\n".join(parts)
 
 
-def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
-    """Run every stage into ``out``; returns whether the study passed, and why not."""
+def run_zeroshot(study: ZeroshotStudy, out: Path, *, progress: bool = False) -> Outcome:
+    """Run every stage into ``out``; returns whether the study passed, and why not.
+    ``progress``: a bar (or stage lines in a log) over the cells on stderr."""
     out = Path(out)
     inputs = study_inputs(study)
     failures: list[str] = []
@@ -424,7 +426,7 @@ def run_zeroshot(study: ZeroshotStudy, out: Path) -> Outcome:
     errors: dict[str, str] = {}
     cells: list[ZeroshotBundleCell] = []
     parity: list[ZeroshotParityCell] = []
-    for cell in study.cells:
+    for cell in progress_bar(list(study.cells), "zero-shot", progress, unit="cell"):
         try:
             audio, text, meta = extract_cell(cell, inputs)
         except UserError as exc:

@@ -1,0 +1,53 @@
+"""``verify OUT`` ends, after its verdict, with the headline numbers of each study of the
+folder, as ``reproduce`` does (:func:`audiorepro.cli.closing.say_folder_results`)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from audiorepro.cli import main
+from tests.test_core_install import _dump_study
+
+
+def _verify(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    capsys.readouterr()
+    code = main(["verify", str(out)])
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err
+
+
+def test_verify_ends_with_the_results_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["reproduce", str(_dump_study(tmp_path)), "--out", str(out)]) == 0
+    code, lines, _ = _verify(out, capsys)
+    assert code == 0
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("PASS  "))
+    assert lines[verdict + 1] == "core: results (bundle.json.gz)"
+    assert (
+        lines[verdict + 2].split()
+        == "cell t2a R@1 t2a R@10 t2a mAP@10 a2t R@1 a2t R@10 a2t mAP@10".split()
+    )
+    metrics = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))["cells"][0][
+        "metrics"
+    ]
+    expected = [f"{metrics[d][m]:.4f}" for d in ("t2a", "a2t") for m in ("r@1", "r@10", "map@10")]
+    assert lines[verdict + 3].split() == ["s/1cap", *expected]
+    assert len(lines) == verdict + 4
+
+
+def test_a_damaged_bundle_fails_verify_without_a_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["reproduce", str(_dump_study(tmp_path)), "--out", str(out)]) == 0
+    (out / "bundle.json.gz").write_bytes(b"\x1f\x8b not a gzip stream")
+    code, lines, err = _verify(out, capsys)
+    assert code == 1 and "Traceback" not in err
+    assert any(line.startswith("FAIL") and "bundle.json.gz" in line for line in lines)
+    assert not any(": results (" in line for line in lines)
