@@ -108,7 +108,7 @@ LAYERS = {
         "test_profile_laion_clap_zeroshot.py", "test_esc50.py", "test_audiocaps_protocol.py",
         "test_sign.py",
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
-        "test_catalog.py", "test_api.py", "test_summary.py",
+        "test_catalog.py", "test_api.py", "test_summary.py", "test_documented_commands.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
     },
