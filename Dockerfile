@@ -4,7 +4,7 @@
 #
 # BASE_IMAGE: a CUDA-enabled PyTorch image for linux/amd64 (JUWELS Booster: AMD EPYC + A100,
 # x86_64) and linux/arm64 (JUPITER: GH200, aarch64; built on an x86_64 host with
-# qemu-user-static and `podman build --platform linux/arm64`, see README) whose Python is 3.11
+# qemu-user-static and `podman build --platform linux/arm64`, see docs/hpc.md) whose Python is 3.11
 # and whose torch, torchvision and torchaudio are the trio the locks pin (2.9.1, 0.24.1, 2.9.1;
 # a CUDA local label such as +cu128 satisfies the pin). The default below names the tag only:
 # no registry was reachable where this file was written, and a digest is never invented.

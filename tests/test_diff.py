@@ -351,9 +351,9 @@ def test_reproduce_against_a_committed_bundle(
 
 
 def readme_diff_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = re.search(r"^## Why did it move: diff\n(.*?)(?=^## )", text, re.S | re.M)
-    assert section is not None, "README.md needs the section 'Why did it move: diff'"
+    text = (ROOT / "docs" / "studies.md").read_text()
+    section = re.search(r"^## Why did it move: diff\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert section is not None, "docs/studies.md needs the section 'Why did it move: diff'"
     blocks = re.findall(r"```bash\n(.*?)```", section.group(1), re.S)
     return [
         line for b in blocks for line in b.splitlines() if line.strip() and not line.startswith("#")
@@ -361,7 +361,7 @@ def readme_diff_commands() -> list[str]:
 
 
 def test_readme_ci_recipe_runs_as_written(tmp_path: Path) -> None:
-    """The README's diff commands, in a folder holding a study, each as written (with
+    """The diff commands of docs/studies.md, in a folder holding a study, each as written (with
     ``audiorepro`` this checkout's command line)."""
     commands = readme_diff_commands()
     assert any("--against" in c for c in commands) and any(

@@ -1,11 +1,11 @@
-"""The README's HPC and Slurm lines, run as written, in an emulated SIF (``tests/standins``).
+"""The HPC and Slurm lines of docs/hpc.md, run as written in an emulated SIF (tests/standins).
 
-The container lines are extracted from README.md and run by bash in a project folder holding
-what the README says it holds (``data/`` with the study, ``hub-cache/`` with the weights),
+The container lines are extracted from docs/hpc.md and run by bash in a project folder holding
+what the page says it holds (``data/`` with the study, ``hub-cache/`` with the weights),
 with the ``apptainer`` and ``srun`` stand-ins first on PATH: a read-only root, only the binds
 writable, a fresh HOME and /tmp, a clean environment. Lines that need what is not here (a
-registry, the real apptainer, a PGP key, a Slurm cluster) say so in the README with a trailing
-``# needs ...``, and :func:`test_every_hpc_command_is_run_or_marked` holds the README to that.
+registry, the real apptainer, a PGP key, a Slurm cluster) say so on the page with a trailing
+``# needs ...``, and :func:`test_every_hpc_command_is_run_or_marked` holds the page to that.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import ROOT
 
 STANDINS = ROOT / "tests" / "standins"
-#: The README sections whose every command a test runs, unless the line is marked.
+#: The sections of docs/hpc.md whose every command a test runs, unless the line is marked.
 SECTIONS = ("Reproduce on HPC", "Scale out on Slurm")
 MARK = re.compile(r"#\s*needs (network|apptainer|a Slurm cluster|a GPU)\b")
 HF_REPO = "org/tiny-clap"
@@ -33,9 +33,9 @@ import sif  # noqa: E402
 
 
 def section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## )", text, re.S | re.M)
-    assert match is not None, f"README.md has no section {title!r}"
+    text = (ROOT / "docs" / "hpc.md").read_text()
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match is not None, f"docs/hpc.md has no section {title!r}"
     return match.group(1)
 
 
@@ -70,7 +70,7 @@ def test_every_hpc_command_is_run_or_marked() -> None:
 
 
 def test_help_and_readme_name_the_same_container_lines() -> None:
-    """apptainer.def's %help shows the README's run lines, word for word."""
+    """apptainer.def's %help shows the run lines of docs/hpc.md, word for word."""
     sys.path.insert(0, str(ROOT / "tools"))
     import apptainer_def
 
@@ -149,7 +149,7 @@ def test_the_emulated_sif_is_read_only_but_its_binds(tmp_path: Path) -> None:
     assert lines[7:] == ["host hidden"]  # the host's files are not there
 
 
-# --- the project folder the README describes, with a tiny model in the hub cache ------------
+# --- the project folder docs/hpc.md describes, with a tiny model in the hub cache ------------
 
 
 def _hub_model(tiny: Path, cache: Path) -> dict[str, str]:
@@ -230,7 +230,7 @@ def _project(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_the_readme_hpc_lines_as_written(built: Path, tmp_path: Path) -> None:
     """mkdir, apptainer test, srun ... apptainer run ... reproduce, apptainer run ... verify:
-    the README's lines, in a read-only emulated SIF. Needs OUT to be publishable when it is a
+    the lines of docs/hpc.md, in a read-only emulated SIF. Needs OUT to be publishable when it is a
     bind mount whose parent is read-only (issue 23, item 1)."""
     work = project(built, tmp_path)
     commands = blocks("Reproduce on HPC")[1]
@@ -249,7 +249,7 @@ def test_the_readme_hpc_lines_as_written(built: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_cache_not_bound_is_one_line_naming_the_bind(built: Path, tmp_path: Path) -> None:
-    """The README's srun line without the hub cache's bind and variable: exit 2, one line."""
+    """The srun line of docs/hpc.md without the hub cache's bind and variable: exit 2, one line."""
     work = project(built, tmp_path)
     (srun,) = [c for c in blocks("Reproduce on HPC")[1] if c.startswith("srun")]
     assert '--bind "$PWD/hub-cache":/hf:ro --env HF_HUB_CACHE=/hf ' in srun

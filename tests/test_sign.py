@@ -555,9 +555,9 @@ def test_key_options_need_an_output_folder(
 
 
 def test_the_readme_signing_commands_as_written(tmp_path: Path) -> None:
-    """The README's "Signed output folders" block, run line by line in bash (STUDY.toml the
-    small study here, `audiorepro` this Python's module)."""
-    text = (ROOT / "README.md").read_text()
+    """The "Signed output folders" block of docs/studies.md, run line by line in bash
+    (STUDY.toml the small study here, `audiorepro` this Python's module)."""
+    text = (ROOT / "docs" / "studies.md").read_text()
     section = text.split("### Signed output folders", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block is not None

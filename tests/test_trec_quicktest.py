@@ -80,7 +80,7 @@ def test_tie_bounds_add_a_pessimistic_and_an_optimistic_column(
 
 
 def _readme_commands() -> list[list[str]]:
-    text = (TREC.parent.parent / "README.md").read_text()
+    text = (TREC.parent.parent / "docs" / "retrieval.md").read_text()
     section = text.split("## TREC runs: `trec-eval`", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block is not None

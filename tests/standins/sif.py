@@ -1,11 +1,11 @@
-"""Test-only stand-ins for ``apptainer`` and ``srun``: the README's HPC lines, run as written.
+"""Test-only stand-ins for ``apptainer`` and ``srun``: docs/hpc.md's HPC lines, run as written.
 
 No apptainer binary and no Slurm cluster exist where the tests run, and a podman build of the
 image takes far too long for every test run (``tox -e container`` does that, in CI). So the
-README's own command lines run with these stand-ins first on PATH (``tests/standins/apptainer``
+page's own command lines run with these stand-ins first on PATH (``tests/standins/apptainer``
 and ``tests/standins/srun`` call this module):
 
-- ``apptainer run|exec|test [OPTIONS] IMAGE [ARGS]`` parses exactly the options the README and
+- ``apptainer run|exec|test [OPTIONS] IMAGE [ARGS]`` parses exactly the options docs/hpc.md and
   the Slurm executor use (``--nv``, ``--containall``, ``--cleanenv``, ``--bind SRC:DST[:ro]``,
   ``--env K=V``) and refuses anything else in one line (exit 255, as apptainer does). The
   "image" is a small JSON file (:func:`write_image`) naming the Python environment that holds
@@ -21,7 +21,7 @@ and ``tests/standins/srun`` call this module):
   ``apptainer.def``'s ``%runscript``, ``test`` its ``%test``. ``--nv`` is accepted and brings
   nothing (no GPU here). ``build``, ``sign``, ``verify`` and the rest need the real apptainer:
   refused, saying so.
-- ``srun [OPTIONS] COMMAND...`` accepts the options the README's line uses (``--account``,
+- ``srun [OPTIONS] COMMAND...`` accepts the options the line of docs/hpc.md uses (``--account``,
   ``--partition``, ``--gpus``, ``--time``, with ``=`` or a separate value), refuses others,
   and runs the command on this machine, as a one-task step would on a node.
 """
@@ -95,7 +95,7 @@ def _parse_bind(spec: str) -> tuple[str, str, bool]:
 
 
 def parse_apptainer(argv: list[str]) -> dict[str, object]:
-    """The invocation: action, binds, env, image, arguments (only what the README uses)."""
+    """The invocation: action, binds, env, image, arguments (only what docs/hpc.md uses)."""
     if not argv:
         raise Refused("no command given")
     action, rest = argv[0], argv[1:]
@@ -122,7 +122,7 @@ def parse_apptainer(argv: list[str]) -> dict[str, object]:
             else:
                 binds += [_parse_bind(b) for b in value.split(",")]
         else:
-            raise Refused(f"unknown option {opt} (the stand-in emulates only the README's)")
+            raise Refused(f"unknown option {opt} (the stand-in emulates only docs/hpc.md's)")
     if not rest:
         raise Refused("no image given")
     if not ({"--containall", "--cleanenv"} & flags):

@@ -49,6 +49,8 @@ LOCKS: dict[str, LockSpec] = {
     ),
     "lint.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("lint",), with_dependencies=False),
     "type.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("type",)),
+    # The documentation build alone (tox -e docs): Sphinx and MyST, not the package.
+    "docs.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("docs",), with_dependencies=False),
     # The image installs this first and then builds everything (sdists in the image lock, and
     # audiorepro) with --no-build-isolation: no build step fetches an unhashed backend.
     "build.txt": LockSpec(

@@ -96,7 +96,7 @@ def how_to_make(cell: PublishedCell, path: Path) -> str:
     """
     kind = next((k for k in _DATASETS if (cell.dataset or "").startswith(k)), None)
     if kind is None or cell.model is None:
-        return "; make it with audiorepro extract (README, Embedding dump format)"
+        return "; make it with audiorepro extract (docs/formats.md, Embedding dump format)"
     name, audio, extra = _DATASETS[kind]
     return (
         f"; make it: audiorepro fetch {cell.model} {name} --data DATA{extra}, then audiorepro "

@@ -150,7 +150,7 @@ def activate_hub_cache(cache_dir: str | Path | None) -> None:
 
 #: Set by apptainer (and singularity) in every container it runs.
 CONTAINER_VARIABLES = ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER")
-#: Where the README's container lines bind the host's hub cache.
+#: Where the container lines of docs/hpc.md bind the host's hub cache.
 CONTAINER_HUB_CACHE = "/hf"
 
 

@@ -136,7 +136,7 @@ def _isa_flags() -> list[str]:
 
 def cpu_dispatch() -> dict[str, Any]:
     """The CPU's features and the code paths in force: two outputs whose tier-b numbers
-    differ (README, "What bit-identical covers") can be told apart by this block."""
+    differ (docs/tiers.md, "What bit-identical covers") can be told apart by this block."""
     features: dict[str, bool] = {}
     for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
         try:

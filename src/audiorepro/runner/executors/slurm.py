@@ -193,7 +193,7 @@ def _model_passthrough() -> list[str]:
     """apptainer arguments that bring the submitter's weights into the container.
 
     ``--containall --cleanenv`` drop the environment and give a fresh ``HOME``, so the hub
-    cache is bound read-only at ``/hf`` and named there (the README's one mechanism: ``--bind
+    cache is bound read-only at ``/hf`` and named there (docs/hpc.md's one mechanism: ``--bind
     CACHE:/hf:ro --env HF_HUB_CACHE=/hf``), and a laion checkpoint folder
     (``AUDIOREPRO_CHECKPOINT_DIR``) likewise at its own path. A cache that does not exist here
     is not bound: a task that needs it then says, in one line, which bind to add.
