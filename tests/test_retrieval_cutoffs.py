@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audiorepro.checks.explain import CONCEPTS, concept_of, explain
 from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import load_dump, make_dump
+from audiorepro.metrics.profiles import compute_profile, trec_measures
 from audiorepro.metrics.retrieval import (
     METRICS,
     compute_retrieval,
@@ -25,7 +27,11 @@ from audiorepro.metrics.retrieval import (
 )
 from audiorepro.reference import reference_retrieval_metrics
 from audiorepro.reference.retrieval import _cutoff_names, _query_metrics
-from audiorepro.specs.published import canonical_metric_problem, metric_range
+from audiorepro.specs.published import (
+    canonical_metric_problem,
+    metric_range,
+    profile_metric_problem,
+)
 from audiorepro.specs.study import load_study
 from tests.conftest import FIXTURES
 
@@ -256,3 +262,87 @@ def test_a_study_with_k_fails_a_wrong_new_value(tmp_path: Path) -> None:
     assert main(["reproduce", str(study), "--out", str(out)]) == 1
     verification = json.loads((out / "verification.json").read_text())
     assert verification["failures"] == ["published five t2a/ndcg@50: FAIL"]
+
+
+# --- the trec profile, explain and published names at the cutoffs -------------------------
+
+
+@pytest.mark.parametrize("seed, cpc", [(3, 1), (4, 5)])
+def test_the_trec_profile_at_cutoffs_is_pytrec_eval(seed: int, cpc: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 25
+    audio = rng.standard_normal((n, 12))
+    t2a = np.repeat(np.arange(n), cpc)
+    text = audio[t2a] + 1.5 * rng.standard_normal((n * cpc, 12))
+    dump = make_dump(audio, text, t2a)
+    cutoffs = [2, 7, 30]
+    ours = compute_profile(dump, "trec", cutoffs=cutoffs).metrics
+    scores = text @ audio.T
+    assert np.diff(np.sort(scores, axis=1), axis=1).min() > 1e-9  # no ties: same ranking
+    for direction, s, rel in (
+        ("t2a", scores, [{int(j)} for j in t2a]),
+        ("a2t", scores.T, [set(np.flatnonzero(t2a == j).tolist()) for j in range(n)]),
+    ):
+        qrels = {str(q): {str(i): 1 for i in r} for q, r in enumerate(rel)}
+        run = {str(q): {str(i): float(v) for i, v in enumerate(row)} for q, row in enumerate(s)}
+        spec = {f"{m}.2,7,30" for m in ("success", "recall", "P", "map_cut", "ndcg_cut")}
+        spec |= {"map", "recip_rank", "ndcg", "Rprec"}
+        per_query = pytrec_eval.RelevanceEvaluator(qrels, spec).evaluate(run)
+        for measure in trec_measures(cutoffs):
+            want = float(np.mean([per_query[q][measure] for q in sorted(per_query)]))
+            assert ours[f"{direction}/{measure}"] == pytest.approx(want, abs=1e-14), measure
+
+
+def test_the_trec_profile_keeps_its_1_0_values_at_its_1_0_cutoffs() -> None:
+    dump = load_dump(DUMP)
+    old = compute_profile(dump, "trec").metrics
+    new = compute_profile(dump, "trec", cutoffs=[1, 5, 10, 50]).metrics
+    assert old.items() <= new.items()
+    assert "t2a/ndcg_cut_50" in new and "a2t/Rprec" in new
+
+
+def test_metrics_k_with_the_trec_profile(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(CLASSES), "--profile", "trec", "--k", "3,50"]) == 0
+    out = capsys.readouterr().out
+    assert "t2a/ndcg_cut_50" in out and "a2t/P_3" in out and "t2a/success_10" not in out
+
+
+def test_explain_maps_every_new_name_to_its_concept_and_trec_measure() -> None:
+    dump = load_dump(DUMP)
+    report = explain(dump, cutoffs=[3, 50])
+    result = compute_retrieval(dump).metrics("pessimistic", [3, 50])
+    for direction in ("t2a", "a2t"):
+        rows = {r["canonical_name"]: r for r in report["directions"][direction]["rows"]}
+        assert list(rows) == list(metric_names([3, 50]))
+        for name, row in rows.items():
+            assert row["concept"] == concept_of(name)
+            assert row["canonical"] == result[direction][name]
+        assert rows["ndcg@50"]["profiles"]["trec"]["name"] == f"{direction}/ndcg_cut_50"
+        assert rows["r_precision"]["profiles"]["trec"]["name"] == f"{direction}/Rprec"
+        assert "trec" not in rows["mrr@3"]["profiles"]  # trec_eval has no cut reciprocal rank
+    # Without cutoffs, explain's rows are 1.0's, as before.
+    assert [r["concept"] for r in explain(dump)["directions"]["t2a"]["rows"]] == list(CONCEPTS)
+
+
+@pytest.mark.parametrize(
+    "name, ok",
+    [("t2a/ndcg_cut_50", True), ("a2t/P_3", True), ("t2a/Rprec", True), ("t2a/ndcg", True),
+     ("t2a/P_0", False), ("t2a/ndcg@5", False), ("up/map", False), ("t2a/bpref", False)],
+)  # fmt: skip
+def test_trec_published_names_at_any_cutoff(name: str, ok: bool) -> None:
+    assert (profile_metric_problem("trec", name) is None) == ok
+
+
+def test_a_study_with_k_runs_the_trec_profile_at_its_cutoffs(tmp_path: Path) -> None:
+    path = _study(tmp_path, "[1, 50]")
+    path.write_text(
+        path.read_text().replace(
+            'name = "cutoffs"', 'name = "cutoffs"\nprofiles = ["canonical", "trec"]'
+        )
+    )
+    out = tmp_path / "out"
+    assert main(["reproduce", str(path), "--out", str(out)]) == 0
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    trec = bundle["cells"][0]["profiles"]["trec"]
+    assert trec == compute_profile(load_dump(DUMP), "trec", cutoffs=[1, 50]).metrics
+    assert "t2a/ndcg_cut_50" in trec and "t2a/success_5" not in trec

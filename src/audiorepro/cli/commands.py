@@ -118,7 +118,7 @@ def _metrics_table(report: MetricsReport) -> str:
 
 
 #: Profiles whose measures ``--k`` sets (the others have their peer's fixed cutoffs).
-CUTOFF_PROFILES = ("canonical",)
+CUTOFF_PROFILES = ("canonical", "trec")
 
 
 def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | None:
@@ -194,7 +194,7 @@ def metrics(
     d = load_dump(dump)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
     if profile != "canonical":
-        prof = compute_profile(d, profile, result=result)
+        prof = compute_profile(d, profile, result=result, cutoffs=cutoffs)
         click.echo(f"{d.source}: profile {profile}")
         for name, value in prof.metrics.items():
             click.echo(f"{name:<24}{_fmt(value):>12}")
@@ -256,10 +256,18 @@ def parity(
 @cli.command("explain")
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
-def explain_cmd(dump: Path, json_out: Path | None) -> None:
+@click.option(
+    "--k",
+    "cutoffs",
+    default=None,
+    callback=parse_cutoffs,
+    metavar="K[,K...]",
+    help="Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).",
+)
+def explain_cmd(dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
     d = load_dump(dump)
-    report = explain(d)
+    report = explain(d, cutoffs=cutoffs)
     click.echo(explain_text(report))
     if json_out is not None:
         write_json(json_out, report)

@@ -54,7 +54,7 @@ from audiorepro.core.progress import progress_bar
 from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
-from audiorepro.metrics.profiles import check_profile_applies, compute_profile
+from audiorepro.metrics.profiles import check_profile_applies, compute_profile, trec_cutoffs
 from audiorepro.metrics.retrieval import (
     DEFINITIONS_MINOR,
     DEFINITIONS_VERSION,
@@ -121,6 +121,7 @@ def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
             profile,
             result=res.retrieval,
             tie_policy=tie,
+            cutoffs=study.cutoffs,
         ).metrics
     b = study.bootstrap
     for direction in DIRECTIONS:
@@ -560,6 +561,9 @@ def golden_rows(
                         pub.profile,
                         result=res.retrieval,
                         tie_policy=pub.tie_policy,
+                        cutoffs=trec_cutoffs(list(pub.values), study.cutoffs)
+                        if pub.profile == "trec"
+                        else None,
                     ).metrics
         rows += [
             ValueRow(**r, provenance=pub.provenance)

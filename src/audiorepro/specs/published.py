@@ -23,8 +23,11 @@ from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import (
     DCASE_METRICS,
     PROFILES,
+    TREC_CUTOFF_MEASURES,
     TREC_MEASURES,
+    TREC_UNCUT_MEASURES,
     ZEROSHOT_PROFILES,
+    is_trec_measure,
 )
 from audiorepro.metrics.retrieval import (
     CUTOFF_FAMILIES,
@@ -85,6 +88,15 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
     """
     if profile == "canonical":
         return canonical_metric_problem(metric)
+    if profile == "trec":
+        direction, _, name = metric.partition("/")
+        if direction in DIRECTIONS and is_trec_measure(name):
+            return None
+        return (
+            f"unknown trec metric; expected <direction>/<measure> with direction in "
+            f"{', '.join(DIRECTIONS)} and measure in {', '.join(TREC_UNCUT_MEASURES)} or "
+            f"<measure>_<k> (measure in {', '.join(TREC_CUTOFF_MEASURES)}, k an int >= 1)"
+        )
     names = PROFILE_METRICS.get(profile)
     if names is None or metric in names:
         return None
@@ -183,6 +195,11 @@ def canonical_metric_problem(metric: str) -> str | None:
     )
 
 
+#: trec profile names as a JSON Schema pattern: the same rule as :func:`is_trec_measure`.
+TREC_NAME_PATTERN = (
+    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(TREC_UNCUT_MEASURES)})"
+    rf"|({'|'.join(TREC_CUTOFF_MEASURES)})_[1-9][0-9]{{0,8}})$"
+)
 #: Canonical names as a JSON Schema pattern: the same rule as :func:`metric_by_name`.
 CANONICAL_NAME_PATTERN = (
     rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(UNCUT_METRICS)})"
@@ -195,7 +212,8 @@ def _profile_names_schema() -> JsonDict:
     same rule as :func:`profile_metric_problem` (laion-clap's names are its own keys)."""
     names: dict[str, JsonDict] = {
         "canonical": {"pattern": CANONICAL_NAME_PATTERN},
-        **{p: {"enum": list(v)} for p, v in PROFILE_METRICS.items()},
+        **{p: {"enum": list(v)} for p, v in PROFILE_METRICS.items() if p != "trec"},
+        "trec": {"pattern": TREC_NAME_PATTERN},
     }
     return {
         "allOf": [
