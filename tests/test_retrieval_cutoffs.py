@@ -254,6 +254,9 @@ def test_a_study_with_k_reports_all_four_cutoffs(tmp_path: Path) -> None:
     assert metrics == ref
     header = (out / "tables" / "synthetic-5cap_t2a.csv").read_text().splitlines()[0]
     assert all(f"ndcg@{k}" in header for k in (1, 5, 10, 50))
+    report = (out / "report.html").read_text()
+    assert "Metric definitions (v1.1, pessimistic ties)" in report
+    assert "<code>ndcg@50</code>" in report and "<code>r_precision</code>" in report
 
 
 def test_a_study_with_k_fails_a_wrong_new_value(tmp_path: Path) -> None:
