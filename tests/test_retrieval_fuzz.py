@@ -10,9 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from audiorepro.formats.dump import make_dump
-from audiorepro.metrics.retrieval import compute_retrieval
+from audiorepro.metrics.retrieval import (
+    Ranking,
+    _ndcg_decimal,
+    compute_retrieval,
+    metric_by_name,
+    ndcg_per_query,
+)
 from audiorepro.reference import reference_retrieval_metrics
-from tests.strategies import dumps
+from tests.strategies import dumps, relevance_dumps
 
 
 def _harness(d: dict[str, Any], chunk_rows: int | None = None) -> Any:
@@ -77,3 +83,73 @@ def test_thread_count_changes_nothing() -> None:
     assert one.metrics() == many.metrics()
     assert one.ties() == many.ties()
     assert one.stats.exact > 0  # the duplicated clip forced exact decisions
+
+
+# --- definitions 1.1: any cutoff, precision, mrr@k, nDCG, R-precision -----------------------
+
+CUTOFFS = st.lists(st.integers(1, 12), min_size=1, max_size=4, unique=True).map(sorted)
+
+
+@given(dumps(), st.sampled_from(["pessimistic", "optimistic"]), CUTOFFS)
+def test_harness_equals_reference_at_any_cutoff(
+    d: dict[str, Any], policy: str, cutoffs: list[int]
+) -> None:
+    got = _harness(d).metrics(policy, cutoffs)  # type: ignore[arg-type]
+    want = reference_retrieval_metrics(
+        d["audio_embeds"], d["text_embeds"], d["text_to_audio"], tie_policy=policy,
+        cutoffs=cutoffs,
+    )  # fmt: skip
+    assert list(got["t2a"]) == list(want["t2a"])  # the same names, in report order
+    assert got == want  # bit-identical, nDCG included (both correctly rounded)
+
+
+@given(relevance_dumps(), st.sampled_from(["pessimistic", "optimistic"]), CUTOFFS)
+def test_harness_equals_reference_at_any_cutoff_under_general_relevance(
+    d: dict[str, Any], policy: str, cutoffs: list[int]
+) -> None:
+    got = compute_retrieval(make_dump(**d)).metrics(policy, cutoffs)  # type: ignore[arg-type]
+    want = reference_retrieval_metrics(
+        d["audio_embeds"], d["text_embeds"], relevance_indptr=d["relevance_indptr"],
+        relevance_indices=d["relevance_indices"], tie_policy=policy, cutoffs=cutoffs,
+    )  # fmt: skip
+    assert got == want
+
+
+@given(relevance_dumps(), CUTOFFS)
+def test_pessimistic_and_optimistic_bound_every_new_measure(
+    d: dict[str, Any], cutoffs: list[int]
+) -> None:
+    r = compute_retrieval(make_dump(**d))
+    pes, opt = r.metrics("pessimistic", cutoffs), r.metrics("optimistic", cutoffs)
+    for direction in pes:
+        for name, low in pes[direction].items():
+            if metric_by_name(name).higher_is_better:
+                assert low <= opt[direction][name], (direction, name)
+            else:
+                assert low >= opt[direction][name], (direction, name)
+
+
+@given(dumps(), CUTOFFS)
+def test_the_cutoff_report_keeps_every_1_0_value(d: dict[str, Any], cutoffs: list[int]) -> None:
+    r = _harness(d)
+    old, new = r.metrics(), r.metrics("pessimistic", cutoffs)
+    for direction in old:
+        for name, value in old[direction].items():
+            if name in new[direction]:
+                assert new[direction][name] == value, (direction, name)
+
+
+@given(
+    st.lists(
+        st.lists(st.integers(1, 400), min_size=1, max_size=12, unique=True),
+        min_size=1,
+        max_size=6,
+    ),
+    st.one_of(st.none(), st.integers(1, 30)),
+)
+def test_ndcg_fast_path_equals_its_decimal_path(positions: list[list[int]], k: int | None) -> None:
+    ranking = Ranking.from_lists(positions)
+    limit = 10**12 if k is None else k
+    fast = ndcg_per_query(ranking, k=k).tolist()
+    slow = [_ndcg_decimal(sorted(p), len(p), limit) for p in positions]
+    assert fast == slow

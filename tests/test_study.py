@@ -64,7 +64,7 @@ def test_valid_study_loads(tmp_path: Path) -> None:
         (f'sha256 = "{SHA}"', 'sha256 = "' + "0" * 64 + '"', "cell[0].sha256", "the study expects"),
         (f'sha256 = "{SHA}"', 'sha256 = "abc"', "cell[0].sha256", "64 lowercase hex"),
         ('cell = "m/d"', 'cell = "x"', "published[0].cell", "not a cell of this study"),
-        ('"t2a/r@1"', '"t2a/r@11"', "published[0].values.t2a/r@11", "unknown metric"),
+        ('"t2a/r@1"', '"t2a/r@0"', "published[0].values.t2a/r@0", "unknown metric"),
         ('"t2a/r@1"', '"up/r@1"', "published[0].values.up/r@1", "unknown metric"),
         ("= 0.5", '= "0.5"', "published[0].values.t2a/r@1", "expected a number"),
         ("tolerance = 1e-9", "tolerance = -1", "published[0].tolerance", ">= 0"),

@@ -11,12 +11,13 @@ number can move between machines (:data:`DCASE_MOVES`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import Dump
 from audiorepro.metrics.profiles import PROFILES, ProfileResult, compute_profile
-from audiorepro.metrics.retrieval import RetrievalResult, compute_retrieval
+from audiorepro.metrics.retrieval import RetrievalResult, compute_retrieval, metric_names
 
 #: concept -> (canonical name, {profile: peer name template with {d} = direction word})
 CONCEPTS: dict[str, tuple[str, dict[str, str]]] = {
@@ -34,6 +35,59 @@ CONCEPTS: dict[str, tuple[str, dict[str, str]]] = {
     "median rank": ("median_rank", {"laion-clap": "{long}_median_rank"}),
 }  # fmt: skip
 LONG = {"t2a": "text_to_audio", "a2t": "audio_to_text"}
+#: Definitions 1.1's families with a cutoff: family -> (concept label, trec measure prefix).
+_CUTOFF_CONCEPTS = {
+    "r": ("R@{k}", "success_{k}"),
+    "recall": ("recall@{k}", "recall_{k}"),
+    "precision": ("P@{k}", "P_{k}"),
+    "map": ("mAP@{k}", "map_cut_{k}"),
+    "mrr": ("MRR@{k}", None),
+    "ndcg": ("nDCG@{k}", "ndcg_cut_{k}"),
+}
+#: Definitions 1.1's measures without a cutoff: name -> (concept label, trec measure).
+_UNCUT_CONCEPTS = {
+    "map": ("mAP", "map"),
+    "mrr": ("MRR", "recip_rank"),
+    "ndcg": ("nDCG", "ndcg"),
+    "r_precision": ("R-precision", "Rprec"),
+    "mean_rank": ("mean rank", None),
+    "median_rank": ("median rank", None),
+}
+
+
+def concept_of(name: str) -> str:
+    """The concept a canonical metric name denotes (``ndcg@50`` -> ``nDCG@50``), the row label
+    of :func:`explain`.
+
+    >>> concept_of("r@1"), concept_of("ndcg@50"), concept_of("r_precision")
+    ('R@1', 'nDCG@50', 'R-precision')
+    """
+    if name in _UNCUT_CONCEPTS:
+        return _UNCUT_CONCEPTS[name][0]
+    family, _, k = name.partition("@")
+    if family not in _CUTOFF_CONCEPTS or not k:
+        raise ValueError(f"unknown canonical metric {name!r}")
+    return _CUTOFF_CONCEPTS[family][0].format(k=k)
+
+
+def concepts(cutoffs: Sequence[int] | None = None) -> dict[str, tuple[str, dict[str, str]]]:
+    """The rows of :func:`explain`: :data:`CONCEPTS` without cutoffs; with them, every measure
+    of definitions 1.1 at those cutoffs (:func:`metric_names`), each with the peers' names
+    where the peer reports it (laion-clap and dcase at their own cutoffs only)."""
+    if cutoffs is None:
+        return CONCEPTS
+    legacy = {canon: peers for canon, peers in CONCEPTS.values()}
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    for name in metric_names(cutoffs):
+        peers = dict(legacy.get(name, {}))
+        family, _, k = name.partition("@")
+        trec = _CUTOFF_CONCEPTS[family][1] if k else _UNCUT_CONCEPTS[name][1]
+        if trec is not None:
+            peers["trec"] = "{d}/" + trec.format(k=k)
+        out[concept_of(name)] = (name, peers)
+    return out
+
+
 TIE_RULES = {
     "laion-clap": "torch.argsort(descending=True), which is not stable",
     "trec": "document id in decreasing string order",
@@ -108,19 +162,27 @@ def _cause(
 
 
 def explain(
-    dump: Dump, *, result: RetrievalResult | None = None, profiles: tuple[str, ...] = PROFILES
+    dump: Dump,
+    *,
+    result: RetrievalResult | None = None,
+    profiles: tuple[str, ...] = PROFILES,
+    cutoffs: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Per direction: rows of every concept under every profile, and the differences."""
+    """Per direction: rows of every concept under every profile, and the differences (with
+    ``cutoffs``: definitions 1.1's concepts at those cutoffs, :func:`concepts`)."""
     if result is None:
         result = compute_retrieval(dump)
-    pes, opt = result.metrics("pessimistic"), result.metrics("optimistic")
+    pes, opt = result.metrics("pessimistic", cutoffs), result.metrics("optimistic", cutoffs)
+    rows_of = concepts(cutoffs)
     by_profile: dict[str, ProfileResult] = {}
     skipped: dict[str, str] = {}
     for p in profiles:
         if p == "canonical":
             continue
         try:
-            by_profile[p] = compute_profile(dump, p, result=result)
+            by_profile[p] = compute_profile(
+                dump, p, result=result, cutoffs=cutoffs if p == "trec" else None
+            )
         except UserError as exc:  # laion-clap on 3 captions per clip, or without torch
             skipped[p] = str(exc)
     out: dict[str, Any] = {
@@ -141,7 +203,7 @@ def explain(
     for direction in ("t2a", "a2t"):
         rows = []
         differences = []
-        for concept, (canon_name, peers) in CONCEPTS.items():
+        for concept, (canon_name, peers) in rows_of.items():
             canonical = pes[direction][canon_name]
             bounds = (opt[direction][canon_name], canonical)
             row: dict[str, Any] = {

@@ -17,7 +17,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
 from audiorepro.formats.dump import Dump
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy, compute_retrieval
+from audiorepro.metrics.retrieval import DIRECTIONS, TiePolicy, compute_retrieval, metric_names
 from audiorepro.reference import reference_retrieval_metrics
 
 DEFAULT_TOLERANCE = 1e-9
@@ -64,13 +64,22 @@ class ParityReport(TypedDict):
 
 
 def parity_cell(
-    dump: Dump, *, tolerance: float = DEFAULT_TOLERANCE, tie_policy: TiePolicy = "pessimistic"
+    dump: Dump,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    tie_policy: TiePolicy = "pessimistic",
+    cutoffs: Sequence[int] | None = None,
 ) -> ParityCell:
-    """Every canonical metric of one dump from the harness and from the reference."""
-    harness = compute_retrieval(dump).metrics(tie_policy)
+    """Every canonical metric of one dump from the harness and from the reference (with
+    ``cutoffs``: definitions 1.1's at those cutoffs)."""
+    harness = compute_retrieval(dump).metrics(tie_policy, cutoffs)
     if dump.relevance_csr is None:
         independent = reference_retrieval_metrics(
-            dump.audio_embeds, dump.text_embeds, dump.text_to_audio, tie_policy=tie_policy
+            dump.audio_embeds,
+            dump.text_embeds,
+            dump.text_to_audio,
+            tie_policy=tie_policy,
+            cutoffs=cutoffs,
         )
     else:  # the relevance as the file gives it (not as the harness's engine reads it)
         independent = reference_retrieval_metrics(
@@ -79,11 +88,12 @@ def parity_cell(
             relevance_indptr=dump.relevance_csr.indptr,
             relevance_indices=dump.relevance_csr.indices,
             tie_policy=tie_policy,
+            cutoffs=cutoffs,
         )
     rows: list[ParityRow] = []
     deltas: list[float] = []
     for direction in DIRECTIONS:
-        for name in METRICS:
+        for name in metric_names(cutoffs):
             h, r = harness[direction][name], independent[direction][name]
             deltas.append(abs(h - r))
             rows.append(
@@ -113,11 +123,14 @@ def parity_report(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     tie_policy: TiePolicy = "pessimistic",
+    cutoffs: Sequence[int] | None = None,
 ) -> ParityReport:
     """The ``metric_parity`` block for several dumps."""
     if not isinstance(tolerance, (int, float)) or not tolerance >= 0:
         raise param_error("tolerance", "parity_report", "a float >= 0", tolerance)
-    cells = [parity_cell(d, tolerance=tolerance, tie_policy=tie_policy) for d in dumps]
+    cells = [
+        parity_cell(d, tolerance=tolerance, tie_policy=tie_policy, cutoffs=cutoffs) for d in dumps
+    ]
     worst = max((c["worst_abs_delta"] for c in cells), default=0.0)
     return {
         "metric_parity": {

@@ -12,8 +12,9 @@ from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from audiorepro.formats.dump import load_dump
-from audiorepro.metrics.profiles import compute_profile
+from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.metrics.profiles import compute_profile, trec_cutoffs
+from audiorepro.metrics.retrieval import DIRECTIONS, TiePolicy, compute_retrieval, is_metric_name
 from audiorepro.specs.published import PublishedCell
 
 Status = Literal["PASS", "FAIL", "NOT VERIFIED"]
@@ -72,9 +73,31 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
                     dump,
                     cell.profile,
                     tie_policy=cell.tie_policy,
+                    cutoffs=trec_cutoffs(list(cell.values), None)
+                    if cell.profile == "trec"
+                    else None,
                 ).metrics
+                if cell.profile == "canonical":
+                    reproduced |= _at_other_cutoffs(dump, cell.values, reproduced, cell.tie_policy)
         rows += value_rows(cell.dump, cell.values, cell.tolerance, reproduced, reason, cell.profile)
     return summarize(rows)
+
+
+def _at_other_cutoffs(
+    dump: Dump, values: dict[str, float], have: dict[str, float], tie_policy: TiePolicy
+) -> dict[str, float]:
+    """The published canonical values that the 1.0 report lacks (definitions 1.1: ``t2a/
+    ndcg@50``, ``a2t/precision@3``, ...), each computed by name."""
+    wanted = [key for key in values if key not in have]
+    if not wanted:
+        return {}
+    result = compute_retrieval(dump)
+    out: dict[str, float] = {}
+    for key in wanted:
+        direction, _, name = key.partition("/")
+        if direction in DIRECTIONS and is_metric_name(name):
+            out[key] = result.value(direction, name, tie_policy)
+    return out
 
 
 #: How a published cell's dataset is prepared: registry name (``fetch/datasets.py``), the

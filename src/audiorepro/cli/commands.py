@@ -36,11 +36,12 @@ from audiorepro.formats.dump import load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES, compute_profile
 from audiorepro.metrics.retrieval import (
-    METRICS,
     TIE_POLICIES,
     MetricsReport,
     TiePolicy,
     compute_retrieval,
+    cutoff_problem,
+    metric_by_name,
     metrics_report,
 )
 from audiorepro.models import identity as ident
@@ -94,15 +95,17 @@ def _metrics_table(report: MetricsReport) -> str:
     per = f"{cpc} per clip" if cpc is not None else "varying per clip"
     # A relevance dump (format version 2) holds texts such as class prompts, not captions.
     texts = "texts" if report.get("format_version", 1) != 1 else "captions"
+    names = list(report["metrics"]["t2a"])
+    width = max(14, *(len(n) + 3 for n in names))  # 14 for 1.0's names, as always
     lines = [
         f"{report['source']}: {report['n_clips']} clips, {report['n_captions']} {texts} "
         f"({per}); tie policy {report['tie_policy']}",
-        f"{'metric':<14}{'t2a':>12}{'a2t':>12}",
+        f"{'metric':<{width}}{'t2a':>12}{'a2t':>12}",
     ]
-    for name, metric in METRICS.items():
-        arrow = "^" if metric.higher_is_better else "v"
+    for name in names:
+        arrow = "^" if metric_by_name(name).higher_is_better else "v"
         t2a, a2t = report["metrics"]["t2a"][name], report["metrics"]["a2t"][name]
-        lines.append(f"{name + ' ' + arrow:<14}{_fmt(t2a):>12}{_fmt(a2t):>12}")
+        lines.append(f"{name + ' ' + arrow:<{width}}{_fmt(t2a):>12}{_fmt(a2t):>12}")
     for direction, ties in report["ties"].items():
         if ties["queries_affected"]:
             bounds = ", ".join(
@@ -113,6 +116,26 @@ def _metrics_table(report: MetricsReport) -> str:
                 f"optimistic/pessimistic: {bounds or 'no metric changes'}"
             )
     return "\n".join(lines)
+
+
+#: Profiles whose measures ``--k`` sets (the others have their peer's fixed cutoffs).
+CUTOFF_PROFILES = ("canonical", "trec")
+
+
+def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | None:
+    """``--k 1,5,10,50`` -> (1, 5, 10, 50): ints >= 1, unique, ascending (else exit 2)."""
+    if value is None:
+        return None
+    try:
+        cutoffs = [int(part) for part in value.split(",")]
+    except ValueError:
+        raise click.BadParameter(
+            f"expected ints >= 1 separated by commas (e.g. 1,5,10,50), got {value!r}"
+        ) from None
+    problem = cutoff_problem(cutoffs)
+    if problem is not None:
+        raise click.BadParameter(f"{problem} (e.g. 1,5,10,50)")
+    return tuple(cutoffs)
 
 
 @cli.command()
@@ -138,8 +161,23 @@ def _metrics_table(report: MetricsReport) -> str:
     help="Whose definitions and names: canonical, laion-clap, trec, dcase, or "
     "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip).",
 )
+@click.option(
+    "--k",
+    "cutoffs",
+    default=None,
+    callback=parse_cutoffs,
+    metavar="K[,K...]",
+    help="Cutoffs, ascending (e.g. 1,5,10,50): report r@k, recall@k, precision@k, map@k, "
+    "mrr@k, ndcg@k at each, and map, mrr, ndcg, r_precision, mean_rank, median_rank "
+    "(definitions 1.1). Without it: the 1.0 report.",
+)
 def metrics(
-    dump: Path, tie_policy: TiePolicy, json_out: Path | None, chunk_rows: int | None, profile: str
+    dump: Path,
+    tie_policy: TiePolicy,
+    json_out: Path | None,
+    chunk_rows: int | None,
+    profile: str,
+    cutoffs: tuple[int, ...] | None,
 ) -> None:
     """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
     under a peer's own definitions and names (--profile)."""
@@ -148,10 +186,16 @@ def metrics(
             f"{profile!r} is not one of {', '.join((*PROFILES, *ZEROSHOT_PROFILES))}",
             param_hint="'--profile'",
         )
+    if cutoffs is not None and profile not in CUTOFF_PROFILES:
+        raise click.BadParameter(
+            f"applies to the {' and '.join(CUTOFF_PROFILES)} profiles; {profile}'s cutoffs "
+            "are its peer's own",
+            param_hint="'--k'",
+        )
     d = load_dump(dump)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
     if profile != "canonical":
-        prof = compute_profile(d, profile, result=result)
+        prof = compute_profile(d, profile, result=result, cutoffs=cutoffs)
         click.echo(f"{d.source}: profile {profile}")
         for name, value in prof.metrics.items():
             click.echo(f"{name:<24}{_fmt(value):>12}")
@@ -160,7 +204,7 @@ def metrics(
         if json_out is not None:
             write_json(json_out, prof.to_json(d))
         return
-    report = metrics_report(d, result, tie_policy=tie_policy)
+    report = metrics_report(d, result, tie_policy=tie_policy, cutoffs=cutoffs)
     click.echo(_metrics_table(report))
     if json_out is not None:
         write_json(json_out, report)
@@ -171,15 +215,27 @@ def metrics(
 @click.option("--tolerance", type=click.FloatRange(min=0.0), default=1e-9, show_default=True)
 @click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
 @json_option("Write the metric_parity JSON here.")
+@click.option(
+    "--k",
+    "cutoffs",
+    default=None,
+    callback=parse_cutoffs,
+    metavar="K[,K...]",
+    help="Cutoffs, ascending: check definitions 1.1's metrics at them (as metrics --k).",
+)
 def parity(
-    dumps: tuple[Path, ...], tolerance: float, tie_policy: TiePolicy, json_out: Path | None
+    dumps: tuple[Path, ...],
+    tolerance: float,
+    tie_policy: TiePolicy,
+    json_out: Path | None,
+    cutoffs: tuple[int, ...] | None,
 ) -> None:
     """Check the fast harness against the independent reference on each DUMP.
 
     Exit 0 when every metric agrees within the tolerance, 1 otherwise.
     """
     loaded = [load_dump(p) for p in dumps]
-    report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy)
+    report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy, cutoffs=cutoffs)
     block = report["metric_parity"]
     for cell in block["cells"]:
         status = "PASS" if cell["passed"] else "FAIL"
@@ -201,10 +257,18 @@ def parity(
 @cli.command("explain")
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
-def explain_cmd(dump: Path, json_out: Path | None) -> None:
+@click.option(
+    "--k",
+    "cutoffs",
+    default=None,
+    callback=parse_cutoffs,
+    metavar="K[,K...]",
+    help="Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).",
+)
+def explain_cmd(dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
     d = load_dump(dump)
-    report = explain(d)
+    report = explain(d, cutoffs=cutoffs)
     click.echo(explain_text(report))
     if json_out is not None:
         write_json(json_out, report)

@@ -44,6 +44,7 @@ General relevance (format version 2 dumps, e.g. class prompts):
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,48 @@ TREC_MEASURES = (
     "success_1", "success_5", "success_10", "recall_1", "recall_5", "recall_10",
     "P_1", "P_5", "P_10", "map", "map_cut_10", "recip_rank",
 )  # fmt: skip
+#: trec_eval's measures with a cutoff (``<measure>_<k>``), as the trec profile reports them
+#: at a study's or ``--k``'s cutoffs, and those without one.
+TREC_CUTOFF_MEASURES = ("success", "recall", "P", "map_cut", "ndcg_cut")
+TREC_UNCUT_MEASURES = ("map", "recip_rank", "ndcg", "Rprec")
+_TREC_NAME = re.compile(rf"^({'|'.join(TREC_CUTOFF_MEASURES)})_([1-9][0-9]{{0,8}})$")
+
+
+def trec_measures(cutoffs: Sequence[int] | None = None) -> tuple[str, ...]:
+    """The trec profile's measures: :data:`TREC_MEASURES` without cutoffs; with them, every
+    measure of :data:`TREC_CUTOFF_MEASURES` at each cutoff and :data:`TREC_UNCUT_MEASURES`.
+
+    >>> trec_measures([1, 50])[-6:]
+    ('ndcg_cut_1', 'ndcg_cut_50', 'map', 'recip_rank', 'ndcg', 'Rprec')
+    """
+    if cutoffs is None:
+        return TREC_MEASURES
+    cut = tuple(f"{m}_{k}" for m in TREC_CUTOFF_MEASURES for k in cutoffs)
+    return (*cut, *TREC_UNCUT_MEASURES)
+
+
+def trec_cutoffs(names: Sequence[str], cutoffs: Sequence[int] | None) -> tuple[int, ...] | None:
+    """The cutoffs at which the trec profile must run to report ``names`` (``<d>/<measure>``,
+    e.g. a study's published values) beside ``cutoffs``: None (the 1.0 measures) when no
+    cutoffs are asked for and every name is one of :data:`TREC_MEASURES`.
+
+    >>> trec_cutoffs(["t2a/P_1"], None), trec_cutoffs(["t2a/ndcg_cut_20", "a2t/Rprec"], [5])
+    (None, (5, 20))
+    """
+    leaves = [n.rpartition("/")[2] for n in names]
+    if cutoffs is None and all(leaf in TREC_MEASURES for leaf in leaves):
+        return None
+    found = {int(m.group(2)) for leaf in leaves if (m := _TREC_NAME.match(leaf)) is not None}
+    return tuple(sorted(found | set(cutoffs if cutoffs is not None else (1, 5, 10))))
+
+
+def is_trec_measure(name: str) -> bool:
+    """Whether ``name`` is a measure the trec profile can report (at some cutoff).
+
+    >>> is_trec_measure("ndcg_cut_50"), is_trec_measure("P_0"), is_trec_measure("Rprec")
+    (True, False, True)
+    """
+    return name in TREC_UNCUT_MEASURES or _TREC_NAME.match(name) is not None
 
 
 @dataclass(frozen=True)
@@ -110,10 +153,13 @@ def compute_profile(
     *,
     result: RetrievalResult | None = None,
     tie_policy: TiePolicy = "pessimistic",
+    cutoffs: Sequence[int] | None = None,
 ) -> ProfileResult:
     """The metrics of ``dump`` under ``profile``; ``result`` reuses the exact rank counts.
 
     ``tie_policy`` applies to ``canonical`` only: every other profile has its peer's tie rule.
+    ``cutoffs`` (a study's ``k``, ``--k``) apply to ``canonical`` and ``trec``; the other
+    peers' cutoffs are their own.
     """
     if profile in ZEROSHOT_PROFILES:
         return laion_clap_zeroshot_profile(dump)
@@ -133,12 +179,12 @@ def compute_profile(
     if profile == "canonical":
         flat = {
             f"{d}/{name}": value
-            for d, metrics in result.metrics(tie_policy).items()
+            for d, metrics in result.metrics(tie_policy, cutoffs).items()
             for name, value in metrics.items()
         }
         return ProfileResult("canonical", flat, [f"canonical definitions, {tie_policy} ties"])
     if profile == "trec":
-        return _trec(dump, result)
+        return _trec(dump, result, cutoffs)
     return _dcase(dump, result)
 
 
@@ -247,9 +293,13 @@ def _trec_positions(dump: Dump, counts: RankCounts, direction: str) -> list[list
     return out
 
 
-def _trec_query(pos: list[int], n_rel: int) -> dict[str, float]:
+def _trec_query(
+    pos: list[int], n_rel: int, cutoffs: Sequence[int] | None = None
+) -> dict[str, float]:
     """trec_eval's per-query arithmetic (doubles, accumulated in rank order)."""
     m: dict[str, float] = {}
+    if cutoffs is not None:
+        return _trec_query_at(pos, n_rel, cutoffs)
     for k in (1, 5, 10):
         hits = sum(1 for p in pos if p <= k)
         m[f"success_{k}"] = 1.0 if hits else 0.0
@@ -268,16 +318,49 @@ def _trec_query(pos: list[int], n_rel: int) -> dict[str, float]:
     return m
 
 
-def _trec(dump: Dump, result: RetrievalResult) -> ProfileResult:
+def _trec_query_at(pos: list[int], n_rel: int, cutoffs: Sequence[int]) -> dict[str, float]:
+    """trec_eval's arithmetic at any cutoffs (m_P.c, m_recall.c, m_success.c, m_map_cut.c,
+    m_ndcg_cut.c, m_map.c, m_recip_rank.c, m_ndcg.c, m_Rprec.c; binary gains): doubles,
+    accumulated in rank order, the discount ``gain / log2(rank + 1)`` in C's log2."""
+    m: dict[str, float] = {}
+    precision = [(i + 1) / p for i, p in enumerate(pos)]
+    discount = [1.0 / math.log2(p + 1) for p in pos]
+    ideal = [1.0 / math.log2(i + 2) for i in range(n_rel)]
+    for k in cutoffs:
+        hits = sum(1 for p in pos if p <= k)
+        m[f"success_{k}"] = 1.0 if hits else 0.0
+        m[f"recall_{k}"] = hits / n_rel
+        m[f"P_{k}"] = hits / k
+        m[f"map_cut_{k}"] = _rank_order_sum(precision[:hits]) / n_rel
+        ideal_k = _rank_order_sum(ideal[:k])
+        m[f"ndcg_cut_{k}"] = _rank_order_sum(discount[:hits]) / ideal_k
+    m["map"] = _rank_order_sum(precision) / n_rel
+    m["recip_rank"] = 1.0 / pos[0]
+    m["ndcg"] = _rank_order_sum(discount) / _rank_order_sum(ideal)
+    m["Rprec"] = sum(1 for p in pos if p <= n_rel) / n_rel
+    return m
+
+
+def _rank_order_sum(values: Sequence[float]) -> float:
+    """A double accumulated left to right, as trec_eval's loops add (not math.fsum)."""
+    total = 0.0
+    for v in values:
+        total += v
+    return total
+
+
+def _trec(
+    dump: Dump, result: RetrievalResult, cutoffs: Sequence[int] | None = None
+) -> ProfileResult:
     clip_names = _clip_names(dump)
     metrics: dict[str, float] = {}
     for direction in ("t2a", "a2t"):
         counts = result.counts[direction]
         positions = _trec_positions(dump, counts, direction)
         qids = [str(i) for i in range(dump.n_captions)] if direction == "t2a" else clip_names
-        per_query = [_trec_query(p, len(p)) for p in positions]
+        per_query = [_trec_query(p, len(p), cutoffs) for p in positions]
         order = sorted(range(len(qids)), key=lambda q: qids[q])
-        for measure in TREC_MEASURES:
+        for measure in trec_measures(cutoffs):
             values = [per_query[q][measure] for q in order]
             # pytrec_eval.compute_aggregated_measure: numpy.mean over the per-query values.
             metrics[f"{direction}/{measure}"] = float(np.mean(values))
@@ -288,6 +371,11 @@ def _trec(dump: Dump, result: RetrievalResult) -> ProfileResult:
         "recall_k is the fraction of relevant items in the top k (at most 1/5 at k = 1 with five "
         "captions per clip); success_k is what CLAP papers call R@k",
     ]
+    if cutoffs is not None:
+        notes.append(
+            f"cutoffs {', '.join(map(str, cutoffs))}; ndcg and ndcg_cut_k with binary gains, "
+            "gain / log2(rank + 1) summed in rank order in doubles, as trec_eval"
+        )
     return ProfileResult("trec", metrics, notes)
 
 

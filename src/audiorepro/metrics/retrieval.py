@@ -47,13 +47,17 @@ result therefore never depends on query order, chunking or threads, and an indep
 implementation that follows the same rule (:mod:`audiorepro.reference`) agrees bit for bit.
 
 The definitions are versioned: :data:`DEFINITIONS_VERSION` changes whenever any formula or
-policy here changes.
+policy here changes. Version 1.1 (:data:`DEFINITIONS_MINOR`) only adds: any cutoff ``k``
+for ``r@k``, ``recall@k``, ``map@k``, and ``precision@k``, ``mrr@k``, ``ndcg@k``, ``ndcg``,
+``r_precision`` (:func:`metric_by_name`, :func:`metric_names`); the 1.0 report is unchanged.
 """
 
 from __future__ import annotations
 
 import copy
+import decimal
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired
@@ -258,6 +262,102 @@ def average_precision_per_query(ranking: Ranking, *, k: int | None = None) -> Fl
     return out
 
 
+def precision_at_k_per_query(ranking: Ranking, *, k: int) -> FloatArray:
+    """Per query ``|{i: pos_i <= k}| / k``; their mean is :func:`precision_at_k`.
+
+    >>> precision_at_k_per_query(Ranking.from_lists([[1], [3, 4]]), k=4).tolist()
+    [0.25, 0.5]
+    """
+    _check_k(k, "precision_at_k_per_query")
+    # An integer count over an integer: one IEEE division, correctly rounded.
+    return _per_query_count(ranking, ranking.pos <= k) / np.float64(k)
+
+
+def reciprocal_rank_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
+    """Per query ``1 / pos_1``, 0 when ``pos_1 > k``; their mean is :func:`mean_reciprocal_rank`
+    (``k=None``) or :func:`mean_reciprocal_rank_at_k`.
+
+    >>> reciprocal_rank_per_query(Ranking.from_lists([[2], [4, 5]]), k=3).tolist()
+    [0.5, 0.0]
+    """
+    if k is not None:
+        _check_k(k, "reciprocal_rank_per_query")
+    first = ranking.first
+    rr = 1.0 / first
+    return rr if k is None else np.where(first <= k, rr, 0.0)
+
+
+def r_precision_per_query(ranking: Ranking) -> FloatArray:
+    """Per query ``|{i: pos_i <= |R|}| / |R|`` (precision at the number of relevant items).
+
+    >>> r_precision_per_query(Ranking.from_lists([[1], [1, 3], [2, 3]])).tolist()
+    [1.0, 0.5, 0.5]
+    """
+    limit = np.repeat(ranking.n_relevant, ranking.n_relevant)
+    return _per_query_count(ranking, ranking.pos <= limit) / ranking.n_relevant
+
+
+#: Significant digits of the decimal fallback of nDCG (far beyond float64's 17: the float64
+#: nearest to the 40-digit value is the one nearest to the exact value, but for a value within
+#: 1e-40 relative of a midpoint between two doubles, which no test has met).
+_NDCG_DIGITS = 40
+
+
+def _ndcg_decimal(pos: Sequence[int], n_rel: int, limit: int) -> float:
+    """One query's nDCG from 40-digit decimal logarithms, rounded once to float64."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _NDCG_DIGITS
+        ln2 = decimal.Decimal(2).ln()
+
+        def discount(p: int) -> decimal.Decimal:
+            return ln2 / decimal.Decimal(p + 1).ln()
+
+        dcg = sum((discount(p) for p in pos if p <= limit), decimal.Decimal(0))
+        ideal = sum((discount(i) for i in range(1, min(n_rel, limit) + 1)), decimal.Decimal(0))
+        return float(dcg / ideal)
+
+
+def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
+    """Per query ``DCG@k / IDCG@k`` with binary gains, correctly rounded to float64.
+
+    ``DCG@k = sum_{i : pos_i <= k} 1 / log2(pos_i + 1)``, ``IDCG@k = sum_{i=1}^{min(|R|, k)}
+    1 / log2(i + 1)``; ``k=None``: no cutoff. The values are irrational: each is computed in
+    extended precision (``numpy.longdouble``) with a bound on its error, and where the bound
+    does not decide the nearest float64, again with 40-digit decimal logarithms, so that the
+    result is the float64 nearest to the exact value on every platform (a platform whose
+    longdouble is float64 takes the decimal path throughout: slower, same numbers).
+
+    >>> ndcg_per_query(Ranking.from_lists([[1], [3], [1, 3]])).tolist()
+    [1.0, 0.5, 0.9197207891481877]
+    >>> ndcg_per_query(Ranking.from_lists([[1, 3]]), k=2).tolist()
+    [0.6131471927654584]
+    """
+    if k is not None:
+        _check_k(k, "ndcg_per_query")
+    limit = np.iinfo(np.int64).max if k is None else k
+    ld = np.longdouble
+    n_rel = ranking.n_relevant
+    if ranking.pos.size == 0:
+        return np.zeros(ranking.n_queries, dtype=np.float64)
+    inside = ranking.pos <= limit
+    terms = np.where(inside, ld(1) / np.log2(ranking.pos.astype(ld) + 1), ld(0))
+    dcg = np.add.reduceat(terms, ranking.ptr[:-1])
+    m = np.minimum(n_rel, limit)
+    ideal_table = np.cumsum(ld(1) / np.log2(np.arange(1, int(m.max()) + 1, dtype=ld) + 1))
+    value = dcg / ideal_table[m - 1]
+    # Every term has a relative error within a few ulp; sums of positive terms add one ulp
+    # per addition; 4x margin for the logarithm's accuracy.
+    err = ld(4) * (n_rel + m + 6).astype(ld) * ld(np.finfo(ld).eps)
+    lo = (value * (1 - err)).astype(np.float64)
+    hi = (value * (1 + err)).astype(np.float64)
+    out: FloatArray = np.asarray(lo, dtype=np.float64).copy()
+    ptr = ranking.ptr.tolist()
+    pos_all = ranking.pos.tolist()
+    for q in np.flatnonzero(lo != hi).tolist():
+        out[q] = _ndcg_decimal(pos_all[ptr[q] : ptr[q + 1]], ptr[q + 1] - ptr[q], limit)
+    return out
+
+
 # --- the metrics -------------------------------------------------------------------------
 
 
@@ -370,6 +470,94 @@ def median_rank(ranking: Ranking) -> float:
     return float(np.median(ranking.first))
 
 
+def precision_at_k(ranking: Ranking, *, k: int) -> float:
+    """``precision@k``: mean fraction of a query's top ``k`` that is relevant.
+
+    Formula: ``mean_q |{i : pos_q,i <= k}| / k`` (pytrec_eval ``P_k``; a ranking shorter than
+    ``k`` still divides by ``k``, as trec_eval does). Ties: by the ranking's tie policy
+    (pessimistic is the lower bound, optimistic the upper).
+
+    >>> precision_at_k(Ranking.from_lists([[1, 2, 7]]), k=5)
+    0.4
+    >>> scores, rel = [[0.9, 0.9, 0.2]], [[1]]  # relevant item 1 ties with item 0
+    >>> precision_at_k(ranking_from_scores(scores, rel, tie_policy="optimistic"), k=1)
+    1.0
+    >>> precision_at_k(ranking_from_scores(scores, rel, tie_policy="pessimistic"), k=1)
+    0.0
+    """
+    _check_k(k, "precision_at_k")
+    return _mean(precision_at_k_per_query(ranking, k=k))
+
+
+def mean_reciprocal_rank_at_k(ranking: Ranking, *, k: int) -> float:
+    """``mrr@k``: mean reciprocal rank of each query's first relevant item, 0 beyond ``k``.
+
+    Formula: ``mean_q [pos_q,1 <= k] / pos_q,1`` (ranx ``mrr@k``, torchmetrics
+    ``RetrievalMRR(top_k=k)``). Ties: the ranking's tie policy (pessimistic: lower bound).
+
+    >>> mean_reciprocal_rank_at_k(Ranking.from_lists([[1], [4, 5]]), k=3)
+    0.5
+    >>> scores, rel = [[0.2, 0.2, 0.1]], [[0]]
+    >>> mean_reciprocal_rank_at_k(ranking_from_scores(scores, rel, tie_policy="pessimistic"), k=1)
+    0.0
+    >>> mean_reciprocal_rank_at_k(ranking_from_scores(scores, rel, tie_policy="optimistic"), k=1)
+    1.0
+    """
+    _check_k(k, "mean_reciprocal_rank_at_k")
+    return _mean(reciprocal_rank_per_query(ranking, k=k))
+
+
+def ndcg_at_k(ranking: Ranking, *, k: int) -> float:
+    """``ndcg@k``: mean normalized discounted cumulative gain in the top ``k``, binary gains.
+
+    Formula: ``mean_q DCG@k_q / IDCG@k_q`` with ``DCG@k = sum_{i : pos_i <= k} 1/log2(pos_i+1)``
+    and ``IDCG@k = sum_{i=1}^{min(|R|, k)} 1/log2(i+1)`` (pytrec_eval ``ndcg_cut_k``, ranx
+    ``ndcg@k``); each query's value is the float64 nearest to the exact one
+    (:func:`ndcg_per_query`). Ties: the ranking's tie policy; pessimistic and optimistic bound
+    every order of tied items (scikit-learn's ``ndcg_score`` averages over them instead, a
+    value between the two).
+
+    >>> ndcg_at_k(Ranking.from_lists([[1, 3]]), k=10)  # (1 + 1/2) / (1 + 1/log2(3))
+    0.9197207891481877
+    >>> scores, rel = [[0.5, 0.5]], [[1]]
+    >>> ndcg_at_k(ranking_from_scores(scores, rel, tie_policy="optimistic"), k=1)
+    1.0
+    >>> ndcg_at_k(ranking_from_scores(scores, rel, tie_policy="pessimistic"), k=2)
+    0.6309297535714574
+    """
+    _check_k(k, "ndcg_at_k")
+    return _mean(ndcg_per_query(ranking, k=k))
+
+
+def ndcg(ranking: Ranking) -> float:
+    """``ndcg``: :func:`ndcg_at_k` without a cutoff (every relevant item counts).
+
+    Formula: ``mean_q (sum_i 1/log2(pos_q,i + 1)) / (sum_{i=1}^{|R_q|} 1/log2(i + 1))``
+    (pytrec_eval ``ndcg`` with binary relevance). Ties: the ranking's tie policy.
+
+    >>> ndcg(Ranking.from_lists([[1], [3]]))  # (1 + 1/log2(4)) / 2
+    0.75
+    >>> ndcg(ranking_from_scores([[0.5, 0.5, 0.5]], [[0]], tie_policy="pessimistic"))
+    0.5
+    """
+    return _mean(ndcg_per_query(ranking))
+
+
+def r_precision(ranking: Ranking) -> float:
+    """``r_precision``: mean precision at rank ``|R_q|``, the number of the query's relevant items.
+
+    Formula: ``mean_q |{i : pos_q,i <= |R_q|}| / |R_q|`` (pytrec_eval ``Rprec``); with one
+    relevant item it is ``r@1``. Ties: the ranking's tie policy (pessimistic: lower bound).
+
+    >>> r_precision(Ranking.from_lists([[1, 3], [1, 2]]))
+    0.75
+    >>> scores, rel = [[0.4, 0.4, 0.1]], [[0, 1]]  # both relevant items tie: no effect
+    >>> r_precision(ranking_from_scores(scores, rel, tie_policy="pessimistic"))
+    1.0
+    """
+    return _mean(r_precision_per_query(ranking))
+
+
 @dataclass(frozen=True)
 class Metric:
     """A named metric: its function, fixed arguments and direction."""
@@ -401,8 +589,115 @@ def _registry() -> dict[str, Metric]:
 METRICS: dict[str, Metric] = _registry()
 
 
-def all_metrics(ranking: Ranking) -> dict[str, float]:
-    return {name: metric(ranking) for name, metric in METRICS.items()}
+#: Definitions 1.1 (additive): the cutoff families and the uncut measures below, at any
+#: cutoff. Every name and value of 1.0 (:data:`METRICS`) is unchanged, so
+#: :data:`DEFINITIONS_VERSION` stays 1; a report that holds 1.1's measures says
+#: ``definitions_minor: 1``.
+DEFINITIONS_MINOR = 1
+#: Metric families with a cutoff ``k``: ``<family>@<k>`` -> its function (all higher-better).
+CUTOFF_FAMILIES: dict[str, Callable[..., float]] = {
+    "r": hit_rate_at_k,
+    "recall": recall_at_k,
+    "precision": precision_at_k,
+    "map": mean_average_precision_at_k,
+    "mrr": mean_reciprocal_rank_at_k,
+    "ndcg": ndcg_at_k,
+    # pytrec_eval's and ranx's name for r@k: the same function, accepted as a published
+    # value's name, never a column of its own (a report has r@k).
+    "success": hit_rate_at_k,
+}
+#: Measures without a cutoff: name -> (function, higher is better).
+UNCUT_METRICS: dict[str, tuple[Callable[..., float], bool]] = {
+    "map": (mean_average_precision, True),
+    "mrr": (mean_reciprocal_rank, True),
+    "ndcg": (ndcg, True),
+    "r_precision": (r_precision, True),
+    "mean_rank": (mean_rank, False),
+    "median_rank": (median_rank, False),
+}
+_CUTOFF_NAME = re.compile(r"^([a-z]+)@([1-9][0-9]{0,8})$")
+
+
+def metric_by_name(name: str) -> Metric:
+    """The metric a name denotes: a 1.0 name (:data:`METRICS`), ``<family>@<k>`` for a family
+    of :data:`CUTOFF_FAMILIES` and any ``k >= 1``, or a name of :data:`UNCUT_METRICS`.
+
+    >>> metric_by_name("ndcg@50").kwargs, metric_by_name("r_precision").higher_is_better
+    ({'k': 50}, True)
+    >>> metric_by_name("ndcg@0")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown retrieval metric 'ndcg@0'; expected map, mrr, ndcg, r_precision, \
+mean_rank, median_rank, or <family>@<k> with family in r, recall, precision, map, mrr, ndcg, \
+success and k an int >= 1
+    """
+    if name in METRICS:
+        return METRICS[name]
+    if name in UNCUT_METRICS:
+        func, higher = UNCUT_METRICS[name]
+        return Metric(name, func, {}, higher)
+    match = _CUTOFF_NAME.match(name)
+    if match is not None and match.group(1) in CUTOFF_FAMILIES:
+        return Metric(name, CUTOFF_FAMILIES[match.group(1)], {"k": int(match.group(2))}, True)
+    raise ValueError(
+        f"unknown retrieval metric {name!r}; expected {', '.join(UNCUT_METRICS)}, or "
+        f"<family>@<k> with family in {', '.join(CUTOFF_FAMILIES)} and k an int >= 1"
+    )
+
+
+def is_metric_name(name: str) -> bool:
+    """Whether ``name`` denotes a canonical retrieval metric (:func:`metric_by_name`)."""
+    try:
+        metric_by_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def cutoff_problem(cutoffs: object) -> str | None:
+    """Why ``cutoffs`` is not a list of cutoffs (positive, unique ints in ascending order).
+
+    >>> cutoff_problem([1, 5, 10, 50]) is None
+    True
+    >>> cutoff_problem([5, 1])
+    'must be in ascending order, got [5, 1]'
+    """
+    if not isinstance(cutoffs, (list, tuple)) or not cutoffs:
+        return f"must be a non-empty list of ints >= 1, got {cutoffs!r}"
+    for k in cutoffs:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            return f"must hold ints >= 1 only, got {k!r}"
+    if len(set(cutoffs)) != len(cutoffs):
+        return f"must not repeat a cutoff, got {list(cutoffs)!r}"
+    if list(cutoffs) != sorted(cutoffs):
+        return f"must be in ascending order, got {list(cutoffs)!r}"
+    return None
+
+
+def metric_names(cutoffs: Sequence[int] | None = None) -> tuple[str, ...]:
+    """The report's metric names: 1.0's (:data:`METRICS`) without cutoffs; with them, every
+    cutoff family at each cutoff and the uncut measures (definitions 1.1).
+
+    >>> metric_names([3])
+    ('r@3', 'recall@3', 'precision@3', 'map', 'map@3', 'mrr', 'mrr@3', 'ndcg', 'ndcg@3', \
+'r_precision', 'mean_rank', 'median_rank')
+    """
+    if cutoffs is None:
+        return tuple(METRICS)
+    problem = cutoff_problem(list(cutoffs))
+    if problem is not None:
+        raise param_error("cutoffs", "metric_names", "ascending unique ints >= 1", cutoffs)
+    names = [f"{f}@{k}" for f in ("r", "recall", "precision") for k in cutoffs]
+    for family in ("map", "mrr", "ndcg"):
+        names += [family, *(f"{family}@{k}" for k in cutoffs)]
+    return (*names, "r_precision", "mean_rank", "median_rank")
+
+
+def all_metrics(ranking: Ranking, cutoffs: Sequence[int] | None = None) -> dict[str, float]:
+    return {name: metric_by_name(name)(ranking) for name in metric_names(cutoffs)}
+
+
+Cutoffs = tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -411,30 +706,42 @@ class RetrievalResult:
 
     counts: dict[str, RankCounts]
     stats: ExactStats
-    _cache: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict, repr=False)
+    _cache: dict[tuple[str, Cutoffs], dict[str, dict[str, float]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def ranking(self, direction: str, tie_policy: TiePolicy = "pessimistic") -> Ranking:
         return positions_from_counts(self.counts[direction], tie_policy=tie_policy)
 
-    def metrics(self, tie_policy: TiePolicy = "pessimistic") -> dict[str, dict[str, float]]:
+    def metrics(
+        self, tie_policy: TiePolicy = "pessimistic", cutoffs: Sequence[int] | None = None
+    ) -> dict[str, dict[str, float]]:
+        """Direction -> metric -> value: 1.0's metrics, or with ``cutoffs`` those of
+        :func:`metric_names` (definitions 1.1)."""
         _check_tie_policy(tie_policy, "RetrievalResult.metrics")
-        if tie_policy not in self._cache:
-            self._cache[tie_policy] = {
-                d: all_metrics(self.ranking(d, tie_policy)) for d in DIRECTIONS
+        key = (tie_policy, None if cutoffs is None else tuple(cutoffs))
+        if key not in self._cache:
+            self._cache[key] = {
+                d: all_metrics(self.ranking(d, tie_policy), key[1]) for d in DIRECTIONS
             }
-        return copy.deepcopy(self._cache[tie_policy])
+        return copy.deepcopy(self._cache[key])
 
-    def ties(self) -> dict[str, TieSummary]:
+    def value(self, direction: str, name: str, tie_policy: TiePolicy = "pessimistic") -> float:
+        """One metric by name (:func:`metric_by_name`), e.g. a published ``t2a/ndcg@50``."""
+        _check_tie_policy(tie_policy, "RetrievalResult.value")
+        return metric_by_name(name)(self.ranking(direction, tie_policy))
+
+    def ties(self, cutoffs: Sequence[int] | None = None) -> dict[str, TieSummary]:
         """Per direction: queries whose positions depend on the tie policy, and the bounds
         ``[optimistic, pessimistic]`` of every metric whose value depends on it."""
         out: dict[str, TieSummary] = {}
-        opt, pes = self.metrics("optimistic"), self.metrics("pessimistic")
+        opt, pes = self.metrics("optimistic", cutoffs), self.metrics("pessimistic", cutoffs)
         for d in DIRECTIONS:
             c = self.counts[d]
             per_query_ties = np.add.reduceat(c.equal, c.ptr[:-1]) if c.equal.size else c.equal
             bounds = {
                 name: [opt[d][name], pes[d][name]]
-                for name in METRICS
+                for name in metric_names(cutoffs)
                 if opt[d][name] != pes[d][name]
             }
             out[d] = {"queries_affected": int(np.count_nonzero(per_query_ties)), "bounds": bounds}
@@ -500,15 +807,25 @@ class MetricsReport(TypedDict):
     #: reports are unchanged.
     format_version: NotRequired[int]
     tie_policy: TiePolicy
+    #: Only when cutoffs were asked for (``--k``, a study's ``k``): the cutoffs, ascending;
+    #: the metrics are then those of definitions 1.1 at these cutoffs.
+    cutoffs: NotRequired[list[int]]
+    #: Only with ``cutoffs``: the minor version of the definitions (1: version 1.1).
+    definitions_minor: NotRequired[int]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
 
 
 def metrics_report(
-    dump: Dump, result: RetrievalResult, *, tie_policy: TiePolicy = "pessimistic"
+    dump: Dump,
+    result: RetrievalResult,
+    *,
+    tie_policy: TiePolicy = "pessimistic",
+    cutoffs: Sequence[int] | None = None,
 ) -> MetricsReport:
-    """The ``audiorepro.metrics/1`` JSON document for one dump."""
+    """The ``audiorepro.metrics/1`` JSON document for one dump (with ``cutoffs``: the
+    measures of :func:`metric_names` at those cutoffs, and the two keys that say so)."""
     _check_tie_policy(tie_policy, "metrics_report")
     report: MetricsReport = {
         "schema": SCHEMA,
@@ -520,9 +837,12 @@ def metrics_report(
         "captions_per_clip": dump.captions_per_clip,
         "multi_positive": dump.multi_positive,
         "tie_policy": tie_policy,
-        "metrics": result.metrics(tie_policy),
-        "ties": result.ties(),
+        "metrics": result.metrics(tie_policy, cutoffs),
+        "ties": result.ties(cutoffs),
     }
+    if cutoffs is not None:
+        report["cutoffs"] = list(cutoffs)
+        report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
     return report

@@ -17,6 +17,7 @@ Written from the definitions only:
 
 from __future__ import annotations
 
+import decimal
 import math
 import statistics
 from fractions import Fraction
@@ -61,19 +62,65 @@ def _positions(scores: list[int], relevant: set[int], tie_policy: str) -> list[i
     return sorted(p + 1 for p, j in enumerate(ordered) if j in relevant)
 
 
-def _query_metrics(pos: list[int]) -> dict[str, Fraction]:
+def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
+    """The names reported: version 1.0's, or with cutoffs version 1.1's, in report order."""
+    if cutoffs is None:
+        return METRIC_NAMES
+    names = [f"{f}@{k}" for f in ("r", "recall", "precision") for k in cutoffs]
+    for family in ("map", "mrr", "ndcg"):
+        names.append(family)
+        names.extend(f"{family}@{k}" for k in cutoffs)
+    return (*names, "r_precision", "mean_rank", "median_rank")
+
+
+def _ndcg(pos: list[int], k: int | None) -> float:
+    """Binary-gain nDCG from 50-digit decimal logarithms, rounded once (the definitions ask
+    for the float64 nearest to the exact value)."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        log2 = decimal.Decimal(2).ln()
+
+        def gain_at(rank: int) -> decimal.Decimal:
+            return 1 / ((rank + 1) * decimal.Decimal(1)).ln() * log2
+
+        depth = len(pos) if k is None else min(k, len(pos))
+        dcg = decimal.Decimal(0)
+        for p in pos:
+            if k is None or p <= k:
+                dcg += gain_at(p)
+        ideal = decimal.Decimal(0)
+        for rank in range(1, depth + 1):
+            ideal += gain_at(rank)
+        return float(dcg / ideal)
+
+
+def _query_metrics(pos: list[int], names: tuple[str, ...]) -> dict[str, Fraction | float]:
     n_rel = len(pos)
     first = pos[0]
-    out: dict[str, Fraction] = {}
-    for k in (1, 5, 10):
-        out[f"r@{k}"] = Fraction(1 if first <= k else 0)
-        out[f"recall@{k}"] = Fraction(sum(1 for p in pos if p <= k), n_rel)
-    out["map"] = sum((Fraction(i + 1, p) for i, p in enumerate(pos)), Fraction(0)) / n_rel
-    out["map@10"] = (
-        sum((Fraction(i + 1, p) for i, p in enumerate(pos) if p <= 10), Fraction(0)) / n_rel
-    )
-    out["mrr"] = Fraction(1, first)
-    out["mean_rank"] = Fraction(first)
+    out: dict[str, Fraction | float] = {}
+    for name in names:
+        family, _, cut = name.partition("@")
+        k = int(cut) if cut else None
+        within = [p for p in pos if k is None or p <= k]
+        if family == "r":
+            out[name] = Fraction(1 if first <= (k or 0) else 0)
+        elif family == "recall":
+            out[name] = Fraction(len(within), n_rel)
+        elif family == "precision":
+            out[name] = Fraction(len(within), k or 1)
+        elif family == "map":
+            out[name] = (
+                sum((Fraction(i + 1, p) for i, p in enumerate(pos) if p in within), Fraction(0))
+                / n_rel
+            )
+        elif family == "mrr":
+            out[name] = Fraction(1, first) if k is None or first <= k else Fraction(0)
+        elif family == "ndcg":
+            out[name] = _ndcg(pos, k)
+        elif family == "r_precision":
+            out[name] = Fraction(sum(1 for p in pos if p <= n_rel), n_rel)
+        elif family == "mean_rank":
+            out[name] = Fraction(first)
     return out
 
 
@@ -82,6 +129,7 @@ def _direction(
     item_vecs: list[list[int]],
     relevant: list[set[int]],
     tie_policy: str,
+    names: tuple[str, ...],
 ) -> dict[str, float]:
     items = np.array(item_vecs, dtype=object)
     per_query = []
@@ -89,12 +137,12 @@ def _direction(
     for q, vec in enumerate(query_vecs):
         scores = [int(s) for s in items.dot(np.array(vec, dtype=object))]
         pos = _positions(scores, relevant[q], tie_policy)
-        per_query.append(_query_metrics(pos))
+        per_query.append(_query_metrics(pos, names))
         firsts.append(pos[0])
     n = len(per_query)
     result = {name: math.fsum(float(m[name]) for m in per_query) / n for name in per_query[0]}
     result["median_rank"] = float(statistics.median(firsts))
-    return {name: result[name] for name in METRIC_NAMES}
+    return {name: result[name] for name in names}
 
 
 def reference_retrieval_metrics(
@@ -105,6 +153,7 @@ def reference_retrieval_metrics(
     relevance_indptr: Any = None,
     relevance_indices: Any = None,
     tie_policy: str = "pessimistic",
+    cutoffs: Any = None,
 ) -> dict[str, dict[str, float]]:
     """All canonical retrieval metrics for both directions, computed naively and exactly.
 
@@ -127,7 +176,15 @@ def reference_retrieval_metrics(
     ...                                 relevance_indices=[0, 1, 1, 2])
     >>> m["t2a"]["map"], m["t2a"]["mean_rank"]
     (1.0, 1.0)
+
+    With ``cutoffs`` (definitions 1.1), every cutoff measure at each cutoff, and nDCG and
+    R-precision (a2t, pessimistic: clip 0's caption at position 2, clip 1's at 1 and 3):
+
+    >>> m = reference_retrieval_metrics(a, t, [0, 1, 1], cutoffs=[1, 2])
+    >>> m["a2t"]["precision@2"], m["a2t"]["ndcg@1"], m["a2t"]["r_precision"], m["a2t"]["mrr@1"]
+    (0.5, 0.5, 0.25, 0.5)
     """
+    names = _cutoff_names(None if cutoffs is None else tuple(int(k) for k in cutoffs))
     if tie_policy not in ("pessimistic", "optimistic"):
         raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
     csr = relevance_indptr is not None or relevance_indices is not None
@@ -148,6 +205,6 @@ def reference_retrieval_metrics(
         captions_of[j].add(i)
         clips_of[i].add(j)
     return {
-        "t2a": _direction(text, audio, clips_of, tie_policy),
-        "a2t": _direction(audio, text, captions_of, tie_policy),
+        "t2a": _direction(text, audio, clips_of, tie_policy, names),
+        "a2t": _direction(audio, text, captions_of, tie_policy, names),
     }

@@ -30,7 +30,7 @@ from audiorepro.metrics import (
     regression,
     vectors,
 )
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS
+from audiorepro.metrics.retrieval import DIRECTIONS, metric_by_name, metric_names
 from audiorepro.render.plots import Series, bar_chart, line_chart
 from audiorepro.render.tables import MISSING_TEXT, Table, slug
 
@@ -300,17 +300,17 @@ def _paragraphs(func: Any) -> tuple[str, str]:
     return paragraphs[0], formula
 
 
-def _definitions() -> str:
+def _definitions(cutoffs: Sequence[int] | None = None) -> str:
     """Each canonical definition once: metrics sharing one function (r@1, r@5, r@10) are one
-    entry naming all of them."""
+    entry naming all of them (with a study's ``k``: definitions 1.1's at those cutoffs)."""
     groups: dict[Any, list[str]] = {}
-    for name, metric in METRICS.items():
-        groups.setdefault(metric.func, []).append(name)
+    for name in metric_names(cutoffs):
+        groups.setdefault(metric_by_name(name).func, []).append(name)
     items = []
     for func, names in groups.items():
         first, formula = _paragraphs(func)
         first = _LEADING_NAME.sub("", first)
-        direction = "higher" if METRICS[names[0]].higher_is_better else "lower"
+        direction = "higher" if metric_by_name(names[0]).higher_is_better else "lower"
         codes = ", ".join(f"<code>{_e(n)}</code>" for n in names)
         items.append(
             f"<li><strong>{codes}</strong> ({direction} is better): {doc_html(first)} "
@@ -509,8 +509,10 @@ def render_report(study: Any, bundle: Mapping[str, Any], tables: dict[str, Table
         ("cells", "Cells", "".join(_cell_panel(c) for c in bundle["cells"])),
         (
             "definitions",
-            f"Metric definitions (v{bundle['definitions_version']}, {meta['tie_policy']} ties)",
-            _definitions(),
+            f"Metric definitions (v{bundle['definitions_version']}"
+            + (f".{bundle['definitions_minor']}" if "definitions_minor" in bundle else "")
+            + f", {meta['tie_policy']} ties)",
+            _definitions(meta.get("k")),
         ),
         (
             "provenance",

@@ -89,6 +89,8 @@ class RetrievalStudyRecord(TypedDict):
     sha256: str
     tie_policy: TiePolicy
     bootstrap: BootstrapRecord
+    #: the study's cutoffs ``k`` (absent: none given, definitions 1.0's metrics)
+    k: NotRequired[list[int]]
 
 
 class BundleCell(TypedDict):
@@ -126,6 +128,8 @@ class RetrievalBundle(TypedDict):
 
     schema: Literal["audiorepro.bundle/1"]
     definitions_version: int
+    #: with a study's ``k`` only: 1 (definitions 1.1, which add measures and cutoffs)
+    definitions_minor: NotRequired[int]
     study: RetrievalStudyRecord
     cells: list[BundleCell]
     paired_bootstrap: list[dict[str, Any]]

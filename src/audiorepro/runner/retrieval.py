@@ -54,8 +54,9 @@ from audiorepro.core.progress import progress_bar
 from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
-from audiorepro.metrics.profiles import check_profile_applies, compute_profile
+from audiorepro.metrics.profiles import check_profile_applies, compute_profile, trec_cutoffs
 from audiorepro.metrics.retrieval import (
+    DEFINITIONS_MINOR,
     DEFINITIONS_VERSION,
     DIRECTIONS,
     METRICS,
@@ -63,6 +64,9 @@ from audiorepro.metrics.retrieval import (
     TieSummary,
     compute_retrieval,
     hit_rate_at_k,
+    is_metric_name,
+    metric_by_name,
+    metric_names,
 )
 from audiorepro.models.identity import compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
@@ -107,8 +111,8 @@ def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
     assert res.dump is not None
     tie = study.tie_policy
     res.retrieval = compute_retrieval(res.dump)
-    res.metrics = res.retrieval.metrics(tie)
-    res.ties = res.retrieval.ties()
+    res.metrics = res.retrieval.metrics(tie, study.cutoffs)
+    res.ties = res.retrieval.ties(study.cutoffs)
     for profile in res.cell.profiles:
         if profile == "canonical":
             continue
@@ -117,6 +121,7 @@ def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
             profile,
             result=res.retrieval,
             tie_policy=tie,
+            cutoffs=study.cutoffs,
         ).metrics
     b = study.bootstrap
     for direction in DIRECTIONS:
@@ -256,15 +261,16 @@ def _profile_table(
     )
 
 
-def _dataset_tables(dataset: str, rows: list[CellResult], tie_policy: str) -> dict[str, Table]:
+def _dataset_tables(
+    dataset: str, rows: list[CellResult], tie_policy: str, names: tuple[str, ...]
+) -> dict[str, Table]:
     """Per direction: the canonical table (models x metrics, intervals under the headline
     numbers) and, when the study asks for other profiles, the profiles beside it."""
     tables: dict[str, Table] = {}
     for direction in DIRECTIONS:
-        columns = tuple(Column(n, m.higher_is_better) for n, m in METRICS.items())
+        columns = tuple(Column(n, metric_by_name(n).higher_is_better) for n in names)
         body = tuple(
-            (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in METRICS))
-            for r in rows
+            (r.cell.model, tuple(r.metrics.get(direction, {}).get(n) for n in names)) for r in rows
         )
         name = f"{slug(dataset)}_{direction}"
         intervals = tuple(
@@ -272,7 +278,7 @@ def _dataset_tables(dataset: str, rows: list[CellResult], tie_policy: str) -> di
                 (r.intervals[direction][n][0], r.intervals[direction][n][1])
                 if n in HEADLINE and r.intervals
                 else None
-                for n in METRICS
+                for n in names
             )
             for r in rows
         )
@@ -298,11 +304,12 @@ def _tables(
     identity: list[dict[str, Any]],
     golden: Summary,
     tie_policy: str,
+    names: tuple[str, ...] = tuple(METRICS),
 ) -> dict[str, Table]:
     tables: dict[str, Table] = {}
     for dataset in dict.fromkeys(r.cell.dataset for r in results):
         rows = [r for r in results if r.cell.dataset == dataset]
-        tables |= _dataset_tables(dataset, rows, tie_policy)
+        tables |= _dataset_tables(dataset, rows, tie_policy, names)
     tables["parity"] = Table(
         "Metric parity: harness against the independent reference",
         (Column("worst abs delta", False), Column("passed")),
@@ -382,7 +389,12 @@ def run(
     parity_cells: list[ParityCell] = []
     for res in _progress([r for r in results if r.dump is not None], "parity", progress):
         assert res.dump is not None
-        cell = parity_cell(res.dump, tolerance=DEFAULT_TOLERANCE, tie_policy=study.tie_policy)
+        cell = parity_cell(
+            res.dump,
+            tolerance=DEFAULT_TOLERANCE,
+            tie_policy=study.tie_policy,
+            cutoffs=study.cutoffs,
+        )
         cell["cell"] = res.cell.id
         res.parity = cell
         parity_cells.append(cell)
@@ -416,7 +428,10 @@ def run(
                 + (f" ({row['reason']})" if row["reason"] else "")
             )
 
-    tables = _tables(results, parity_cells, identity_blocks, golden, study.tie_policy)
+    tables = _tables(
+        results, parity_cells, identity_blocks, golden, study.tie_policy,
+        metric_names(study.cutoffs),
+    )  # fmt: skip
     for name, table in _progress(list(tables.items()), "tables", progress):
         write_table(out / "tables", name, table)
 
@@ -529,8 +544,12 @@ def golden_rows(
             if res.retrieval is None:
                 res.retrieval = compute_retrieval(res.dump)
             if pub.profile == "canonical":
-                m = res.retrieval.metrics(pub.tie_policy)
+                m = res.retrieval.metrics(pub.tie_policy, study.cutoffs)
                 reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
+                for key in pub.values:  # a published metric at a cutoff the study has not
+                    d, _, n = key.partition("/")
+                    if key not in reproduced and d in DIRECTIONS and is_metric_name(n):
+                        reproduced[key] = res.retrieval.value(d, n, pub.tie_policy)
             else:
                 try:
                     check_profile_applies(res.dump, pub.profile)
@@ -542,6 +561,9 @@ def golden_rows(
                         pub.profile,
                         result=res.retrieval,
                         tie_policy=pub.tie_policy,
+                        cutoffs=trec_cutoffs(list(pub.values), study.cutoffs)
+                        if pub.profile == "trec"
+                        else None,
                     ).metrics
         rows += [
             ValueRow(**r, provenance=pub.provenance)
@@ -627,6 +649,9 @@ def _bundle(
             "statuses": [PASS, FAIL, NOT_VERIFIED],
         },
     }
+    if study.cutoffs is not None:  # absent for a study without k: bytes unchanged
+        bundle["study"]["k"] = list(study.cutoffs)
+        bundle["definitions_minor"] = DEFINITIONS_MINOR
     selection = selection_record(study.selection)
     if selection is not None:  # absent for a whole study on its own devices: bytes unchanged
         bundle["selection"] = selection

@@ -23,10 +23,19 @@ from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import (
     DCASE_METRICS,
     PROFILES,
+    TREC_CUTOFF_MEASURES,
     TREC_MEASURES,
+    TREC_UNCUT_MEASURES,
     ZEROSHOT_PROFILES,
+    is_trec_measure,
 )
-from audiorepro.metrics.retrieval import DIRECTIONS, METRICS, TiePolicy
+from audiorepro.metrics.retrieval import (
+    CUTOFF_FAMILIES,
+    DIRECTIONS,
+    UNCUT_METRICS,
+    TiePolicy,
+    is_metric_name,
+)
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.published/1"
@@ -79,6 +88,15 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
     """
     if profile == "canonical":
         return canonical_metric_problem(metric)
+    if profile == "trec":
+        direction, _, name = metric.partition("/")
+        if direction in DIRECTIONS and is_trec_measure(name):
+            return None
+        return (
+            f"unknown trec metric; expected <direction>/<measure> with direction in "
+            f"{', '.join(DIRECTIONS)} and measure in {', '.join(TREC_UNCUT_MEASURES)} or "
+            f"<measure>_<k> (measure in {', '.join(TREC_CUTOFF_MEASURES)}, k an int >= 1)"
+        )
     names = PROFILE_METRICS.get(profile)
     if names is None or metric in names:
         return None
@@ -90,8 +108,8 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
 #: average precisions in [0, 1]; correlations and cosines in [-1, 1]; ranks from 1, with no
 #: upper bound known here (the number of items); errors, losses and counts from 0, unbounded.
 _UNIT = re.compile(
-    r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr|recip_rank|success_\d+|p_\d+"
-    r"|\w*accuracy|\w*f1|precision)$"
+    r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr(@\d+)?|recip_rank|success[_@]\d+"
+    r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1)$"
 )
 _SIGNED_UNIT = re.compile(r"^\w*(pearson|spearman|cosine|ccc)$")
 _RANK = re.compile(r"^(mean|median)_rank$")
@@ -168,28 +186,42 @@ def canonical_metric_problem(metric: str) -> str | None:
     'unknown metric'
     """
     direction, _, name = metric.partition("/")
-    if direction in DIRECTIONS and name in METRICS:
+    if direction in DIRECTIONS and is_metric_name(name):
         return None
     return (
         f"unknown metric; expected <direction>/<metric> with direction in "
-        f"{', '.join(DIRECTIONS)} and metric in {', '.join(METRICS)}"
+        f"{', '.join(DIRECTIONS)} and metric in {', '.join(UNCUT_METRICS)} or <family>@<k> "
+        f"(family in {', '.join(CUTOFF_FAMILIES)}, k an int >= 1)"
     )
+
+
+#: trec profile names as a JSON Schema pattern: the same rule as :func:`is_trec_measure`.
+TREC_NAME_PATTERN = (
+    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(TREC_UNCUT_MEASURES)})"
+    rf"|({'|'.join(TREC_CUTOFF_MEASURES)})_[1-9][0-9]{{0,8}})$"
+)
+#: Canonical names as a JSON Schema pattern: the same rule as :func:`metric_by_name`.
+CANONICAL_NAME_PATTERN = (
+    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(UNCUT_METRICS)})"
+    rf"|({'|'.join(CUTOFF_FAMILIES)})@[1-9][0-9]{{0,8}})$"
+)
 
 
 def _profile_names_schema() -> JsonDict:
     """The metric names each profile allows, as JSON Schema ``if``/``then`` per profile: the
     same rule as :func:`profile_metric_problem` (laion-clap's names are its own keys)."""
-    names: dict[str, list[str]] = {
-        "canonical": [f"{d}/{m}" for d in DIRECTIONS for m in METRICS],
-        **{p: list(v) for p, v in PROFILE_METRICS.items()},
+    names: dict[str, JsonDict] = {
+        "canonical": {"pattern": CANONICAL_NAME_PATTERN},
+        **{p: {"enum": list(v)} for p, v in PROFILE_METRICS.items() if p != "trec"},
+        "trec": {"pattern": TREC_NAME_PATTERN},
     }
     return {
         "allOf": [
             {
                 "if": {"properties": {"profile": {"const": p}}, "required": ["profile"]},
-                "then": {"properties": {"values": {"propertyNames": {"enum": list(v)}}}},
+                "then": {"properties": {"values": {"propertyNames": rule}}},
             }
-            for p, v in names.items()
+            for p, rule in names.items()
         ]
     }
 

@@ -128,7 +128,7 @@ from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_toml, read_text
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
-from audiorepro.metrics.retrieval import TiePolicy
+from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
     DumpSha256,
@@ -374,8 +374,23 @@ class RetrievalStudyFile(_StudyFile):
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
+    k: list[int] | None = Field(
+        None,
+        description="a list of cutoffs, ints >= 1, unique, ascending: the metrics are then "
+        "definitions 1.1's at these cutoffs (r@k, recall@k, precision@k, map@k, mrr@k, ndcg@k, "
+        "and ndcg, r_precision)",
+        json_schema_extra={"items": {"minimum": 1}, "minItems": 1, "uniqueItems": True},
+    )
 
     _profiles = field_validator("profiles")(_known_profiles)
+
+    @field_validator("k")
+    @classmethod
+    def _cutoffs(cls, value: list[int] | None) -> list[int] | None:
+        problem = None if value is None else cutoff_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 class ProbeStudyFile(_StudyFile):
@@ -574,6 +589,8 @@ class RetrievalStudy:
     published: tuple[Published, ...]
     kind: Literal["retrieval"] = "retrieval"
     selection: Selection | None = None
+    #: The study's ``k``: None for definitions 1.0's metrics, else 1.1's at these cutoffs.
+    cutoffs: tuple[int, ...] | None = None
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
@@ -996,6 +1013,7 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
         cells=cells,
         identity=identity,
         published=published,
+        cutoffs=None if spec.k is None else tuple(spec.k),
     )
     if strict:
         check_dump_hashes(study)
