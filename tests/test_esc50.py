@@ -390,14 +390,40 @@ def test_tiny_study_dump_has_class_relevance_and_records_the_template(
 
 
 def test_tiny_study_rerun_is_byte_identical_and_verifies(
-    tiny_study: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_study: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import audiorepro.runner.executors.zeroshot as zeroshot
+
     study, out = tiny_study
+    extracted: list[str] = []
+    extract_cell = zeroshot.extract_cell
+
+    def counting(cell: Any, *args: Any, **kwargs: Any) -> Any:
+        extracted.append(cell.id)
+        return extract_cell(cell, *args, **kwargs)
+
+    monkeypatch.setattr(zeroshot, "extract_cell", counting)
     again = tmp_path / "again"
     assert main(["reproduce", str(study), "--out", str(again)]) == 0
+    assert extracted == ["fusion/esc50-fold1", "no-fusion/esc50-fold1"]
     first = json.loads((out / "manifest.json").read_text())["outputs"]
     second = json.loads((again / "manifest.json").read_text())["outputs"]
     assert first == second and "dumps/fusion_esc50-fold1.npz" in first
+    # The same OUT again: every dump comes from OUT/cache, no model embeds anything, and the
+    # outputs keep their bytes.
+    assert len(list((again / "cache" / "dumps").glob("*.npz"))) == 2
+    assert main(["reproduce", str(study), "--out", str(again)]) == 0
+    assert len(extracted) == 2
+    assert json.loads((again / "manifest.json").read_text())["outputs"] == first
+    # A damaged entry is not trusted: that cell alone is extracted again, to the same bytes.
+    damaged = sorted((again / "cache" / "dumps").glob("*.npz"))[0]
+    damaged.write_bytes(damaged.read_bytes()[:-1] + bytes([damaged.read_bytes()[-1] ^ 1]))
+    assert main(["reproduce", str(study), "--out", str(again)]) == 0
+    assert len(extracted) == 3
+    assert json.loads((again / "manifest.json").read_text())["outputs"] == first
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
     assert main(["verify", str(study)]) == 0

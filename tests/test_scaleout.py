@@ -138,6 +138,72 @@ def test_sbatch_template_is_valid_bash_with_the_requests(demo: Path, tmp_path: P
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
 
 
+@pytest.fixture(scope="module")
+def zeroshot_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A zero-shot study over test_esc50's ESC-50-shaped clips (9 clips of 3 classes, folds 1
+    and 2) and one tiny seeded model, batches of 2: 5 audio and 2 prompt batches, so that two
+    shards both hold rows."""
+    pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
+    import io
+    import zipfile
+
+    from audiorepro.models.tiny import build_tiny_models
+    from tests.test_esc50 import esc50_archive
+
+    tmp = tmp_path_factory.mktemp("zeroshot")
+    data = tmp / "esc50"
+    with zipfile.ZipFile(io.BytesIO(esc50_archive())) as z:
+        for name in z.namelist():
+            rel = name.split("/", 1)[1]
+            if rel.startswith(("audio/", "meta/")) and not name.endswith("/"):
+                (data / rel).parent.mkdir(parents=True, exist_ok=True)
+                (data / rel).write_bytes(z.read(name))
+    registry = build_tiny_models(tmp / "tiny", seed=0, fusion=False)
+    path = tmp / "study" / "zeroshot.toml"
+    path.parent.mkdir()
+    path.write_text(
+        'schema = "audiorepro.study/1"\nkind = "zeroshot"\nname = "zeroshot-slurm"\n'
+        f'[dataset]\nname = "esc50-tiny"\naudio = "{data}/audio"\n'
+        f'metadata = "{data}/meta/esc50.csv"\nfolds = [1, 2]\n'
+        'template = "This is a sound of {class}"\n'
+        f'[[cell]]\nid = "tiny/esc50"\nmodel = "tiny-laion"\nregistry = "{registry}"\n'
+        "settings = { batch_size = 2 }\n"
+    )
+    return path
+
+
+def test_zeroshot_cells_are_array_tasks_with_their_dataset_bound(
+    zeroshot_study: Path, tmp_path: Path
+) -> None:
+    study = load_study(zeroshot_study)
+    out = tmp_path / "out"
+    script = sbatch_script(study, out, SlurmOptions(shards=2))
+    assert "#SBATCH --array=0-1%64" in script and script.count("extract-part") == 2
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+    part = Part("tiny/esc50", 0, 2, "k" * 64, out / "p.part.npz")
+    wrapped = task_command(study, out, part, SlurmOptions(container=tmp_path / "a.sif"))
+    binds = [wrapped[i + 1] for i, x in enumerate(wrapped) if x == "--bind"]
+    audio = study.dataset.audio.resolve()
+    assert f"{audio}:{audio}:ro" in binds
+    meta = study.dataset.metadata.resolve().parent
+    assert f"{meta}:{meta}:ro" in binds
+
+
+def test_zeroshot_extract_part_refuses_inputs_changed_since_submission(
+    zeroshot_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audiorepro.cli import main
+
+    part = tmp_path / "p.part.npz"
+    argv = ["extract-part", str(zeroshot_study), "--cell", "tiny/esc50", "--shard", "0/2"]
+    assert main([*argv, "--key", "0" * 64, "--out", str(part)]) == 2
+    err = capsys.readouterr().err
+    assert "changed since submission" in err and "Traceback" not in err
+    assert main([*argv[:3], "nope", *argv[4:], "--key", "0" * 64, "--out", str(part)]) == 2
+    assert "'nope' is not a cell to extract" in capsys.readouterr().err
+    assert not part.exists()
+
+
 # --- a real local Slurm ----------------------------------------------------------------------
 
 
@@ -341,3 +407,26 @@ def test_hand_submitted_template_then_reproduce_submits_nothing(
     assert outcome.submitted == [] and outcome.failed == []
     (merged,) = (out / "cache" / "dumps").glob("*.npz")
     assert merged.read_bytes() == (demo / "cache" / "dumps" / merged.name).read_bytes()
+
+
+def test_zeroshot_study_on_slurm_is_byte_identical_to_local(
+    slurm: Path, zeroshot_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zero-shot cell as a two-task array: the merged dump, and every output after it, are
+    the bytes of a local run; a rerun submits nothing (the cache has the dump)."""
+    from audiorepro.cli import main
+
+    local, out = tmp_path / "local", tmp_path / "out"
+    assert main(["reproduce", str(zeroshot_study), "--out", str(local)]) == 0
+    argv = ["reproduce", str(zeroshot_study), "--out", str(out), "--executor", "slurm"]
+    argv += ["--shards", "2", "--wait-timeout", "900"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "submitting 2 of 2 extraction part(s)" in capsys.readouterr().out
+    names = (*DETERMINISTIC, "dumps/tiny_esc50.npz")
+    assert outputs(out, names) == outputs(local, names)
+    parts = sorted((out / "cache" / "parts").rglob("*.part.npz"))
+    assert [p.name for p in parts] == ["0000-of-0002.part.npz", "0001-of-0002.part.npz"]
+    assert main(argv) == 0
+    assert "submitting" not in capsys.readouterr().out
+    assert outputs(out, names) == outputs(local, names)

@@ -64,7 +64,7 @@ from audiorepro.specs.probe_published import is_probe_published, load_probe_publ
 from audiorepro.specs.published import load_published
 from audiorepro.specs.selection import check_device, select
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import ProbeStudy, RetrievalStudy, load_study
+from audiorepro.specs.study import ProbeStudy, RetrievalStudy, ZeroshotStudy, load_study
 
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
@@ -831,12 +831,14 @@ def _reproduce_into(
     return say_results(ran, click.echo)
 
 
-def _retrieval_study(path: Path) -> RetrievalStudy:
-    """A study whose cells Slurm can extract: a retrieval study (probe studies extract nothing)."""
+def _extractable_study(path: Path) -> RetrievalStudy | ZeroshotStudy:
+    """A study whose cells Slurm can extract: retrieval or zero-shot (probe studies extract
+    nothing)."""
     study = load_study(path)
-    if not isinstance(study, RetrievalStudy):
+    if not isinstance(study, RetrievalStudy | ZeroshotStudy):
         raise UserError(
-            f"is a {study.kind} study; only a retrieval study has cells to extract in parts",
+            f"is a {study.kind} study; only a retrieval or zero-shot study has cells to "
+            "extract in parts",
             source=path,
         )
     return study
@@ -853,7 +855,7 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
     shard of a cell's extraction, written atomically with a SHA-256 record."""
     parsed = parse_shard(shard)
     assert parsed is not None
-    extract_part(_retrieval_study(study_file), cell_id, parsed, key, out)
+    extract_part(_extractable_study(study_file), cell_id, parsed, key, out)
     click.echo(f"wrote {out}")
 
 
@@ -869,7 +871,7 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
 def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
-    study = _retrieval_study(study_file)
+    study = _extractable_study(study_file)
     preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
     target = out or Path(f"reproduce-{study.name}")
     click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)

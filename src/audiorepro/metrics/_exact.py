@@ -122,6 +122,149 @@ def _refine(y: float, thr: float, band: float) -> int:  # pragma: no cover - com
     return 0
 
 
+# --- one direction under any relevance: the general pass, and the a2t half of the one pass --
+
+
+@nb.njit(inline="always")
+def _is_relevant(idx: Any, k0: int, k1: int, item: int) -> bool:  # pragma: no cover - compiled
+    """Binary search of ``item`` among a query's relevant items ``idx[k0:k1]`` (ascending)."""
+    lo = k0
+    hi = k1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if idx[mid] < item:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < k1 and idx[lo] == item
+
+
+@nb.njit(cache=True)
+def _entry_scores(Q: Any, Items: Any, qk: Any, idx: Any) -> Any:  # pragma: no cover - compiled
+    out = np.empty(idx.shape[0], np.float64)
+    for k in range(idx.shape[0]):
+        out[k] = _dot64(Q[qk[k]], Items[idx[k]])
+    return out
+
+
+@nb.njit(cache=True)
+def _scan_rel(
+    S: Any,
+    q: int,
+    k: int,
+    c0: int,
+    ctx: Any,
+    gt: Any,
+    collect: bool,
+    out: Any,
+    pos: Any,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Decide, one by one, the comparisons of query ``q``'s relevant entry ``k`` with the
+    items of this chunk that fall in its stage-1 band (items ``c0 + b``, non-relevant only).
+    Count mode adds float64 decisions to ``gt[k]``; collect mode records the undecided as
+    rows ``(k, item)`` of ``out``. Returns (undecided, float64 refinements)."""
+    Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, g64x2, eta64x2 = ctx
+    amb = 0
+    nref = 0
+    k0 = ptr[q]
+    k1 = ptr[q + 1]
+    r = idx[k]
+    lo = lo_s[k]
+    hi = hi_s[k]
+    for b in range(S.shape[1]):
+        i = c0 + b
+        x = S[q, b]
+        if x >= lo and x <= hi and not _is_relevant(idx, k0, k1, i):
+            nref += 1
+            y = _dot64(Q[q], Items[i])
+            d = _refine(y, p64[k], g64x2 * nQ[q] * (nI[i] + nI[r]) + eta64x2)
+            if d == 1 and not collect:
+                gt[k] += 1
+            elif d == -1:
+                amb += 1
+                if collect:
+                    out[pos[0], 0] = k
+                    out[pos[0], 1] = i
+                    pos[0] += 1
+    return amb, nref
+
+
+@nb.njit(inline="always")
+def _query_row(
+    S: Any, q: int, c0: int, ctx: Any, gt: Any, ink: Any, dummy: Any, pos: Any
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """One query row of a chunk ``S = queries @ items[c0:c0+B].T``, counted into ``gt`` (per
+    relevant entry): vectorizable passes count the sure "above" decisions per entry and the
+    elements in its band; the query's own relevant items in this chunk are taken out again;
+    only a band that still holds elements is scanned one by one (:func:`_scan_rel`).
+    Returns (undecided, float64 refinements). The general pass runs it for every query, the
+    one pass for every clip (its a2t half)."""
+    _Q, _I, ptr, idx, _p64, _nQ, _nI, lo_s, hi_s, _g, _e = ctx
+    row = S[q]
+    B = S.shape[1]
+    c1 = c0 + B
+    k0 = ptr[q]
+    k1 = ptr[q + 1]
+    for k in range(k0, k1):
+        h = hi_s[k]
+        lo = lo_s[k]
+        cg = 0
+        ce = 0
+        for b in range(B):
+            cg += row[b] > h
+            ce += row[b] >= lo
+        gt[k] += cg
+        ink[k - k0] = ce - cg
+    for ko in range(k0, k1):
+        c = idx[ko]
+        if c < c0 or c >= c1:
+            continue
+        x = row[c - c0]
+        for k in range(k0, k1):
+            g = x > hi_s[k]
+            gt[k] -= g
+            ink[k - k0] -= (x >= lo_s[k]) - g
+    amb = 0
+    nref = 0
+    for k in range(k0, k1):
+        if ink[k - k0] > 0:
+            a, nr = _scan_rel(S, q, k, c0, ctx, gt, False, dummy, pos)
+            amb += a
+            nref += nr
+    return amb, nref
+
+
+@nb.njit(parallel=True, cache=True)
+def _count_chunk_rel(
+    S: Any, c0: int, ctx: Any, gt: Any, amb: Any, refined: Any
+) -> None:  # pragma: no cover - compiled
+    """Count one chunk ``S = queries @ items[c0:c0+B].T`` into ``gt`` (per relevant entry),
+    query row by query row (:func:`_query_row`). A query's entries belong to one thread (no
+    locks); the refinement counts are summed per block in a fixed order."""
+    ptr = ctx[2]
+    nq = S.shape[0]
+    nblk = (nq + _BLOCK - 1) // _BLOCK
+    kmax = 0
+    for q in range(nq):
+        kmax = max(kmax, ptr[q + 1] - ptr[q])
+    inband_k = np.zeros((nblk, kmax), np.int64)
+    part_ref = np.zeros(nblk, np.int64)
+    dummy = np.zeros((0, 2), np.int64)
+    pos = np.zeros(2, np.int64)
+    for bi in nb.prange(nblk):
+        nref = 0
+        for q in range(bi * _BLOCK, min(nq, (bi + 1) * _BLOCK)):
+            a, nr = _query_row(S, q, c0, ctx, gt, inband_k[bi], dummy, pos)
+            amb[q] = a
+            nref += nr
+        part_ref[bi] = nref
+    for bi in range(nblk):
+        refined[0] += part_ref[bi]
+
+
+# --- the one pass: t2a and a2t from one chunked product, one clip per caption ----------------
+
+
 @nb.njit(cache=True)
 def _scan_t2a(
     St: Any,
@@ -140,7 +283,7 @@ def _scan_t2a(
     comparisons float64 cannot decide as rows ``(i, j)`` of ``out``.
     Returns (undecided, float64 refinements).
     """
-    T, A, t2a, p64, nT, nA, lo_s, hi_s, _clip_ptr, _csr_caps, _loc_s, _hic_s, g64x2, eta64x2 = ctx
+    T, A, t2a, p64, nT, nA, lo_s, hi_s, g64x2, eta64x2 = ctx
     amb = 0
     nref = 0
     for b in range(St.shape[1]):
@@ -162,52 +305,12 @@ def _scan_t2a(
     return amb, nref
 
 
-@nb.njit(cache=True)
-def _scan_a2t(
-    St: Any,
-    j: int,
-    k: int,
-    c0: int,
-    ctx: Any,
-    a2t_gt: Any,
-    collect: bool,
-    out: Any,
-    pos: Any,
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Decide, one by one, the a2t comparisons of row ``j`` with its relevant caption ``k``.
-
-    The query is clip ``j``, the item caption ``i = c0 + b`` (not one of clip ``j``'s),
-    compared with caption ``csr_caps[k]``. Collect mode records rows ``(k, i)``.
-    """
-    T, A, t2a, p64, nT, nA, _lo_s, _hi_s, _clip_ptr, csr_caps, loc_s, hic_s, g64x2, eta64x2 = ctx
-    amb = 0
-    nref = 0
-    c = csr_caps[k]
-    lo = loc_s[k]
-    hi = hic_s[k]
-    for b in range(St.shape[1]):
-        i = c0 + b
-        x = St[j, b]
-        if x >= lo and x <= hi and t2a[i] != j:
-            nref += 1
-            y = _dot64(T[i], A[j])
-            d = _refine(y, p64[c], g64x2 * nA[j] * (nT[i] + nT[c]) + eta64x2)
-            if d == 1 and not collect:
-                a2t_gt[k] += 1
-            elif d == -1:
-                amb += 1
-                if collect:
-                    out[pos[1], 0] = k
-                    out[pos[1], 1] = i
-                    pos[1] += 1
-    return amb, nref
-
-
 @nb.njit(parallel=True, cache=True)
 def _count_chunk(
     St: Any,
     c0: int,
     ctx: Any,
+    actx: Any,
     t2a_gt: Any,
     a2t_gt: Any,
     amb_t2a: Any,
@@ -216,15 +319,16 @@ def _count_chunk(
 ) -> None:  # pragma: no cover - compiled
     """Count one chunk ``St = audio @ text[c0:c0+B].T`` (clips x captions) into the totals.
 
-    Per row (clip ``j``): vectorizable passes count the sure "above" decisions and how many
-    elements fall in a band; the relevant (caption, own clip) elements are taken out again;
-    only a band that still holds elements is scanned one by one. Row ``j`` is owned by one
-    thread, so a2t counts (per CSR entry of clip ``j``) need no locks; t2a counts (per
-    caption) go to per-block partial rows, summed in a fixed order at the end.
+    Per row (clip ``j``): a vectorizable pass counts the sure t2a "above" decisions and how
+    many elements fall in a band; the relevant (caption, own clip) elements are taken out
+    again; only a band that still holds elements is scanned one by one. The a2t half is the
+    general pass's :func:`_query_row` (``actx``: clips as queries, their captions as relevant
+    entries). Row ``j`` is owned by one thread, so a2t counts (per CSR entry of clip ``j``)
+    need no locks; t2a counts (per caption) go to per-block partial rows, summed in a fixed
+    order at the end.
     """
-    _T, _A, _t2a, _p64, _nT, _nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s, hic_s, _g64x2, _eta64x2 = (
-        ctx
-    )
+    lo_s, hi_s = ctx[6], ctx[7]
+    clip_ptr, csr_caps = actx[2], actx[3]
     N, B = St.shape
     c1 = c0 + B
     nblk = (N + _BLOCK - 1) // _BLOCK
@@ -239,33 +343,18 @@ def _count_chunk(
     lo_c = lo_s[c0:c1]
     hi_c = hi_s[c0:c1]
     for bi in nb.prange(nblk):
-        j0 = bi * _BLOCK
-        j1 = min(N, j0 + _BLOCK)
         p = part[bi]
-        ink = inband_k[bi]
         nref = 0
-        for j in range(j0, j1):
+        for j in range(bi * _BLOCK, min(N, (bi + 1) * _BLOCK)):
             row = St[j]
-            k0 = clip_ptr[j]
-            k1 = clip_ptr[j + 1]
             inband_t = 0
             for b in range(B):
                 x = row[b]
                 g = x > hi_c[b]
                 p[b] += g
                 inband_t += (x >= lo_c[b]) - g
-            for k in range(k0, k1):
-                h = hic_s[k]
-                lo = loc_s[k]
-                cg = 0
-                ce = 0
-                for b in range(B):
-                    cg += row[b] > h
-                    ce += row[b] >= lo
-                a2t_gt[k] += cg
-                ink[k - k0] = ce - cg
             # Take out the relevant pairs: clip j's own captions that lie in this chunk.
-            for ko in range(k0, k1):
+            for ko in range(clip_ptr[j], clip_ptr[j + 1]):
                 c = csr_caps[ko]
                 if c < c0 or c >= c1:
                     continue
@@ -273,41 +362,14 @@ def _count_chunk(
                 g = x > hi_c[c - c0]
                 p[c - c0] -= g
                 inband_t -= (x >= lo_c[c - c0]) - g
-                for k in range(k0, k1):
-                    g = x > hic_s[k]
-                    a2t_gt[k] -= g
-                    ink[k - k0] -= (x >= loc_s[k]) - g
             amb_t = 0
             if inband_t > 0:
-                amb_t, nr = _scan_t2a(
-                    St,
-                    j,
-                    c0,
-                    ctx,
-                    p,
-                    False,
-                    dummy,
-                    pos,
-                )
+                amb_t, nr = _scan_t2a(St, j, c0, ctx, p, False, dummy, pos)
                 nref += nr
-            amb_a = 0
-            for k in range(k0, k1):
-                if ink[k - k0] > 0:
-                    a, nr = _scan_a2t(
-                        St,
-                        j,
-                        k,
-                        c0,
-                        ctx,
-                        a2t_gt,
-                        False,
-                        dummy,
-                        pos,
-                    )
-                    amb_a += a
-                    nref += nr
+            amb_a, nr = _query_row(St, j, c0, actx, a2t_gt, inband_k[bi], dummy, pos)
             amb_t2a[j] = amb_t
             amb_a2t[j] = amb_a
+            nref += nr
         part_ref[bi] = nref
     for b in range(B):
         s = 0
@@ -378,6 +440,100 @@ def _outward(lo: Any, hi: Any, dtype: np.dtype[Any]) -> tuple[Any, Any]:
     return lo_c, hi_c
 
 
+def _norms(X: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
+    """Row norms in float64 with a relative allowance for their own rounding."""
+    norms: npt.NDArray[np.float64] = np.sqrt(np.einsum("ij,ij->i", X, X, dtype=np.float64))
+    return norms * (1 + 1e-12)
+
+
+@dataclass
+class _Entries:
+    """One direction as the general pass counts it: the queries are the rows of each chunk,
+    the items its columns, and query ``q``'s relevant items ``idx[ptr[q]:ptr[q+1]]`` are its
+    entries. ``ctx`` is what the compiled passes read (order as :func:`_scan_rel` unpacks)."""
+
+    ctx: tuple[Any, ...]
+    qk: IntArray  #: the query of each entry
+    gt: IntArray
+    eq: IntArray
+    amb: IntArray  #: per query: comparisons of this chunk float64 left undecided
+    tied: list[tuple[int, int]] = field(default_factory=list)
+    n_exact: int = 0
+
+    @classmethod
+    def build(
+        cls, Q: Any, Items: Any, ptr: IntArray, idx: IntArray, p64: Any, norms: tuple[Any, Any]
+    ) -> _Entries:
+        """Stage-1 bands of every entry: the BLAS score of any item against this query, plus
+        the float64 threshold's own error (both bounds doubled), rounded outward to the dtype
+        of the BLAS result so that the vectorized comparisons stay rigorous."""
+        nQ, nI = norms
+        d = Q.shape[1]
+        u, eta = _unit_roundoff(Q.dtype)
+        u64, eta64 = _unit_roundoff(np.dtype(np.float64))
+        g_fast, g64 = _gamma(d, u), _gamma(d, u64)
+        qk = np.repeat(np.arange(Q.shape[0], dtype=np.int64), np.diff(ptr))
+        max_i = float(nI.max())
+        eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
+        band = _SAFETY * (g_fast * nQ[qk] * max_i + g64 * nQ[qk] * nI[idx]) + eta_fast + eta64x2
+        lo_s, hi_s = _outward(p64 - band, p64 + band, Q.dtype)
+        ctx = (Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, 2 * g64, eta64x2)
+        n = idx.shape[0]
+        zeros = (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(Q.shape[0], np.int64))
+        return cls(ctx, qk, *zeros)
+
+    def settle(self, S: Any, c0: int) -> None:
+        """Decide exactly what float64 left undecided in this chunk."""
+        if not self.amb.any():
+            return
+        Q, Items, ptr, idx = self.ctx[:4]
+        und = np.zeros((int(self.amb.sum()), 2), np.int64)
+        pos = np.zeros(2, np.int64)
+        none = np.zeros(0, np.int64)
+        for q in np.flatnonzero(self.amb).tolist():
+            for k in range(int(ptr[q]), int(ptr[q + 1])):
+                _scan_rel(S, q, k, c0, self.ctx, none, True, und, pos)
+        self.n_exact += len(und)
+        for k, i in und.tolist():
+            q = int(self.qk[k])
+            s = exact_dot_difference_sign(Q[q], Items[i], Q[q], Items[idx[k]])
+            self.gt[k] += s > 0
+            self.eq[k] += s == 0
+            if s == 0:
+                self.tied.append((k, i))
+
+    def counts(self) -> RankCounts:
+        ptr, idx = self.ctx[2], self.ctx[3]
+        return RankCounts(ptr.copy(), self.gt, self.eq, _pairs(self.tied), idx.copy())
+
+
+def _chunks(n_rows: int, n_other: int, chunk_rows: int | None) -> range:
+    if chunk_rows is None:
+        chunk_rows = max(1, min(n_rows, DEFAULT_CHUNK_ELEMENTS // max(n_other, 1)))
+    return range(0, n_rows, chunk_rows)
+
+
+def _settle_t2a(
+    St: Any, c0: int, ctx: tuple[Any, ...], amb: IntArray, counts: tuple[IntArray, IntArray]
+) -> list[tuple[int, int]]:
+    """Decide exactly the t2a comparisons float64 left undecided in this chunk (into
+    ``counts``: greater, equal); returns the exact ties ``(caption, clip)``."""
+    T, A, t2a = ctx[:3]
+    gt, eq = counts
+    und = np.zeros((int(amb.sum()), 2), np.int64)
+    pos = np.zeros(2, np.int64)
+    for j in np.flatnonzero(amb).tolist():
+        _scan_t2a(St, j, c0, ctx, np.zeros(0, np.int64), True, und, pos)
+    tied = []
+    for i, j in und.tolist():
+        s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])
+        gt[i] += s > 0
+        eq[i] += s == 0
+        if s == 0:
+            tied.append((i, j))
+    return tied
+
+
 def exact_rank_counts(
     audio: npt.NDArray[Any],
     text: npt.NDArray[Any],
@@ -389,7 +545,9 @@ def exact_rank_counts(
 
     t2a: query = caption ``i``, relevant item = clip ``text_to_audio[i]``.
     a2t: query = clip ``j``, relevant items = its captions (queries in clip order, relevant
-    captions of a clip in caption-index order).
+    captions of a clip in caption-index order). Both from one pass over ``audio @ text.T``:
+    the a2t half is the general pass (:class:`_Entries`, clips as queries), the t2a half
+    counts per caption column.
     """
     A = np.ascontiguousarray(audio)
     T = np.ascontiguousarray(text)
@@ -399,244 +557,45 @@ def exact_rank_counts(
     u, eta = _unit_roundoff(A.dtype)
     u64, eta64 = _unit_roundoff(np.dtype(np.float64))
     g_fast, g64 = _gamma(d, u), _gamma(d, u64)
-    # Norms in float64 with a relative allowance for their own rounding.
-    nA = np.sqrt(np.einsum("ij,ij->i", A, A, dtype=np.float64)) * (1 + 1e-12)
-    nT = np.sqrt(np.einsum("ij,ij->i", T, T, dtype=np.float64)) * (1 + 1e-12)
-    max_a, max_t = float(nA.max()), float(nT.max())
+    nA, nT = _norms(A), _norms(T)
     eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
     p64 = _pair_scores(T, A, t2a)
-
-    # Bands (doubled bounds) around each threshold for stage 1, rounded outward to the dtype
-    # of the BLAS result so that the vectorized comparisons stay rigorous.
+    # t2a bands (doubled bounds) around each caption's threshold, rounded outward to the
+    # dtype of the BLAS result so that the vectorized comparisons stay rigorous.
     err_pair = g64 * nT * nA[t2a]
-    band_row = _SAFETY * (g_fast * nT * max_a + err_pair) + eta_fast + eta64x2
+    band_row = _SAFETY * (g_fast * nT * float(nA.max()) + err_pair) + eta_fast + eta64x2
     lo_s, hi_s = _outward(p64 - band_row, p64 + band_row, A.dtype)
-    order = np.argsort(t2a, kind="stable")  # CSR over clips, captions in index order
     clip_ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(t2a, minlength=n), out=clip_ptr[1:])
-    csr_caps = order.astype(np.int64)
-    csr_clip = t2a[csr_caps]
-    band_csr = _SAFETY * (g_fast * max_t * nA[csr_clip] + err_pair[csr_caps]) + eta_fast + eta64x2
-    loc_s, hic_s = _outward(p64[csr_caps] - band_csr, p64[csr_caps] + band_csr, A.dtype)
-
-    t2a_gt = np.zeros(m, np.int64)
-    t2a_eq = np.zeros(m, np.int64)
-    a2t_gt = np.zeros(m, np.int64)
-    a2t_eq = np.zeros(m, np.int64)
+    csr_caps = np.argsort(t2a, kind="stable").astype(np.int64)  # CSR over clips
+    a2t = _Entries.build(A, T, clip_ptr, csr_caps, p64[csr_caps], (nA, nT))
+    ctx = (T, A, t2a, p64, nT, nA, lo_s, hi_s, 2 * g64, eta64x2)
+    t2a_gt, t2a_eq = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    amb_t2a = np.zeros(n, np.int64)
     refined = np.zeros(1, np.int64)
-    n_exact = 0
     tied_t2a: list[tuple[int, int]] = []
-    tied_a2t: list[tuple[int, int]] = []
-    if chunk_rows is None:
-        chunk_rows = max(1, min(m, DEFAULT_CHUNK_ELEMENTS // max(n, 1)))
+    n_exact = 0
+    chunks = _chunks(m, n, chunk_rows)
     # One reused output buffer: a fresh 64 MiB array per chunk costs more in page faults than
     # the comparisons themselves.
-    flat = np.empty(n * min(chunk_rows, m), dtype=A.dtype)
-    amb_t2a = np.zeros(n, np.int64)
-    amb_a2t = np.zeros(n, np.int64)
-    # Everything the compiled passes read and never write, in one tuple (order as unpacked).
-    ctx = (T, A, t2a, p64, nT, nA, lo_s, hi_s, clip_ptr, csr_caps, loc_s, hic_s, 2 * g64, eta64x2)
-    for c0 in range(0, m, chunk_rows):
-        c1 = min(m, c0 + chunk_rows)
+    flat = np.empty(n * min(chunks.step, m), dtype=A.dtype)
+    for c0 in chunks:
+        c1 = min(m, c0 + chunks.step)
         St = flat[: n * (c1 - c0)].reshape(n, c1 - c0)
         np.matmul(A, T[c0:c1].T, out=St)
-        _count_chunk(
-            St,
-            c0,
-            ctx,
-            t2a_gt,
-            a2t_gt,
-            amb_t2a,
-            amb_a2t,
-            refined,
-        )
-        if amb_t2a.any() or amb_a2t.any():
-            und_t = np.zeros((int(amb_t2a.sum()), 2), np.int64)
-            und_a = np.zeros((int(amb_a2t.sum()), 2), np.int64)
-            pos = np.zeros(2, np.int64)
-            none = np.zeros(0, np.int64)
-            for j in np.flatnonzero(amb_t2a).tolist():
-                _scan_t2a(
-                    St,
-                    j,
-                    c0,
-                    ctx,
-                    none,
-                    True,
-                    und_t,
-                    pos,
-                )
-            for j in np.flatnonzero(amb_a2t).tolist():
-                for k in range(int(clip_ptr[j]), int(clip_ptr[j + 1])):
-                    _scan_a2t(
-                        St,
-                        j,
-                        k,
-                        c0,
-                        ctx,
-                        none,
-                        True,
-                        und_a,
-                        pos,
-                    )
-            n_exact += len(und_t) + len(und_a)
-            for i, j in und_t.tolist():
-                s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])
-                t2a_gt[i] += s > 0
-                t2a_eq[i] += s == 0
-                if s == 0:
-                    tied_t2a.append((i, j))
-            for k, i in und_a.tolist():
-                c = csr_caps[k]
-                j = t2a[c]
-                s = exact_dot_difference_sign(T[i], A[j], T[c], A[j])
-                a2t_gt[k] += s > 0
-                a2t_eq[k] += s == 0
-                if s == 0:
-                    tied_a2t.append((k, i))
-
+        _count_chunk(St, c0, ctx, a2t.ctx, t2a_gt, a2t.gt, amb_t2a, a2t.amb, refined)
+        if amb_t2a.any():
+            ties = _settle_t2a(St, c0, ctx, amb_t2a, (t2a_gt, t2a_eq))
+            n_exact += int(amb_t2a.sum())
+            tied_t2a += ties
+        a2t.settle(St, c0)
     t2a_counts = RankCounts(
-        ptr=np.arange(m + 1, dtype=np.int64),
-        greater=t2a_gt,
-        equal=t2a_eq,
-        tied=_pairs(tied_t2a),
-        relevant=t2a.copy(),
-    )
-    a2t_counts = RankCounts(
-        ptr=clip_ptr, greater=a2t_gt, equal=a2t_eq, tied=_pairs(tied_a2t), relevant=csr_caps
+        np.arange(m + 1, dtype=np.int64), t2a_gt, t2a_eq, _pairs(tied_t2a), t2a.copy()
     )
     per_clip = np.diff(clip_ptr)
     comparisons = m * (n - 1) + int(np.sum(per_clip * (m - per_clip)))
-    stats = ExactStats(comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact)
-    return t2a_counts, a2t_counts, stats
-
-
-# --- general relevance (format version 2): one direction at a time ------------------------
-
-
-@nb.njit(inline="always")
-def _is_relevant(idx: Any, k0: int, k1: int, item: int) -> bool:  # pragma: no cover - compiled
-    """Binary search of ``item`` among a query's relevant items ``idx[k0:k1]`` (ascending)."""
-    lo = k0
-    hi = k1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if idx[mid] < item:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < k1 and idx[lo] == item
-
-
-@nb.njit(cache=True)
-def _entry_scores(Q: Any, Items: Any, qk: Any, idx: Any) -> Any:  # pragma: no cover - compiled
-    out = np.empty(idx.shape[0], np.float64)
-    for k in range(idx.shape[0]):
-        out[k] = _dot64(Q[qk[k]], Items[idx[k]])
-    return out
-
-
-@nb.njit(cache=True)
-def _scan_rel(
-    S: Any,
-    q: int,
-    k: int,
-    c0: int,
-    ctx: Any,
-    gt: Any,
-    collect: bool,
-    out: Any,
-    pos: Any,
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Decide, one by one, the comparisons of query ``q``'s relevant entry ``k`` with the
-    items of this chunk that fall in its stage-1 band (items ``c0 + b``, non-relevant only).
-    Count mode adds float64 decisions to ``gt[k]``; collect mode records the undecided as
-    rows ``(k, item)`` of ``out``. Returns (undecided, float64 refinements)."""
-    Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, g64x2, eta64x2 = ctx
-    amb = 0
-    nref = 0
-    k0 = ptr[q]
-    k1 = ptr[q + 1]
-    r = idx[k]
-    lo = lo_s[k]
-    hi = hi_s[k]
-    for b in range(S.shape[1]):
-        i = c0 + b
-        x = S[q, b]
-        if x >= lo and x <= hi and not _is_relevant(idx, k0, k1, i):
-            nref += 1
-            y = _dot64(Q[q], Items[i])
-            d = _refine(y, p64[k], g64x2 * nQ[q] * (nI[i] + nI[r]) + eta64x2)
-            if d == 1 and not collect:
-                gt[k] += 1
-            elif d == -1:
-                amb += 1
-                if collect:
-                    out[pos[0], 0] = k
-                    out[pos[0], 1] = i
-                    pos[0] += 1
-    return amb, nref
-
-
-@nb.njit(parallel=True, cache=True)
-def _count_chunk_rel(
-    S: Any, c0: int, ctx: Any, gt: Any, amb: Any, refined: Any
-) -> None:  # pragma: no cover - compiled
-    """Count one chunk ``S = queries @ items[c0:c0+B].T`` into ``gt`` (per relevant entry).
-
-    The a2t pass of :func:`_count_chunk` for any relevance: per query row, vectorizable
-    passes count the sure "above" decisions per relevant entry and the elements in its band;
-    the query's own relevant items in this chunk are taken out again; a band that still holds
-    elements is scanned one by one. A query's entries belong to one thread (no locks)."""
-    _Q, _I, ptr, idx, _p64, _nQ, _nI, lo_s, hi_s, _g, _e = ctx
-    nq, B = S.shape
-    c1 = c0 + B
-    nblk = (nq + _BLOCK - 1) // _BLOCK
-    kmax = 0
-    for q in range(nq):
-        kmax = max(kmax, ptr[q + 1] - ptr[q])
-    inband_k = np.zeros((nblk, kmax), np.int64)
-    part_ref = np.zeros(nblk, np.int64)
-    dummy = np.zeros((0, 2), np.int64)
-    pos = np.zeros(2, np.int64)
-    for bi in nb.prange(nblk):
-        j0 = bi * _BLOCK
-        j1 = min(nq, j0 + _BLOCK)
-        ink = inband_k[bi]
-        nref = 0
-        for q in range(j0, j1):
-            row = S[q]
-            k0 = ptr[q]
-            k1 = ptr[q + 1]
-            for k in range(k0, k1):
-                h = hi_s[k]
-                lo = lo_s[k]
-                cg = 0
-                ce = 0
-                for b in range(B):
-                    cg += row[b] > h
-                    ce += row[b] >= lo
-                gt[k] += cg
-                ink[k - k0] = ce - cg
-            for ko in range(k0, k1):
-                c = idx[ko]
-                if c < c0 or c >= c1:
-                    continue
-                x = row[c - c0]
-                for k in range(k0, k1):
-                    g = x > hi_s[k]
-                    gt[k] -= g
-                    ink[k - k0] -= (x >= lo_s[k]) - g
-            a = 0
-            for k in range(k0, k1):
-                if ink[k - k0] > 0:
-                    am, nr = _scan_rel(S, q, k, c0, ctx, gt, False, dummy, pos)
-                    a += am
-                    nref += nr
-            amb[q] = a
-        part_ref[bi] = nref
-    for bi in range(nblk):
-        refined[0] += part_ref[bi]
+    stats = ExactStats(comparisons, int(refined[0]), n_exact + a2t.n_exact)
+    return t2a_counts, a2t.counts(), stats
 
 
 def exact_relevance_counts(
@@ -653,8 +612,8 @@ def exact_relevance_counts(
     ``indices[indptr[q]:indptr[q+1]]`` (rows of ``items``, ascending within a query, at least
     one per query). For each such entry: the non-relevant items scored strictly above it
     (``greater``) and exactly the same (``equal``), decided in the same three stages as
-    :func:`exact_rank_counts` (BLAS band, float64, exact). a2t is
-    ``exact_relevance_counts(audio, text, relevance.indptr, relevance.indices)``, t2a the
+    :func:`exact_rank_counts` (BLAS band, float64, exact), whose a2t half is this pass. a2t
+    is ``exact_relevance_counts(audio, text, relevance.indptr, relevance.indices)``, t2a the
     same with the transposed relevance and the roles swapped; both give the counts
     :func:`exact_rank_counts` gives when every text has one clip.
 
@@ -669,57 +628,19 @@ def exact_relevance_counts(
     Items = np.ascontiguousarray(items)
     ptr = np.ascontiguousarray(indptr, dtype=np.int64)
     idx = np.ascontiguousarray(indices, dtype=np.int64)
-    nq, d = Q.shape
-    ni = Items.shape[0]
-    u, eta = _unit_roundoff(Q.dtype)
-    u64, eta64 = _unit_roundoff(np.dtype(np.float64))
-    g_fast, g64 = _gamma(d, u), _gamma(d, u64)
-    nQ = np.sqrt(np.einsum("ij,ij->i", Q, Q, dtype=np.float64)) * (1 + 1e-12)
-    nI = np.sqrt(np.einsum("ij,ij->i", Items, Items, dtype=np.float64)) * (1 + 1e-12)
-    max_i = float(nI.max())
-    eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
-    n_rel = np.diff(ptr)
-    qk = np.repeat(np.arange(nq, dtype=np.int64), n_rel)
+    nq, ni = Q.shape[0], Items.shape[0]
+    qk = np.repeat(np.arange(nq, dtype=np.int64), np.diff(ptr))
     p64 = _entry_scores(Q, Items, qk, idx)
-    # Stage-1 band of each entry: the BLAS score of any item against this query, plus the
-    # float64 threshold's own error (both bounds doubled, as in exact_rank_counts).
-    band = _SAFETY * (g_fast * nQ[qk] * max_i + g64 * nQ[qk] * nI[idx]) + eta_fast + eta64x2
-    lo_s, hi_s = _outward(p64 - band, p64 + band, Q.dtype)
-
-    gt = np.zeros(idx.shape[0], np.int64)
-    eq = np.zeros(idx.shape[0], np.int64)
+    side = _Entries.build(Q, Items, ptr, idx, p64, (_norms(Q), _norms(Items)))
     refined = np.zeros(1, np.int64)
-    amb = np.zeros(nq, np.int64)
-    n_exact = 0
-    tied: list[tuple[int, int]] = []
-    if chunk_rows is None:
-        chunk_rows = max(1, min(ni, DEFAULT_CHUNK_ELEMENTS // max(nq, 1)))
-    flat = np.empty(nq * min(chunk_rows, ni), dtype=Q.dtype)
-    ctx = (Q, Items, ptr, idx, p64, nQ, nI, lo_s, hi_s, 2 * g64, eta64x2)
-    for c0 in range(0, ni, chunk_rows):
-        c1 = min(ni, c0 + chunk_rows)
+    chunks = _chunks(ni, nq, chunk_rows)
+    flat = np.empty(nq * min(chunks.step, ni), dtype=Q.dtype)
+    for c0 in chunks:
+        c1 = min(ni, c0 + chunks.step)
         S = flat[: nq * (c1 - c0)].reshape(nq, c1 - c0)
         np.matmul(Q, Items[c0:c1].T, out=S)
-        _count_chunk_rel(S, c0, ctx, gt, amb, refined)
-        if amb.any():
-            und = np.zeros((int(amb.sum()), 2), np.int64)
-            pos = np.zeros(2, np.int64)
-            none = np.zeros(0, np.int64)
-            for q in np.flatnonzero(amb).tolist():
-                for k in range(int(ptr[q]), int(ptr[q + 1])):
-                    _scan_rel(S, q, k, c0, ctx, none, True, und, pos)
-            n_exact += len(und)
-            for k, i in und.tolist():
-                q = int(qk[k])
-                s = exact_dot_difference_sign(Q[q], Items[i], Q[q], Items[idx[k]])
-                gt[k] += s > 0
-                eq[k] += s == 0
-                if s == 0:
-                    tied.append((k, i))
-    counts = RankCounts(
-        ptr=ptr.copy(), greater=gt, equal=eq, tied=_pairs(tied), relevant=idx.copy()
-    )
+        _count_chunk_rel(S, c0, side.ctx, side.gt, side.amb, refined)
+        side.settle(S, c0)
+    n_rel = np.diff(ptr)
     comparisons = int(np.sum(n_rel * (ni - n_rel)))
-    return counts, ExactStats(
-        comparisons=comparisons, refined_float64=int(refined[0]), exact=n_exact
-    )
+    return side.counts(), ExactStats(comparisons, int(refined[0]), side.n_exact)

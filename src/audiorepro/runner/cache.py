@@ -1,5 +1,6 @@
 """The extraction cache (``OUT/cache/dumps``): one dump per key over everything that decides
-its bytes, shared by the local and Slurm executors.
+its bytes, shared by the local and Slurm executors and by retrieval and zero-shot cells
+(:func:`audiorepro.runner.zeroshot.zeroshot_key`).
 
 Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
 replaced at the same path gets a new key), the settings, the device, the thread count, the
@@ -89,9 +90,11 @@ def record_entry(cache: Path, key: str) -> None:
     atomic_write_bytes(entry_record_path(cache, key), json_dumps(record).encode())
 
 
-def cached_dump(cache: Path, key: str) -> Dump | None:
+def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | None:
     """The cached extraction with this key, or None: a missing, damaged or rewritten entry
-    (bytes that differ from its record) is never trusted, and is extracted again."""
+    (bytes that differ from its record) is never trusted, and is extracted again.
+    ``keyed_meta=False``: the dump's meta does not carry the key (a zero-shot dump, whose
+    bytes are the output folder's); its record alone names it."""
     path = cache_dump_path(cache, key)
     record_path = entry_record_path(cache, key)
     if not path.is_file() or not record_path.is_file():
@@ -103,7 +106,9 @@ def cached_dump(cache: Path, key: str) -> Dump | None:
         dump = load_dump(path)
     except (UserError, OSError, ValueError, RecursionError):
         return None
-    if dump.sha256 != record.get("sha256") or dump.meta.get("cache_key") != key:
+    if dump.sha256 != record.get("sha256"):
+        return None
+    if keyed_meta and dump.meta.get("cache_key") != key:
         return None
     return dump
 

@@ -46,17 +46,18 @@ def run_study(
     not (the full record is ``verification.json`` in ``out``).
 
     Extraction runs here (the local executor, cell by cell) unless ``slurm`` is given: then
-    a retrieval study's missing extractions first run as Slurm job arrays. If any array task
-    failed, nothing is computed: the result has ``executor_failed`` and names the tasks.
+    a retrieval or zero-shot study's missing extractions first run as Slurm job arrays. If
+    any array task failed, nothing is computed: the result has ``executor_failed`` and names
+    the tasks.
     """
     if study.kind == "probe":
         return run_probe(study, out)
-    if study.kind == "zeroshot":
-        return run_zeroshot(study, out, progress=progress)
     if slurm is not None:
         outcome = run_slurm(study, out, slurm, say=say)
         if outcome.failed:
             return {"passed": False, "failures": outcome.failed, "executor_failed": True}
+    if study.kind == "zeroshot":
+        return run_zeroshot(study, out, progress=progress)
     return run(study, out, progress=progress)
 
 
@@ -66,7 +67,7 @@ def verify_study(study: Study, cache: Path) -> Summary:
         return verify_probe(study)
     if study.kind == "zeroshot":
         preflight_study(study, only={p.cell for p in study.published})
-        return verify_zeroshot(study)
+        return verify_zeroshot(study, cache)
     needed = {p.cell for p in study.published}
     # The checkpoints of the cells it extracts: exit 2 before any model is built.
     preflight_study(study, only=needed)
@@ -125,11 +126,6 @@ def _run_claimed(
             if study.kind == "probe":
                 outcomes[i] = run_probe(study, target)
                 continue
-            if study.kind == "zeroshot":
-                if slurm is not None:
-                    say(f"{study.name}: a zero-shot study extracts here, not as Slurm arrays")
-                outcomes[i] = run_zeroshot(study, target, progress=progress)
-                continue
             if slurm is not None:
                 executed = run_slurm(study, out, slurm, say=say)
                 if executed.failed:
@@ -140,7 +136,11 @@ def _run_claimed(
                         "executor_failed": True,
                     }
                     return [(study, out / rel, failed)]
-            outcomes[i] = run(study, target, progress=progress, cache=out / "cache" / "dumps")
+            cache = out / "cache" / "dumps"
+            if study.kind == "zeroshot":
+                outcomes[i] = run_zeroshot(study, target, cache=cache, progress=progress)
+            else:
+                outcomes[i] = run(study, target, progress=progress, cache=cache)
         if sign_key is not None:
             sign_folder(staging, sign_key)
         publish(staging, out)

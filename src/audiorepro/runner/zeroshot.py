@@ -8,13 +8,13 @@ tie policies) and the ``laion-clap-zeroshot`` profile; the canonical ones agains
 independent reference (:mod:`audiorepro.reference.zeroshot`, exact equality); published values;
 tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manifest.
 
-Every cell is extracted on each run (no cache yet): 400 clips of 5 s per model.
+Each cell's dump is extracted once into the extraction cache (``OUT/cache/dumps``) and copied
+from there; a rerun extracts nothing. With ``--executor slurm`` the missing cells are first
+extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.zeroshot`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import html
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
@@ -24,18 +24,15 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json, slug
-from audiorepro.core.progress import progress_bar
-from audiorepro.formats.audio import (
-    audio_identity,
-    check_audio,
-    read_audio,
+from audiorepro.core.io import (
+    atomic_write_bytes,
+    json_dumps,
+    slug,
 )
-from audiorepro.formats.coverage import RECORD_NAME
-from audiorepro.formats.dump import Dump, load_dump, make_dump, save_dump
-from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
+from audiorepro.core.progress import progress_bar
+from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.metrics.zeroshot import (
     DEFINITIONS_VERSION,
@@ -45,17 +42,14 @@ from audiorepro.metrics.zeroshot import (
     compute_zeroshot,
     laion_clap_zeroshot,
 )
-from audiorepro.models.extract import embedding_meta, library_versions
-from audiorepro.models.pipelines import configure_determinism, load_pipeline
-from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, write_table
+from audiorepro.runner.executors.zeroshot import MissingInputs, cached_cell, study_inputs
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import Outcome, gzip_bytes
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.settings import ARCHITECTURE_KEYS
-from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
+from audiorepro.specs.study import ZeroshotStudy
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
 
@@ -112,165 +106,7 @@ class ZeroshotBundle(TypedDict):
     selection: NotRequired[dict[str, Any]]
 
 
-DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
 TIE_POLICIES = ("pessimistic", "optimistic")
-
-
-class MissingInputs(UserError):
-    """The dataset (or some of its clips) is not here: ``reproduce`` stops (exit 2),
-    ``verify`` reports the values NOT VERIFIED."""
-
-
-@dataclasses.dataclass
-class ZeroshotInputs:
-    """The evaluated clips (files, labels) and the class prompts."""
-
-    meta: Esc50Meta
-    paths: list[Path]
-    labels: npt.NDArray[np.int64]
-    prompts: list[str]
-    record: dict[str, Any]
-
-
-def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
-    """The clips of the study's folds, in the metadata's order, and one prompt per class."""
-    ds = study.dataset
-    for path, key in ((ds.metadata, "dataset.metadata"), (ds.audio, "dataset.audio")):
-        if not path.exists():
-            raise MissingInputs(
-                f"{path} is not here (run `audiorepro fetch esc50` first)",
-                source=study.source,
-                key=key,
-            )
-    meta = read_esc50_csv(ds.metadata).select(ds.folds)
-    if not meta.filenames:
-        raise UserError(f"has no clip in folds {list(ds.folds)}", source=ds.metadata, key="fold")
-    if not ds.audio.is_dir():
-        raise UserError("is not a folder of audio clips", source=study.source, key="dataset.audio")
-    paths = [ds.audio / name for name in meta.filenames]
-    missing = [p.name for p in paths if not p.is_file()]
-    if missing:
-        raise MissingInputs(
-            f"lacks {len(missing)} of the {len(paths)} clips of folds {list(ds.folds)} "
-            f"(first: {missing[0]}); a smaller set gives other numbers",
-            source=ds.audio,
-        )
-    for path in paths:
-        # Each clip from its header, before any model loads (as caption-file studies do):
-        # an undecodable clip is bad input (exit 2), not a failed cell.
-        check_audio(path)
-    absent = sorted(set(range(len(meta.classes))) - set(meta.targets))
-    if absent:
-        # Every prompt must be relevant to a clip (the dump format), and a class that no clip
-        # has would only compete: refuse rather than rank against a smaller class set.
-        raise UserError(
-            f"has no clip of class {meta.classes[absent[0]]!r} in folds {list(ds.folds)}; "
-            "every class needs a clip in the selected folds",
-            source=ds.metadata,
-            key="fold",
-        )
-    prompts = [prompt(ds.template, c) for c in meta.classes]
-    listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
-    metadata_sha256 = sha256_file(ds.metadata)
-    record: dict[str, Any] = {
-        "dataset": ds.name,
-        "metadata_file": ds.metadata.name,
-        "metadata_sha256": metadata_sha256,
-        "folds": list(ds.folds),
-        "template": ds.template,
-        "classes": list(meta.classes),
-        "n_clips": len(paths),
-        # One hash over "name sha256" lines of every clip, in clip order (as extract does).
-        "audio_sha256": hashlib.sha256(listing.encode()).hexdigest(),
-    }
-    prepared = _prepared_record(ds.metadata, metadata_sha256)
-    if prepared is not None:
-        record["prepared"] = prepared
-    return ZeroshotInputs(
-        meta=meta,
-        paths=paths,
-        labels=np.asarray(meta.targets, dtype=np.int64),
-        prompts=prompts,
-        record=record,
-    )
-
-
-def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | None:
-    """``fetch esc50``'s ``dataset.json`` beside the metadata (the pinned commit, the archive's
-    hash, clips present) when it describes this metadata file; it travels with the dumps."""
-    path = metadata.parent / RECORD_NAME
-    if not path.is_file():
-        return None
-    record = read_json(path, what="a dataset record (dataset.json)")
-    if not isinstance(record, dict) or record.get("metadata_sha256") != metadata_sha256:
-        return None
-    return record
-
-
-def extract_cell(
-    cell: ZeroshotCell, inputs: ZeroshotInputs
-) -> tuple[npt.NDArray[Any], npt.NDArray[Any], dict[str, Any]]:
-    """Audio embeddings per clip and text embeddings per class prompt, and the dump's meta."""
-
-    spec = resolve_spec(cell.model, load_registry([cell.registry] if cell.registry else []))
-    arch = {k: v for k, v in cell.settings.items() if k in ARCHITECTURE_KEYS}
-    rest = {k: v for k, v in cell.settings.items() if k not in ARCHITECTURE_KEYS}
-    if arch:
-        spec = dataclasses.replace(
-            spec, architecture=dataclasses.replace(spec.architecture, **arch)
-        )
-    determinism = configure_determinism(cell.device)
-    pipeline = load_pipeline(spec, rest, cell.device)
-    audio = pipeline.embed_audio([read_audio(p) for p in inputs.paths])
-    text = pipeline.embed_text(inputs.prompts)
-    meta = {
-        "kind": DUMP_KIND,
-        **pipeline.meta(),
-        **embedding_meta(pipeline),
-        "zeroshot": inputs.record,
-        "determinism": determinism,
-        "versions": library_versions(),
-    }
-    return np.asarray(audio), np.asarray(text), meta
-
-
-def class_relevance(labels: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], ...]:
-    """CSR relevance over clips: clip ``i`` is relevant to text row ``labels[i]`` (its class
-    prompt) only.
-
-    >>> [a.tolist() for a in class_relevance(np.array([2, 0, 2]))]
-    [[0, 1, 2, 3], [2, 0, 2]]
-    """
-    indptr = np.arange(labels.size + 1, dtype=np.int64)
-    return indptr, labels.astype(np.int64)
-
-
-def write_relevance_dump(
-    path: Path,
-    audio: npt.NDArray[Any],
-    text: npt.NDArray[Any],
-    labels: npt.NDArray[np.int64],
-    *,
-    audio_ids: list[str],
-    captions: list[str],
-    meta: dict[str, Any],
-) -> Dump:
-    """Write the cell's dump with class relevance (format version 2: ``relevance_indptr``/
-    ``relevance_indices`` instead of ``text_to_audio``), validated like every dump, and return
-    it as read back."""
-    indptr, indices = class_relevance(labels)
-    dump = make_dump(
-        audio,
-        text,
-        None,
-        relevance_indptr=indptr,
-        relevance_indices=indices,
-        audio_ids=audio_ids,
-        captions=captions,
-        meta=meta,
-    )
-    save_dump(path, dump)
-    return load_dump(path)
 
 
 def cell_metrics(
@@ -416,10 +252,14 @@ def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str])
     return "\n".join(parts)
 
 
-def run_zeroshot(study: ZeroshotStudy, out: Path, *, progress: bool = False) -> Outcome:
-    """Run every stage into ``out``; returns whether the study passed, and why not.
+def run_zeroshot(
+    study: ZeroshotStudy, out: Path, *, cache: Path | None = None, progress: bool = False
+) -> Outcome:
+    """Run every stage into ``out``; returns whether the study passed, and why not. The
+    dumps come from the extraction cache ``cache`` (default ``out/cache/dumps``);
     ``progress``: a bar (or stage lines in a log) over the cells on stderr."""
     out = Path(out)
+    cache = cache or out / "cache" / "dumps"
     inputs = study_inputs(study)
     failures: list[str] = []
     metrics: dict[str, dict[str, Any]] = {}
@@ -428,21 +268,17 @@ def run_zeroshot(study: ZeroshotStudy, out: Path, *, progress: bool = False) -> 
     parity: list[ZeroshotParityCell] = []
     for cell in progress_bar(list(study.cells), "zero-shot", progress, unit="cell"):
         try:
-            audio, text, meta = extract_cell(cell, inputs)
+            cached = cached_cell(cell, inputs, cache)
+        except WriteError:
+            raise  # an output (the cache) that cannot be written stops the run: not a bad cell
         except UserError as exc:
             errors[cell.id] = str(exc)
             failures.append(f"cell {cell.id}: {exc}")
             continue
         dump_rel = f"dumps/{slug(cell.id)}.npz"
-        dump = write_relevance_dump(
-            out / dump_rel,
-            audio,
-            text,
-            inputs.labels,
-            audio_ids=list(inputs.meta.filenames),
-            captions=inputs.prompts,
-            meta=meta,
-        )
+        atomic_write_bytes(out / dump_rel, cached.read_bytes())
+        dump = load_dump(out / dump_rel)
+        audio, text, meta = dump.audio_embeds, dump.text_embeds, dump.meta
         m = cell_metrics(audio, text, inputs.labels)
         metrics[cell.id] = m
         p = _parity(
@@ -509,8 +345,9 @@ def run_zeroshot(study: ZeroshotStudy, out: Path, *, progress: bool = False) -> 
     return {"passed": not failures, "failures": failures}
 
 
-def verify_zeroshot(study: ZeroshotStudy) -> Summary:
-    """Recompute only what the published values need (``audiorepro verify STUDY``)."""
+def verify_zeroshot(study: ZeroshotStudy, cache: Path) -> Summary:
+    """Recompute only what the published values need (``audiorepro verify STUDY``), the
+    dumps through the extraction cache ``cache``."""
     needed = {p.cell for p in study.published}
     metrics: dict[str, dict[str, Any]] = {}
     errors: dict[str, str] = {}
@@ -522,9 +359,11 @@ def verify_zeroshot(study: ZeroshotStudy) -> Summary:
         if cell.id not in needed:
             continue
         try:
-            audio, text, _ = extract_cell(cell, inputs)
+            dump = load_dump(cached_cell(cell, inputs, cache))
+        except WriteError:
+            raise
         except UserError as exc:
             errors[cell.id] = str(exc)
             continue
-        metrics[cell.id] = cell_metrics(audio, text, inputs.labels)
+        metrics[cell.id] = cell_metrics(dump.audio_embeds, dump.text_embeds, inputs.labels)
     return _golden(study, metrics, errors)

@@ -1,4 +1,5 @@
-"""Where extraction runs: here (:mod:`.local`) or as Slurm job arrays (:mod:`.slurm`).
+"""Where extraction runs: here (:mod:`.local`; :mod:`.zeroshot` for zero-shot cells) or as
+Slurm job arrays (:mod:`.slurm`).
 
 Both fill the same extraction cache (:mod:`audiorepro.runner.cache`), so the stages after
 extraction read byte-identical dumps whichever executor made them.
