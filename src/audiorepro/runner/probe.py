@@ -60,8 +60,9 @@ from audiorepro.runner.probe_saved import (
     saved_tables,
     saved_value,
     task_leaders,
+    unused_keys,
 )
-from audiorepro.specs.measurements import load_measurements
+from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
@@ -414,10 +415,10 @@ def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow
     return rows
 
 
-def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
-    """A run's saved files by split (a malformed one is a UserError, exit 2); a missing one is
-    a problem of an incomplete study."""
-    saved: dict[str, Any] = {}
+def _load_saved(run: Run) -> tuple[dict[str, Measurements], list[str]]:
+    """A run's saved files by split, read as they are (a malformed known key is a UserError,
+    exit 2); a missing one is a problem of an incomplete study."""
+    saved: dict[str, Measurements] = {}
     problems = []
     for split, ref in run.metrics.items():
         if not present(ref.path):
@@ -425,8 +426,14 @@ def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
             continue
-        saved[split] = load_measurements(ref.path, split)
+        saved[split] = read_measurements(ref.path, split)
     return saved, problems
+
+
+def _copy_name(run_id: str, split: str, path: Path) -> str:
+    """Where a saved file's byte copy goes in the outputs (a JSONL file keeps its suffix)."""
+    suffix = ".jsonl" if path.suffix == ".jsonl" else ".json"
+    return f"measurements/{slug(run_id)}/{slug(split)}{suffix}"
 
 
 def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
@@ -446,7 +453,8 @@ def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]
     runs = []
     for run in study.runs:
         report, problem = _load_run(run) if predictions else (None, None)
-        saved, missing = _load_saved(run)
+        documents, missing = _load_saved(run)
+        saved = {s: m.shape for s, m in documents.items() if m.shape is not None}
         config, config_problem = _load_config(run)
         problems = ([problem] if problem is not None else []) + missing
         problems += [config_problem] if config_problem is not None else []
@@ -460,13 +468,14 @@ def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]
                 "predictions_sha256": run.sha256,
                 "saved_sha256": {split: ref.sha256 for split, ref in run.metrics.items()},
                 "saved_files": {
-                    split: f"measurements/{slug(run.id)}/{slug(split)}.json"
-                    for split in run.metrics
+                    split: _copy_name(run.id, split, ref.path) for split, ref in run.metrics.items()
                 },
                 "report": report,
                 "saved": saved,
                 "config": config,
                 "problem": "; ".join(problems) if problems else None,
+                # The whole documents, for key paths; not in the bundle (the byte copies are).
+                "documents": documents,
             }
         )
     return runs
@@ -546,7 +555,7 @@ def _copy_saved(study: ProbeStudy, out: Path) -> None:
     for run in study.runs:
         for split, ref in run.metrics.items():
             if ref.path.is_file():
-                target = out / "measurements" / slug(run.id) / f"{slug(split)}.json"
+                target = out / _copy_name(run.id, split, ref.path)
                 atomic_write_bytes(target, ref.path.read_bytes())
 
 
@@ -571,7 +580,7 @@ def verify_probe_saved(
         run = by_id[pub.run]
         found: dict[str, float] = {}
         for metric in pub.values:
-            value = saved_value(run["saved"], metric, study.families)
+            value = saved_value(run["saved"], metric, study.families, run["documents"])
             if value is not None:
                 found[metric] = float(value)
         reason = run["problem"]
@@ -623,6 +632,9 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     ]
     tables = _tables(present, lead, fam, study.event_classes)
     tables.update(saved_tables(study, runs, saved_lead))
+    unused = unused_keys(study, runs)
+    if unused is not None:
+        tables["unused_keys"] = unused
     if metric_parity["cells"] or metric_parity["reference"]:
         tables["metric_parity"] = parity_table(metric_parity)
     _copy_saved(study, out)
@@ -639,7 +651,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "schema": PROBE_BUNDLE,
         "kind": "probe",
         "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
-        "runs": runs,
+        "runs": [{k: v for k, v in r.items() if k != "documents"} for r in runs],
         "leaders": lead,
         "family_means": fam,
         "task_leaders": saved_lead,

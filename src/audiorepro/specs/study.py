@@ -126,6 +126,7 @@ from pydantic.config import JsonDict
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_toml, read_text
+from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.metrics.retrieval import TiePolicy
@@ -1015,6 +1016,25 @@ def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
     return SavedFile(path=path, sha256=ref.sha256)
 
 
+def _saved_path(metric: str, source: Path, key: str) -> None:
+    """A saved-measurement path as a user writes it: ``<split>/<field>/...``, or
+    ``<split>:<key path>`` with a key path that parses (:mod:`audiorepro.formats.keypath`)."""
+    cut = min((i for i in (metric.find("/"), metric.find(":")) if i >= 0), default=-1)
+    if cut <= 0:
+        raise UserError(
+            "expected a saved-measurement path '<split>/<field>/...' or '<split>:<key path>'",
+            source=source,
+            key=key,
+        )
+    if metric[cut] == ":":
+        try:
+            keypath.parse(metric[cut + 1 :])
+        except keypath.KeyPathError as exc:
+            raise UserError(
+                f"{exc}; expected '<split>:<key path>'", source=source, key=key
+            ) from None
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
@@ -1079,12 +1099,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
                     source=source,
                     key=f"leaders[{i}].baselines[{j}]",
                 )
-        if "/" not in lead.metric:
-            raise UserError(
-                "expected a saved-measurement path '<split>/<field>/...'",
-                source=source,
-                key=f"leaders[{i}].metric",
-            )
+        _saved_path(lead.metric, source, f"leaders[{i}].metric")
     sections = tuple(
         Section(
             title=s.title,
