@@ -234,7 +234,11 @@ def test_a_history_series_by_line_selector(tmp_path: Path) -> None:
     bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
     extra = next(t for t in bundle["task_leaders"] if t["task"] == "Extra")
     assert extra["best_candidate_value"] == pytest.approx(1 / 3)
-    assert bundle["runs"][0]["unused"] == {"test": ["protocol", "per_score_extra", "n_params"]}
+    # The history's other lines, and the other keys of the line read, are listed.
+    assert bundle["runs"][0]["unused"] == {
+        "test": ["protocol", "per_score_extra", "n_params"],
+        "history": ["[epoch=1]", "[epoch=2]", "[epoch=3].epoch", "[epoch=3].update"],
+    }
 
 
 @pytest.mark.parametrize(

@@ -426,7 +426,7 @@ def _load_saved(run: Run) -> tuple[dict[str, Measurements], list[str]]:
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
             continue
-        saved[split] = read_measurements(ref.path, split)
+        saved[split] = read_measurements(ref.path, split, at=ref.at)
     return saved, problems
 
 
@@ -437,16 +437,20 @@ def _copy_name(run_id: str, split: str, path: Path) -> str:
 
 
 def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
-    """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
+    """A run's config JSON (an object; a malformed one is a UserError, exit 2); a pattern
+    run's several config files merged in order, the first file's key winning."""
     if run.config is None:
         return None, None
-    if not present(run.config.path):
-        return None, f"declared run {run.id}: config {run.config.path.name} is missing"
-    text = read_text(run.config.path, what="a run's config JSON")
-    doc = parse_json(text, source=run.config.path)
-    if not isinstance(doc, dict):
-        raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
-    return doc, None
+    merged: dict[str, Any] = {}
+    for ref in (run.config, *run.more_config):
+        if not present(ref.path):
+            return None, f"declared run {run.id}: config {ref.path.name} is missing"
+        text = read_text(ref.path, what="a run's config JSON")
+        doc = parse_json(text, source=ref.path)
+        if not isinstance(doc, dict):
+            raise UserError("is not a JSON object; expected a run's config", source=ref.path)
+        merged = {**doc, **merged}
+    return merged, None
 
 
 def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]]:
@@ -664,6 +668,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     # (runs/m1/test_metrics.json, runs/m2/test_metrics.json).
     saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
     saved_refs += [r.config for r in study.runs if r.config is not None]
+    saved_refs += [ref for r in study.runs for ref in r.more_config]
+    saved_refs += list(study.tree_files)
     saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
     inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
     write_manifest(out, study, [], inputs=inputs)

@@ -987,6 +987,26 @@ def _used_at(documents: Mapping[str, Measurements], paths: list[str]) -> set[tup
     return out
 
 
+def _not_read(doc: Any, where: tuple[Any, ...], read: list[tuple[Any, ...]]) -> list[Any]:
+    """The parts of the unknown branch at ``where`` that no read location covers: the whole
+    branch where none is inside it, nothing where one covers it, else its children, each so.
+
+    >>> doc = {"x": {"a": 1, "b": {"c": 2, "d": 3}}}
+    >>> _not_read(doc, ("x",), [("x", "b", "c")])
+    [('x', 'a'), ('x', 'b', 'd')]
+    """
+    if any(where[: len(r)] == r for r in read):
+        return []
+    inside = [r for r in read if r[: len(where)] == where]
+    if not inside:
+        return [where]
+    node = doc
+    for part in where:
+        node = node[part]
+    children = range(len(node)) if isinstance(node, list) else list(node)
+    return [w for c in children for w in _not_read(doc, (*where, c), inside)]
+
+
 def unused_keys(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table | None:
     """Per saved file, what no table used: the keys its split's shape does not know that no
     key path of the study reads (a run dict gains ``unused``: split -> key paths). None when
@@ -998,14 +1018,8 @@ def unused_keys(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table | None:
         used = _used_at(documents, metrics)
         unused: dict[str, list[str]] = {}
         for split, m in documents.items():
-            kept = [
-                where
-                for where in m.unknown
-                if not any(
-                    u[0] == split and (u[1:][: len(where)] == where or where[: len(u) - 1] == u[1:])
-                    for u in used
-                )
-            ]
+            mine = [u[1:] for u in used if u[0] == split]
+            kept = [w for where in m.unknown for w in _not_read(m.document, where, mine)]
             paths = Measurements(m.shape, m.document, tuple(kept), m.source).unknown_paths()
             if paths:
                 unused[split] = paths

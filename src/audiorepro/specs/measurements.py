@@ -340,14 +340,28 @@ def _jsonl(text: str, path: Path) -> list[Any]:
     return lines
 
 
-def read_measurements(path: Path, split: str) -> Measurements:
+def read_measurements(path: Path, split: str, *, at: str | None = None) -> Measurements:
     """Read one saved file as it is: a JSON file checked against its split's shape (what the
-    shape knows; UserError, exit 2, when that is malformed), a ``.jsonl`` file line by line."""
+    shape knows; UserError, exit 2, when that is malformed), a ``.jsonl`` file line by line.
+    ``at``: a key path to the sub-table that is the split (``models.base``: one file keeps
+    every model size); key paths and the unused list are then from that sub-table."""
     text = read_text(path, what="a saved-measurement JSON file")
     if path.suffix == ".jsonl":
         return Measurements(None, _jsonl(text, path), ((),), str(path))
     # A key twice would be resolved silently (the last wins): PASS or FAIL by key order.
     data = parse_json(text, source=path)
+    if at is not None:
+        try:
+            found = locate(data, at)
+        except KeyPathError as exc:
+            raise UserError(str(exc), source=path, key=at) from None
+        if found is None:
+            raise UserError(f"is missing; the study reads split {split!r} here", source=path,
+                            key=at)  # fmt: skip
+        data = found[1]
+        path_text = f"{path} (at {at})"
+        shape = parse_measurements(data, split, source=path_text)
+        return Measurements(shape, data, tuple(_unknown(data, shape)), path_text)
     shape = parse_measurements(data, split, source=str(path))
     return Measurements(shape, data, tuple(_unknown(data, shape)), str(path))
 
