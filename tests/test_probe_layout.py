@@ -86,20 +86,23 @@ def test_the_documented_command_reads_the_tree_as_it_is(
     run, best = _expected_crema(tree)
     lead = _leader(bundle, "CREMA-D (matched MLP)")
     assert (lead["best_candidate_run"], lead["best_candidate_value"]) == (run, best)
-    # Every file read is hashed into the manifest: 71 of the tree's 75 (the workflow and job
-    # records, the normalization and class files are not read by this study).
+    # Every file read is hashed into the manifest: 73 of the tree's 75 (the normalization and
+    # class files are not read by this study).
     inputs = json.loads((out / "manifest.json").read_text())["inputs"]
     files = [p for p in tree.rglob("*") if p.is_file()]
     read = {f"{TREE.name}/{p.relative_to(tree).as_posix()}": p for p in files}  # study-relative
     recorded = {k: v for k, v in inputs.items() if TREE.name in k}
-    assert len(files) == 75 and len(recorded) == 71
+    assert len(files) == 75 and len(recorded) == 73
     for name, digest in recorded.items():
         assert hashlib.sha256(read[name].read_bytes()).hexdigest() == digest
     unread = {p.relative_to(tree).as_posix() for p in files} - {
         k.split(f"{TREE.name}/", 1)[1] for k in recorded
     }
-    assert unread == {"workflow.json", "consolidated_benchmark/job_audit.json",
-                      "release/training_normalization.json", "release/classes.json"}  # fmt: skip
+    assert unread == {"release/training_normalization.json", "release/classes.json"}
+    assert (
+        "| workflow COMPLETE with no errors | workflow.json | 1 | PASS |"
+        in (out / "tables" / "gates.md").read_text()
+    )
     # The byte copies are exact, extra keys included; the extras are listed as unused.
     copy = out / "measurements" / "probe_gemini_clap_mlp" / "adapter_crema.json"
     assert (
@@ -211,7 +214,7 @@ def test_a_lock_file_pins_every_file_read(
     assert "layout.lock does not exist; write it with 'audiorepro lock" in capsys.readouterr().err
     assert main(["lock", str(study)]) == 0
     pinned = json.loads((tmp_path / "layout.lock").read_text())["files"]
-    assert len(pinned) == 71 and f"{TREE.name}/study.json" in pinned
+    assert len(pinned) == 73 and f"{TREE.name}/study.json" in pinned
     assert main(["reproduce", str(study), *out]) == 0
     changed = tmp_path / TREE.name / "probes/gemini/clap/mlp/COMPLETE.json"
     changed.write_text(changed.read_text() + " ")
@@ -225,3 +228,86 @@ def test_a_lock_file_pins_every_file_read(
     extra.write_text("{}")  # an optional file that appeared
     assert main(["reproduce", str(study), *out[:1], str(tmp_path / "out3")]) == 2
     assert "validation_metrics.json is not pinned" in capsys.readouterr().err
+
+
+def _jobs(state: str, code: str) -> list[dict[str, Any]]:
+    return [
+        {"JobIDRaw": "100", "JobName": "pilot", "State": "COMPLETED", "ExitCode": "0:0"},
+        {"JobIDRaw": "101", "JobName": "train", "State": state, "ExitCode": code},
+    ]
+
+
+@pytest.mark.parametrize(
+    "file, doc, gate, why",
+    [
+        ("workflow.json", {"state": "RUNNING", "errors": []}, "workflow COMPLETE",
+         "state is 'RUNNING', expected 'COMPLETE'"),
+        ("workflow.json", {"state": "COMPLETE", "errors": ["upload failed"]}, "workflow COMPLETE",
+         "errors is \"['upload failed']\", expected none"),
+        ("workflow.json", None, "workflow COMPLETE", "workflow.json"),
+        ("consolidated_benchmark/job_audit.json", {"jobs": _jobs("FAILED", "1:0")},
+         "every final Slurm attempt", "jobs[1].State is 'FAILED', expected 'COMPLETED'"),
+        ("consolidated_benchmark/job_audit.json", {"jobs": _jobs("COMPLETED", "0:9")},
+         "every final Slurm attempt", "jobs[1].ExitCode is '0:9', expected '0:0'"),
+    ],
+)  # fmt: skip
+def test_a_failed_gate_fails_the_study_and_names_it(
+    tmp_path: Path, file: str, doc: Any, gate: str, why: str
+) -> None:
+    shutil.copytree(TREE, tmp_path / TREE.name)
+    shutil.copy(STUDY, tmp_path / STUDY.name)
+    target = tmp_path / TREE.name / file
+    if doc is None:
+        target.unlink()
+    else:
+        target.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert main(["reproduce", str(tmp_path / STUDY.name), "--out", str(out)]) == 1
+    failures = json.loads((out / "verification.json").read_text())["failures"]
+    hit = [f for f in failures if f.startswith(f"gate '{gate}")]
+    assert len(hit) == 1 and why in hit[0], failures
+
+
+def test_a_repaired_attempt_passes_the_slurm_gate(tmp_path: Path) -> None:
+    # A failed attempt followed by a successful one of the same job name: the final one counts.
+    shutil.copytree(TREE, tmp_path / TREE.name)
+    shutil.copy(STUDY, tmp_path / STUDY.name)
+    jobs = [*_jobs("FAILED", "1:0"), {"JobIDRaw": "102", "JobName": "train",
+                                      "State": "COMPLETED", "ExitCode": "0:0"}]  # fmt: skip
+    (tmp_path / TREE.name / "consolidated_benchmark/job_audit.json").write_text(
+        json.dumps({"jobs": jobs})
+    )
+    out = tmp_path / "out"
+    assert main(["reproduce", str(tmp_path / STUDY.name), "--out", str(out)]) == 0
+    gates = (out / "tables" / "gates.md").read_text()
+    row = "| every final Slurm attempt COMPLETED 0:0 | consolidated_benchmark/job_audit.json |"
+    assert f"{row} 2 | PASS |" in gates
+
+
+def test_a_gate_key_path_is_checked_when_the_study_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = tmp_path / STUDY.name
+    shutil.copytree(TREE, tmp_path / TREE.name)
+    study.write_text(STUDY.read_text().replace('empty = ["errors"]', 'empty = ["errors["]'))
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "key 'gate[0].empty[0]'" in err[0]
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_target_count_is_exact_where_the_study_says_so(tmp_path: Path, exact: bool) -> None:
+    shutil.copytree(TREE, tmp_path / TREE.name)
+    study = tmp_path / STUDY.name
+    text = STUDY.read_text()
+    assert "exact = true" in text
+    study.write_text(text if exact else text.replace("exact = true", "exact = false"))
+    path = tmp_path / TREE.name / "probes/gemini/clap/mlp/test_metrics.json"
+    doc = json.loads(path.read_text())
+    doc["per_score"].append({"score": "extra_target", "n": 3, "raw_mae": 0.5})
+    path.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == (1 if exact else 0)
+    failures = json.loads((out / "verification.json").read_text())["failures"]
+    expected = "completion: run probe/gemini/clap/mlp has 25 targets, exactly 24 expected"
+    assert failures == ([expected] if exact else [])

@@ -62,6 +62,7 @@ from audiorepro.runner.probe_saved import (
     task_leaders,
     unused_keys,
 )
+from audiorepro.specs.gates import GateResult, check_gate
 from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
@@ -536,6 +537,16 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
     }
 
 
+def gate_table(gates: list[GateResult]) -> Table:
+    """Each ``[[gate]]``: its file, how many records it checked, PASS or why not."""
+    return Table(
+        "Gates over the study's job records",
+        (Column("file"), Column("records checked"), Column("result")),
+        tuple((g.name, (g.file, g.checked, g.problem or "PASS")) for g in gates),
+        row_header="gate",
+    )
+
+
 def _relative(path: Path, base: Path) -> str:
     try:
         return path.relative_to(base).as_posix()
@@ -609,6 +620,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     check_output_names(study, runs)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
     failures += completion_problems(study, runs)
+    gates = [check_gate(g, study.root or study.source.parent) for g in study.gates]
+    failures += [f"gate '{g.name}' failed ({g.file}): {g.problem}" for g in gates if g.problem]
     complete = not failures
     metric_parity = _parity(study, runs)
     # A saved number the predictions refute is the first thing an auditor must read.
@@ -636,6 +649,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     ]
     tables = _tables(present, lead, fam, study.event_classes)
     tables.update(saved_tables(study, runs, saved_lead))
+    if gates:
+        tables["gates"] = gate_table(gates)
     unused = unused_keys(study, runs)
     if unused is not None:
         tables["unused_keys"] = unused
@@ -670,6 +685,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     saved_refs += [r.config for r in study.runs if r.config is not None]
     saved_refs += [ref for r in study.runs for ref in r.more_config]
     saved_refs += list(study.tree_files)
+    saved_refs += [SavedFile(g.path, sha256_file(g.path)) for g in study.gates if g.path.is_file()]
     saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
     inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
     write_manifest(out, study, [], inputs=inputs)

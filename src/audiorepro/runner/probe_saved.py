@@ -585,8 +585,11 @@ def completion_problems(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[s
             problems.append(f"completion: run {run_id} has no saved {c.split} measurements")
         elif c.targets is not None:
             n = len(by_id[run_id]["saved"][c.split]["per_score"])
-            if n < c.targets:
-                problems.append(f"completion: run {run_id} has {n} targets, {c.targets} expected")
+            if n < c.targets or (c.exact and n != c.targets):
+                exactly = "exactly " if c.exact else ""
+                problems.append(
+                    f"completion: run {run_id} has {n} targets, {exactly}{c.targets} expected"
+                )
     return problems
 
 

@@ -131,6 +131,7 @@ from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.metrics.retrieval import TiePolicy
+from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
     DumpSha256,
@@ -344,6 +345,8 @@ class CompletionSpec(Spec):
     runs: list[str] = Field(default_factory=list, description="a list of expected run ids")
     targets: int | None = Field(None, ge=0, description="targets per run (per_score entries)")
     split: str = Field("test", description="the split whose targets are counted")
+    exact: bool = Field(False, description="true: exactly `targets` per run, not at least")
+    all_runs: bool = Field(False, description="true: every declared run is expected")
 
 
 class ParitySpec(Spec):
@@ -403,6 +406,9 @@ class ProbeStudyFile(_StudyFile):
     )
     lock: RelativePath | None = Field(
         None, description="a lock file (audiorepro lock) pinning every saved file's SHA-256"
+    )
+    gate: list[GateSpec] = Field(
+        default_factory=list, description="[[gate]] tables: conditions on the job records"
     )
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
@@ -517,6 +523,7 @@ class Completion:
     runs: tuple[str, ...]
     targets: int | None
     split: str
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -629,6 +636,9 @@ class ProbeStudy:
     tree_files: tuple[SavedFile, ...] = ()
     #: the lock file that pins every saved file (``audiorepro lock`` writes it)
     lock: Path | None = None
+    #: the study's tree (``root``), and the gates over its job records
+    root: Path | None = None
+    gates: tuple[Gate, ...] = ()
 
 
 # --- zero-shot classification studies -------------------------------------------------------
@@ -1208,7 +1218,14 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
             for lead in spec.leaders
         ),
         sections=sections,
-        completion=None if c is None else Completion(tuple(c.runs), c.targets, c.split),
+        completion=None
+        if c is None
+        else Completion(
+            tuple(dict.fromkeys([*c.runs, *(r.id for r in runs if c.all_runs)])),
+            c.targets,
+            c.split,
+            c.exact,
+        ),
         parity_split=spec.parity.split,
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
@@ -1216,10 +1233,19 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         event_classes=tuple(spec.event_classes),
         tree_files=tree_files,
         lock=_path(source, "lock", spec.lock, must_exist=False),
+        root=_path(source, "root", spec.root or ".", must_exist=False),
+        gates=_gates(spec, source),
     )
     if strict and study.lock is not None:
         check_lock(study)
     return study
+
+
+def _gates(spec: ProbeStudyFile, source: Path) -> tuple[Gate, ...]:
+    root = _required_path(source, "root", spec.root or ".", must_exist=False)
+    for i, g in enumerate(spec.gate):
+        check_gate_spec(g, source, f"gate[{i}]")
+    return tuple(Gate(g.name, (root / g.file).resolve(), g) for g in spec.gate)
 
 
 LOCK_SCHEMA = "audiorepro.lock/1"
@@ -1227,10 +1253,12 @@ LOCK_SCHEMA = "audiorepro.lock/1"
 
 def pinned_files(study: ProbeStudy) -> dict[str, str]:
     """Every saved file the study reads that is there (its runs' measurement and config
-    files, the tree's ``study.json``), by its path from the study's folder -> SHA-256."""
+    files, the tree's ``study.json``, the gates' job records), by its path from the study's
+    folder -> SHA-256."""
     refs = [ref for r in study.runs for ref in r.metrics.values()]
     refs += [ref for r in study.runs for ref in (r.config, *r.more_config) if ref is not None]
     refs += list(study.tree_files)
+    refs += [SavedFile(g.path, "") for g in study.gates]
     out = {}
     for ref in refs:
         if present(ref.path):
