@@ -1114,6 +1114,47 @@ def _pattern_runs(
     return runs, tree
 
 
+def _completion(c: CompletionSpec | None, runs: list[Run]) -> Completion | None:
+    if c is None:
+        return None
+    expected = dict.fromkeys([*c.runs, *(r.id for r in runs if c.all_runs)])
+    return Completion(tuple(expected), c.targets, c.split, c.exact)
+
+
+def _check_leaders(spec: ProbeStudyFile, source: Path, seen: set[str]) -> None:
+    """Each ``[[leaders]]`` task's baselines are runs, its metric a saved-measurement path."""
+    for i, lead in enumerate(spec.leaders):
+        for j, b in enumerate(lead.baselines):
+            if b not in seen:
+                raise UserError(
+                    f"names {b!r}, which is not a run of this study",
+                    source=source,
+                    key=f"leaders[{i}].baselines[{j}]",
+                )
+        _saved_path(lead.metric, source, f"leaders[{i}].metric")
+
+
+def _sections(spec: ProbeStudyFile, source: Path, strict: bool) -> tuple[Section, ...]:
+    """The ``[[section]]`` files, each with the SHA-256 the study gives (checked when strict)."""
+    sections = tuple(
+        Section(
+            title=s.title,
+            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
+            sha256=s.sha256,
+        )
+        for i, s in enumerate(spec.section)
+    )
+    for i, sec in enumerate(sections):
+        if strict and sha256_file(sec.path) != sec.sha256:
+            raise UserError(
+                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
+                f"{sec.sha256}",
+                source=source,
+                key=f"section[{i}].sha256",
+            )
+    return sections
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
@@ -1172,32 +1213,8 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)
     )
-    for i, lead in enumerate(spec.leaders):
-        for j, b in enumerate(lead.baselines):
-            if b not in seen:
-                raise UserError(
-                    f"names {b!r}, which is not a run of this study",
-                    source=source,
-                    key=f"leaders[{i}].baselines[{j}]",
-                )
-        _saved_path(lead.metric, source, f"leaders[{i}].metric")
-    sections = tuple(
-        Section(
-            title=s.title,
-            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
-            sha256=s.sha256,
-        )
-        for i, s in enumerate(spec.section)
-    )
-    for i, sec in enumerate(sections):
-        if strict and sha256_file(sec.path) != sec.sha256:
-            raise UserError(
-                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
-                f"{sec.sha256}",
-                source=source,
-                key=f"section[{i}].sha256",
-            )
-    c = spec.completion
+    _check_leaders(spec, source, seen)
+    sections = _sections(spec, source, strict)
     study = ProbeStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
@@ -1218,14 +1235,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
             for lead in spec.leaders
         ),
         sections=sections,
-        completion=None
-        if c is None
-        else Completion(
-            tuple(dict.fromkeys([*c.runs, *(r.id for r in runs if c.all_runs)])),
-            c.targets,
-            c.split,
-            c.exact,
-        ),
+        completion=_completion(spec.completion, runs),
         parity_split=spec.parity.split,
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
