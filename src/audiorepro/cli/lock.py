@@ -16,9 +16,10 @@ from audiorepro.specs.study import LOCK_SCHEMA, ProbeStudy, load_study, pinned_f
 @click.argument("study", type=click.Path(path_type=Path))
 def lock(study: Path) -> None:
     """Write the lock file STUDY names (its `lock` key): every saved file the probe study
-    reads (its runs' measurement and config files, the tree's study.json) with its SHA-256.
-    Later `reproduce` and `verify` refuse the study (exit 2) when any of them changed. Exit 0
-    when written; 2 for bad input."""
+    reads (its runs' measurement and config files, the tree's study.json, the gates' job
+    records) with its SHA-256. Later `reproduce` and `verify --golden` refuse the study (exit
+    2) when any of them changed (`verify STUDY` does not check it). Exit 0 when written; 2 for
+    bad input."""
     loaded = load_study(study, strict=False)  # the files as they are now, not as locked
     if not isinstance(loaded, ProbeStudy) or loaded.lock is None:
         raise UserError("has no 'lock' key; expected a probe study naming its lock file",
