@@ -311,3 +311,28 @@ def test_the_target_count_is_exact_where_the_study_says_so(tmp_path: Path, exact
     failures = json.loads((out / "verification.json").read_text())["failures"]
     expected = "completion: run probe/gemini/clap/mlp has 25 targets, exactly 24 expected"
     assert failures == ([expected] if exact else [])
+
+
+def test_published_values_by_key_path_are_verified_against_the_tree(tmp_path: Path) -> None:
+    # Values read here from the tree with json; one off by 0.01 must fail, the others pass.
+    adapter = json.loads((TREE / "probes/gemini/clap/mlp/crema_matched_adapter.json").read_text())
+    trial = adapter["folds"][1]["trials"][2]["inner_accuracy"]
+    history = (TREE / "probes/gemini/clap/mlp/metrics.jsonl").read_text().splitlines()
+    loss = json.loads(history[2])["validation"]["loss"]
+    golden = tmp_path / "published.toml"
+    golden.write_text(
+        'schema = "audiorepro.probe-published/1"\n\n[[run]]\nrun = "probe/gemini/clap/mlp"\n'
+        "tolerance = 1e-9\n\n[run.values]\n"
+        f'"adapter_crema:folds[fold=1].trials[2].inner_accuracy" = {trial!r}\n'
+        f'"history:[epoch=3].validation.loss" = {loss!r}\n'
+        f'"adapter_crema:metrics.accuracy" = {adapter["metrics"]["accuracy"] + 0.01!r}\n'
+    )
+    report = tmp_path / "report.json"
+    args = ["verify", "--golden", str(golden), str(STUDY), "--json", str(report)]
+    assert main(args) == 1
+    rows = {r["metric"]: r["status"] for r in json.loads(report.read_text())["rows"]}
+    assert rows == {
+        "adapter_crema:folds[fold=1].trials[2].inner_accuracy": "PASS",
+        "history:[epoch=3].validation.loss": "PASS",
+        "adapter_crema:metrics.accuracy": "FAIL",
+    }
