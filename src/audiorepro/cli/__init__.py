@@ -8,6 +8,7 @@ from __future__ import annotations
 
 # Each import registers its commands on the group: diff, evaluate, list, sign, trec-eval.
 from audiorepro.cli import diff, evaluate, listing, sign, trec  # noqa: F401
+from audiorepro.cli import lock as lock_command  # noqa: F401 (registers `lock`)
 from audiorepro.cli.commands import cli, main
 
 __all__ = ["cli", "main"]

@@ -60,8 +60,10 @@ from audiorepro.runner.probe_saved import (
     saved_tables,
     saved_value,
     task_leaders,
+    unused_keys,
 )
-from audiorepro.specs.measurements import load_measurements
+from audiorepro.specs.gates import GateResult, check_gate
+from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
@@ -414,10 +416,10 @@ def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow
     return rows
 
 
-def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
-    """A run's saved files by split (a malformed one is a UserError, exit 2); a missing one is
-    a problem of an incomplete study."""
-    saved: dict[str, Any] = {}
+def _load_saved(run: Run) -> tuple[dict[str, Measurements], list[str]]:
+    """A run's saved files by split, read as they are (a malformed known key is a UserError,
+    exit 2); a missing one is a problem of an incomplete study."""
+    saved: dict[str, Measurements] = {}
     problems = []
     for split, ref in run.metrics.items():
         if not present(ref.path):
@@ -425,28 +427,39 @@ def _load_saved(run: Run) -> tuple[dict[str, Any], list[str]]:
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
             continue
-        saved[split] = load_measurements(ref.path, split)
+        saved[split] = read_measurements(ref.path, split, at=ref.at)
     return saved, problems
 
 
+def _copy_name(run_id: str, split: str, path: Path) -> str:
+    """Where a saved file's byte copy goes in the outputs (a JSONL file keeps its suffix)."""
+    suffix = ".jsonl" if path.suffix == ".jsonl" else ".json"
+    return f"measurements/{slug(run_id)}/{slug(split)}{suffix}"
+
+
 def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
-    """A run's config JSON (an object; a malformed one is a UserError, exit 2)."""
+    """A run's config JSON (an object; a malformed one is a UserError, exit 2); a pattern
+    run's several config files merged in order, the first file's key winning."""
     if run.config is None:
         return None, None
-    if not present(run.config.path):
-        return None, f"declared run {run.id}: config {run.config.path.name} is missing"
-    text = read_text(run.config.path, what="a run's config JSON")
-    doc = parse_json(text, source=run.config.path)
-    if not isinstance(doc, dict):
-        raise UserError("is not a JSON object; expected a run's config", source=run.config.path)
-    return doc, None
+    merged: dict[str, Any] = {}
+    for ref in (run.config, *run.more_config):
+        if not present(ref.path):
+            return None, f"declared run {run.id}: config {ref.path.name} is missing"
+        text = read_text(ref.path, what="a run's config JSON")
+        doc = parse_json(text, source=ref.path)
+        if not isinstance(doc, dict):
+            raise UserError("is not a JSON object; expected a run's config", source=ref.path)
+        merged = {**doc, **merged}
+    return merged, None
 
 
 def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]]:
     runs = []
     for run in study.runs:
         report, problem = _load_run(run) if predictions else (None, None)
-        saved, missing = _load_saved(run)
+        documents, missing = _load_saved(run)
+        saved = {s: m.shape for s, m in documents.items() if m.shape is not None}
         config, config_problem = _load_config(run)
         problems = ([problem] if problem is not None else []) + missing
         problems += [config_problem] if config_problem is not None else []
@@ -460,13 +473,14 @@ def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]
                 "predictions_sha256": run.sha256,
                 "saved_sha256": {split: ref.sha256 for split, ref in run.metrics.items()},
                 "saved_files": {
-                    split: f"measurements/{slug(run.id)}/{slug(split)}.json"
-                    for split in run.metrics
+                    split: _copy_name(run.id, split, ref.path) for split, ref in run.metrics.items()
                 },
                 "report": report,
                 "saved": saved,
                 "config": config,
                 "problem": "; ".join(problems) if problems else None,
+                # The whole documents, for key paths; not in the bundle (the byte copies are).
+                "documents": documents,
             }
         )
     return runs
@@ -523,6 +537,16 @@ def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
     }
 
 
+def gate_table(gates: list[GateResult]) -> Table:
+    """Each ``[[gate]]``: its file, how many records it checked, PASS or why not."""
+    return Table(
+        "Gates over the study's job records",
+        (Column("file"), Column("records checked"), Column("result")),
+        tuple((g.name, (g.file, g.checked, g.problem or "PASS")) for g in gates),
+        row_header="gate",
+    )
+
+
 def _relative(path: Path, base: Path) -> str:
     try:
         return path.relative_to(base).as_posix()
@@ -546,7 +570,7 @@ def _copy_saved(study: ProbeStudy, out: Path) -> None:
     for run in study.runs:
         for split, ref in run.metrics.items():
             if ref.path.is_file():
-                target = out / "measurements" / slug(run.id) / f"{slug(split)}.json"
+                target = out / _copy_name(run.id, split, ref.path)
                 atomic_write_bytes(target, ref.path.read_bytes())
 
 
@@ -571,7 +595,7 @@ def verify_probe_saved(
         run = by_id[pub.run]
         found: dict[str, float] = {}
         for metric in pub.values:
-            value = saved_value(run["saved"], metric, study.families)
+            value = saved_value(run["saved"], metric, study.families, run["documents"])
             if value is not None:
                 found[metric] = float(value)
         reason = run["problem"]
@@ -596,6 +620,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     check_output_names(study, runs)
     failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
     failures += completion_problems(study, runs)
+    gates = [check_gate(g, study.root or study.source.parent) for g in study.gates]
+    failures += [f"gate '{g.name}' failed ({g.file}): {g.problem}" for g in gates if g.problem]
     complete = not failures
     metric_parity = _parity(study, runs)
     # A saved number the predictions refute is the first thing an auditor must read.
@@ -623,6 +649,11 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     ]
     tables = _tables(present, lead, fam, study.event_classes)
     tables.update(saved_tables(study, runs, saved_lead))
+    if gates:
+        tables["gates"] = gate_table(gates)
+    unused = unused_keys(study, runs)
+    if unused is not None:
+        tables["unused_keys"] = unused
     if metric_parity["cells"] or metric_parity["reference"]:
         tables["metric_parity"] = parity_table(metric_parity)
     _copy_saved(study, out)
@@ -639,7 +670,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "schema": PROBE_BUNDLE,
         "kind": "probe",
         "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
-        "runs": runs,
+        "runs": [{k: v for k, v in r.items() if k != "documents"} for r in runs],
         "leaders": lead,
         "family_means": fam,
         "task_leaders": saved_lead,
@@ -652,6 +683,9 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     # (runs/m1/test_metrics.json, runs/m2/test_metrics.json).
     saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
     saved_refs += [r.config for r in study.runs if r.config is not None]
+    saved_refs += [ref for r in study.runs for ref in r.more_config]
+    saved_refs += list(study.tree_files)
+    saved_refs += [SavedFile(g.path, sha256_file(g.path)) for g in study.gates if g.path.is_file()]
     saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
     inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
     write_manifest(out, study, [], inputs=inputs)

@@ -29,14 +29,17 @@ saved null (not recorded) claims nothing and is not compared.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.outputs import MetricParity, ParityCell
+from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
 
 IOU = ("0.1", "0.3", "0.5")
@@ -59,8 +62,26 @@ SCORE_PARITY = {
 }
 
 
-def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> float | int | None:
-    """A number in a run's saved files by path: ``<split>/<field>/...``.
+def split_of(path: str) -> tuple[str, str, str]:
+    """A saved-measurement path's split, separator and rest: ``test/frame_f1`` (a path of the
+    split's shape) or ``test:per_score[score=a].n`` (a key path into the whole file).
+
+    >>> split_of("test/per_score/a:b/n"), split_of("history:[epoch=3].val_loss")
+    (('test', '/', 'per_score/a:b/n'), ('history', ':', '[epoch=3].val_loss'))
+    """
+    cut = min((i for i in (path.find("/"), path.find(":")) if i >= 0), default=len(path))
+    return path[:cut], path[cut : cut + 1], path[cut + 1 :]
+
+
+def saved_value(
+    saved: dict[str, Any],
+    path: str,
+    families: dict[str, str],
+    documents: Mapping[str, Measurements] | None = None,
+) -> float | int | None:
+    """A number in a run's saved files by path: ``<split>/<field>/...`` or
+    ``<split>:<key path>`` (:mod:`audiorepro.formats.keypath`, over the whole file as it was
+    saved, unknown keys and JSONL lines included; a non-number there is exit 2).
 
     ``per_score/<score>/<field>`` names a target's field, ``family/<name>/<field>`` a family
     mean; anything else walks the JSON tables. A missing split, key or null value is None.
@@ -71,7 +92,10 @@ def saved_value(saved: dict[str, Any], path: str, families: dict[str, str]) -> f
     ...                                      "test/burst_localization/0.5/f1", "val/loss")]
     [0.5, 3, 0.25, None]
     """
-    split, _, rest = path.partition("/")
+    split, sep, rest = split_of(path)
+    if sep == ":":
+        document = (documents or {}).get(split)
+        return None if document is None else number_at(document, rest)
     node: Any = saved.get(split)
     if node is None:
         return None
@@ -117,7 +141,7 @@ def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str
     for lead in study.leaders:
 
         def value(run: dict[str, Any], metric: str = lead.metric) -> float | int | None:
-            return saved_value(run["saved"], metric, study.families)
+            return saved_value(run["saved"], metric, study.families, run.get("documents"))
 
         def pick(pool: list[dict[str, Any]], higher: bool = lead.higher) -> dict[str, Any] | None:
             defined = [r for r in pool if value(r) is not None]
@@ -561,8 +585,11 @@ def completion_problems(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[s
             problems.append(f"completion: run {run_id} has no saved {c.split} measurements")
         elif c.targets is not None:
             n = len(by_id[run_id]["saved"][c.split]["per_score"])
-            if n < c.targets:
-                problems.append(f"completion: run {run_id} has {n} targets, {c.targets} expected")
+            if n < c.targets or (c.exact and n != c.targets):
+                exactly = "exactly " if c.exact else ""
+                problems.append(
+                    f"completion: run {run_id} has {n} targets, {exactly}{c.targets} expected"
+                )
     return problems
 
 
@@ -944,4 +971,71 @@ def parity_table(metric_parity: MetricParity) -> Table:
         ),
         row_header="run",
         digits=9,
+    )
+
+
+def _used_at(documents: Mapping[str, Measurements], paths: list[str]) -> set[tuple[Any, ...]]:
+    """The locations the study's own key paths (``<split>:<key path>``) read, by split."""
+    out: set[tuple[Any, ...]] = set()
+    for path in paths:
+        split, sep, rest = split_of(path)
+        if sep != ":" or split not in documents:
+            continue
+        try:
+            found = locate(documents[split].document, rest)
+        except KeyPathError:
+            continue  # reported where the value is read
+        if found is not None:
+            out.add((split, *found[0]))
+    return out
+
+
+def _not_read(doc: Any, where: tuple[Any, ...], read: list[tuple[Any, ...]]) -> list[Any]:
+    """The parts of the unknown branch at ``where`` that no read location covers: the whole
+    branch where none is inside it, nothing where one covers it, else its children, each so.
+
+    >>> doc = {"x": {"a": 1, "b": {"c": 2, "d": 3}}}
+    >>> _not_read(doc, ("x",), [("x", "b", "c")])
+    [('x', 'a'), ('x', 'b', 'd')]
+    """
+    if any(where[: len(r)] == r for r in read):
+        return []
+    inside = [r for r in read if r[: len(where)] == where]
+    if not inside:
+        return [where]
+    node = doc
+    for part in where:
+        node = node[part]
+    children = range(len(node)) if isinstance(node, list) else list(node)
+    return [w for c in children for w in _not_read(doc, (*where, c), inside)]
+
+
+def unused_keys(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table | None:
+    """Per saved file, what no table used: the keys its split's shape does not know that no
+    key path of the study reads (a run dict gains ``unused``: split -> key paths). None when
+    every saved number was used."""
+    metrics = [lead.metric for lead in study.leaders]
+    rows = []
+    for r in runs:
+        documents: Mapping[str, Measurements] = r.get("documents", {})
+        used = _used_at(documents, metrics)
+        unused: dict[str, list[str]] = {}
+        for split, m in documents.items():
+            mine = [u[1:] for u in used if u[0] == split]
+            kept = [w for where in m.unknown for w in _not_read(m.document, where, mine)]
+            paths = Measurements(m.shape, m.document, tuple(kept), m.source).unknown_paths()
+            if paths:
+                unused[split] = paths
+                rows += [(f"{r['id']} {split}", (r["saved_files"][split], p)) for p in paths]
+        if unused:
+            r["unused"] = unused
+    if not rows:
+        return None
+    return Table(
+        "Saved keys no table used (kept in the byte copies, listed so that nothing is dropped "
+        "unseen)",
+        (Column("file"), Column("key path")),
+        tuple(rows),
+        row_header="run and split",
+        notes=("A study reads any of them by a key path: '<split>:<key path>'.",),
     )

@@ -10,22 +10,37 @@ saved. The split's name says which of three shapes the file has (every field is 
 - any other name (``test``, ``validation``, ``pre_finetune``, ``p3_test``...): held-out
   measurements of the run's own targets, :class:`HeldOutFile`.
 
-Every number may be ``null`` (not recorded or undefined, never 0). Unknown keys are errors, as
-in every file a user gives: a misspelled ``frame_f1`` would otherwise silently read as "not
-recorded". :func:`load_measurements` reports the first problem in one line (file, key path,
-what was expected), exit code 2.
+Every number may be ``null`` (not recorded or undefined, never 0). A saved file is data a
+pipeline wrote, not an instruction: the keys these shapes know are checked (a wrong type, NaN,
+a repeated score is exit 2, one line naming file, key path and what was expected), every other
+key is kept as it is. :func:`read_measurements` returns both: the known part (what the tables
+read) and the whole document, in which every number is addressable by a key path
+(:mod:`audiorepro.formats.keypath`), with the paths no shape knows listed
+(:attr:`Measurements.unknown`) so that the report can say what no table used. A ``.jsonl``
+file (one JSON object a line, a training history) has no shape: the list of its lines,
+addressed by key path only (``[epoch=3].val_loss``).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
-from audiorepro.specs.schema import KeyProblem, Spec, validate
+from audiorepro.formats.keypath import KeyPathError, format_path, locate
+from audiorepro.specs.schema import KeyProblem, validate
+
+
+class Spec(BaseModel):
+    """A table of a saved file: its known keys checked (types, no NaN), unknown keys kept."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True, allow_inf_nan=False)
+
 
 Value = Annotated[
     float | None,
@@ -84,7 +99,6 @@ class HeldOutFile(Spec):
     burst_localization: dict[str, Localization] = Field(
         default_factory=dict,
         description="a table of IoU threshold -> {precision, recall, ...}",
-        json_schema_extra={"propertyNames": {"enum": list(IOU_LEVELS)}},
     )
     frame_f1: Value = None
     cps_raw_mae: Value = None
@@ -110,12 +124,6 @@ class HeldOutFile(Spec):
             if c.name in names:
                 raise KeyProblem(("burst_per_class", i, "name"), f"repeats class {c.name!r}")
             names.add(c.name)
-        for level in self.burst_localization:
-            if level not in IOU_LEVELS:
-                raise KeyProblem(
-                    ("burst_localization", level),
-                    f"is an unknown IoU threshold; expected one of {', '.join(IOU_LEVELS)}",
-                )
         return self
 
 
@@ -172,20 +180,31 @@ class CategoryMetrics(Spec):
 
 
 def _per_keys_are_lists(schema: dict[str, Any]) -> None:
-    # The loader's rule (:func:`_public`): a key starting with ``per_`` holds a per-category
-    # list, every other key a cut's numbers.
+    # The loader's rule (:func:`_public`): a key starting with ``per_`` holds a list, of
+    # categories where an item has a ``category`` (then every item must be one), else of data;
+    # any other key holds a cut's numbers where it is an object, and is data where it is not.
     cut, categories = schema["additionalProperties"]["anyOf"]
-    schema["patternProperties"] = {"^per_": categories}
-    schema["additionalProperties"] = cut
+    data_items = {"type": "array", "items": {"not": {"type": "object", "required": ["category"]}}}
+    schema["patternProperties"] = {"^per_": {"anyOf": [categories, data_items]}}
+    schema["additionalProperties"] = {"anyOf": [cut, {"not": {"type": "object"}}]}
+
+
+def _benches_may_be_data(schema: dict[str, Any]) -> None:
+    # A benchmark whose value is not an object is data (kept, listed as unused).
+    bench = schema["additionalProperties"]
+    schema["additionalProperties"] = {"anyOf": [bench, {"not": {"type": "object"}}]}
 
 
 #: benchmark -> cut name -> its numbers, or a per-category list (a key starting with ``per_``)
-PublicFile = dict[
-    str,
-    Annotated[
-        dict[str, CutMetrics | list[CategoryMetrics]],
-        Field(json_schema_extra=_per_keys_are_lists),
+PublicFile = Annotated[
+    dict[
+        str,
+        Annotated[
+            dict[str, CutMetrics | list[CategoryMetrics]],
+            Field(json_schema_extra=_per_keys_are_lists),
+        ],
     ],
+    Field(json_schema_extra=_benches_may_be_data),
 ]
 
 
@@ -218,46 +237,169 @@ def kind_of(split: str) -> str:
     return "held-out"
 
 
+def known(value: Any) -> Any:
+    """A validated document as plain JSON values, the keys its shape knows only (unknown keys
+    are in the document, not here), defaults filled in."""
+    if isinstance(value, BaseModel):
+        return {name: known(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, list):
+        return [known(v) for v in value]
+    if isinstance(value, dict):
+        return {k: known(v) for k, v in value.items()}
+    return value
+
+
+def _categories(value: list[Any], source: str, where: tuple[str, str]) -> list[Any] | None:
+    """A ``per_`` list as categories, or None where it is data (no item has a ``category``)."""
+    if not any(isinstance(v, dict) and "category" in v for v in value):
+        return None
+    return [
+        known(validate(CategoryMetrics, v, source=source, where=(*where, i)))
+        for i, v in enumerate(value)
+    ]
+
+
 def _public(data: Any, source: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError("is not a JSON object; expected benchmark -> cut tables", source=source)
     out: dict[str, Any] = {}
     for bench, cuts in data.items():
         if not isinstance(cuts, dict):
-            raise UserError("is not a table; expected cut -> numbers", source=source, key=bench)
-        out[bench] = {}
+            continue  # data, not a benchmark's cuts: kept in the document
+        found: dict[str, Any] = {}
         for cut, value in cuts.items():
-            at = f"{bench}.{cut}"
             if cut.startswith("per_"):
                 if not isinstance(value, list):
                     raise UserError(
-                        "is not a list; expected per-category tables", source=source, key=at
-                    )
-                out[bench][cut] = [
-                    validate(CategoryMetrics, v, source=source, where=(bench, cut, i)).model_dump(
-                        mode="json"
-                    )
-                    for i, v in enumerate(value)
-                ]
-            else:
-                out[bench][cut] = validate(
-                    CutMetrics, value, source=source, where=(bench, cut)
-                ).model_dump(mode="json")
+                        "is not a list; expected per-category tables", source=source,
+                        key=f"{bench}.{cut}",
+                    )  # fmt: skip
+                listed = _categories(value, source, (bench, cut))
+                if listed is not None:
+                    found[cut] = listed
+            elif isinstance(value, dict):
+                numbers = validate(CutMetrics, value, source=source, where=(bench, cut))
+                if set(value) & set(CutMetrics.model_fields):
+                    found[cut] = known(numbers)
+        if found:
+            out[bench] = found
     return out
 
 
 def parse_measurements(data: Any, split: str, *, source: str) -> dict[str, Any]:
-    """A parsed JSON document as the split's shape, defaults filled in (plain JSON values)."""
+    """A parsed JSON document as the split's shape: the keys it knows, checked, defaults
+    filled in (plain JSON values)."""
     kind = kind_of(split)
     if kind == "public":
         return _public(data, source)
     model = AdapterFile if kind == "adapter" else HeldOutFile
-    return validate(model, data, source=source).model_dump(mode="json")
+    return known(validate(model, data, source=source))  # type: ignore[no-any-return]
+
+
+def _unknown(
+    doc: Any, shape: Any, where: tuple[int | str, ...] = ()
+) -> list[tuple[int | str, ...]]:
+    """Where ``doc`` holds what ``shape`` (its known part) does not: the first such key of each
+    branch (its whole value is unknown)."""
+    out: list[tuple[int | str, ...]] = []
+    if isinstance(doc, dict) and isinstance(shape, dict):
+        for key, value in doc.items():
+            if key in shape:
+                out += _unknown(value, shape[key], (*where, key))
+            else:
+                out.append((*where, key))
+    elif isinstance(doc, list) and isinstance(shape, list) and len(doc) == len(shape):
+        for i, (value, part) in enumerate(zip(doc, shape, strict=True)):
+            out += _unknown(value, part, (*where, i))
+    return out
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """One saved file, read as it is."""
+
+    #: the split's shape (what the tables read); None for a JSONL file, which has none
+    shape: dict[str, Any] | None
+    #: the whole parsed document (a JSONL file: the list of its lines)
+    document: Any
+    #: where the document holds what the shape does not know (keys and indexes)
+    unknown: tuple[tuple[int | str, ...], ...]
+    #: the file it was read from (named in every problem with a number of it)
+    source: str = ""
+
+    def unknown_paths(self) -> list[str]:
+        """The unknown locations as key paths (:func:`audiorepro.formats.keypath.format_path`)."""
+        return [format_path(self.document, where) or "(the whole file)" for where in self.unknown]
+
+
+def _jsonl(text: str, path: Path) -> list[Any]:
+    lines = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            lines.append(parse_json(line, source=path, key=f"line {n}"))
+    return lines
+
+
+def read_measurements(path: Path, split: str, *, at: str | None = None) -> Measurements:
+    """Read one saved file as it is: a JSON file checked against its split's shape (what the
+    shape knows; UserError, exit 2, when that is malformed), a ``.jsonl`` file line by line.
+    ``at``: a key path to the sub-table that is the split (``models.base``: one file keeps
+    every model size); key paths and the unused list are then from that sub-table."""
+    text = read_text(path, what="a saved-measurement JSON file")
+    if path.suffix == ".jsonl":
+        return Measurements(None, _jsonl(text, path), ((),), str(path))
+    # A key twice would be resolved silently (the last wins): PASS or FAIL by key order.
+    data = parse_json(text, source=path)
+    if at is not None:
+        try:
+            found = locate(data, at)
+        except KeyPathError as exc:
+            raise UserError(str(exc), source=path, key=at) from None
+        if found is None:
+            raise UserError(f"is missing; the study reads split {split!r} here", source=path,
+                            key=at)  # fmt: skip
+        data = found[1]
+        path_text = f"{path} (at {at})"
+        shape = parse_measurements(data, split, source=path_text)
+        return Measurements(shape, data, tuple(_unknown(data, shape)), path_text)
+    shape = parse_measurements(data, split, source=str(path))
+    return Measurements(shape, data, tuple(_unknown(data, shape)), str(path))
 
 
 def load_measurements(path: Path, split: str) -> dict[str, Any]:
-    """Read and check one saved-measurement JSON file (UserError, exit 2, when malformed)."""
-    text = read_text(path, what="a saved-measurement JSON file")
-    # A key twice would be resolved silently (the last wins): PASS or FAIL by key order.
-    data = parse_json(text, source=path)
-    return parse_measurements(data, split, source=str(path))
+    """Read and check one saved-measurement JSON file: the known part (UserError, exit 2,
+    when malformed)."""
+    shape = read_measurements(path, split).shape
+    if shape is None:
+        raise UserError("is a JSONL file; expected a JSON object", source=path)
+    return shape
+
+
+def number_at(saved: Measurements, path: str) -> float | int | None:
+    """The number a key path names in a saved file; None where the file does not record it
+    (a missing key, a null). Anything else there (text, a table, NaN) is what a study uses
+    wrongly: UserError naming the file and the key path, exit 2.
+
+    >>> m = Measurements(None, [{"epoch": 1, "loss": 0.5}, {"epoch": 2, "loss": None}], ())
+    >>> [number_at(m, p) for p in ("[epoch=1].loss", "[epoch=2].loss",
+    ...                       "[epoch=3].loss")]
+    [0.5, None, None]
+    """
+    try:
+        found = locate(saved.document, path)
+    except KeyPathError as exc:
+        raise UserError(str(exc), source=saved.source, key=path) from None
+    value = None if found is None else found[1]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UserError(
+            f"is {type(value).__name__} {str(value)[:40]!r}; expected a number, or null",
+            source=saved.source,
+            key=path,
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(
+            f"is {value}; expected a finite number, or null", source=saved.source, key=path
+        )
+    return value

@@ -34,12 +34,14 @@ from pydantic import Field, model_validator
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_toml, read_text, read_toml
+from audiorepro.formats import keypath
 from audiorepro.specs.published import Number, tolerance_problem
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.probe-published/1"
-#: ``<split>/<field>/...``: a split and at least one more part, no empty part.
-SAVED_PATH = r"^[^/]+(/[^/]+)+$"
+#: ``<split>/<field>/...``: a split and at least one more part, no empty part; or
+#: ``<split>:<key path>`` (:mod:`audiorepro.formats.keypath`), a number anywhere in the file.
+SAVED_PATH = r"^([^/:]+(/[^/]+)+|[^/:]+:.+)$"
 
 
 def saved_path_problem(metric: str) -> str | None:
@@ -50,6 +52,13 @@ def saved_path_problem(metric: str) -> str | None:
     >>> saved_path_problem("frame_f1")[:35]
     'is not a saved-measurement path; ex'
     """
+    split, colon, rest = metric.partition(":")
+    if colon and "/" not in split and re.match(SAVED_PATH, metric):
+        try:
+            keypath.parse(rest)
+        except keypath.KeyPathError as exc:
+            return f"{exc}; expected '<split>:<key path>'"
+        return None
     parts = metric.split("/")
     if re.match(SAVED_PATH, metric) and len(parts) >= 4 and parts[1] in ("per_score", "family"):
         if parts[-1] == "score":
@@ -61,7 +70,8 @@ def saved_path_problem(metric: str) -> str | None:
         return None
     return (
         "is not a saved-measurement path; expected '<split>/<field>/...' (test/frame_f1, "
-        "test/per_score/<score>/raw_mae, public/<benchmark>/<cut>/<field>)"
+        "test/per_score/<score>/raw_mae, public/<benchmark>/<cut>/<field>) or "
+        "'<split>:<key path>'"
     )
 
 

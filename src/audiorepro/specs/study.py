@@ -115,6 +115,7 @@ same file name (datasets, corpora, run ids). Each problem is a
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,10 +126,12 @@ from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
-from audiorepro.core.io import parse_toml, read_text
+from audiorepro.core.io import parse_json, parse_toml, read_text
+from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
+from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.published import (
     PROFILES_SCHEMA,
     DumpSha256,
@@ -137,6 +140,7 @@ from audiorepro.specs.published import (
     profile_metric_problem,
     tolerance_problem,
 )
+from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
@@ -341,6 +345,8 @@ class CompletionSpec(Spec):
     runs: list[str] = Field(default_factory=list, description="a list of expected run ids")
     targets: int | None = Field(None, ge=0, description="targets per run (per_score entries)")
     split: str = Field("test", description="the split whose targets are counted")
+    exact: bool = Field(False, description="true: exactly `targets` per run, not at least")
+    all_runs: bool = Field(False, description="true: every declared run is expected")
 
 
 class ParitySpec(Spec):
@@ -396,8 +402,29 @@ class RetrievalStudyFile(_StudyFile):
 class ProbeStudyFile(_StudyFile):
     """A probe study: runs of prediction files and published values of their metrics."""
 
+    # The rule _something_to_read checks, for the JSON Schema.
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["run"]}, {"required": ["runs"]}]}
+    )
+
     kind: Literal["probe"] = Field(description="the study kind")
-    run: list[RunSpec] = Field(min_length=1, description="at least one [[run]]")
+    run: list[RunSpec] = Field(
+        default_factory=list, min_length=1, description="[[run]] tables (or [[runs]])"
+    )
+    root: RelativePath | None = Field(
+        None, description="the study's tree, relative to the study file ([[runs]] patterns)"
+    )
+    runs: list[RunPatternSpec] = Field(
+        default_factory=list,
+        min_length=1,
+        description="[[runs]] tables: runs declared by a path pattern",
+    )
+    lock: RelativePath | None = Field(
+        None, description="a lock file (audiorepro lock) pinning every saved file's SHA-256"
+    )
+    gate: list[GateSpec] = Field(
+        default_factory=list, description="[[gate]] tables: conditions on the job records"
+    )
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
@@ -427,6 +454,8 @@ class ProbeStudyFile(_StudyFile):
     def _something_to_read(self) -> ProbeStudyFile:
         # Here, not in RunSpec: a KeyProblem's key path is from the file's top, and only this
         # level knows the run's index.
+        if not self.run and not self.runs:
+            raise KeyProblem(("run",), "is missing; a probe study needs [[run]] or [[runs]]")
         for i, r in enumerate(self.run):
             if (r.predictions is None) != (r.sha256 is None):
                 raise KeyProblem(
@@ -464,6 +493,8 @@ class SavedFile:
 
     path: Path
     sha256: str
+    #: a key path to the sub-table the split reads (``models.base``), or the whole file
+    at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -480,6 +511,8 @@ class Run:
     attributes: dict[str, str] = field(default_factory=dict)
     metrics: dict[str, SavedFile] = field(default_factory=dict)
     config: SavedFile | None = None
+    #: further config files of a pattern run (merged after ``config``; the first key wins)
+    more_config: tuple[SavedFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -505,6 +538,7 @@ class Completion:
     runs: tuple[str, ...]
     targets: int | None
     split: str
+    exact: bool = False
 
 
 @dataclass(frozen=True)
@@ -615,6 +649,13 @@ class ProbeStudy:
     credits: str | None = None
     config_fields: tuple[str, ...] = ()
     event_classes: tuple[str, ...] = ()
+    #: files of the study's tree read to declare its ``[[runs]]`` (hashed when read)
+    tree_files: tuple[SavedFile, ...] = ()
+    #: the lock file that pins every saved file (``audiorepro lock`` writes it)
+    lock: Path | None = None
+    #: the study's tree (``root``), and the gates over its job records
+    root: Path | None = None
+    gates: tuple[Gate, ...] = ()
 
 
 # --- zero-shot classification studies -------------------------------------------------------
@@ -1033,6 +1074,105 @@ def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
     return SavedFile(path=path, sha256=ref.sha256)
 
 
+def _saved_path(metric: str, source: Path, key: str) -> None:
+    """A saved-measurement path as a user writes it: ``<split>/<field>/...``, or
+    ``<split>:<key path>`` with a key path that parses (:mod:`audiorepro.formats.keypath`)."""
+    cut = min((i for i in (metric.find("/"), metric.find(":")) if i >= 0), default=-1)
+    if cut <= 0:
+        raise UserError(
+            "expected a saved-measurement path '<split>/<field>/...' or '<split>:<key path>'",
+            source=source,
+            key=key,
+        )
+    if metric[cut] == ":":
+        try:
+            keypath.parse(metric[cut + 1 :])
+        except keypath.KeyPathError as exc:
+            raise UserError(
+                f"{exc}; expected '<split>:<key path>'", source=source, key=key
+            ) from None
+
+
+def _found(path: Path) -> SavedFile:
+    # No hash is typed for a pattern's file: the one found is recorded (a missing file is an
+    # incomplete study, named by the runner).
+    return SavedFile(path, sha256_file(path) if present(path) else "")
+
+
+def _as_run(p: PatternRun) -> Run:
+    config = [_found(c) for c in p.config]
+    return Run(
+        id=p.id,
+        model=p.model,
+        family=p.family,
+        predictions=None,
+        sha256=None,
+        attributes=p.attributes,
+        metrics={s: SavedFile(f.path, _found(f.path).sha256, f.at) for s, f in p.metrics.items()},
+        config=config[0] if config else None,
+        more_config=tuple(config[1:]),
+    )
+
+
+def _pattern_runs(
+    spec: ProbeStudyFile, source: Path, seen: set[str]
+) -> tuple[list[Run], tuple[SavedFile, ...]]:
+    """The runs every ``[[runs]]`` pattern declares (:mod:`audiorepro.specs.runpattern`), and
+    the files of the tree read to declare them (``study.json``)."""
+    root = _required_path(source, "root", spec.root or ".", must_exist=True)
+    runs = []
+    tree = tuple(dict.fromkeys(_found(root / p.models.file) for p in spec.runs if p.models))
+    for i, pattern in enumerate(spec.runs):
+        for p in expand(pattern, root, source, f"runs[{i}]"):
+            if p.id in seen:
+                raise UserError(f"declares run id {p.id!r} twice", source=source,
+                                key=f"runs[{i}].id")  # fmt: skip
+            seen.add(p.id)
+            runs.append(_as_run(p))
+    return runs, tree
+
+
+def _completion(c: CompletionSpec | None, runs: list[Run]) -> Completion | None:
+    if c is None:
+        return None
+    expected = dict.fromkeys([*c.runs, *(r.id for r in runs if c.all_runs)])
+    return Completion(tuple(expected), c.targets, c.split, c.exact)
+
+
+def _check_leaders(spec: ProbeStudyFile, source: Path, seen: set[str]) -> None:
+    """Each ``[[leaders]]`` task's baselines are runs, its metric a saved-measurement path."""
+    for i, lead in enumerate(spec.leaders):
+        for j, b in enumerate(lead.baselines):
+            if b not in seen:
+                raise UserError(
+                    f"names {b!r}, which is not a run of this study",
+                    source=source,
+                    key=f"leaders[{i}].baselines[{j}]",
+                )
+        _saved_path(lead.metric, source, f"leaders[{i}].metric")
+
+
+def _sections(spec: ProbeStudyFile, source: Path, strict: bool) -> tuple[Section, ...]:
+    """The ``[[section]]`` files, each with the SHA-256 the study gives (checked when strict)."""
+    sections = tuple(
+        Section(
+            title=s.title,
+            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
+            sha256=s.sha256,
+        )
+        for i, s in enumerate(spec.section)
+    )
+    for i, sec in enumerate(sections):
+        if strict and sha256_file(sec.path) != sec.sha256:
+            raise UserError(
+                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
+                f"{sec.sha256}",
+                source=source,
+                key=f"section[{i}].sha256",
+            )
+    return sections
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     runs = []
@@ -1075,6 +1215,8 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
                 else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
+    declared, tree_files = _pattern_runs(spec, source, seen)
+    runs += declared
     # Corpus names and run ids name output files (classification_<corpus>, the copies under
     # measurements/<run>/): two that slug alike would overwrite each other.
     distinct_file_names(
@@ -1089,38 +1231,9 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         _published(p, i, source, seen, spec.tie_policy, "probe")
         for i, p in enumerate(spec.published)
     )
-    for i, lead in enumerate(spec.leaders):
-        for j, b in enumerate(lead.baselines):
-            if b not in seen:
-                raise UserError(
-                    f"names {b!r}, which is not a run of this study",
-                    source=source,
-                    key=f"leaders[{i}].baselines[{j}]",
-                )
-        if "/" not in lead.metric:
-            raise UserError(
-                "expected a saved-measurement path '<split>/<field>/...'",
-                source=source,
-                key=f"leaders[{i}].metric",
-            )
-    sections = tuple(
-        Section(
-            title=s.title,
-            path=_required_path(source, f"section[{i}].file", s.file, must_exist=True),
-            sha256=s.sha256,
-        )
-        for i, s in enumerate(spec.section)
-    )
-    for i, sec in enumerate(sections):
-        if strict and sha256_file(sec.path) != sec.sha256:
-            raise UserError(
-                f"{sec.path.name} has SHA-256 {sha256_file(sec.path)}, the study expects "
-                f"{sec.sha256}",
-                source=source,
-                key=f"section[{i}].sha256",
-            )
-    c = spec.completion
-    return ProbeStudy(
+    _check_leaders(spec, source, seen)
+    sections = _sections(spec, source, strict)
+    study = ProbeStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
         source=source,
@@ -1140,13 +1253,68 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
             for lead in spec.leaders
         ),
         sections=sections,
-        completion=None if c is None else Completion(tuple(c.runs), c.targets, c.split),
+        completion=_completion(spec.completion, runs),
         parity_split=spec.parity.split,
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
         config_fields=tuple(spec.config_fields),
         event_classes=tuple(spec.event_classes),
+        tree_files=tree_files,
+        lock=_path(source, "lock", spec.lock, must_exist=False),
+        root=_path(source, "root", spec.root or ".", must_exist=False),
+        gates=_gates(spec, source),
     )
+    if strict and study.lock is not None:
+        check_lock(study)
+    return study
+
+
+def _gates(spec: ProbeStudyFile, source: Path) -> tuple[Gate, ...]:
+    root = _required_path(source, "root", spec.root or ".", must_exist=False)
+    for i, g in enumerate(spec.gate):
+        check_gate_spec(g, source, f"gate[{i}]")
+    return tuple(Gate(g.name, (root / g.file).resolve(), g) for g in spec.gate)
+
+
+LOCK_SCHEMA = "audiorepro.lock/1"
+
+
+def pinned_files(study: ProbeStudy) -> dict[str, str]:
+    """Every saved file the study reads that is there (its runs' measurement and config
+    files, the tree's ``study.json``, the gates' job records), by its path from the study's
+    folder -> SHA-256."""
+    refs = [ref for r in study.runs for ref in r.metrics.values()]
+    refs += [ref for r in study.runs for ref in (r.config, *r.more_config) if ref is not None]
+    refs += list(study.tree_files)
+    refs += [SavedFile(g.path, "") for g in study.gates]
+    out = {}
+    for ref in refs:
+        if present(ref.path):
+            rel = os.path.relpath(ref.path, study.source.parent)
+            out[Path(rel).as_posix()] = ref.sha256 or sha256_file(ref.path)
+    return dict(sorted(out.items()))
+
+
+def check_lock(study: ProbeStudy) -> None:
+    """Every saved file as the lock file pins it (one line, exit 2, naming the first that
+    changed or that the lock does not pin)."""
+    assert study.lock is not None
+    if not study.lock.is_file():
+        raise UserError(f"{study.lock.name} does not exist; write it with 'audiorepro lock "
+                        f"{study.source.name}'", source=study.source, key="lock")  # fmt: skip
+    doc = parse_json(read_text(study.lock, what="a lock file"), source=study.lock)
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or doc.get("schema") != LOCK_SCHEMA or not isinstance(files, dict):
+        raise UserError(
+            f"expected a lock file {{schema = {LOCK_SCHEMA}, files}}", source=study.lock
+        )
+    for name, digest in pinned_files(study).items():
+        if name not in files:
+            raise UserError(f"{name} is not pinned; run 'audiorepro lock {study.source.name}' "
+                            "to pin the files as they are now", source=study.lock)  # fmt: skip
+        if files[name] != digest:
+            raise UserError(f"{name} has SHA-256 {digest}, the lock file pins {files[name]}",
+                            source=study.lock, key=f"files.{name}")  # fmt: skip
 
 
 def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:

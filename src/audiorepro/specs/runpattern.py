@@ -1,0 +1,202 @@
+"""Probe runs declared by a pattern over the study's tree (``[[runs]]``), not one by one.
+
+A study that keeps its runs as folders of one layout (the published probe module's
+``probes/{phase}/{model}/{variant}``) declares them once::
+
+    root = "tree"                                   # the tree, relative to the study file
+
+    [[runs]]
+    pattern = "probes/{phase}/{model}/{variant}"    # a run's folder under root, named parts
+    id = "probe/{phase}/{model}/{variant}"          # templates over the parts
+    model = "{model.label} / {variant}"             # {part.label}: the part's label
+    values = { phase = ["legacy", "gemini"], variant = ["linear", "mlp"] }
+    models = { part = "model", file = "study.json", list = "models", field = "id" }
+    labels = { model = { clapv2_s = "CLAPv2 S" } }  # part -> value -> label
+    attributes = { phase = "{phase}", kind = "frozen probe", head = "{variant}" }
+    config = ["config.json", "COMPLETE.json"]       # several files, merged (first key wins)
+    [runs.metrics]                                  # split -> file in the run's folder
+    test = "test_metrics.json"
+    validation = { file = "validation_metrics.json", optional = true }
+    public = { file = "../../../bench/public_scores.json", at = "models.{size}" }
+
+Every combination of the parts' values is a run, in the pattern's order (the first part
+outermost). A part's values come from ``values`` or, for ``models.part``, from a file of the
+tree (``study.json``'s ``models[].id``): data a pipeline wrote, so a value that could leave
+its folder (``/``, ``..``) is refused naming that file. No SHA-256 is typed: the files found
+are hashed when read, recorded in the manifest, and pinned by a lock file (``audiorepro
+lock``) where the study keeps one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.io import parse_json, read_text
+from audiorepro.formats.keypath import KeyPathError, locate
+from audiorepro.specs.schema import Spec
+
+_PART = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\.label)?\}")
+
+
+class FileAt(Spec):
+    """A saved file of each run: its path in the run's folder, optionally a sub-table of it."""
+
+    file: str = Field(description="a path relative to the run's folder (a template)")
+    at: str | None = Field(None, description="a key path to the sub-table the split reads")
+    optional: bool = Field(False, description="true: a run without this file lacks the split")
+
+
+class ModelList(Spec):
+    """Where a part's values are kept in the tree: a list of tables in a JSON file."""
+
+    part: str = Field(description="the pattern's part these values fill")
+    file: str = Field(description="a JSON file, relative to root")
+    list: str = Field(description="a key path to the list in that file")
+    field: str = Field(description="the field of each item that is the part's value")
+
+
+class RunPatternSpec(Spec):
+    """``[[runs]]``: a family of runs, one per combination of the pattern's parts."""
+
+    pattern: str = Field(description="a run folder under root, with {part} names")
+    id: str = Field(description="the run id, a template over the parts")
+    model: str = Field(description="the table row, a template ({part} or {part.label})")
+    family: str | None = Field(None, description="the model family, a template")
+    values: dict[str, list[str]] = Field(
+        default_factory=dict, description="a table of part -> its values"
+    )
+    models: ModelList | None = Field(None, description="a part's values from a file of the tree")
+    labels: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="a table of part -> value -> label"
+    )
+    attributes: dict[str, str] = Field(
+        default_factory=dict, description="a table of attribute -> template"
+    )
+    metrics: dict[str, str | FileAt] = Field(
+        default_factory=dict, description="a table of split -> file (or {file, at, optional})"
+    )
+    config: list[str] = Field(default_factory=list, description="a list of config JSON files")
+
+
+@dataclass(frozen=True)
+class PatternFile:
+    """One saved file of an expanded run (not hashed yet: the loader hashes what it finds)."""
+
+    path: Path
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class PatternRun:
+    """One run a ``[[runs]]`` pattern declares."""
+
+    id: str
+    model: str
+    family: str
+    attributes: dict[str, str]
+    metrics: dict[str, PatternFile]
+    config: tuple[Path, ...]
+
+
+def fill(template: str, parts: dict[str, str], labels: dict[str, dict[str, str]]) -> str:
+    """A template with each ``{part}`` replaced by its value, ``{part.label}`` by its label
+    (the value where none is given).
+
+    >>> fill("{m.label} / {v}", {"m": "s", "v": "mlp"}, {"m": {"s": "CLAPv2 S"}})
+    'CLAPv2 S / mlp'
+    """
+
+    def one(m: re.Match[str]) -> str:
+        value = parts[m[1]]
+        return labels.get(m[1], {}).get(value, value) if m[2] else value
+
+    return _PART.sub(one, template)
+
+
+def _model_values(root: Path, spec: ModelList) -> list[str]:
+    path = root / spec.file
+    doc = parse_json(read_text(path, what="a JSON file of the study's tree"), source=path)
+    try:
+        found = locate(doc, spec.list)
+    except KeyPathError as exc:
+        raise UserError(str(exc), source=path, key=spec.list) from None
+    items = None if found is None else found[1]
+    if not isinstance(items, list):
+        raise UserError(f"is not a list; expected a list of {{{spec.field}: ...}} tables",
+                        source=path, key=spec.list)  # fmt: skip
+    out = []
+    for i, item in enumerate(items):
+        value = item.get(spec.field) if isinstance(item, dict) else None
+        where = f"{spec.list}[{i}].{spec.field}"
+        if not isinstance(value, str) or not _safe(value):
+            raise UserError("expected a name without '/' (a folder of the tree)", source=path,
+                            key=where)  # fmt: skip
+        out.append(value)
+    return out
+
+
+def _safe(value: str) -> bool:
+    return bool(value) and "/" not in value and "\\" not in value and value not in (".", "..")
+
+
+def _check_parts(spec: RunPatternSpec, source: Path, key: str) -> list[str]:
+    """The pattern's parts, in order; every template names only these (exit 2 otherwise)."""
+    parts = [m[1] for m in _PART.finditer(spec.pattern)]
+    given = set(spec.values) | ({spec.models.part} if spec.models else set())
+    for part in parts:
+        if part not in given:
+            raise UserError(f"names part {{{part}}}, which has no values (values or models)",
+                            source=source, key=f"{key}.pattern")  # fmt: skip
+    templates = {"id": spec.id, "model": spec.model, "family": spec.family or ""}
+    templates |= {f"attributes.{k}": v for k, v in spec.attributes.items()}
+    templates |= {f"metrics.{k}": v if isinstance(v, str) else v.file + (v.at or "")
+                  for k, v in spec.metrics.items()}  # fmt: skip
+    for where, text in templates.items():
+        for m in _PART.finditer(text):
+            if m[1] not in parts:
+                raise UserError(f"names part {{{m[1]}}}, which the pattern does not have",
+                                source=source, key=f"{key}.{where}")  # fmt: skip
+    for part, values in spec.values.items():
+        for j, value in enumerate(values):
+            if not _safe(value):
+                raise UserError("expected a name without '/' (a folder of the tree)",
+                                source=source, key=f"{key}.values.{part}[{j}]")  # fmt: skip
+    return parts
+
+
+def expand(spec: RunPatternSpec, root: Path, source: Path, key: str) -> list[PatternRun]:
+    """Every run of one ``[[runs]]`` table, in the pattern's order."""
+    names = _check_parts(spec, source, key)
+    choices = {part: list(values) for part, values in spec.values.items()}
+    if spec.models is not None:
+        choices[spec.models.part] = _model_values(root, spec.models)
+    runs = []
+    for combo in itertools.product(*(choices[p] for p in names)):
+        parts = dict(zip(names, combo, strict=True))
+        folder = root / fill(spec.pattern, parts, {})
+        metrics = {}
+        for split, ref in spec.metrics.items():
+            ref = FileAt(file=ref) if isinstance(ref, str) else ref
+            path = (folder / fill(ref.file, parts, {})).resolve()
+            if ref.optional and not path.exists():
+                continue
+            at = None if ref.at is None else fill(ref.at, parts, {})
+            metrics[split] = PatternFile(path, at)
+        model = fill(spec.model, parts, spec.labels)
+        runs.append(
+            PatternRun(
+                id=fill(spec.id, parts, spec.labels),
+                model=model,
+                family=model if spec.family is None else fill(spec.family, parts, spec.labels),
+                attributes={k: fill(v, parts, spec.labels) for k, v in spec.attributes.items()},
+                metrics=metrics,
+                config=tuple((folder / fill(c, parts, {})).resolve() for c in spec.config),
+            )
+        )
+    return runs
