@@ -189,19 +189,27 @@ def test_zeroshot_cells_are_array_tasks_with_their_dataset_bound(
     assert f"{meta}:{meta}:ro" in binds
 
 
-def test_zeroshot_extract_part_refuses_inputs_changed_since_submission(
-    zeroshot_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def _refuses_changed_inputs(
+    study: Path, cell: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``extract-part`` with a key other than the inputs' (changed since submission), or a
+    cell the study does not extract: one line each, exit 2, no part written."""
     from audiorepro.cli import main
 
     part = tmp_path / "p.part.npz"
-    argv = ["extract-part", str(zeroshot_study), "--cell", "tiny/esc50", "--shard", "0/2"]
+    argv = ["extract-part", str(study), "--cell", cell, "--shard", "0/2"]
     assert main([*argv, "--key", "0" * 64, "--out", str(part)]) == 2
     err = capsys.readouterr().err
     assert "changed since submission" in err and "Traceback" not in err
     assert main([*argv[:3], "nope", *argv[4:], "--key", "0" * 64, "--out", str(part)]) == 2
     assert "'nope' is not a cell to extract" in capsys.readouterr().err
     assert not part.exists()
+
+
+def test_zeroshot_extract_part_refuses_inputs_changed_since_submission(
+    zeroshot_study: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _refuses_changed_inputs(zeroshot_study, "tiny/esc50", tmp_path, capsys)
 
 
 # --- a real local Slurm ----------------------------------------------------------------------
@@ -372,17 +380,8 @@ def test_cancelled_and_overdue_jobs_never_hang_the_runner(
 def test_extract_part_refuses_inputs_changed_since_submission(
     demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from audiorepro.cli import main
-
     study = _study(demo / "cache" / "demo", tmp_path)
-    part = tmp_path / "p.part.npz"
-    argv = ["extract-part", str(study), "--cell", "tiny-laion/clips", "--shard", "0/2"]
-    assert main([*argv, "--key", "0" * 64, "--out", str(part)]) == 2
-    err = capsys.readouterr().err
-    assert "changed since submission" in err and "Traceback" not in err
-    assert main([*argv[:3], "nope", *argv[4:], "--key", "0" * 64, "--out", str(part)]) == 2
-    assert "'nope' is not a cell to extract" in capsys.readouterr().err
-    assert not part.exists()
+    _refuses_changed_inputs(study, "tiny-laion/clips", tmp_path, capsys)
 
 
 def test_hand_submitted_template_then_reproduce_submits_nothing(

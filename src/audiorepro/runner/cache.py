@@ -113,19 +113,26 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     return dump
 
 
-def cell_spec(cell: Cell) -> tuple[ModelSpec, dict[str, Any]]:
+def model_spec(
+    model: str, registry: Path | None, settings: dict[str, Any]
+) -> tuple[ModelSpec, dict[str, Any]]:
     """A cell's model, with the architecture its settings give (``enable_fusion`` for a
-    ``laion:`` path spec), and its preprocessing settings."""
-    assert cell.extract is not None
-    e = cell.extract
-    spec = resolve_spec(e.model, load_registry([e.registry] if e.registry else []))
-    arch = {k: v for k, v in e.settings.items() if k in ARCHITECTURE_KEYS}
-    rest = {k: v for k, v in e.settings.items() if k not in ARCHITECTURE_KEYS}
+    ``laion:`` path spec), and its other (preprocessing) settings: retrieval and zero-shot
+    cells alike."""
+    spec = resolve_spec(model, load_registry([registry] if registry else []))
+    arch = {k: v for k, v in settings.items() if k in ARCHITECTURE_KEYS}
+    rest = {k: v for k, v in settings.items() if k not in ARCHITECTURE_KEYS}
     if arch:
         spec = dataclasses.replace(
             spec, architecture=dataclasses.replace(spec.architecture, **arch)
         )
     return spec, rest
+
+
+def cell_spec(cell: Cell) -> tuple[ModelSpec, dict[str, Any]]:
+    """A retrieval cell's model and preprocessing settings (:func:`model_spec`)."""
+    assert cell.extract is not None
+    return model_spec(cell.extract.model, cell.extract.registry, cell.extract.settings)
 
 
 def extract_cell(cell: Cell, path: Path, key: str, shard: tuple[int, int] | None = None) -> None:

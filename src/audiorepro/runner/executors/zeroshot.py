@@ -30,9 +30,14 @@ from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_d
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
 from audiorepro.models.extract import embedding_meta, library_versions, shard_range
 from audiorepro.models.pipelines import configure_determinism, load_pipeline
-from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
-from audiorepro.runner.cache import cache_dump_path, cached_dump, record_entry, weight_hashes
-from audiorepro.specs.settings import ARCHITECTURE_KEYS
+from audiorepro.models.registry import ModelSpec
+from audiorepro.runner.cache import (
+    cache_dump_path,
+    cached_dump,
+    model_spec,
+    record_entry,
+    weight_hashes,
+)
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -133,14 +138,7 @@ def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | N
 
 def _cell_spec(cell: ZeroshotCell) -> tuple[ModelSpec, dict[str, Any]]:
     """The cell's model with the architecture its settings give, and its other settings."""
-    spec = resolve_spec(cell.model, load_registry([cell.registry] if cell.registry else []))
-    arch = {k: v for k, v in cell.settings.items() if k in ARCHITECTURE_KEYS}
-    rest = {k: v for k, v in cell.settings.items() if k not in ARCHITECTURE_KEYS}
-    if arch:
-        spec = dataclasses.replace(
-            spec, architecture=dataclasses.replace(spec.architecture, **arch)
-        )
-    return spec, rest
+    return model_spec(cell.model, cell.registry, cell.settings)
 
 
 def zeroshot_key(cell: ZeroshotCell, inputs: ZeroshotInputs) -> str:
