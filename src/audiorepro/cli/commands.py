@@ -76,6 +76,13 @@ def json_option(help_text: str) -> Any:
     )
 
 
+def cutoffs_option(help_text: str) -> Any:
+    """The ``--k K[,K...]`` option of metrics, parity and explain (checked by parse_cutoffs)."""
+    return click.option(
+        "--k", "cutoffs", default=None, callback=parse_cutoffs, metavar="K[,K...]", help=help_text
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="audiorepro")
 def cli() -> None:
@@ -161,15 +168,10 @@ def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | 
     help="Whose definitions and names: canonical, laion-clap, trec, dcase, or "
     "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip).",
 )
-@click.option(
-    "--k",
-    "cutoffs",
-    default=None,
-    callback=parse_cutoffs,
-    metavar="K[,K...]",
-    help="Cutoffs, ascending (e.g. 1,5,10,50): report r@k, recall@k, precision@k, map@k, "
+@cutoffs_option(
+    "Cutoffs, ascending (e.g. 1,5,10,50): report r@k, recall@k, precision@k, map@k, "
     "mrr@k, ndcg@k at each, and map, mrr, ndcg, r_precision, mean_rank, median_rank "
-    "(definitions 1.1). Without it: the 1.0 report.",
+    "(definitions 1.1). Without it: the 1.0 report."
 )
 def metrics(
     dump: Path,
@@ -215,14 +217,7 @@ def metrics(
 @click.option("--tolerance", type=click.FloatRange(min=0.0), default=1e-9, show_default=True)
 @click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
 @json_option("Write the metric_parity JSON here.")
-@click.option(
-    "--k",
-    "cutoffs",
-    default=None,
-    callback=parse_cutoffs,
-    metavar="K[,K...]",
-    help="Cutoffs, ascending: check definitions 1.1's metrics at them (as metrics --k).",
-)
+@cutoffs_option("Cutoffs, ascending: check definitions 1.1's metrics at them (as metrics --k).")
 def parity(
     dumps: tuple[Path, ...],
     tolerance: float,
@@ -257,14 +252,7 @@ def parity(
 @cli.command("explain")
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
-@click.option(
-    "--k",
-    "cutoffs",
-    default=None,
-    callback=parse_cutoffs,
-    metavar="K[,K...]",
-    help="Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).",
-)
+@cutoffs_option("Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).")
 def explain_cmd(dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
     d = load_dump(dump)
