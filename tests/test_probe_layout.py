@@ -72,8 +72,8 @@ def test_the_documented_command_reads_the_tree_as_it_is(
         "audiorepro reproduce studies/probe_published_layout.toml --out reproduce-probe-layout"
     )
     assert command in STUDY.read_text()
-    for doc in ("docs/probe-layout.md", "docs/probe.md"):
-        assert command in (ROOT / doc).read_text(), doc
+    for doc in ("probe-layout.md", "probe.md"):
+        assert command in (ROOT / "docs" / doc).read_text(), doc
     assert main(command.split()[1:]) == 0
     out = tmp_path / "reproduce-probe-layout"
     bundle = _bundle(out)

@@ -77,11 +77,29 @@ K_FUNCS = [
     retrieval.mean_average_precision_at_k,
     retrieval.hit_at_k_per_query,
     retrieval.recall_at_k_per_query,
+    retrieval.precision_at_k,
+    retrieval.precision_at_k_per_query,
+    retrieval.mean_reciprocal_rank_at_k,
+    retrieval.ndcg_at_k,
+]
+#: Their ``k=None`` means "no cut-off"; any other bad value is refused as above.
+OPTIONAL_K_FUNCS = [
+    retrieval.average_precision_per_query,
+    retrieval.reciprocal_rank_per_query,
+    retrieval.ndcg_per_query,
 ]
 
 
-@pytest.mark.parametrize("func", K_FUNCS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "5", None])
+@pytest.mark.parametrize(
+    ("func", "bad"),
+    [
+        (f, bad)
+        for f in K_FUNCS + OPTIONAL_K_FUNCS
+        for bad in (0, -1, 1.5, True, "5", None)
+        if not (bad is None and f in OPTIONAL_K_FUNCS)  # None: no cut-off, a valid call
+    ],
+    ids=lambda v: getattr(v, "__name__", repr(v)),
+)
 def test_every_k_parameter_is_checked_alike(func: object, bad: object) -> None:
     """One error table for every ranking metric with a cut-off (torchmetrics' drift, avoided)."""
     ranking = retrieval.Ranking.from_lists([[1], [2]])
@@ -103,8 +121,7 @@ def test_every_k_function_is_in_the_error_table() -> None:
         and not name.startswith("_")
         and "k" in inspect.signature(f).parameters
     }
-    # average_precision_per_query takes k=None to mean "no cut-off".
-    assert with_k - {"average_precision_per_query"} == {f.__name__ for f in K_FUNCS}
+    assert with_k == {f.__name__ for f in K_FUNCS + OPTIONAL_K_FUNCS}
 
 
 def test_metric_registry_directions_and_docstrings() -> None:
