@@ -181,6 +181,13 @@ def verify_output_dir(out: Path) -> Summary:
             "meanwhile); verify it again",
             source=out,
         ) from None
+    except UserError:
+        # A file that vanished between being listed and being hashed ("no such file") is
+        # the same race when a publication began meanwhile: say that, not the symptom.
+        state = publication_state(out)
+        if state is not None:
+            raise UserError(f"changed while it was verified: it {state}", source=out) from None
+        raise
     state = publication_state(out)  # a publication that began meanwhile
     if state is not None:
         raise UserError(f"changed while it was verified: it {state}", source=out)
