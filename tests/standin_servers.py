@@ -136,8 +136,11 @@ class _Server:
             h.wfile.write(body)
             h.close_connection = True
             return
-        cut = (
-            fault in ("truncate", "die", "stall") and not head and key not in self._served_truncated
+        # "stall" stalls the first transfer only (a retry then succeeds); "stall-always" every
+        # one, so that only a signal can end the client (no timing race with its retries).
+        cut = not head and (
+            fault == "stall-always"
+            or (fault in ("truncate", "die", "stall") and key not in self._served_truncated)
         )
         if not cut:
             self._send(h, status, body, headers, head=head)
@@ -151,7 +154,7 @@ class _Server:
         h.wfile.flush()
         h.close_connection = True
         until = time.monotonic() + 30
-        while fault == "stall" and not self._stopped and time.monotonic() < until:
+        while fault in ("stall", "stall-always") and not self._stopped and time.monotonic() < until:
             time.sleep(0.05)
         if fault == "die":
             self.stop()
