@@ -544,6 +544,7 @@ _FILES = (
         "the checks: metric parity, checkpoint identity, published values, failures",
     ),
     ("manifest.json", "SHA-256 of every input and output, the environment, time and host"),
+    ("README.txt", "this index as plain text, for a reader without a browser"),
     (
         "cache/",
         "where the run extracted here: the extracted embeddings (and the demo's generated "
