@@ -56,12 +56,12 @@ import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, param_error
 from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
 
@@ -73,6 +73,14 @@ OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version")
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: The newest format version (see the module docstring); 1 is ``text_to_audio``.
 FORMAT_VERSION = 2
+#: What the metrics do with a query that has no relevant item (a clip without a text, a text
+#: relevant to no clip): ``skip`` leaves it out of every mean (trec_eval, for a query absent
+#: from the qrels), ``zero`` counts it as 0 (scikit-learn-style averaging). Without a policy
+#: (None, the default) such a dump is refused, as it always was.
+EmptyPolicy = Literal["skip", "zero"]
+EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("skip", "zero")
+#: Appended to the refusal of a query without a relevant item: the option that accepts it.
+EMPTY_HINT = "(--empty-queries skip|zero accepts queries without a relevant item)"
 
 
 @dataclass(frozen=True)
@@ -154,6 +162,9 @@ class Dump:
     sha256: str | None = None
     #: Version 2: the relevance as given (validated, indices ascending within each clip).
     relevance_csr: Relevance | None = None
+    #: The policy under which queries without a relevant item were accepted (:data:`EmptyPolicy`);
+    #: None: the dump has none (they are refused without a policy). Not stored in the file.
+    empty_queries: EmptyPolicy | None = None
 
     @property
     def format_version(self) -> int:
@@ -318,11 +329,13 @@ def make_dump(
     meta: dict[str, Any] | None = None,
     source: str = "<memory>",
     sha256: str | None = None,
+    empty_queries: EmptyPolicy | None = None,
 ) -> Dump:
     """Validate arrays and build a :class:`Dump` (the same checks as for a file).
 
     Give either ``text_to_audio`` (version 1) or both ``relevance_indptr`` and
-    ``relevance_indices`` (version 2), as in the file format."""
+    ``relevance_indices`` (version 2), as in the file format. ``empty_queries``: accept
+    queries without a relevant item under that policy (:data:`EmptyPolicy`)."""
     arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(audio_embeds),
         "text_embeds": np.asarray(text_embeds),
@@ -340,20 +353,30 @@ def make_dump(
         arrays["captions"] = np.asarray(captions, dtype=str)
     if meta is not None:
         arrays["meta_json"] = np.asarray(json.dumps(meta, sort_keys=True))
-    return _validate(arrays, source=source, sha256=sha256)
+    return _validate(arrays, source=source, sha256=sha256, empty_queries=empty_queries)
 
 
-def dump_from_arrays(arrays: dict[str, npt.NDArray[Any]], *, source: str) -> Dump:
+def dump_from_arrays(
+    arrays: dict[str, npt.NDArray[Any]], *, source: str, empty_queries: EmptyPolicy | None = None
+) -> Dump:
     """Validate the arrays of a dump file (as read from it) and build a :class:`Dump`."""
-    return _validate(arrays, source=source, sha256=None)
+    return _validate(arrays, source=source, sha256=None, empty_queries=empty_queries)
 
 
-def load_dump(path: str | Path) -> Dump:
-    """Load and validate a dump file; any problem raises :class:`UserError` naming file and key."""
+def load_dump(path: str | Path, *, empty_queries: EmptyPolicy | None = None) -> Dump:
+    """Load and validate a dump file; any problem raises :class:`UserError` naming file and key.
+
+    ``empty_queries``: accept queries without a relevant item under that policy (else refused)."""
     path = Path(path)
     arrays = read_npz(path, what="an .npz embedding dump")
     name = str(path)
-    return _validate(arrays, source=path.name, sha256=sha256_file(path), path_for_errors=name)
+    return _validate(
+        arrays,
+        source=path.name,
+        sha256=sha256_file(path),
+        path_for_errors=name,
+        empty_queries=empty_queries,
+    )
 
 
 def _validate(
@@ -362,8 +385,12 @@ def _validate(
     source: str,
     sha256: str | None,
     path_for_errors: str | None = None,
+    empty_queries: EmptyPolicy | None = None,
 ) -> Dump:
     where = path_for_errors or source
+    if empty_queries is not None and empty_queries not in EMPTY_POLICIES:
+        raise param_error("empty_queries", "load_dump", "None, 'skip' or 'zero'", empty_queries)
+    accept = empty_queries is not None
 
     def fail(key: str | None, msg: str) -> UserError:
         return UserError(msg, source=where, key=key)
@@ -414,7 +441,9 @@ def _validate(
     t2a64: npt.NDArray[np.int64] | None = None
     relevance: Relevance | None = None
     if has_relevance:
-        relevance = _relevance(arrays["relevance_indptr"], arrays["relevance_indices"], n, m, fail)
+        relevance = _relevance(
+            arrays["relevance_indptr"], arrays["relevance_indices"], n, m, fail, accept=accept
+        )
     else:
         t2a = arrays["text_to_audio"]
         if t2a.dtype.kind not in "iu":
@@ -430,10 +459,11 @@ def _validate(
             )
         t2a64 = t2a.astype(np.int64)
         counts = np.bincount(t2a64, minlength=n)
-        if bool(np.any(counts == 0)):
+        if bool(np.any(counts == 0)) and not accept:
             raise fail(
                 "text_to_audio",
-                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip",
+                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
+                + EMPTY_HINT,
             )
         t2a64.setflags(write=False)
     if "format_version" in arrays:
@@ -478,13 +508,22 @@ def _validate(
         source=source,
         sha256=sha256,
         relevance_csr=relevance,
+        empty_queries=empty_queries,
     )
 
 
 def _relevance(
-    indptr: npt.NDArray[Any], indices: npt.NDArray[Any], n: int, m: int, fail: Any
+    indptr: npt.NDArray[Any],
+    indices: npt.NDArray[Any],
+    n: int,
+    m: int,
+    fail: Any,
+    *,
+    accept: bool = False,
 ) -> Relevance:
-    """Validate the version-2 relevance keys; indices come back ascending within each clip."""
+    """Validate the version-2 relevance keys; indices come back ascending within each clip.
+    ``accept``: a clip without a text and a text without a clip are accepted (a policy for
+    queries without a relevant item was chosen), but not a relevance without any pair."""
     for key, arr in (("relevance_indptr", indptr), ("relevance_indices", indices)):
         if arr.dtype.kind not in "iu":
             raise fail(key, f"has dtype {arr.dtype}, expected an integer dtype")
@@ -518,12 +557,14 @@ def _relevance(
     ptr64 = indptr.astype(np.int64)
     idx64 = indices.astype(np.int64)
     per_clip = np.diff(ptr64)
-    if bool(np.any(per_clip == 0)):
+    if bool(np.any(per_clip == 0)) and not accept:
         raise fail(
             "relevance_indptr",
             f"gives clip {int(np.argmin(per_clip))} no relevant text, expected at least one "
-            "per clip",
+            "per clip " + EMPTY_HINT,
         )
+    if nnz == 0:  # reached only with a policy: no query would have a value
+        raise fail("relevance_indices", "is empty, expected at least one relevant (clip, text)")
     clip = np.repeat(np.arange(n, dtype=np.int64), per_clip)
     order = np.lexsort((idx64, clip))  # ascending texts within each clip
     idx_sorted = idx64[order]
@@ -536,11 +577,11 @@ def _relevance(
             "each relevant text once per clip",
         )
     per_text = np.bincount(idx64, minlength=m)
-    if bool(np.any(per_text == 0)):
+    if bool(np.any(per_text == 0)) and not accept:
         raise fail(
             "relevance_indices",
             f"makes text row {int(np.argmin(per_text))} relevant to no clip, expected every "
-            "text row relevant to at least one clip",
+            "text row relevant to at least one clip " + EMPTY_HINT,
         )
     return Relevance._frozen(ptr64, idx_sorted, m)
 

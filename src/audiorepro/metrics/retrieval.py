@@ -67,7 +67,7 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
-from audiorepro.formats.dump import Dump
+from audiorepro.formats.dump import Dump, EmptyPolicy
 from audiorepro.metrics._exact import (
     ExactStats,
     RankCounts,
@@ -96,13 +96,22 @@ class Ranking:
 
     ptr: npt.NDArray[np.int64]
     pos: npt.NDArray[np.int64]
+    #: Queries without a relevant item that every mean counts as 0 (policy ``zero``); they
+    #: have no entry in ``ptr`` (policy ``skip`` leaves them out altogether: 0 here). The
+    #: rank measures (``mean_rank``, ``median_rank``) have no value for them and ignore them.
+    n_empty: int = 0
 
     @classmethod
-    def from_lists(cls, positions: Sequence[Sequence[int]]) -> Ranking:
+    def from_lists(cls, positions: Sequence[Sequence[int]], *, n_empty: int = 0) -> Ranking:
+        """``n_empty``: see the attribute; ``positions`` are the queries with relevant items.
+
+        >>> hit_rate_at_k(Ranking.from_lists([[1], [3]], n_empty=2), k=1)
+        0.25
+        """
         ptr = np.zeros(len(positions) + 1, np.int64)
         ptr[1:] = np.cumsum([len(p) for p in positions])
         pos = np.array([x for p in positions for x in sorted(p)], dtype=np.int64)
-        return cls(ptr=ptr, pos=pos)
+        return cls(ptr=ptr, pos=pos, n_empty=n_empty)
 
     @property
     def n_queries(self) -> int:
@@ -200,9 +209,11 @@ def ranking_from_scores(
     return positions_from_counts(counts_from_scores(scores, relevant), tie_policy=tie_policy)
 
 
-def _mean(values: npt.ArrayLike) -> float:
+def _mean(values: npt.ArrayLike, n_empty: int = 0) -> float:
+    """``fsum(values) / n_queries``; ``n_empty`` queries without a relevant item count as 0
+    (policy ``zero``): they add nothing to the sum and one each to the count."""
     v: list[float] = np.asarray(values, dtype=np.float64).tolist()
-    return math.fsum(v) / len(v)
+    return math.fsum(v) / (len(v) + n_empty)
 
 
 def _per_query_count(ranking: Ranking, flags: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -377,7 +388,7 @@ def hit_rate_at_k(ranking: Ranking, *, k: int) -> float:
     0.0
     """
     _check_k(k, "hit_rate_at_k")
-    return _mean(hit_at_k_per_query(ranking, k=k))
+    return _mean(hit_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def recall_at_k(ranking: Ranking, *, k: int) -> float:
@@ -392,7 +403,7 @@ def recall_at_k(ranking: Ranking, *, k: int) -> float:
     0.5
     """
     _check_k(k, "recall_at_k")
-    return _mean(recall_at_k_per_query(ranking, k=k))
+    return _mean(recall_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_average_precision(ranking: Ranking) -> float:
@@ -410,7 +421,7 @@ def mean_average_precision(ranking: Ranking) -> float:
     >>> mean_average_precision(ranking_from_scores(scores, rel, tie_policy="pessimistic"))
     0.3333333333333333
     """
-    return _mean(average_precision_per_query(ranking))
+    return _mean(average_precision_per_query(ranking), ranking.n_empty)
 
 
 def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
@@ -426,7 +437,7 @@ def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
     0.5
     """
     _check_k(k, "mean_average_precision_at_k")
-    return _mean(average_precision_per_query(ranking, k=k))
+    return _mean(average_precision_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_reciprocal_rank(ranking: Ranking) -> float:
@@ -440,7 +451,7 @@ def mean_reciprocal_rank(ranking: Ranking) -> float:
     >>> mean_reciprocal_rank(ranking_from_scores([[0.2, 0.2]], [[0]], tie_policy="pessimistic"))
     0.5
     """
-    return _mean(1.0 / ranking.first)
+    return _mean(1.0 / ranking.first, ranking.n_empty)
 
 
 def mean_rank(ranking: Ranking) -> float:
@@ -486,7 +497,7 @@ def precision_at_k(ranking: Ranking, *, k: int) -> float:
     0.0
     """
     _check_k(k, "precision_at_k")
-    return _mean(precision_at_k_per_query(ranking, k=k))
+    return _mean(precision_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_reciprocal_rank_at_k(ranking: Ranking, *, k: int) -> float:
@@ -504,7 +515,7 @@ def mean_reciprocal_rank_at_k(ranking: Ranking, *, k: int) -> float:
     1.0
     """
     _check_k(k, "mean_reciprocal_rank_at_k")
-    return _mean(reciprocal_rank_per_query(ranking, k=k))
+    return _mean(reciprocal_rank_per_query(ranking, k=k), ranking.n_empty)
 
 
 def ndcg_at_k(ranking: Ranking, *, k: int) -> float:
@@ -526,7 +537,7 @@ def ndcg_at_k(ranking: Ranking, *, k: int) -> float:
     0.6309297535714574
     """
     _check_k(k, "ndcg_at_k")
-    return _mean(ndcg_per_query(ranking, k=k))
+    return _mean(ndcg_per_query(ranking, k=k), ranking.n_empty)
 
 
 def ndcg(ranking: Ranking) -> float:
@@ -540,7 +551,7 @@ def ndcg(ranking: Ranking) -> float:
     >>> ndcg(ranking_from_scores([[0.5, 0.5, 0.5]], [[0]], tie_policy="pessimistic"))
     0.5
     """
-    return _mean(ndcg_per_query(ranking))
+    return _mean(ndcg_per_query(ranking), ranking.n_empty)
 
 
 def r_precision(ranking: Ranking) -> float:
@@ -555,7 +566,7 @@ def r_precision(ranking: Ranking) -> float:
     >>> r_precision(ranking_from_scores(scores, rel, tie_policy="pessimistic"))
     1.0
     """
-    return _mean(r_precision_per_query(ranking))
+    return _mean(r_precision_per_query(ranking), ranking.n_empty)
 
 
 @dataclass(frozen=True)
@@ -706,12 +717,27 @@ class RetrievalResult:
 
     counts: dict[str, RankCounts]
     stats: ExactStats
+    #: The dump's policy for queries without a relevant item (None: it has none).
+    empty_queries: EmptyPolicy | None = None
     _cache: dict[tuple[str, Cutoffs], dict[str, dict[str, float]]] = field(
         default_factory=dict, repr=False
     )
 
     def ranking(self, direction: str, tie_policy: TiePolicy = "pessimistic") -> Ranking:
-        return positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        """The positions of the queries with relevant items; those without any are left out
+        (policy ``skip``) or counted in :attr:`Ranking.n_empty` (policy ``zero``)."""
+        full = positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        n_empty = self.n_empty(direction)
+        if not n_empty:
+            return full
+        assert self.empty_queries is not None, "a query without a relevant item needs a policy"
+        ptr = np.concatenate([full.ptr[:1], full.ptr[1:][full.n_relevant > 0]])
+        counted = n_empty if self.empty_queries == "zero" else 0
+        return Ranking(ptr=ptr, pos=full.pos, n_empty=counted)
+
+    def n_empty(self, direction: str) -> int:
+        """The number of queries of ``direction`` without a relevant item."""
+        return int(np.count_nonzero(np.diff(self.counts[direction].ptr) == 0))
 
     def metrics(
         self, tie_policy: TiePolicy = "pessimistic", cutoffs: Sequence[int] | None = None
@@ -738,13 +764,13 @@ class RetrievalResult:
         opt, pes = self.metrics("optimistic", cutoffs), self.metrics("pessimistic", cutoffs)
         for d in DIRECTIONS:
             c = self.counts[d]
-            per_query_ties = np.add.reduceat(c.equal, c.ptr[:-1]) if c.equal.size else c.equal
+            queries_tied = np.unique(np.repeat(np.arange(c.n_queries), np.diff(c.ptr))[c.equal > 0])
             bounds = {
                 name: [opt[d][name], pes[d][name]]
                 for name in metric_names(cutoffs)
                 if opt[d][name] != pes[d][name]
             }
-            out[d] = {"queries_affected": int(np.count_nonzero(per_query_ties)), "bounds": bounds}
+            out[d] = {"queries_affected": int(queries_tied.size), "bounds": bounds}
         return out
 
 
@@ -780,7 +806,9 @@ def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> Retrieval
             refined_float64=s_a.refined_float64 + s_t.refined_float64,
             exact=s_a.exact + s_t.exact,
         )
-    return RetrievalResult(counts={"t2a": t2a, "a2t": a2t}, stats=stats)
+    return RetrievalResult(
+        counts={"t2a": t2a, "a2t": a2t}, stats=stats, empty_queries=dump.empty_queries
+    )
 
 
 class TieSummary(TypedDict):
@@ -789,6 +817,16 @@ class TieSummary(TypedDict):
 
     queries_affected: int
     bounds: dict[str, list[float]]
+
+
+class EmptyQueries(TypedDict):
+    """How queries without a relevant item entered the means, and how many each direction had."""
+
+    #: ``skip``: left out of every mean; ``zero``: counted as 0 in every mean but the rank
+    #: measures (``mean_rank``, ``median_rank``: over the queries with a relevant item).
+    policy: EmptyPolicy
+    t2a: int
+    a2t: int
 
 
 class MetricsReport(TypedDict):
@@ -812,6 +850,8 @@ class MetricsReport(TypedDict):
     cutoffs: NotRequired[list[int]]
     #: Only with ``cutoffs``: the minor version of the definitions (1: version 1.1).
     definitions_minor: NotRequired[int]
+    #: Only when a policy for queries without a relevant item was chosen (``--empty-queries``).
+    empty_queries: NotRequired[EmptyQueries]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
@@ -845,4 +885,10 @@ def metrics_report(
         report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
+    if result.empty_queries is not None:
+        report["empty_queries"] = {
+            "policy": result.empty_queries,
+            "t2a": result.n_empty("t2a"),
+            "a2t": result.n_empty("a2t"),
+        }
     return report

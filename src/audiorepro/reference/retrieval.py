@@ -130,17 +130,31 @@ def _direction(
     relevant: list[set[int]],
     tie_policy: str,
     names: tuple[str, ...],
+    empty_queries: str | None,
 ) -> dict[str, float]:
+    """A query without a relevant item is refused (no policy), left out (``skip``), or every
+    measure's value for it is 0 (``zero``) but the rank measures', which have none."""
     items = np.array(item_vecs, dtype=object)
     per_query = []
     firsts = []
+    zeros = 0
     for q, vec in enumerate(query_vecs):
+        if not relevant[q]:
+            if empty_queries is None:
+                raise ValueError(f"query {q} has no relevant item and no policy was given")
+            zeros += empty_queries == "zero"
+            continue
         scores = [int(s) for s in items.dot(np.array(vec, dtype=object))]
         pos = _positions(scores, relevant[q], tie_policy)
         per_query.append(_query_metrics(pos, names))
         firsts.append(pos[0])
-    n = len(per_query)
-    result = {name: math.fsum(float(m[name]) for m in per_query) / n for name in per_query[0]}
+    if not per_query:
+        raise ValueError("no query has a relevant item")
+    result = {}
+    for name in per_query[0]:
+        # The zero-valued queries add nothing to the sum; the rank measure has no value there.
+        n = len(per_query) + (0 if name == "mean_rank" else zeros)
+        result[name] = math.fsum(float(m[name]) for m in per_query) / n
     result["median_rank"] = float(statistics.median(firsts))
     return {name: result[name] for name in names}
 
@@ -154,6 +168,7 @@ def reference_retrieval_metrics(
     relevance_indices: Any = None,
     tie_policy: str = "pessimistic",
     cutoffs: Any = None,
+    empty_queries: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """All canonical retrieval metrics for both directions, computed naively and exactly.
 
@@ -183,7 +198,19 @@ def reference_retrieval_metrics(
     >>> m = reference_retrieval_metrics(a, t, [0, 1, 1], cutoffs=[1, 2])
     >>> m["a2t"]["precision@2"], m["a2t"]["ndcg@1"], m["a2t"]["r_precision"], m["a2t"]["mrr@1"]
     (0.5, 0.5, 0.25, 0.5)
+
+    A query without a relevant item needs ``empty_queries``: ``skip`` leaves it out of every
+    mean, ``zero`` counts it as 0 in every mean but ``mean_rank``'s and ``median_rank``'s
+    (clip 1 has no text here; clip 0 finds its text first):
+
+    >>> m = reference_retrieval_metrics(a, t[:1], [0], empty_queries="zero")
+    >>> m["a2t"]["r@1"], m["a2t"]["mean_rank"]
+    (0.5, 1.0)
+    >>> reference_retrieval_metrics(a, t[:1], [0], empty_queries="skip")["a2t"]["r@1"]
+    1.0
     """
+    if empty_queries not in (None, "skip", "zero"):
+        raise ValueError(f"empty_queries must be None, 'skip' or 'zero', got {empty_queries!r}")
     names = _cutoff_names(None if cutoffs is None else tuple(int(k) for k in cutoffs))
     if tie_policy not in ("pessimistic", "optimistic"):
         raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
@@ -205,6 +232,6 @@ def reference_retrieval_metrics(
         captions_of[j].add(i)
         clips_of[i].add(j)
     return {
-        "t2a": _direction(text, audio, clips_of, tie_policy, names),
-        "a2t": _direction(audio, text, captions_of, tie_policy, names),
+        "t2a": _direction(text, audio, clips_of, tie_policy, names, empty_queries),
+        "a2t": _direction(audio, text, captions_of, tie_policy, names, empty_queries),
     }
