@@ -4,6 +4,8 @@ names ``--empty-queries``; accepted under ``skip`` (left out of every mean) or `
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,71 @@ def test_load_dump_takes_the_policy(tmp_path: Path) -> None:
     assert load_dump(v1, empty_queries="zero").empty_queries == "zero"
     with pytest.raises(UserError, match="no caption"):
         load_dump(v1)
+
+
+def _study(tmp_path: Path, policy: str | None, values: dict[str, float], profile: str = "") -> Path:
+    _, v2 = _files(tmp_path)
+    sha = hashlib.sha256(v2.read_bytes()).hexdigest()
+    lines = [
+        'schema = "audiorepro.study/1"',
+        'name = "empty"',
+        "k = [1, 2]",
+        *([f'empty_queries = "{policy}"'] if policy else []),
+        *([f'profiles = ["canonical", "{profile}"]'] if profile else []),
+        "[[cell]]",
+        'id = "sparse"',
+        'model = "synthetic"',
+        'dataset = "sparse"',
+        'dump = "v2.npz"',
+        f'sha256 = "{sha}"',
+        "[[published]]",
+        'cell = "sparse"',
+        "tolerance = 1e-12",
+        'provenance = "the reference implementation"',
+        "values = { " + ", ".join(f'"{n}" = {v!r}' for n, v in values.items()) + " }",
+    ]
+    path = tmp_path / "study.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _v2_reference(policy: str) -> Any:
+    d = {"audio_embeds": AUDIO, "text_embeds": TEXT, "relevance_indptr": [0, 1, 1, 2],
+         "relevance_indices": [0, 2]}  # fmt: skip
+    return _reference(d, policy, "pessimistic", (1, 2))
+
+
+@pytest.mark.parametrize("policy", ["skip", "zero"])
+def test_a_study_applies_and_records_its_policy(tmp_path: Path, policy: str) -> None:
+    ref = _v2_reference(policy)
+    out = tmp_path / "out"
+    study = _study(tmp_path, policy, {"a2t/r@1": ref["a2t"]["r@1"], "t2a/ndcg": ref["t2a"]["ndcg"]})
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    assert bundle["study"]["empty_queries"] == policy
+    assert bundle["cells"][0]["metrics"] == ref
+    verification = json.loads((out / "verification.json").read_text())
+    assert verification["golden"]["counts"]["PASS"] == 2
+    (cell,) = verification["metric_parity"]["cells"]
+    assert cell["empty_queries"] == policy and cell["passed"]
+
+
+def test_a_study_without_a_policy_refuses_such_a_dump(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(["reproduce", str(_study(tmp_path, None, {"a2t/r@1": 0.5})), "--out", str(out)]) == 1
+    )
+    verification = json.loads((out / "verification.json").read_text())
+    assert any("--empty-queries" in f for f in verification["failures"]), verification["failures"]
+
+
+def test_a_study_policy_with_a_peer_profile_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _study(tmp_path, "skip", {"a2t/r@1": 0.5}, profile="trec")
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "cell[0].profiles" in err and "empty_queries" in err
+    study.write_text(study.read_text().replace('empty_queries = "skip"', 'empty_queries = "drop"'))
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out2")]) == 2
+    assert "empty_queries" in capsys.readouterr().err

@@ -80,7 +80,10 @@ FORMAT_VERSION = 2
 EmptyPolicy = Literal["skip", "zero"]
 EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("skip", "zero")
 #: Appended to the refusal of a query without a relevant item: the option that accepts it.
-EMPTY_HINT = "(--empty-queries skip|zero accepts queries without a relevant item)"
+EMPTY_HINT = (
+    "(--empty-queries skip|zero, or a study's empty_queries, accepts queries without a "
+    "relevant item)"
+)
 
 
 @dataclass(frozen=True)
