@@ -90,6 +90,7 @@ def parity_cell(
             dump.text_embeds,
             relevance_indptr=dump.relevance_csr.indptr,
             relevance_indices=dump.relevance_csr.indices,
+            relevance_gains=dump.gains,
             tie_policy=tie_policy,
             cutoffs=cutoffs,
             empty_queries=dump.empty_queries,

@@ -60,6 +60,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal, NotRequired
 
 import numpy as np
@@ -100,6 +101,9 @@ class Ranking:
     #: have no entry in ``ptr`` (policy ``skip`` leaves them out altogether: 0 here). The
     #: rank measures (``mean_rank``, ``median_rank``) have no value for them and ignore them.
     n_empty: int = 0
+    #: Graded relevance: the gain (> 0) of the relevant item at each of :attr:`pos`; None for
+    #: binary relevance (every gain 1). Only nDCG reads it.
+    gains: npt.NDArray[np.int64] | None = None
 
     @classmethod
     def from_lists(cls, positions: Sequence[Sequence[int]], *, n_empty: int = 0) -> Ranking:
@@ -328,6 +332,51 @@ def _ndcg_decimal(pos: Sequence[int], n_rel: int, limit: int) -> float:
         return float(dcg / ideal)
 
 
+def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -> float:
+    """One graded query's nDCG from 40-digit decimal logarithms, rounded once to float64."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _NDCG_DIGITS
+        ln2 = decimal.Decimal(2).ln()
+
+        def discount(p: int) -> decimal.Decimal:
+            return ln2 / decimal.Decimal(p + 1).ln()
+
+        dcg = sum(
+            (g * discount(p) for p, g in zip(pos, gains, strict=True) if p <= limit),
+            decimal.Decimal(0),
+        )
+        best = sorted(gains, reverse=True)[:limit]
+        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        return float(dcg / ideal)
+
+
+def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> FloatArray:
+    """:func:`ndcg_per_query` with gains: longdouble with an error bound, else decimals."""
+    ld = np.longdouble
+    n_rel = ranking.n_relevant
+    g = gains.astype(ld)
+    inside = ranking.pos <= limit
+    terms = np.where(inside, g / np.log2(ranking.pos.astype(ld) + 1), ld(0))
+    dcg = np.add.reduceat(terms, ranking.ptr[:-1])
+    query = np.repeat(np.arange(ranking.n_queries), n_rel)
+    best = np.lexsort((-gains, query))  # each query's gains, descending
+    rank_in = ranking._order_in_query()  # 1-based rank of the ideal order's entries
+    ideal_terms = np.where(rank_in <= limit, g[best] / np.log2(rank_in.astype(ld) + 1), ld(0))
+    ideal = np.add.reduceat(ideal_terms, ranking.ptr[:-1])
+    value = dcg / ideal
+    # As for binary gains (integer gains up to 2**53 are exact in longdouble's products).
+    err = ld(4) * (2 * n_rel + 6).astype(ld) * ld(np.finfo(ld).eps)
+    lo = (value * (1 - err)).astype(np.float64)
+    hi = (value * (1 + err)).astype(np.float64)
+    out: FloatArray = np.asarray(lo, dtype=np.float64).copy()
+    ptr = ranking.ptr.tolist()
+    pos_all, gains_all = ranking.pos.tolist(), gains.tolist()
+    for q in np.flatnonzero(lo != hi).tolist():
+        a, b = ptr[q], ptr[q + 1]
+        out[q] = _ndcg_graded_decimal(pos_all[a:b], gains_all[a:b], limit)
+    return out
+
+
 def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     """Per query ``DCG@k / IDCG@k`` with binary gains, correctly rounded to float64.
 
@@ -342,6 +391,17 @@ def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     [1.0, 0.5, 0.9197207891481877]
     >>> ndcg_per_query(Ranking.from_lists([[1, 3]]), k=2).tolist()
     [0.6131471927654584]
+
+    Graded relevance (:attr:`Ranking.gains`, a dump's ``relevance_gains``): each term is
+    multiplied by its gain, ``DCG@k = sum_{i : pos_i <= k} g_i / log2(pos_i + 1)``, and
+    ``IDCG@k`` sums the query's gains in descending order at positions ``1..min(|R|, k)``
+    (trec_eval's ``ndcg`` with linear gains, scikit-learn's ``ndcg_score``). Where relevant
+    items of different gains tie, pessimistic puts the lower gains first, optimistic the
+    higher (the two bound every order):
+
+    >>> graded = Ranking(ptr=np.array([0, 2]), pos=np.array([1, 2]), gains=np.array([1, 3]))
+    >>> ndcg_per_query(graded).tolist()  # (1 + 3/log2(3)) / (3 + 1/log2(3))
+    [0.7967075809905066]
     """
     if k is not None:
         _check_k(k, "ndcg_per_query")
@@ -350,6 +410,8 @@ def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     n_rel = ranking.n_relevant
     if ranking.pos.size == 0:
         return np.zeros(ranking.n_queries, dtype=np.float64)
+    if ranking.gains is not None:
+        return _ndcg_graded(ranking, ranking.gains, limit)
     inside = ranking.pos <= limit
     terms = np.where(inside, ld(1) / np.log2(ranking.pos.astype(ld) + 1), ld(0))
     dcg = np.add.reduceat(terms, ranking.ptr[:-1])
@@ -712,6 +774,61 @@ Cutoffs = tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
+class Graded:
+    """Graded relevance of one direction: the gain of each entry of its :class:`RankCounts`
+    (aligned with ``greater``), and the vectors, for ordering tied relevant entries exactly."""
+
+    gains: npt.NDArray[np.int64]
+    queries: npt.NDArray[Any]
+    items: npt.NDArray[Any]
+
+
+def _exact_score(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> Fraction:
+    """The exact dot product of two stored vectors (every float is a dyadic rational)."""
+    return sum(
+        (Fraction(a) * Fraction(b) for a, b in zip(x.tolist(), y.tolist(), strict=True)),
+        Fraction(0),
+    )
+
+
+def graded_positions(counts: RankCounts, graded: Graded, tie_policy: TiePolicy) -> Ranking:
+    """:func:`positions_from_counts` with each position's gain. Relevant entries with the same
+    number of non-relevant items before them hold consecutive positions; where their gains
+    differ they are ordered by their exact scores, descending, and equal scores by gain
+    (pessimistic: ascending, the worst order; optimistic: descending, the best).
+
+    >>> rc = RankCounts(ptr=np.array([0, 2]), greater=np.array([0, 0]), equal=np.array([0, 0]),
+    ...                 relevant=np.array([0, 1]))
+    >>> g = Graded(np.array([1, 3]), np.array([[1.0]]), np.array([[2.0], [1.0]]))
+    >>> graded_positions(rc, g, "pessimistic").gains.tolist()  # item 0 scores 2 > 1
+    [1, 3]
+    """
+    _check_tie_policy(tie_policy, "graded_positions")
+    before = counts.greater + (counts.equal if tie_policy == "pessimistic" else 0)
+    n_rel = np.diff(counts.ptr)
+    query = np.repeat(np.arange(n_rel.shape[0]), n_rel)
+    order = np.lexsort((before, query))
+    gains = graded.gains[order].copy()
+    key_q, key_b = query[order], before[order]
+    start = np.flatnonzero(np.r_[True, (key_q[1:] != key_q[:-1]) | (key_b[1:] != key_b[:-1])])
+    stop = np.r_[start[1:], order.shape[0]]
+    sign = 1 if tie_policy == "pessimistic" else -1
+    assert counts.relevant is not None
+    for a, b in zip(start.tolist(), stop.tolist(), strict=True):
+        if b - a < 2 or bool(np.all(gains[a:b] == gains[a])):
+            continue  # one entry, or equal gains: the order within does not matter
+        q = int(key_q[a])
+        entries = order[a:b].tolist()
+        scored = sorted(
+            (-_exact_score(graded.queries[q], graded.items[counts.relevant[e]]), sign * g, g)
+            for e, g in zip(entries, gains[a:b].tolist(), strict=True)
+        )
+        gains[a:b] = [g for _, _, g in scored]
+    ranking = positions_from_counts(counts, tie_policy=tie_policy)
+    return Ranking(ptr=ranking.ptr, pos=ranking.pos, gains=gains)
+
+
+@dataclass(frozen=True)
 class RetrievalResult:
     """Exact counts for both directions of one dump, and everything derived from them."""
 
@@ -719,6 +836,8 @@ class RetrievalResult:
     stats: ExactStats
     #: The dump's policy for queries without a relevant item (None: it has none).
     empty_queries: EmptyPolicy | None = None
+    #: Graded relevance, per direction (None: binary).
+    graded: dict[str, Graded] | None = None
     _cache: dict[tuple[str, Cutoffs], dict[str, dict[str, float]]] = field(
         default_factory=dict, repr=False
     )
@@ -726,14 +845,17 @@ class RetrievalResult:
     def ranking(self, direction: str, tie_policy: TiePolicy = "pessimistic") -> Ranking:
         """The positions of the queries with relevant items; those without any are left out
         (policy ``skip``) or counted in :attr:`Ranking.n_empty` (policy ``zero``)."""
-        full = positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        if self.graded is None:
+            full = positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        else:
+            full = graded_positions(self.counts[direction], self.graded[direction], tie_policy)
         n_empty = self.n_empty(direction)
         if not n_empty:
             return full
         assert self.empty_queries is not None, "a query without a relevant item needs a policy"
         ptr = np.concatenate([full.ptr[:1], full.ptr[1:][full.n_relevant > 0]])
         counted = n_empty if self.empty_queries == "zero" else 0
-        return Ranking(ptr=ptr, pos=full.pos, n_empty=counted)
+        return Ranking(ptr=ptr, pos=full.pos, n_empty=counted, gains=full.gains)
 
     def n_empty(self, direction: str) -> int:
         """The number of queries of ``direction`` without a relevant item."""
@@ -806,9 +928,31 @@ def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> Retrieval
             refined_float64=s_a.refined_float64 + s_t.refined_float64,
             exact=s_a.exact + s_t.exact,
         )
+    counts = {"t2a": t2a, "a2t": a2t}
+    graded = None if dump.relevance_gains is None else _graded(dump, counts)
     return RetrievalResult(
-        counts={"t2a": t2a, "a2t": a2t}, stats=stats, empty_queries=dump.empty_queries
+        counts=counts, stats=stats, empty_queries=dump.empty_queries, graded=graded
     )
+
+
+def _graded(dump: Dump, counts: dict[str, RankCounts]) -> dict[str, Graded]:
+    """Each direction's gains aligned with its counts' entries, looked up by (query, item)."""
+    rel, gains = dump.relevance, dump.relevance_gains
+    assert gains is not None
+    clip, text = rel.clip_of_each_entry(), rel.indices
+    n, m = dump.n_clips, dump.n_captions
+    out: dict[str, Graded] = {}
+    for d, keys, n_items, vecs in (
+        ("a2t", clip * m + text, m, (dump.audio_embeds, dump.text_embeds)),
+        ("t2a", text * n + clip, n, (dump.text_embeds, dump.audio_embeds)),
+    ):
+        c = counts[d]
+        assert c.relevant is not None
+        order = np.argsort(keys, kind="stable")
+        entry_keys = np.repeat(np.arange(c.n_queries), np.diff(c.ptr)) * n_items + c.relevant
+        found = order[np.searchsorted(keys[order], entry_keys)]
+        out[d] = Graded(np.asarray(gains[found], np.int64), vecs[0], vecs[1])
+    return out
 
 
 class TieSummary(TypedDict):
@@ -852,6 +996,9 @@ class MetricsReport(TypedDict):
     definitions_minor: NotRequired[int]
     #: Only when a policy for queries without a relevant item was chosen (``--empty-queries``).
     empty_queries: NotRequired[EmptyQueries]
+    #: Only for a dump with ``relevance_gains``: true (nDCG uses the gains, every other
+    #: measure counts a gain > 0 as relevant).
+    graded_relevance: NotRequired[bool]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
@@ -885,6 +1032,8 @@ def metrics_report(
         report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
+    if dump.gains is not None:
+        report["graded_relevance"] = True
     if result.empty_queries is not None:
         report["empty_queries"] = {
             "policy": result.empty_queries,
