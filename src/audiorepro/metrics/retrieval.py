@@ -814,8 +814,9 @@ def graded_positions(counts: RankCounts, graded: Graded, tie_policy: TiePolicy) 
     stop = np.r_[start[1:], order.shape[0]]
     sign = 1 if tie_policy == "pessimistic" else -1
     assert counts.relevant is not None
-    for a, b in zip(start.tolist(), stop.tolist(), strict=True):
-        if b - a < 2 or bool(np.all(gains[a:b] == gains[a])):
+    several = np.flatnonzero(stop - start > 1)  # one entry alone has its one order
+    for a, b in zip(start[several].tolist(), stop[several].tolist(), strict=True):
+        if bool(np.all(gains[a:b] == gains[a])):
             continue  # one entry, or equal gains: the order within does not matter
         q = int(key_q[a])
         entries = order[a:b].tolist()
