@@ -8,6 +8,7 @@ is its own. Printed per peer: seconds, peak memory, and ratios against audiorepr
     python benchmarks/retrieval.py                 # 1045 x 5 and 10,000 x 5
     python benchmarks/retrieval.py --sizes 1045    # one size
     python benchmarks/retrieval.py --scale         # audiorepro alone at 100,000 x 500,000
+    python benchmarks/retrieval.py --k 1,5,10,50   # also audiorepro_k: definitions 1.1 there
 
 A peer that would exceed this machine's memory is skipped, and the reason is printed.
 """
@@ -32,6 +33,10 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 PEERS = ["floor", "floor_plain", "audiorepro", "laion_clap", "pytrec_eval", "ranx", "torchmetrics"]
+#: audiorepro with ``--k``: definitions 1.1's measures (precision@k, mrr@k, ndcg@k, ndcg,
+#: r_precision, ...) at those cutoffs, both tie policies and their bounds; run after
+#: ``audiorepro`` when ``--k`` is given, so that both ratios to the floor are printed.
+WITH_CUTOFFS = "audiorepro_k"
 MEMORY_BUDGET = 20 * 2**30  # bytes a peer may plausibly use on a 24 GiB machine
 
 
@@ -72,7 +77,9 @@ def estimated_bytes(peer: str, n: int, m: int) -> int:
     return 0
 
 
-def run_peer(peer: str, dump: Path, repeats: int = 3) -> dict[str, object]:
+def run_peer(
+    peer: str, dump: Path, repeats: int = 3, cutoffs: tuple[int, ...] | None = None
+) -> dict[str, object]:
     """Inside the peer's own process: load the dump, run the peer, report time and memory.
 
     The floor and audiorepro run ``repeats`` times and report the best time (this machine's
@@ -80,7 +87,7 @@ def run_peer(peer: str, dump: Path, repeats: int = 3) -> dict[str, object]:
     """
     from audiorepro.metrics._exact import DEFAULT_CHUNK_ELEMENTS
 
-    if peer == "audiorepro":
+    if peer in ("audiorepro", WITH_CUTOFFS):
         from audiorepro.formats.dump import load_dump
         from audiorepro.formats.dump import make_dump as mk
         from audiorepro.metrics.retrieval import compute_retrieval
@@ -98,8 +105,8 @@ def run_peer(peer: str, dump: Path, repeats: int = 3) -> dict[str, object]:
             t0 = time.perf_counter()
             d = load_dump(dump)
             res = compute_retrieval(d)
-            out = {p: res.metrics(p) for p in ("pessimistic", "optimistic")}
-            ties = res.ties()
+            out = {p: res.metrics(p, cutoffs) for p in ("pessimistic", "optimistic")}
+            ties = res.ties(cutoffs)
             times.append(time.perf_counter() - t0)
             del d
         seconds = min(times)
@@ -134,19 +141,28 @@ def main() -> int:
     ap.add_argument("--peers", nargs="+", default=PEERS, choices=PEERS)
     ap.add_argument("--scale", action="store_true", help="audiorepro at 100,000 x 500,000 only")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per peer run")
-    ap.add_argument("--run", choices=PEERS, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--k",
+        default=None,
+        metavar="K[,K...]",
+        help="also run audiorepro_k: audiorepro with definitions 1.1's measures at these cutoffs",
+    )
+    ap.add_argument("--run", choices=[*PEERS, WITH_CUTOFFS], help=argparse.SUPPRESS)
     ap.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--make", type=int, nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.make:
         make_dump(args.dump, *args.make)
         return 0
+    cutoffs = None if args.k is None else tuple(int(k) for k in args.k.split(","))
     if args.run:
-        print(json.dumps(run_peer(args.run, args.dump, 1 if args.scale else 3)))
+        print(json.dumps(run_peer(args.run, args.dump, 1 if args.scale else 3, cutoffs)))
         return 0
 
     sizes = [(100_000, 5)] if args.scale else [(n, 5) for n in args.sizes]
-    peers_to_run = ["audiorepro"] if args.scale else args.peers
+    peers_to_run = ["audiorepro"] if args.scale else list(args.peers)
+    if cutoffs is not None:
+        peers_to_run.append(WITH_CUTOFFS)
     print(
         f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"numpy {np.__version__}"
@@ -182,7 +198,8 @@ def main() -> int:
                 try:
                     proc = subprocess.run(
                         [sys.executable, __file__, "--run", peer, "--dump", str(dump)]
-                        + (["--scale"] if args.scale else []),
+                        + (["--scale"] if args.scale else [])
+                        + ([] if args.k is None else ["--k", args.k]),
                         capture_output=True,
                         text=True,
                         timeout=args.timeout,
@@ -204,7 +221,7 @@ def main() -> int:
                 line = f"{peer:<13} {secs:9.2f} s  peak {float(res['peak_bytes']) / 2**30:6.2f} GiB"  # type: ignore[arg-type]
                 if base and peer != "audiorepro":
                     line += f"  {secs / float(base['seconds']):8.1f}x audiorepro's time"  # type: ignore[arg-type]
-                if peer == "audiorepro" and floor:
+                if peer in ("audiorepro", WITH_CUTOFFS) and floor:
                     line += f"  {secs / float(floor['seconds']):8.2f}x the float32 floor"  # type: ignore[arg-type]
                 print(line)
             if base:

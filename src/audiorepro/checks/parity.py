@@ -16,7 +16,7 @@ from typing import NotRequired
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
-from audiorepro.formats.dump import Dump
+from audiorepro.formats.dump import Dump, EmptyPolicy
 from audiorepro.metrics.retrieval import DIRECTIONS, TiePolicy, compute_retrieval, metric_names
 from audiorepro.reference import reference_retrieval_metrics
 
@@ -46,6 +46,8 @@ class ParityCell(TypedDict):
     rows: list[ParityRow]
     #: The study cell's id, in a reproduce run's verification.
     cell: NotRequired[str]
+    #: Only for a dump read with a policy for queries without a relevant item (skip, zero).
+    empty_queries: NotRequired[EmptyPolicy]
 
 
 class ParityBlock(TypedDict):
@@ -80,6 +82,7 @@ def parity_cell(
             dump.text_to_audio,
             tie_policy=tie_policy,
             cutoffs=cutoffs,
+            empty_queries=dump.empty_queries,
         )
     else:  # the relevance as the file gives it (not as the harness's engine reads it)
         independent = reference_retrieval_metrics(
@@ -87,8 +90,10 @@ def parity_cell(
             dump.text_embeds,
             relevance_indptr=dump.relevance_csr.indptr,
             relevance_indices=dump.relevance_csr.indices,
+            relevance_gains=dump.gains,
             tie_policy=tie_policy,
             cutoffs=cutoffs,
+            empty_queries=dump.empty_queries,
         )
     rows: list[ParityRow] = []
     deltas: list[float] = []
@@ -106,7 +111,7 @@ def parity_cell(
                 }
             )
     worst = max(deltas)
-    return {
+    cell: ParityCell = {
         "source": dump.source,
         "n_clips": dump.n_clips,
         "n_captions": dump.n_captions,
@@ -116,6 +121,9 @@ def parity_cell(
         "passed": worst <= tolerance,
         "rows": rows,
     }
+    if dump.empty_queries is not None:
+        cell["empty_queries"] = dump.empty_queries
+    return cell
 
 
 def parity_report(

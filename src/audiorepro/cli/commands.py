@@ -32,7 +32,7 @@ from audiorepro.core.io import json_dumps, write_json
 from audiorepro.core.progress import quiet_library_bars
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
-from audiorepro.formats.dump import load_dump, save_dump
+from audiorepro.formats.dump import EMPTY_POLICIES, EmptyPolicy, load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES, compute_profile
 from audiorepro.metrics.retrieval import (
@@ -83,6 +83,20 @@ def cutoffs_option(help_text: str) -> Any:
     )
 
 
+def empty_queries_option() -> Any:
+    """``--empty-queries skip|zero`` of metrics and parity: accept queries without a relevant
+    item (refused without it) and say how they enter the means."""
+    return click.option(
+        "--empty-queries",
+        type=click.Choice(EMPTY_POLICIES),
+        default=None,
+        help="Accept queries without a relevant item (a clip without a text, a text relevant "
+        "to no clip; refused without this option): skip leaves them out of every mean "
+        "(trec_eval), zero counts them as 0 (scikit-learn); mean_rank and median_rank are "
+        "always over the queries with a relevant item. Recorded in the JSON.",
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="audiorepro")
 def cli() -> None:
@@ -113,6 +127,12 @@ def _metrics_table(report: MetricsReport) -> str:
         arrow = "^" if metric_by_name(name).higher_is_better else "v"
         t2a, a2t = report["metrics"]["t2a"][name], report["metrics"]["a2t"][name]
         lines.append(f"{name + ' ' + arrow:<{width}}{_fmt(t2a):>12}{_fmt(a2t):>12}")
+    if "empty_queries" in report:
+        empty = report["empty_queries"]
+        lines.append(
+            f"queries without a relevant item: t2a {empty['t2a']}, a2t {empty['a2t']}; "
+            f"policy {empty['policy']}"
+        )
     for direction, ties in report["ties"].items():
         if ties["queries_affected"]:
             bounds = ", ".join(
@@ -173,6 +193,7 @@ def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | 
     "mrr@k, ndcg@k at each, and map, mrr, ndcg, r_precision, mean_rank, median_rank "
     "(definitions 1.1). Without it: the 1.0 report."
 )
+@empty_queries_option()
 def metrics(
     dump: Path,
     tie_policy: TiePolicy,
@@ -180,6 +201,7 @@ def metrics(
     chunk_rows: int | None,
     profile: str,
     cutoffs: tuple[int, ...] | None,
+    empty_queries: EmptyPolicy | None,
 ) -> None:
     """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
     under a peer's own definitions and names (--profile)."""
@@ -194,7 +216,12 @@ def metrics(
             "are its peer's own",
             param_hint="'--k'",
         )
-    d = load_dump(dump)
+    if empty_queries is not None and profile != "canonical":
+        raise click.BadParameter(
+            f"applies to the canonical profile; {profile}'s peer refuses such queries",
+            param_hint="'--empty-queries'",
+        )
+    d = load_dump(dump, empty_queries=empty_queries)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
     if profile != "canonical":
         prof = compute_profile(d, profile, result=result, cutoffs=cutoffs)
@@ -218,18 +245,20 @@ def metrics(
 @click.option("--tie-policy", type=TIE_CHOICE, default="pessimistic", show_default=True)
 @json_option("Write the metric_parity JSON here.")
 @cutoffs_option("Cutoffs, ascending: check definitions 1.1's metrics at them (as metrics --k).")
+@empty_queries_option()
 def parity(
     dumps: tuple[Path, ...],
     tolerance: float,
     tie_policy: TiePolicy,
     json_out: Path | None,
     cutoffs: tuple[int, ...] | None,
+    empty_queries: EmptyPolicy | None,
 ) -> None:
     """Check the fast harness against the independent reference on each DUMP.
 
     Exit 0 when every metric agrees within the tolerance, 1 otherwise.
     """
-    loaded = [load_dump(p) for p in dumps]
+    loaded = [load_dump(p, empty_queries=empty_queries) for p in dumps]
     report = parity_report(loaded, tolerance=tolerance, tie_policy=tie_policy, cutoffs=cutoffs)
     block = report["metric_parity"]
     for cell in block["cells"]:

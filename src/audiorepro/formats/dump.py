@@ -14,6 +14,8 @@ key                    dtype / shape               meaning
 ``relevance_indices``  integer [nnz]               relevant to clip ``i`` are
                                                    ``relevance_indices[relevance_indptr[i]:
                                                    relevance_indptr[i+1]]``
+``relevance_gains``    integer [nnz] (optional)    with the relevance keys only: graded
+                                                   relevance, the gain (>= 0) of each entry
 ``format_version``     integer scalar (optional)   1 or 2; when given, must match the keys
 ``audio_ids``          str [N] (optional)          clip identifiers, e.g. file names
 ``captions``           str [M] (optional)          the texts
@@ -33,7 +35,13 @@ Format versions
   a clip. :func:`save_dump` writes ``format_version = 2`` into such files, so that they say
   what they are; a version-1 reader refuses them (unknown keys) rather than misreading them.
 
-Either way :attr:`Dump.relevance` gives the relevance as CSR over clips, indices ascending
+**Graded relevance** (optional, version 2 only): ``relevance_gains`` gives an integer gain
+>= 0 per entry of ``relevance_indices`` (at most 2**53). nDCG uses the gains; every other
+measure counts an entry as relevant when its gain is > 0, so an entry of gain 0 is judged not
+relevant (the emptiness rules above apply to the entries of gain > 0). A dump without it is
+read and written exactly as before.
+
+Either way :attr:`Dump.relevance` gives the (binary) relevance as CSR over clips, indices ascending
 within a clip (for a version-1 dump derived from ``text_to_audio``), so that every metric has
 one code path. Files are read with ``allow_pickle=False``: an object array is refused, never
 unpickled.
@@ -56,12 +64,12 @@ import zipfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import UserError, param_error
 from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
 
@@ -69,10 +77,23 @@ NOT_FINITE_JSON = "expected a finite number (nan and inf are refused)"
 REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
 #: Given instead of ``text_to_audio`` (format version 2).
 RELEVANCE_KEYS = ("relevance_indptr", "relevance_indices")
-OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version")
+#: Optional with the relevance keys: an integer gain per relevance entry (graded relevance).
+GAINS_KEY = "relevance_gains"
+OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version", GAINS_KEY)
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: The newest format version (see the module docstring); 1 is ``text_to_audio``.
 FORMAT_VERSION = 2
+#: What the metrics do with a query that has no relevant item (a clip without a text, a text
+#: relevant to no clip): ``skip`` leaves it out of every mean (trec_eval, for a query absent
+#: from the qrels), ``zero`` counts it as 0 (scikit-learn-style averaging). Without a policy
+#: (None, the default) such a dump is refused, as it always was.
+EmptyPolicy = Literal["skip", "zero"]
+EMPTY_POLICIES: tuple[EmptyPolicy, ...] = ("skip", "zero")
+#: Appended to the refusal of a query without a relevant item: the option that accepts it.
+EMPTY_HINT = (
+    "(--empty-queries skip|zero, or a study's empty_queries, accepts queries without a "
+    "relevant item)"
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +175,12 @@ class Dump:
     sha256: str | None = None
     #: Version 2: the relevance as given (validated, indices ascending within each clip).
     relevance_csr: Relevance | None = None
+    #: The policy under which queries without a relevant item were accepted (:data:`EmptyPolicy`);
+    #: None: the dump has none (they are refused without a policy). Not stored in the file.
+    empty_queries: EmptyPolicy | None = None
+    #: Graded relevance (``relevance_gains``): the gain of each entry of :attr:`relevance_csr`
+    #: (int64 >= 0, aligned with its indices); None for binary relevance.
+    gains: npt.NDArray[np.int64] | None = None
 
     @property
     def format_version(self) -> int:
@@ -164,9 +191,26 @@ class Dump:
     def relevance(self) -> Relevance:
         """The relevance as CSR over clips, for either format version (one code path)."""
         if self.relevance_csr is not None:
-            return self.relevance_csr
+            if self.gains is None:
+                return self.relevance_csr
+            # Binary relevance of a graded dump: the entries with a gain > 0.
+            keep = self.gains > 0
+            csr = self.relevance_csr
+            clip = csr.clip_of_each_entry()[keep]
+            indptr = np.zeros(self.n_clips + 1, np.int64)
+            np.cumsum(np.bincount(clip, minlength=self.n_clips), out=indptr[1:])
+            return Relevance._frozen(indptr, csr.indices[keep], csr.n_texts)
         assert self.text_to_audio is not None  # guaranteed by validation
         return Relevance.from_text_to_audio(self.text_to_audio, n_clips=self.n_clips)
+
+    @cached_property
+    def relevance_gains(self) -> npt.NDArray[np.int64] | None:
+        """The gains (all > 0) of :attr:`relevance`'s entries, aligned; None if binary."""
+        if self.gains is None:
+            return None
+        out = np.ascontiguousarray(self.gains[self.gains > 0])
+        out.setflags(write=False)
+        return out
 
     @property
     def n_clips(self) -> int:
@@ -313,16 +357,19 @@ def make_dump(
     *,
     relevance_indptr: npt.ArrayLike | None = None,
     relevance_indices: npt.ArrayLike | None = None,
+    relevance_gains: npt.ArrayLike | None = None,
     audio_ids: npt.ArrayLike | None = None,
     captions: npt.ArrayLike | None = None,
     meta: dict[str, Any] | None = None,
     source: str = "<memory>",
     sha256: str | None = None,
+    empty_queries: EmptyPolicy | None = None,
 ) -> Dump:
     """Validate arrays and build a :class:`Dump` (the same checks as for a file).
 
     Give either ``text_to_audio`` (version 1) or both ``relevance_indptr`` and
-    ``relevance_indices`` (version 2), as in the file format."""
+    ``relevance_indices`` (version 2), as in the file format. ``empty_queries``: accept
+    queries without a relevant item under that policy (:data:`EmptyPolicy`)."""
     arrays: dict[str, npt.NDArray[Any]] = {
         "audio_embeds": np.asarray(audio_embeds),
         "text_embeds": np.asarray(text_embeds),
@@ -331,6 +378,7 @@ def make_dump(
         ("text_to_audio", text_to_audio),
         ("relevance_indptr", relevance_indptr),
         ("relevance_indices", relevance_indices),
+        (GAINS_KEY, relevance_gains),
     ):
         if value is not None:
             arrays[key] = np.asarray(value)
@@ -340,20 +388,30 @@ def make_dump(
         arrays["captions"] = np.asarray(captions, dtype=str)
     if meta is not None:
         arrays["meta_json"] = np.asarray(json.dumps(meta, sort_keys=True))
-    return _validate(arrays, source=source, sha256=sha256)
+    return _validate(arrays, source=source, sha256=sha256, empty_queries=empty_queries)
 
 
-def dump_from_arrays(arrays: dict[str, npt.NDArray[Any]], *, source: str) -> Dump:
+def dump_from_arrays(
+    arrays: dict[str, npt.NDArray[Any]], *, source: str, empty_queries: EmptyPolicy | None = None
+) -> Dump:
     """Validate the arrays of a dump file (as read from it) and build a :class:`Dump`."""
-    return _validate(arrays, source=source, sha256=None)
+    return _validate(arrays, source=source, sha256=None, empty_queries=empty_queries)
 
 
-def load_dump(path: str | Path) -> Dump:
-    """Load and validate a dump file; any problem raises :class:`UserError` naming file and key."""
+def load_dump(path: str | Path, *, empty_queries: EmptyPolicy | None = None) -> Dump:
+    """Load and validate a dump file; any problem raises :class:`UserError` naming file and key.
+
+    ``empty_queries``: accept queries without a relevant item under that policy (else refused)."""
     path = Path(path)
     arrays = read_npz(path, what="an .npz embedding dump")
     name = str(path)
-    return _validate(arrays, source=path.name, sha256=sha256_file(path), path_for_errors=name)
+    return _validate(
+        arrays,
+        source=path.name,
+        sha256=sha256_file(path),
+        path_for_errors=name,
+        empty_queries=empty_queries,
+    )
 
 
 def _validate(
@@ -362,8 +420,12 @@ def _validate(
     source: str,
     sha256: str | None,
     path_for_errors: str | None = None,
+    empty_queries: EmptyPolicy | None = None,
 ) -> Dump:
     where = path_for_errors or source
+    if empty_queries is not None and empty_queries not in EMPTY_POLICIES:
+        raise param_error("empty_queries", "load_dump", "None, 'skip' or 'zero'", empty_queries)
+    accept = empty_queries is not None
 
     def fail(key: str | None, msg: str) -> UserError:
         return UserError(msg, source=where, key=key)
@@ -413,8 +475,19 @@ def _validate(
     n, m = audio.shape[0], text.shape[0]
     t2a64: npt.NDArray[np.int64] | None = None
     relevance: Relevance | None = None
+    gains: npt.NDArray[np.int64] | None = None
+    if GAINS_KEY in arrays and not has_relevance:
+        raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
     if has_relevance:
-        relevance = _relevance(arrays["relevance_indptr"], arrays["relevance_indices"], n, m, fail)
+        relevance, gains = _relevance(
+            arrays["relevance_indptr"],
+            arrays["relevance_indices"],
+            n,
+            m,
+            fail,
+            accept=accept,
+            gains=arrays.get(GAINS_KEY),
+        )
     else:
         t2a = arrays["text_to_audio"]
         if t2a.dtype.kind not in "iu":
@@ -430,10 +503,11 @@ def _validate(
             )
         t2a64 = t2a.astype(np.int64)
         counts = np.bincount(t2a64, minlength=n)
-        if bool(np.any(counts == 0)):
+        if bool(np.any(counts == 0)) and not accept:
             raise fail(
                 "text_to_audio",
-                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip",
+                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
+                + EMPTY_HINT,
             )
         t2a64.setflags(write=False)
     if "format_version" in arrays:
@@ -478,13 +552,26 @@ def _validate(
         source=source,
         sha256=sha256,
         relevance_csr=relevance,
+        empty_queries=empty_queries,
+        gains=gains,
     )
 
 
 def _relevance(
-    indptr: npt.NDArray[Any], indices: npt.NDArray[Any], n: int, m: int, fail: Any
-) -> Relevance:
-    """Validate the version-2 relevance keys; indices come back ascending within each clip."""
+    indptr: npt.NDArray[Any],
+    indices: npt.NDArray[Any],
+    n: int,
+    m: int,
+    fail: Any,
+    *,
+    accept: bool = False,
+    gains: npt.NDArray[Any] | None = None,
+) -> tuple[Relevance, npt.NDArray[np.int64] | None]:
+    """Validate the version-2 relevance keys; indices come back ascending within each clip.
+    ``accept``: a clip without a text and a text without a clip are accepted (a policy for
+    queries without a relevant item was chosen), but not a relevance without any pair.
+    ``gains``: graded relevance, an integer >= 0 per entry; an entry of gain 0 is not
+    relevant (so a clip whose gains are all 0 has no relevant text)."""
     for key, arr in (("relevance_indptr", indptr), ("relevance_indices", indices)):
         if arr.dtype.kind not in "iu":
             raise fail(key, f"has dtype {arr.dtype}, expected an integer dtype")
@@ -517,14 +604,17 @@ def _relevance(
         )
     ptr64 = indptr.astype(np.int64)
     idx64 = indices.astype(np.int64)
-    per_clip = np.diff(ptr64)
-    if bool(np.any(per_clip == 0)):
+    clip = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr64))
+    positive = np.ones(nnz, bool) if gains is None else _gains(gains, nnz, fail)
+    per_clip = np.bincount(clip[positive], minlength=n)
+    if bool(np.any(per_clip == 0)) and not accept:
         raise fail(
             "relevance_indptr",
             f"gives clip {int(np.argmin(per_clip))} no relevant text, expected at least one "
-            "per clip",
+            "per clip " + EMPTY_HINT,
         )
-    clip = np.repeat(np.arange(n, dtype=np.int64), per_clip)
+    if not bool(positive.any()):  # reached only with a policy: no query would have a value
+        raise fail("relevance_indices", "is empty, expected at least one relevant (clip, text)")
     order = np.lexsort((idx64, clip))  # ascending texts within each clip
     idx_sorted = idx64[order]
     same = (idx_sorted[1:] == idx_sorted[:-1]) & (clip[1:] == clip[:-1])
@@ -535,14 +625,36 @@ def _relevance(
             f"lists text row {int(idx_sorted[k])} twice for clip {int(clip[k])}, expected "
             "each relevant text once per clip",
         )
-    per_text = np.bincount(idx64, minlength=m)
-    if bool(np.any(per_text == 0)):
+    per_text = np.bincount(idx64[positive], minlength=m)
+    if bool(np.any(per_text == 0)) and not accept:
         raise fail(
             "relevance_indices",
             f"makes text row {int(np.argmin(per_text))} relevant to no clip, expected every "
-            "text row relevant to at least one clip",
+            "text row relevant to at least one clip " + EMPTY_HINT,
         )
-    return Relevance._frozen(ptr64, idx_sorted, m)
+    if gains is None:
+        return Relevance._frozen(ptr64, idx_sorted, m), None
+    gains64 = np.ascontiguousarray(gains.astype(np.int64)[order])
+    gains64.setflags(write=False)
+    return Relevance._frozen(ptr64, idx_sorted, m), gains64
+
+
+def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any) -> npt.NDArray[np.bool_]:
+    """Validate ``relevance_gains``; which entries are relevant (gain > 0)."""
+    if gains.dtype.kind not in "iu":
+        raise fail(GAINS_KEY, f"has dtype {gains.dtype}, expected an integer dtype")
+    if gains.shape != (nnz,):
+        raise fail(
+            GAINS_KEY,
+            f"has shape {gains.shape}, expected ({nnz},) (one gain per relevance_indices entry)",
+        )
+    if nnz and bool(np.any(gains < 0)):
+        k = int(np.argmax(gains < 0))
+        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected an integer >= 0")
+    if nnz and int(gains.max()) > 2**53:  # exact as a float64 in every gain sum's term
+        k = int(np.argmax(gains > 2**53))
+        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected at most 2**53")
+    return np.asarray(gains > 0)
 
 
 def _strings(
@@ -569,9 +681,12 @@ def dump_arrays(dump: Dump) -> dict[str, npt.NDArray[Any]]:
         arrays["text_to_audio"] = np.asarray(dump.text_to_audio, dtype=np.int64)
     else:
         # A version-1 file keeps its exact bytes (no new key); version 2 says what it is.
-        arrays["relevance_indptr"] = np.asarray(dump.relevance.indptr, dtype=np.int64)
-        arrays["relevance_indices"] = np.asarray(dump.relevance.indices, dtype=np.int64)
+        csr = dump.relevance_csr if dump.relevance_csr is not None else dump.relevance
+        arrays["relevance_indptr"] = np.asarray(csr.indptr, dtype=np.int64)
+        arrays["relevance_indices"] = np.asarray(csr.indices, dtype=np.int64)
         arrays["format_version"] = np.asarray(FORMAT_VERSION, dtype=np.int64)
+        if dump.gains is not None:  # absent for binary relevance: bytes unchanged
+            arrays[GAINS_KEY] = np.asarray(dump.gains, dtype=np.int64)
     if dump.audio_ids is not None:
         arrays["audio_ids"] = np.asarray(dump.audio_ids, dtype=str)
     if dump.captions is not None:

@@ -31,6 +31,8 @@ def per_query_values(ranking: Ranking, metric: str) -> FloatArray:
 
     >>> per_query_values(Ranking.from_lists([[1], [4]]), "mrr").tolist()
     [1.0, 0.25]
+    >>> per_query_values(Ranking.from_lists([[1], [4]], n_empty=1), "mrr").tolist()
+    [1.0, 0.25, 0.0]
     """
     if metric not in METRICS:
         raise param_error("metric", "per_query_values", "a canonical metric name", metric)
@@ -43,7 +45,11 @@ def per_query_values(ranking: Ranking, metric: str) -> FloatArray:
         "mean_rank": lambda: ranking.first.astype(np.float64),
         "median_rank": lambda: ranking.first.astype(np.float64),
     }
-    return np.asarray(table[metric.split("@")[0]](), dtype=np.float64)
+    values = np.asarray(table[metric.split("@")[0]](), dtype=np.float64)
+    if metric in ("mean_rank", "median_rank"):  # no value for a query without a relevant item
+        return values
+    # Policy zero: each query without a relevant item is one more query, valued 0.
+    return np.concatenate([values, np.zeros(ranking.n_empty)]) if ranking.n_empty else values
 
 
 def _statistic(metric: str) -> Callable[[FloatArray], FloatArray]:

@@ -161,6 +161,7 @@ def compute_profile(
     ``cutoffs`` (a study's ``k``, ``--k``) apply to ``canonical`` and ``trec``; the other
     peers' cutoffs are their own.
     """
+    binary_only(dump, profile)
     if profile in ZEROSHOT_PROFILES:
         return laion_clap_zeroshot_profile(dump)
     if profile not in PROFILES:
@@ -226,6 +227,30 @@ relevant clip per caption (use the canonical or trec profile)
     """
     if profile in ONE_CLIP_PROFILES:
         one_clip_per_text(dump, profile)
+    binary_only(dump, profile)
+
+
+def binary_only(dump: Dump, profile: str) -> None:
+    """A graded dump (``relevance_gains``) has the canonical profile's graded nDCG only: a
+    peer's profile here is binary, and would silently drop the grades.
+
+    >>> from audiorepro.formats.dump import make_dump
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> d = make_dump(e, e, relevance_indptr=[0, 1, 2], relevance_indices=[0, 1],
+    ...               relevance_gains=[2, 1])
+    >>> binary_only(d, "trec")
+    Traceback (most recent call last):
+    ...
+    audiorepro.core.errors.UserError: <memory>: key 'relevance_gains': holds graded relevance; \
+the trec profile's definitions are binary (use the canonical profile)
+    """
+    if dump.gains is not None and profile != "canonical":
+        raise UserError(
+            f"holds graded relevance; the {profile} profile's definitions are binary (use the "
+            "canonical profile)",
+            source=dump.source,
+            key="relevance_gains",
+        )
 
 
 def one_clip_per_text(dump: Dump, profile: str) -> npt.NDArray[np.int64]:

@@ -60,6 +60,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Literal, NotRequired
 
 import numpy as np
@@ -67,7 +68,7 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
-from audiorepro.formats.dump import Dump
+from audiorepro.formats.dump import Dump, EmptyPolicy
 from audiorepro.metrics._exact import (
     ExactStats,
     RankCounts,
@@ -96,13 +97,25 @@ class Ranking:
 
     ptr: npt.NDArray[np.int64]
     pos: npt.NDArray[np.int64]
+    #: Queries without a relevant item that every mean counts as 0 (policy ``zero``); they
+    #: have no entry in ``ptr`` (policy ``skip`` leaves them out altogether: 0 here). The
+    #: rank measures (``mean_rank``, ``median_rank``) have no value for them and ignore them.
+    n_empty: int = 0
+    #: Graded relevance: the gain (> 0) of the relevant item at each of :attr:`pos`; None for
+    #: binary relevance (every gain 1). Only nDCG reads it.
+    gains: npt.NDArray[np.int64] | None = None
 
     @classmethod
-    def from_lists(cls, positions: Sequence[Sequence[int]]) -> Ranking:
+    def from_lists(cls, positions: Sequence[Sequence[int]], *, n_empty: int = 0) -> Ranking:
+        """``n_empty``: see the attribute; ``positions`` are the queries with relevant items.
+
+        >>> hit_rate_at_k(Ranking.from_lists([[1], [3]], n_empty=2), k=1)
+        0.25
+        """
         ptr = np.zeros(len(positions) + 1, np.int64)
         ptr[1:] = np.cumsum([len(p) for p in positions])
         pos = np.array([x for p in positions for x in sorted(p)], dtype=np.int64)
-        return cls(ptr=ptr, pos=pos)
+        return cls(ptr=ptr, pos=pos, n_empty=n_empty)
 
     @property
     def n_queries(self) -> int:
@@ -200,9 +213,11 @@ def ranking_from_scores(
     return positions_from_counts(counts_from_scores(scores, relevant), tie_policy=tie_policy)
 
 
-def _mean(values: npt.ArrayLike) -> float:
+def _mean(values: npt.ArrayLike, n_empty: int = 0) -> float:
+    """``fsum(values) / n_queries``; ``n_empty`` queries without a relevant item count as 0
+    (policy ``zero``): they add nothing to the sum and one each to the count."""
     v: list[float] = np.asarray(values, dtype=np.float64).tolist()
-    return math.fsum(v) / len(v)
+    return math.fsum(v) / (len(v) + n_empty)
 
 
 def _per_query_count(ranking: Ranking, flags: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -317,6 +332,51 @@ def _ndcg_decimal(pos: Sequence[int], n_rel: int, limit: int) -> float:
         return float(dcg / ideal)
 
 
+def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -> float:
+    """One graded query's nDCG from 40-digit decimal logarithms, rounded once to float64."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _NDCG_DIGITS
+        ln2 = decimal.Decimal(2).ln()
+
+        def discount(p: int) -> decimal.Decimal:
+            return ln2 / decimal.Decimal(p + 1).ln()
+
+        dcg = sum(
+            (g * discount(p) for p, g in zip(pos, gains, strict=True) if p <= limit),
+            decimal.Decimal(0),
+        )
+        best = sorted(gains, reverse=True)[:limit]
+        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        return float(dcg / ideal)
+
+
+def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> FloatArray:
+    """:func:`ndcg_per_query` with gains: longdouble with an error bound, else decimals."""
+    ld = np.longdouble
+    n_rel = ranking.n_relevant
+    g = gains.astype(ld)
+    inside = ranking.pos <= limit
+    terms = np.where(inside, g / np.log2(ranking.pos.astype(ld) + 1), ld(0))
+    dcg = np.add.reduceat(terms, ranking.ptr[:-1])
+    query = np.repeat(np.arange(ranking.n_queries), n_rel)
+    best = np.lexsort((-gains, query))  # each query's gains, descending
+    rank_in = ranking._order_in_query()  # 1-based rank of the ideal order's entries
+    ideal_terms = np.where(rank_in <= limit, g[best] / np.log2(rank_in.astype(ld) + 1), ld(0))
+    ideal = np.add.reduceat(ideal_terms, ranking.ptr[:-1])
+    value = dcg / ideal
+    # As for binary gains (integer gains up to 2**53 are exact in longdouble's products).
+    err = ld(4) * (2 * n_rel + 6).astype(ld) * ld(np.finfo(ld).eps)
+    lo = (value * (1 - err)).astype(np.float64)
+    hi = (value * (1 + err)).astype(np.float64)
+    out: FloatArray = np.asarray(lo, dtype=np.float64).copy()
+    ptr = ranking.ptr.tolist()
+    pos_all, gains_all = ranking.pos.tolist(), gains.tolist()
+    for q in np.flatnonzero(lo != hi).tolist():
+        a, b = ptr[q], ptr[q + 1]
+        out[q] = _ndcg_graded_decimal(pos_all[a:b], gains_all[a:b], limit)
+    return out
+
+
 def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     """Per query ``DCG@k / IDCG@k`` with binary gains, correctly rounded to float64.
 
@@ -331,6 +391,17 @@ def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     [1.0, 0.5, 0.9197207891481877]
     >>> ndcg_per_query(Ranking.from_lists([[1, 3]]), k=2).tolist()
     [0.6131471927654584]
+
+    Graded relevance (:attr:`Ranking.gains`, a dump's ``relevance_gains``): each term is
+    multiplied by its gain, ``DCG@k = sum_{i : pos_i <= k} g_i / log2(pos_i + 1)``, and
+    ``IDCG@k`` sums the query's gains in descending order at positions ``1..min(|R|, k)``
+    (trec_eval's ``ndcg`` with linear gains, scikit-learn's ``ndcg_score``). Where relevant
+    items of different gains tie, pessimistic puts the lower gains first, optimistic the
+    higher (the two bound every order):
+
+    >>> graded = Ranking(ptr=np.array([0, 2]), pos=np.array([1, 2]), gains=np.array([1, 3]))
+    >>> ndcg_per_query(graded).tolist()  # (1 + 3/log2(3)) / (3 + 1/log2(3))
+    [0.7967075809905066]
     """
     if k is not None:
         _check_k(k, "ndcg_per_query")
@@ -339,6 +410,8 @@ def ndcg_per_query(ranking: Ranking, *, k: int | None = None) -> FloatArray:
     n_rel = ranking.n_relevant
     if ranking.pos.size == 0:
         return np.zeros(ranking.n_queries, dtype=np.float64)
+    if ranking.gains is not None:
+        return _ndcg_graded(ranking, ranking.gains, limit)
     inside = ranking.pos <= limit
     terms = np.where(inside, ld(1) / np.log2(ranking.pos.astype(ld) + 1), ld(0))
     dcg = np.add.reduceat(terms, ranking.ptr[:-1])
@@ -377,7 +450,7 @@ def hit_rate_at_k(ranking: Ranking, *, k: int) -> float:
     0.0
     """
     _check_k(k, "hit_rate_at_k")
-    return _mean(hit_at_k_per_query(ranking, k=k))
+    return _mean(hit_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def recall_at_k(ranking: Ranking, *, k: int) -> float:
@@ -392,7 +465,7 @@ def recall_at_k(ranking: Ranking, *, k: int) -> float:
     0.5
     """
     _check_k(k, "recall_at_k")
-    return _mean(recall_at_k_per_query(ranking, k=k))
+    return _mean(recall_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_average_precision(ranking: Ranking) -> float:
@@ -410,7 +483,7 @@ def mean_average_precision(ranking: Ranking) -> float:
     >>> mean_average_precision(ranking_from_scores(scores, rel, tie_policy="pessimistic"))
     0.3333333333333333
     """
-    return _mean(average_precision_per_query(ranking))
+    return _mean(average_precision_per_query(ranking), ranking.n_empty)
 
 
 def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
@@ -426,7 +499,7 @@ def mean_average_precision_at_k(ranking: Ranking, *, k: int) -> float:
     0.5
     """
     _check_k(k, "mean_average_precision_at_k")
-    return _mean(average_precision_per_query(ranking, k=k))
+    return _mean(average_precision_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_reciprocal_rank(ranking: Ranking) -> float:
@@ -440,7 +513,7 @@ def mean_reciprocal_rank(ranking: Ranking) -> float:
     >>> mean_reciprocal_rank(ranking_from_scores([[0.2, 0.2]], [[0]], tie_policy="pessimistic"))
     0.5
     """
-    return _mean(1.0 / ranking.first)
+    return _mean(1.0 / ranking.first, ranking.n_empty)
 
 
 def mean_rank(ranking: Ranking) -> float:
@@ -486,7 +559,7 @@ def precision_at_k(ranking: Ranking, *, k: int) -> float:
     0.0
     """
     _check_k(k, "precision_at_k")
-    return _mean(precision_at_k_per_query(ranking, k=k))
+    return _mean(precision_at_k_per_query(ranking, k=k), ranking.n_empty)
 
 
 def mean_reciprocal_rank_at_k(ranking: Ranking, *, k: int) -> float:
@@ -504,7 +577,7 @@ def mean_reciprocal_rank_at_k(ranking: Ranking, *, k: int) -> float:
     1.0
     """
     _check_k(k, "mean_reciprocal_rank_at_k")
-    return _mean(reciprocal_rank_per_query(ranking, k=k))
+    return _mean(reciprocal_rank_per_query(ranking, k=k), ranking.n_empty)
 
 
 def ndcg_at_k(ranking: Ranking, *, k: int) -> float:
@@ -526,7 +599,7 @@ def ndcg_at_k(ranking: Ranking, *, k: int) -> float:
     0.6309297535714574
     """
     _check_k(k, "ndcg_at_k")
-    return _mean(ndcg_per_query(ranking, k=k))
+    return _mean(ndcg_per_query(ranking, k=k), ranking.n_empty)
 
 
 def ndcg(ranking: Ranking) -> float:
@@ -540,7 +613,7 @@ def ndcg(ranking: Ranking) -> float:
     >>> ndcg(ranking_from_scores([[0.5, 0.5, 0.5]], [[0]], tie_policy="pessimistic"))
     0.5
     """
-    return _mean(ndcg_per_query(ranking))
+    return _mean(ndcg_per_query(ranking), ranking.n_empty)
 
 
 def r_precision(ranking: Ranking) -> float:
@@ -555,7 +628,7 @@ def r_precision(ranking: Ranking) -> float:
     >>> r_precision(ranking_from_scores(scores, rel, tie_policy="pessimistic"))
     1.0
     """
-    return _mean(r_precision_per_query(ranking))
+    return _mean(r_precision_per_query(ranking), ranking.n_empty)
 
 
 @dataclass(frozen=True)
@@ -701,17 +774,93 @@ Cutoffs = tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
+class Graded:
+    """Graded relevance of one direction: the gain of each entry of its :class:`RankCounts`
+    (aligned with ``greater``), and the vectors, for ordering tied relevant entries exactly."""
+
+    gains: npt.NDArray[np.int64]
+    queries: npt.NDArray[Any]
+    items: npt.NDArray[Any]
+
+
+def _exact_score(x: npt.NDArray[Any], y: npt.NDArray[Any]) -> Fraction:
+    """The exact dot product of two stored vectors (every float is a dyadic rational)."""
+    return sum(
+        (Fraction(a) * Fraction(b) for a, b in zip(x.tolist(), y.tolist(), strict=True)),
+        Fraction(0),
+    )
+
+
+def graded_positions(counts: RankCounts, graded: Graded, tie_policy: TiePolicy) -> Ranking:
+    """:func:`positions_from_counts` with each position's gain. Relevant entries with the same
+    number of non-relevant items before them hold consecutive positions; where their gains
+    differ they are ordered by their exact scores, descending, and equal scores by gain
+    (pessimistic: ascending, the worst order; optimistic: descending, the best).
+
+    >>> rc = RankCounts(ptr=np.array([0, 2]), greater=np.array([0, 0]), equal=np.array([0, 0]),
+    ...                 relevant=np.array([0, 1]))
+    >>> g = Graded(np.array([1, 3]), np.array([[1.0]]), np.array([[2.0], [1.0]]))
+    >>> graded_positions(rc, g, "pessimistic").gains.tolist()  # item 0 scores 2 > 1
+    [1, 3]
+    """
+    _check_tie_policy(tie_policy, "graded_positions")
+    before = counts.greater + (counts.equal if tie_policy == "pessimistic" else 0)
+    n_rel = np.diff(counts.ptr)
+    query = np.repeat(np.arange(n_rel.shape[0]), n_rel)
+    order = np.lexsort((before, query))
+    gains = graded.gains[order].copy()
+    key_q, key_b = query[order], before[order]
+    start = np.flatnonzero(np.r_[True, (key_q[1:] != key_q[:-1]) | (key_b[1:] != key_b[:-1])])
+    stop = np.r_[start[1:], order.shape[0]]
+    sign = 1 if tie_policy == "pessimistic" else -1
+    assert counts.relevant is not None
+    several = np.flatnonzero(stop - start > 1)  # one entry alone has its one order
+    for a, b in zip(start[several].tolist(), stop[several].tolist(), strict=True):
+        if bool(np.all(gains[a:b] == gains[a])):
+            continue  # one entry, or equal gains: the order within does not matter
+        q = int(key_q[a])
+        entries = order[a:b].tolist()
+        scored = sorted(
+            (-_exact_score(graded.queries[q], graded.items[counts.relevant[e]]), sign * g, g)
+            for e, g in zip(entries, gains[a:b].tolist(), strict=True)
+        )
+        gains[a:b] = [g for _, _, g in scored]
+    ranking = positions_from_counts(counts, tie_policy=tie_policy)
+    return Ranking(ptr=ranking.ptr, pos=ranking.pos, gains=gains)
+
+
+@dataclass(frozen=True)
 class RetrievalResult:
     """Exact counts for both directions of one dump, and everything derived from them."""
 
     counts: dict[str, RankCounts]
     stats: ExactStats
+    #: The dump's policy for queries without a relevant item (None: it has none).
+    empty_queries: EmptyPolicy | None = None
+    #: Graded relevance, per direction (None: binary).
+    graded: dict[str, Graded] | None = None
     _cache: dict[tuple[str, Cutoffs], dict[str, dict[str, float]]] = field(
         default_factory=dict, repr=False
     )
 
     def ranking(self, direction: str, tie_policy: TiePolicy = "pessimistic") -> Ranking:
-        return positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        """The positions of the queries with relevant items; those without any are left out
+        (policy ``skip``) or counted in :attr:`Ranking.n_empty` (policy ``zero``)."""
+        if self.graded is None:
+            full = positions_from_counts(self.counts[direction], tie_policy=tie_policy)
+        else:
+            full = graded_positions(self.counts[direction], self.graded[direction], tie_policy)
+        n_empty = self.n_empty(direction)
+        if not n_empty:
+            return full
+        assert self.empty_queries is not None, "a query without a relevant item needs a policy"
+        ptr = np.concatenate([full.ptr[:1], full.ptr[1:][full.n_relevant > 0]])
+        counted = n_empty if self.empty_queries == "zero" else 0
+        return Ranking(ptr=ptr, pos=full.pos, n_empty=counted, gains=full.gains)
+
+    def n_empty(self, direction: str) -> int:
+        """The number of queries of ``direction`` without a relevant item."""
+        return int(np.count_nonzero(np.diff(self.counts[direction].ptr) == 0))
 
     def metrics(
         self, tie_policy: TiePolicy = "pessimistic", cutoffs: Sequence[int] | None = None
@@ -738,13 +887,13 @@ class RetrievalResult:
         opt, pes = self.metrics("optimistic", cutoffs), self.metrics("pessimistic", cutoffs)
         for d in DIRECTIONS:
             c = self.counts[d]
-            per_query_ties = np.add.reduceat(c.equal, c.ptr[:-1]) if c.equal.size else c.equal
+            queries_tied = np.unique(np.repeat(np.arange(c.n_queries), np.diff(c.ptr))[c.equal > 0])
             bounds = {
                 name: [opt[d][name], pes[d][name]]
                 for name in metric_names(cutoffs)
                 if opt[d][name] != pes[d][name]
             }
-            out[d] = {"queries_affected": int(np.count_nonzero(per_query_ties)), "bounds": bounds}
+            out[d] = {"queries_affected": int(queries_tied.size), "bounds": bounds}
         return out
 
 
@@ -780,7 +929,31 @@ def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> Retrieval
             refined_float64=s_a.refined_float64 + s_t.refined_float64,
             exact=s_a.exact + s_t.exact,
         )
-    return RetrievalResult(counts={"t2a": t2a, "a2t": a2t}, stats=stats)
+    counts = {"t2a": t2a, "a2t": a2t}
+    graded = None if dump.relevance_gains is None else _graded(dump, counts)
+    return RetrievalResult(
+        counts=counts, stats=stats, empty_queries=dump.empty_queries, graded=graded
+    )
+
+
+def _graded(dump: Dump, counts: dict[str, RankCounts]) -> dict[str, Graded]:
+    """Each direction's gains aligned with its counts' entries, looked up by (query, item)."""
+    rel, gains = dump.relevance, dump.relevance_gains
+    assert gains is not None
+    clip, text = rel.clip_of_each_entry(), rel.indices
+    n, m = dump.n_clips, dump.n_captions
+    out: dict[str, Graded] = {}
+    for d, keys, n_items, vecs in (
+        ("a2t", clip * m + text, m, (dump.audio_embeds, dump.text_embeds)),
+        ("t2a", text * n + clip, n, (dump.text_embeds, dump.audio_embeds)),
+    ):
+        c = counts[d]
+        assert c.relevant is not None
+        order = np.argsort(keys, kind="stable")
+        entry_keys = np.repeat(np.arange(c.n_queries), np.diff(c.ptr)) * n_items + c.relevant
+        found = order[np.searchsorted(keys[order], entry_keys)]
+        out[d] = Graded(np.asarray(gains[found], np.int64), vecs[0], vecs[1])
+    return out
 
 
 class TieSummary(TypedDict):
@@ -789,6 +962,16 @@ class TieSummary(TypedDict):
 
     queries_affected: int
     bounds: dict[str, list[float]]
+
+
+class EmptyQueries(TypedDict):
+    """How queries without a relevant item entered the means, and how many each direction had."""
+
+    #: ``skip``: left out of every mean; ``zero``: counted as 0 in every mean but the rank
+    #: measures (``mean_rank``, ``median_rank``: over the queries with a relevant item).
+    policy: EmptyPolicy
+    t2a: int
+    a2t: int
 
 
 class MetricsReport(TypedDict):
@@ -812,6 +995,11 @@ class MetricsReport(TypedDict):
     cutoffs: NotRequired[list[int]]
     #: Only with ``cutoffs``: the minor version of the definitions (1: version 1.1).
     definitions_minor: NotRequired[int]
+    #: Only when a policy for queries without a relevant item was chosen (``--empty-queries``).
+    empty_queries: NotRequired[EmptyQueries]
+    #: Only for a dump with ``relevance_gains``: true (nDCG uses the gains, every other
+    #: measure counts a gain > 0 as relevant).
+    graded_relevance: NotRequired[bool]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
@@ -845,4 +1033,12 @@ def metrics_report(
         report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
+    if dump.gains is not None:
+        report["graded_relevance"] = True
+    if result.empty_queries is not None:
+        report["empty_queries"] = {
+            "policy": result.empty_queries,
+            "t2a": result.n_empty("t2a"),
+            "a2t": result.n_empty("a2t"),
+        }
     return report

@@ -50,16 +50,19 @@ def _to_scaled_ints(*arrays: Any) -> list[list[list[int]]]:
     return [[[n * (denom // d) for n, d in row] for row in a] for a in ratios]
 
 
-def _positions(scores: list[int], relevant: set[int], tie_policy: str) -> list[int]:
-    relevant_first = tie_policy == "optimistic"
+def _ordered(scores: list[int], gain: dict[int, int], tie_policy: str) -> list[tuple[int, int]]:
+    """(position, gain) of each relevant item (``gain``: item -> gain > 0), ascending. Among
+    equal scores: optimistic puts relevant items first and higher gains first (the best
+    order), pessimistic relevant items last and lower gains first (the worst)."""
+    optimistic = tie_policy == "optimistic"
 
-    def key(j: int) -> tuple[int, int, int]:
-        is_rel = j in relevant
-        tie_class = 0 if is_rel == relevant_first else 1
-        return (-scores[j], tie_class, j)
+    def key(j: int) -> tuple[int, int, int, int]:
+        g = gain.get(j, 0)
+        tie_class = 0 if (g > 0) == optimistic else 1
+        return (-scores[j], tie_class, -g if optimistic else g, j)
 
     ordered = sorted(range(len(scores)), key=key)
-    return sorted(p + 1 for p, j in enumerate(ordered) if j in relevant)
+    return [(p + 1, gain[j]) for p, j in enumerate(ordered) if j in gain]
 
 
 def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
@@ -73,9 +76,10 @@ def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
     return (*names, "r_precision", "mean_rank", "median_rank")
 
 
-def _ndcg(pos: list[int], k: int | None) -> float:
-    """Binary-gain nDCG from 50-digit decimal logarithms, rounded once (the definitions ask
-    for the float64 nearest to the exact value)."""
+def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> float:
+    """nDCG from 50-digit decimal logarithms, rounded once (the definitions ask for the
+    float64 nearest to the exact value); ``gains``: each position's gain (binary: all 1)."""
+    g = [1] * len(pos) if gains is None else gains
     with decimal.localcontext() as ctx:
         ctx.prec = 50
         log2 = decimal.Decimal(2).ln()
@@ -85,16 +89,18 @@ def _ndcg(pos: list[int], k: int | None) -> float:
 
         depth = len(pos) if k is None else min(k, len(pos))
         dcg = decimal.Decimal(0)
-        for p in pos:
+        for p, gp in zip(pos, g, strict=True):
             if k is None or p <= k:
-                dcg += gain_at(p)
+                dcg += gp * gain_at(p)
         ideal = decimal.Decimal(0)
-        for rank in range(1, depth + 1):
-            ideal += gain_at(rank)
+        for rank, gp in zip(range(1, depth + 1), sorted(g, reverse=True), strict=False):
+            ideal += gp * gain_at(rank)
         return float(dcg / ideal)
 
 
-def _query_metrics(pos: list[int], names: tuple[str, ...]) -> dict[str, Fraction | float]:
+def _query_metrics(
+    pos: list[int], names: tuple[str, ...], gains: list[int] | None = None
+) -> dict[str, Fraction | float]:
     n_rel = len(pos)
     first = pos[0]
     out: dict[str, Fraction | float] = {}
@@ -116,7 +122,7 @@ def _query_metrics(pos: list[int], names: tuple[str, ...]) -> dict[str, Fraction
         elif family == "mrr":
             out[name] = Fraction(1, first) if k is None or first <= k else Fraction(0)
         elif family == "ndcg":
-            out[name] = _ndcg(pos, k)
+            out[name] = _ndcg(pos, k, gains)
         elif family == "r_precision":
             out[name] = Fraction(sum(1 for p in pos if p <= n_rel), n_rel)
         elif family == "mean_rank":
@@ -127,20 +133,36 @@ def _query_metrics(pos: list[int], names: tuple[str, ...]) -> dict[str, Fraction
 def _direction(
     query_vecs: list[list[int]],
     item_vecs: list[list[int]],
-    relevant: list[set[int]],
+    relevant: list[dict[int, int]],
     tie_policy: str,
     names: tuple[str, ...],
+    empty_queries: str | None,
+    graded: bool,
 ) -> dict[str, float]:
+    """A query without a relevant item is refused (no policy), left out (``skip``), or every
+    measure's value for it is 0 (``zero``) but the rank measures', which have none."""
     items = np.array(item_vecs, dtype=object)
     per_query = []
     firsts = []
+    zeros = 0
     for q, vec in enumerate(query_vecs):
+        if not relevant[q]:
+            if empty_queries is None:
+                raise ValueError(f"query {q} has no relevant item and no policy was given")
+            zeros += empty_queries == "zero"
+            continue
         scores = [int(s) for s in items.dot(np.array(vec, dtype=object))]
-        pos = _positions(scores, relevant[q], tie_policy)
-        per_query.append(_query_metrics(pos, names))
+        ordered = _ordered(scores, relevant[q], tie_policy)
+        pos = [p for p, _ in ordered]
+        per_query.append(_query_metrics(pos, names, [g for _, g in ordered] if graded else None))
         firsts.append(pos[0])
-    n = len(per_query)
-    result = {name: math.fsum(float(m[name]) for m in per_query) / n for name in per_query[0]}
+    if not per_query:
+        raise ValueError("no query has a relevant item")
+    result = {}
+    for name in per_query[0]:
+        # The zero-valued queries add nothing to the sum; the rank measure has no value there.
+        n = len(per_query) + (0 if name == "mean_rank" else zeros)
+        result[name] = math.fsum(float(m[name]) for m in per_query) / n
     result["median_rank"] = float(statistics.median(firsts))
     return {name: result[name] for name in names}
 
@@ -152,8 +174,10 @@ def reference_retrieval_metrics(
     *,
     relevance_indptr: Any = None,
     relevance_indices: Any = None,
+    relevance_gains: Any = None,
     tie_policy: str = "pessimistic",
     cutoffs: Any = None,
+    empty_queries: str | None = None,
 ) -> dict[str, dict[str, float]]:
     """All canonical retrieval metrics for both directions, computed naively and exactly.
 
@@ -183,7 +207,19 @@ def reference_retrieval_metrics(
     >>> m = reference_retrieval_metrics(a, t, [0, 1, 1], cutoffs=[1, 2])
     >>> m["a2t"]["precision@2"], m["a2t"]["ndcg@1"], m["a2t"]["r_precision"], m["a2t"]["mrr@1"]
     (0.5, 0.5, 0.25, 0.5)
+
+    A query without a relevant item needs ``empty_queries``: ``skip`` leaves it out of every
+    mean, ``zero`` counts it as 0 in every mean but ``mean_rank``'s and ``median_rank``'s
+    (clip 1 has no text here; clip 0 finds its text first):
+
+    >>> m = reference_retrieval_metrics(a, t[:1], [0], empty_queries="zero")
+    >>> m["a2t"]["r@1"], m["a2t"]["mean_rank"]
+    (0.5, 1.0)
+    >>> reference_retrieval_metrics(a, t[:1], [0], empty_queries="skip")["a2t"]["r@1"]
+    1.0
     """
+    if empty_queries not in (None, "skip", "zero"):
+        raise ValueError(f"empty_queries must be None, 'skip' or 'zero', got {empty_queries!r}")
     names = _cutoff_names(None if cutoffs is None else tuple(int(k) for k in cutoffs))
     if tie_policy not in ("pessimistic", "optimistic"):
         raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
@@ -191,20 +227,24 @@ def reference_retrieval_metrics(
     if csr == (text_to_audio is not None):
         raise ValueError("give either text_to_audio or relevance_indptr and relevance_indices")
     audio, text = _to_scaled_ints(audio_embeds, text_embeds)
-    pairs: set[tuple[int, int]] = set()  # (clip, text)
+    pairs: dict[tuple[int, int], int] = {}  # (clip, text) -> gain
     if csr:
         ptr = [int(x) for x in np.asarray(relevance_indptr).tolist()]
         idx = [int(x) for x in np.asarray(relevance_indices).tolist()]
+        given = None if relevance_gains is None else np.asarray(relevance_gains).tolist()
         for j in range(len(audio)):
-            pairs.update((j, i) for i in idx[ptr[j] : ptr[j + 1]])
+            for e in range(ptr[j], ptr[j + 1]):
+                pairs[(j, idx[e])] = 1 if given is None else int(given[e])
     else:
-        pairs.update((int(j), i) for i, j in enumerate(np.asarray(text_to_audio).tolist()))
-    captions_of: list[set[int]] = [set() for _ in audio]
-    clips_of: list[set[int]] = [set() for _ in text]
-    for j, i in pairs:
-        captions_of[j].add(i)
-        clips_of[i].add(j)
+        pairs.update(((int(j), i), 1) for i, j in enumerate(np.asarray(text_to_audio).tolist()))
+    captions_of: list[dict[int, int]] = [{} for _ in audio]
+    clips_of: list[dict[int, int]] = [{} for _ in text]
+    for (j, i), g in pairs.items():
+        if g > 0:  # a gain of 0 is judged not relevant
+            captions_of[j][i] = g
+            clips_of[i][j] = g
+    graded = relevance_gains is not None
     return {
-        "t2a": _direction(text, audio, clips_of, tie_policy, names),
-        "a2t": _direction(audio, text, captions_of, tie_policy, names),
+        "t2a": _direction(text, audio, clips_of, tie_policy, names, empty_queries, graded),
+        "a2t": _direction(audio, text, captions_of, tie_policy, names, empty_queries, graded),
     }

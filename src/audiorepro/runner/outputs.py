@@ -18,6 +18,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.parity import ParityBlock
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.formats.dump import EmptyPolicy
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
 
 RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
@@ -91,6 +92,8 @@ class RetrievalStudyRecord(TypedDict):
     bootstrap: BootstrapRecord
     #: the study's cutoffs ``k`` (absent: none given, definitions 1.0's metrics)
     k: NotRequired[list[int]]
+    #: the study's policy for queries without a relevant item (absent: none, they are refused)
+    empty_queries: NotRequired[EmptyPolicy]
 
 
 class BundleCell(TypedDict):

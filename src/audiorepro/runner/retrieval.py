@@ -52,7 +52,7 @@ from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 #: The numbers every table leads with; each carries a bootstrap interval.
 from audiorepro.core.progress import progress_bar
 from audiorepro.fetch.datasets import bundled_datasets, read_datasets
-from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.formats.dump import Dump, EmptyPolicy, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
 from audiorepro.metrics.profiles import check_profile_applies, compute_profile, trec_cutoffs
 from audiorepro.metrics.retrieval import (
@@ -378,7 +378,7 @@ def run(
     results = [CellResult(c) for c in study.cells]
 
     for res in _progress(results, "extract", progress):
-        load_cell(res, cache or out / "cache" / "dumps")
+        load_cell(res, cache or out / "cache" / "dumps", empty_queries=study.empty_queries)
         if res.error is not None:
             failures.append(f"cell {res.cell.id}: {res.error}")
 
@@ -452,15 +452,16 @@ def run(
     return {"passed": not failures, "failures": failures}
 
 
-def load_cell(res: CellResult, cache: Path) -> None:
-    """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised."""
+def load_cell(res: CellResult, cache: Path, *, empty_queries: EmptyPolicy | None = None) -> None:
+    """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised.
+    ``empty_queries``: the study's policy for queries without a relevant item."""
     try:
         if res.cell.extract is not None:
             res.dump = extract_local(res.cell, cache)
         elif res.cell.dump is None or not res.cell.dump.is_file():
             res.error = f"dump {res.cell.dump} is not available here"
         else:
-            res.dump = load_dump(res.cell.dump)
+            res.dump = load_dump(res.cell.dump, empty_queries=empty_queries)
             if res.cell.sha256 == PLACEHOLDER:
                 res.error = (
                     f"the study has no verified SHA-256 for {res.cell.dump.name} yet "
@@ -652,6 +653,8 @@ def _bundle(
     if study.cutoffs is not None:  # absent for a study without k: bytes unchanged
         bundle["study"]["k"] = list(study.cutoffs)
         bundle["definitions_minor"] = DEFINITIONS_MINOR
+    if study.empty_queries is not None:  # absent without a policy: bytes unchanged
+        bundle["study"]["empty_queries"] = study.empty_queries
     selection = selection_record(study.selection)
     if selection is not None:  # absent for a whole study on its own devices: bytes unchanged
         bundle["selection"] = selection

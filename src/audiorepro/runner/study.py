@@ -73,7 +73,7 @@ def verify_study(study: Study, cache: Path) -> Summary:
     preflight_study(study, only=needed)
     results = [CellResult(c) for c in study.cells if c.id in needed]
     for res in results:
-        load_cell(res, cache)
+        load_cell(res, cache, empty_queries=study.empty_queries)
     return summarize(golden_rows(study, results))
 
 

@@ -130,6 +130,7 @@ from audiorepro.core.io import parse_json, parse_toml, read_text
 from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
+from audiorepro.formats.dump import EmptyPolicy
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.published import (
@@ -387,6 +388,12 @@ class RetrievalStudyFile(_StudyFile):
         "and ndcg, r_precision)",
         json_schema_extra={"items": {"minimum": 1}, "minItems": 1, "uniqueItems": True},
     )
+    empty_queries: EmptyPolicy | None = Field(
+        None,
+        description="accept queries without a relevant item in the cells' dumps (refused "
+        "without it): skip leaves them out of every mean, zero counts them as 0 (canonical "
+        "profile only; as metrics --empty-queries)",
+    )
 
     _profiles = field_validator("profiles")(_known_profiles)
 
@@ -625,6 +632,9 @@ class RetrievalStudy:
     selection: Selection | None = None
     #: The study's ``k``: None for definitions 1.0's metrics, else 1.1's at these cutoffs.
     cutoffs: tuple[int, ...] | None = None
+    #: The study's ``empty_queries``: the policy for queries without a relevant item (None:
+    #: such dumps are refused).
+    empty_queries: EmptyPolicy | None = None
 
     def cell(self, cell_id: str) -> Cell:
         return next(c for c in self.cells if c.id == cell_id)
@@ -1055,10 +1065,35 @@ def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStud
         identity=identity,
         published=published,
         cutoffs=None if spec.k is None else tuple(spec.k),
+        empty_queries=spec.empty_queries,
     )
+    _check_empty_queries(study)
     if strict:
         check_dump_hashes(study)
     return study
+
+
+def _check_empty_queries(study: RetrievalStudy) -> None:
+    """``empty_queries`` is a policy of the canonical definitions: a peer's profile has none."""
+    if study.empty_queries is None:
+        return
+    for i, cell in enumerate(study.cells):
+        other = [p for p in cell.profiles if p != "canonical"]
+        if other:
+            raise UserError(
+                f"is {other!r} with empty_queries = {study.empty_queries!r}; expected only "
+                "'canonical' (a peer's profile has no policy for queries without a relevant item)",
+                source=str(study.source),
+                key=f"cell[{i}].profiles",
+            )
+    for i, pub in enumerate(study.published):
+        if pub.profile != "canonical":
+            raise UserError(
+                f"is {pub.profile!r} with empty_queries = {study.empty_queries!r}; expected "
+                "'canonical'",
+                source=str(study.source),
+                key=f"published[{i}].profile",
+            )
 
 
 def _saved(source: Path, key: str, ref: FileRef, strict: bool) -> SavedFile:
