@@ -57,13 +57,7 @@ def extract_key(cell: Cell) -> str:
     caps = read_captions(e.captions)
     listing = [[name, sha256_file(audio[name])] for name in caps.clips if name in audio]
     key = {
-        "model": e.model,
-        "weights": weight_hashes(spec),
-        "location": spec.location if spec.is_hub else None,
-        "revision": spec.revision,
-        "settings": dict(sorted(e.settings.items())),
-        "device": e.device,
-        "cpu_threads": cpu_threads(),
+        **model_key(e.model, spec, e.settings, e.device),
         "captions": sha256_file(e.captions),
         "audio": listing,
     }
@@ -111,6 +105,21 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     if keyed_meta and dump.meta.get("cache_key") != key:
         return None
     return dump
+
+
+def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str) -> dict[str, Any]:
+    """The part of an extraction's cache key that names the model and how it ran: the
+    SHA-256 of every weight file, where and at which revision, the settings, the device and
+    the CPU thread count (retrieval and zero-shot keys alike)."""
+    return {
+        "model": model,
+        "weights": weight_hashes(spec),
+        "location": spec.location if spec.is_hub else None,
+        "revision": spec.revision,
+        "settings": dict(sorted(settings.items())),
+        "device": device,
+        "cpu_threads": cpu_threads(),
+    }
 
 
 def model_spec(

@@ -23,7 +23,6 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json, read_json
-from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_dump
@@ -34,9 +33,9 @@ from audiorepro.models.registry import ModelSpec
 from audiorepro.runner.cache import (
     cache_dump_path,
     cached_dump,
+    model_key,
     model_spec,
     record_entry,
-    weight_hashes,
 )
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
@@ -148,13 +147,7 @@ def zeroshot_key(cell: ZeroshotCell, inputs: ZeroshotInputs) -> str:
     spec, _ = _cell_spec(cell)
     key = {
         "kind": DUMP_KIND,
-        "model": cell.model,
-        "weights": weight_hashes(spec),
-        "location": spec.location if spec.is_hub else None,
-        "revision": spec.revision,
-        "settings": dict(sorted(cell.settings.items())),
-        "device": cell.device,
-        "cpu_threads": cpu_threads(),
+        **model_key(cell.model, spec, cell.settings, cell.device),
         "inputs": inputs.record,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
