@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 import pytest
 
@@ -20,6 +21,8 @@ from audiorepro.checks.explain import concepts, explain, explain_text
 from audiorepro.checks.tiers import tier_cell
 from audiorepro.checks.verify import verify_published
 from audiorepro.cli import main
+from audiorepro.cli.commands import profile_help
+from audiorepro.cli.evaluate import RetrievalProfile
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import Dump, make_dump, save_dump
 from audiorepro.metrics.profiles import (
@@ -228,3 +231,13 @@ def test_tiers_and_catalog_follow_the_declaration(toy: Profile) -> None:
         unregister_profile(float32.name)
     (entry,) = [e for e in profile_entries() if e.name == TOY]
     assert entry.description == "retrieval dumps" and entry.state == "registered by a test"
+
+
+def test_evaluate_and_help_read_the_registry(toy: Profile) -> None:
+    assert RetrievalProfile().convert(TOY, None, None) == TOY
+    with pytest.raises(click.BadParameter, match=TOY):
+        RetrievalProfile().convert("no-such-peer", None, None)
+    assert profile_help().endswith(
+        "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip), "
+        f"or {TOY}."
+    )
