@@ -99,7 +99,7 @@ LAYERS = {
         "test_dump_validation.py",
         "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
         "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
-        "test_profiles.py",
+        "test_profiles.py", "test_profile_registry.py",
         "test_project.py", "test_relevance.py", "test_registry.py", "test_retrieval_definitions.py",
         "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
         "test_tables.py",

@@ -18,7 +18,7 @@ PACKAGE = SRC / "audiorepro"
 LAYERS = (
     "audiorepro.core",  # errors, atomic deterministic output, hashing, progress, threads
     "audiorepro.formats",  # data files: dump, audio, captions, probe predictions
-    "audiorepro.metrics",  # pure metric functions over dumps and predictions
+    "audiorepro.metrics",  # pure metric functions over dumps and predictions; the profile registry
     "audiorepro.reference",  # the independent reference, sharing nothing with metrics
     "audiorepro.specs",  # files a user writes: study, published values, settings, registry
     "audiorepro.render",  # tables and the HTML report

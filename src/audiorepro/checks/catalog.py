@@ -19,7 +19,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
 from audiorepro.formats.coverage import RECORD_NAME
-from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES
+from audiorepro.metrics.profiles import registered_profiles
 from audiorepro.models.registry import ModelSpec, load_registry
 from audiorepro.specs.study import load_study
 
@@ -122,9 +122,10 @@ def dataset_entry(ds: Dataset, data: Path) -> CatalogEntry:
 
 def profile_entries() -> list[CatalogEntry]:
     """Every metric profile, with the dumps it applies to."""
-    rows = [CatalogEntry(p, "retrieval dumps", "", "built in") for p in PROFILES]
-    rows += [CatalogEntry(p, "zero-shot dumps", "", "built in") for p in ZEROSHOT_PROFILES]
-    return rows
+    applies = {"retrieval": "retrieval dumps", "zeroshot": "zero-shot dumps"}
+    # Retrieval ones first, then zero-shot, each in registration order.
+    ordered = (*registered_profiles("retrieval"), *registered_profiles("zeroshot"))
+    return [CatalogEntry(p.name, applies[p.kind], "", p.origin) for p in ordered]
 
 
 def study_entries(folder: Path) -> list[CatalogEntry]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 from audiorepro.checks.tiers import Tier
+from audiorepro.metrics.profiles import find_profile
 
 Kind = Literal[
     "study",
@@ -183,11 +184,12 @@ def _retrieval_cell(cell: Mapping[str, Any]) -> Iterator[NumberRecord]:
             m = f"{direction}/{name}"
             yield _record(cid, f"metrics/{m}", v, _CELL_KINDS, tier, rule="retrieval", metric=m)
     for profile, values in cell.get("profiles", {}).items():
-        laion = profile == "laion-clap"
+        declared = find_profile(profile)  # its tier rule, as checks.tiers reads it
+        own = declared is not None and declared.float32_scores
         for name, v in leaves(values):
             yield _record(
-                cid, f"profiles/{profile}/{name}", v, _CELL_KINDS, "b" if laion else tier,
-                rule="retrieval", metric=name, float32=laion,
+                cid, f"profiles/{profile}/{name}", v, _CELL_KINDS, "b" if own else tier,
+                rule="retrieval", metric=name, float32=own,
             )  # fmt: skip
     for direction, curve in cell.get("curves", {}).items():
         for k, v in enumerate(curve, start=1):

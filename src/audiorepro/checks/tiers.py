@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.formats.dump import Dump
+from audiorepro.metrics.profiles import find_profile
 
 Tier = Literal["a", "b"]
 Array = npt.NDArray[Any]
@@ -309,7 +310,8 @@ def tier_cell(
 
     Exact-engine values (``metrics``, every profile but ``laion-clap``) are tier a for a
     shipped dump and tier b for an ``extracted`` one (its vectors follow the CPU);
-    ``laion-clap`` values are tier b always (torch float32 logits), but for ``num_samples``.
+    ``laion-clap`` values are tier b always (torch float32 logits), but for ``num_samples``:
+    the registry's ``float32_scores`` (:mod:`audiorepro.metrics.profile_registry`) says which.
     """
     inputs = {
         "audio": dump.audio_embeds,
@@ -334,9 +336,9 @@ def tier_cell(
     }
     scale = float(dump.meta.get("logit_scale", dump.meta.get("logit_scale_a", 1.0)))
     for name, values in profiles.items():
-        laion = name == "laion-clap"
+        declared = find_profile(name)  # its tier rule: float32 scores of its own, scaled
+        own = declared is not None and declared.float32_scores
         out["profiles"][name] = {
-            k: one(k, v, float32_scores=laion, scale=scale if laion else 1.0)
-            for k, v in values.items()
+            k: one(k, v, float32_scores=own, scale=scale if own else 1.0) for k, v in values.items()
         }
     return out

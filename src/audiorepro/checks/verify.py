@@ -13,7 +13,7 @@ from typing import Literal, NotRequired
 from typing_extensions import TypedDict
 
 from audiorepro.formats.dump import Dump, load_dump
-from audiorepro.metrics.profiles import compute_profile, trec_cutoffs
+from audiorepro.metrics.profiles import compute_profile, published_cutoffs
 from audiorepro.metrics.retrieval import DIRECTIONS, TiePolicy, compute_retrieval, is_metric_name
 from audiorepro.specs.published import PublishedCell
 
@@ -73,9 +73,7 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
                     dump,
                     cell.profile,
                     tie_policy=cell.tie_policy,
-                    cutoffs=trec_cutoffs(list(cell.values), None)
-                    if cell.profile == "trec"
-                    else None,
+                    cutoffs=published_cutoffs(cell.profile, list(cell.values), None),
                 ).metrics
                 if cell.profile == "canonical":
                     reproduced |= _at_other_cutoffs(dump, cell.values, reproduced, cell.tie_policy)

@@ -34,7 +34,7 @@ from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import EMPTY_POLICIES, EmptyPolicy, load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
-from audiorepro.metrics.profiles import PROFILES, ZEROSHOT_PROFILES, compute_profile
+from audiorepro.metrics.profiles import compute_profile, profile_names, registered_profiles
 from audiorepro.metrics.retrieval import (
     TIE_POLICIES,
     MetricsReport,
@@ -145,8 +145,11 @@ def _metrics_table(report: MetricsReport) -> str:
     return "\n".join(lines)
 
 
-#: Profiles whose measures ``--k`` sets (the others have their peer's fixed cutoffs).
-CUTOFF_PROFILES = ("canonical", "trec")
+def profile_help() -> str:
+    """``metrics --profile``'s help: every registered profile, each with its hint."""
+    names = [f"{p.name} ({p.hint})" if p.hint else p.name for p in registered_profiles()]
+    listed = ", ".join(names[:-1]) + f", or {names[-1]}" if len(names) > 1 else names[0]
+    return f"Whose definitions and names: {listed}."
 
 
 def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | None:
@@ -185,8 +188,7 @@ def parse_cutoffs(ctx: Any, param: Any, value: str | None) -> tuple[int, ...] | 
     "--profile",
     default="canonical",
     show_default=True,
-    help="Whose definitions and names: canonical, laion-clap, trec, dcase, or "
-    "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip).",
+    help=profile_help(),
 )
 @cutoffs_option(
     "Cutoffs, ascending (e.g. 1,5,10,50): report r@k, recall@k, precision@k, map@k, "
@@ -205,14 +207,15 @@ def metrics(
 ) -> None:
     """Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or
     under a peer's own definitions and names (--profile)."""
-    if profile not in (*PROFILES, *ZEROSHOT_PROFILES):
+    names = profile_names()
+    if profile not in names:
         raise click.BadParameter(
-            f"{profile!r} is not one of {', '.join((*PROFILES, *ZEROSHOT_PROFILES))}",
-            param_hint="'--profile'",
+            f"{profile!r} is not one of {', '.join(names)}", param_hint="'--profile'"
         )
-    if cutoffs is not None and profile not in CUTOFF_PROFILES:
+    with_cutoffs = [p.name for p in registered_profiles() if p.cutoffs]
+    if cutoffs is not None and profile not in with_cutoffs:
         raise click.BadParameter(
-            f"applies to the {' and '.join(CUTOFF_PROFILES)} profiles; {profile}'s cutoffs "
+            f"applies to the {' and '.join(with_cutoffs)} profiles; {profile}'s cutoffs "
             "are its peer's own",
             param_hint="'--k'",
         )

@@ -9,11 +9,25 @@ import click
 from audiorepro.cli.closing import say_results
 from audiorepro.cli.commands import cli, device_option
 from audiorepro.core.errors import EXIT_CHECK_FAILED
-from audiorepro.metrics.profiles import PROFILES
+from audiorepro.metrics.profiles import profile_names
 from audiorepro.runner.evaluate import prepare_evaluate
 from audiorepro.runner.publish import check_out, claim
 from audiorepro.runner.study import run_studies
 from audiorepro.specs.study import load_study
+
+
+class RetrievalProfile(click.Choice):  # type: ignore[type-arg]
+    """The registered retrieval profiles, read when a value is converted (a profile
+    registered after import is a choice too)."""
+
+    def __init__(self) -> None:
+        super().__init__(profile_names("retrieval"))
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> object:
+        self.choices = profile_names("retrieval")
+        return super().convert(value, param, ctx)
 
 
 def _default_out(model: str) -> Path:
@@ -27,7 +41,7 @@ def _default_out(model: str) -> Path:
     "--profile",
     "profiles",
     multiple=True,
-    type=click.Choice(PROFILES),
+    type=RetrievalProfile(),
     help="A metric profile to report beside canonical (repeatable; retrieval datasets).",
 )
 @device_option

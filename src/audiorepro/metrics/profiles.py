@@ -47,7 +47,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,14 +62,34 @@ from audiorepro.metrics._exact import (
     _unit_roundoff,
     exact_dot_difference_sign,
 )
-from audiorepro.metrics.retrieval import RetrievalResult, TiePolicy, compute_retrieval
+
+# The registry's API, re-exported: importing it from here also registers the built-in
+# profiles (the end of this module), so that no reader sees an empty registry.
+from audiorepro.metrics.profile_registry import SCHEMA as SCHEMA
+from audiorepro.metrics.profile_registry import Cause as Cause
+from audiorepro.metrics.profile_registry import Profile as Profile
+from audiorepro.metrics.profile_registry import ProfileRequest as ProfileRequest
+from audiorepro.metrics.profile_registry import ProfileResult as ProfileResult
+from audiorepro.metrics.profile_registry import find_profile as find_profile
+from audiorepro.metrics.profile_registry import profile_names as profile_names
+from audiorepro.metrics.profile_registry import register_profile as register_profile
+from audiorepro.metrics.profile_registry import registered_profiles as registered_profiles
+from audiorepro.metrics.profile_registry import unregister_profile as unregister_profile
+from audiorepro.metrics.retrieval import (
+    CUTOFF_FAMILIES,
+    DIRECTIONS,
+    UNCUT_METRICS,
+    RetrievalResult,
+    TiePolicy,
+    compute_retrieval,
+    is_metric_name,
+    metric_names,
+)
 from audiorepro.metrics.zeroshot import laion_clap_zeroshot
 
+#: The built-in retrieval profiles (declared at the end of this module; the registry,
+#: :func:`.profile_registry.profile_names`, also holds any registered later).
 PROFILES = ("canonical", "laion-clap", "trec", "dcase")
-#: Profiles whose peer's text-to-audio has exactly one relevant clip per caption: they refuse a
-#: relevance dump with a text relevant to several clips (:func:`one_clip_per_text`).
-ONE_CLIP_PROFILES = ("laion-clap", "dcase")
-SCHEMA = "audiorepro.profile/1"
 TREC_MEASURES = (
     "success_1", "success_5", "success_10", "recall_1", "recall_5", "recall_10",
     "P_1", "P_5", "P_10", "map", "map_cut_10", "recip_rank",
@@ -118,35 +138,6 @@ def is_trec_measure(name: str) -> bool:
     return name in TREC_UNCUT_MEASURES or _TREC_NAME.match(name) is not None
 
 
-@dataclass(frozen=True)
-class ProfileResult:
-    """One profile's metrics under the peer's own names, and notes on what it does."""
-
-    profile: str
-    metrics: dict[str, float]
-    notes: list[str] = field(default_factory=list)
-    #: Profiles whose peer breaks ties in a way that is not a defined number (``dcase``):
-    #: direction -> ``queries_affected`` and ``bounds`` (metric -> ``[optimistic,
-    #: pessimistic]`` over every order of the tied items). None for the others.
-    ties: dict[str, Any] | None = None
-
-    def to_json(self, dump: Dump) -> dict[str, Any]:
-        doc = {
-            "schema": SCHEMA,
-            "profile": self.profile,
-            "source": dump.source,
-            "sha256": dump.sha256,
-            "n_clips": dump.n_clips,
-            "n_captions": dump.n_captions,
-            "captions_per_clip": dump.captions_per_clip,
-            "metrics": self.metrics,
-            "notes": self.notes,
-        }
-        if self.ties is not None:
-            doc["ties"] = self.ties  # a key added to audiorepro.profile/1: readers skip it
-        return doc
-
-
 def compute_profile(
     dump: Dump,
     profile: str,
@@ -155,38 +146,59 @@ def compute_profile(
     tie_policy: TiePolicy = "pessimistic",
     cutoffs: Sequence[int] | None = None,
 ) -> ProfileResult:
-    """The metrics of ``dump`` under ``profile``; ``result`` reuses the exact rank counts.
+    """The metrics of ``dump`` under ``profile`` (any registered one,
+    :mod:`.profile_registry`); ``result`` reuses the exact rank counts.
 
     ``tie_policy`` applies to ``canonical`` only: every other profile has its peer's tie rule.
     ``cutoffs`` (a study's ``k``, ``--k``) apply to ``canonical`` and ``trec``; the other
     peers' cutoffs are their own.
     """
     binary_only(dump, profile)
-    if profile in ZEROSHOT_PROFILES:
-        return laion_clap_zeroshot_profile(dump)
-    if profile not in PROFILES:
-        raise UserError(f"unknown profile {profile!r}; expected one of {', '.join(PROFILES)}")
-    if profile == "laion-clap":
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise UserError(
-                "the laion-clap profile needs torch, which is not installed "
-                "(pip install 'audiorepro[models]')"
-            ) from None
-        return _laion_clap(dump)  # its own torch arithmetic: no exact counts needed
-    if result is None:
-        result = compute_retrieval(dump)
-    if profile == "canonical":
-        flat = {
-            f"{d}/{name}": value
-            for d, metrics in result.metrics(tie_policy, cutoffs).items()
-            for name, value in metrics.items()
-        }
-        return ProfileResult("canonical", flat, [f"canonical definitions, {tie_policy} ties"])
-    if profile == "trec":
-        return _trec(dump, result, cutoffs)
-    return _dcase(dump, result)
+    found = find_profile(profile)
+    if found is None:
+        names = profile_names("retrieval")
+        raise UserError(f"unknown profile {profile!r}; expected one of {', '.join(names)}")
+    return found.compute(ProfileRequest(dump, result, tie_policy, cutoffs))
+
+
+def published_cutoffs(
+    profile: str, names: Sequence[str], cutoffs: Sequence[int] | None
+) -> tuple[int, ...] | None:
+    """The cutoffs ``profile`` must run at to report the published ``names`` beside a study's
+    ``cutoffs`` (None: its own; see :func:`trec_cutoffs`).
+
+    >>> published_cutoffs("trec", ["t2a/P_20"], None), published_cutoffs("dcase", ["R1"], [5])
+    ((1, 5, 10, 20), None)
+    """
+    found = find_profile(profile)
+    if found is None or found.published_cutoffs is None:
+        return None
+    return found.published_cutoffs(names, cutoffs)
+
+
+def _retrieval(request: ProfileRequest) -> RetrievalResult:
+    return request.result if request.result is not None else compute_retrieval(request.dump)
+
+
+def _canonical_profile(request: ProfileRequest) -> ProfileResult:
+    result, tie_policy = _retrieval(request), request.tie_policy
+    flat = {
+        f"{d}/{name}": value
+        for d, metrics in result.metrics(tie_policy, request.cutoffs).items()
+        for name, value in metrics.items()
+    }
+    return ProfileResult("canonical", flat, [f"canonical definitions, {tie_policy} ties"])
+
+
+def _laion_clap_profile(request: ProfileRequest) -> ProfileResult:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise UserError(
+            "the laion-clap profile needs torch, which is not installed "
+            "(pip install 'audiorepro[models]')"
+        ) from None
+    return _laion_clap(request.dump)  # its own torch arithmetic: no exact counts needed
 
 
 # --- shared: exact scores of relevant pairs, names ----------------------------------------
@@ -225,7 +237,8 @@ def check_profile_applies(dump: Dump, profile: str) -> None:
 relevant to several clips; the dcase profile's text-to-audio definition has exactly one \
 relevant clip per caption (use the canonical or trec profile)
     """
-    if profile in ONE_CLIP_PROFILES:
+    found = find_profile(profile)
+    if found is not None and found.one_clip_per_text:
         one_clip_per_text(dump, profile)
     binary_only(dump, profile)
 
@@ -244,7 +257,8 @@ def binary_only(dump: Dump, profile: str) -> None:
     audiorepro.core.errors.UserError: <memory>: key 'relevance_gains': holds graded relevance; \
 the trec profile's definitions are binary (use the canonical profile)
     """
-    if dump.gains is not None and profile != "canonical":
+    found = find_profile(profile)
+    if dump.gains is not None and (found is None or not found.graded):
         raise UserError(
             f"holds graded relevance; the {profile} profile's definitions are binary (use the "
             "canonical profile)",
@@ -813,8 +827,8 @@ def _laion_clotho_audiocaps(audio: Any, text: Any, scale: Any) -> dict[str, floa
 
 # --- laion-clap's zero-shot check (a dump with class relevance) ------------------------------
 
-#: Profiles of zero-shot dumps (one relevant text, the class prompt, per clip). Kept apart
-#: from :data:`PROFILES`, whose every member ``explain`` runs on retrieval dumps.
+#: The built-in profiles of zero-shot dumps (one relevant text, the class prompt, per clip).
+#: Kept apart from :data:`PROFILES`, whose every member ``explain`` runs on retrieval dumps.
 ZEROSHOT_PROFILES = ("laion-clap-zeroshot",)
 
 
@@ -847,3 +861,222 @@ def laion_clap_zeroshot_profile(dump: Dump) -> ProfileResult:
             "median_rank = floor(median of 0-based positions) + 1, not the median rank",
         ],
     )
+
+
+# --- the built-in profiles, declared once (:mod:`.profile_registry`) ---------------------
+
+
+def canonical_metric_problem(metric: str) -> str | None:
+    """Why ``metric`` is not a canonical metric name (``t2a/r@1``), or None.
+
+    >>> canonical_metric_problem("t2a/r@1") is None
+    True
+    >>> canonical_metric_problem("up/r@1")[:14]
+    'unknown metric'
+    """
+    direction, _, name = metric.partition("/")
+    if direction in DIRECTIONS and is_metric_name(name):
+        return None
+    return (
+        f"unknown metric; expected <direction>/<metric> with direction in "
+        f"{', '.join(DIRECTIONS)} and metric in {', '.join(UNCUT_METRICS)} or <family>@<k> "
+        f"(family in {', '.join(CUTOFF_FAMILIES)}, k an int >= 1)"
+    )
+
+
+def trec_metric_problem(metric: str) -> str | None:
+    """Why ``metric`` is not a trec profile name (``t2a/P_5``), or None.
+
+    >>> trec_metric_problem("a2t/ndcg_cut_50") is None, trec_metric_problem("t2a/P5")[:19]
+    (True, 'unknown trec metric')
+    """
+    direction, _, name = metric.partition("/")
+    if direction in DIRECTIONS and is_trec_measure(name):
+        return None
+    return (
+        f"unknown trec metric; expected <direction>/<measure> with direction in "
+        f"{', '.join(DIRECTIONS)} and measure in {', '.join(TREC_UNCUT_MEASURES)} or "
+        f"<measure>_<k> (measure in {', '.join(TREC_CUTOFF_MEASURES)}, k an int >= 1)"
+    )
+
+
+def names_problem(profile: str, names: Sequence[str]) -> Any:
+    """A ``metric_problem`` for a profile whose metric names are the fixed list ``names``.
+
+    >>> names_problem("dcase", DCASE_METRICS)("R@1")
+    'unknown dcase metric; expected one of R1, R5, R10, mAP10'
+    """
+
+    def problem(metric: str) -> str | None:
+        if metric in names:
+            return None
+        return f"unknown {profile} metric; expected one of {', '.join(names)}"
+
+    return problem
+
+
+#: trec profile names as a JSON Schema pattern: the same rule as :func:`is_trec_measure`.
+TREC_NAME_PATTERN = (
+    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(TREC_UNCUT_MEASURES)})"
+    rf"|({'|'.join(TREC_CUTOFF_MEASURES)})_[1-9][0-9]{{0,8}})$"
+)
+#: Canonical names as a JSON Schema pattern: the same rule as ``metric_by_name``.
+CANONICAL_NAME_PATTERN = (
+    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(UNCUT_METRICS)})"
+    rf"|({'|'.join(CUTOFF_FAMILIES)})@[1-9][0-9]{{0,8}})$"
+)
+#: The trec measure of each family of definitions 1.1 (``explain``'s rows at cutoffs).
+_TREC_FAMILIES = {
+    "r": "success_{k}",
+    "recall": "recall_{k}",
+    "precision": "P_{k}",
+    "map": "map_cut_{k}",
+    "ndcg": "ndcg_cut_{k}",
+}
+_TREC_UNCUT = {"map": "map", "mrr": "recip_rank", "ndcg": "ndcg", "r_precision": "Rprec"}
+_TREC_CONCEPTS = {
+    **{f"r@{k}": f"{{d}}/success_{k}" for k in (1, 5, 10)},
+    **{f"recall@{k}": f"{{d}}/recall_{k}" for k in (1, 5, 10)},
+    "map@10": "{d}/map_cut_10",
+    "map": "{d}/map",
+    "mrr": "{d}/recip_rank",
+}
+
+
+def trec_concepts_at(cutoffs: Sequence[int]) -> dict[str, str]:
+    """The trec names of definitions 1.1's measures at ``cutoffs`` (``explain --k``).
+
+    >>> trec_concepts_at([50])["ndcg@50"], "mrr@50" in trec_concepts_at([50])
+    ('{d}/ndcg_cut_50', False)
+    """
+    out = dict(_TREC_CONCEPTS)
+    for name in metric_names(cutoffs):
+        family, _, k = name.partition("@")
+        template = _TREC_FAMILIES.get(family) if k else _TREC_UNCUT.get(name)
+        if template is not None:
+            out[name] = "{d}/" + template.format(k=k)
+    return out
+
+
+DCASE_MOVES = (
+    "why a DCASE number can move between machines: where a caption's clip ties another clip "
+    "in the float32 scores, numpy.argsort(scores)[::-1], which is not stable, decides its "
+    "position, and numpy orders ties by its sort kernel (numpy 1.26 with AVX-512 sorting "
+    "orders them unlike numpy 1.23.5, the organizers' pin, or a CPU without AVX-512); the "
+    "float32 scores come from torch's dot kernel, whose last bits can follow the CPU and its "
+    "BLAS and so make or break ties. The interval over every tie order holds wherever the "
+    "float32 scores are the same; the canonical value (exact scores) holds on every machine."
+)
+
+
+def _dcase_cause(c: Cause) -> str | None:
+    """Why a DCASE value differs: its float32 ties, or its float32 rounding."""
+    if c.interval is None:
+        return None
+    lo, hi = min(c.bounds), max(c.bounds)
+    dlo, dhi = min(c.interval), max(c.interval)
+    if dlo != dhi:
+        how = (
+            "numpy.argsort(scores)[::-1] puts the clips tied in its float32 scores in the "
+            "order this numpy build and CPU give them"
+        )
+    else:
+        how = (
+            "its float32 scores round near-equal exact scores together or "
+            "apart, so they order some clips unlike the exact scores"
+        )
+    return (
+        f"{how}; over every order of the float32 ties the DCASE value lies in "
+        f"[{dlo:.6g}, {dhi:.6g}], the canonical value (exact scores) in [{lo:.6g}, {hi:.6g}]"
+    )
+
+
+def _laion_clap_cause(c: Cause) -> str | None:
+    """laion-clap's own definitions: its a2t mAP@10 and its median rank."""
+    if c.concept == "mAP@10" and c.direction == "a2t":
+        return (
+            "its code gives the relevant captions the precision numerators 1, 2, ... in "
+            "caption order instead of rank order (the docstring says the ranks are "
+            "sorted; the code does not sort them), then divides by 5"
+            + ("; ties add to it" if min(c.bounds) != max(c.bounds) else "")
+        )
+    if c.concept == "median rank":
+        if c.canonical != math.floor(c.canonical) and c.value == math.floor(c.canonical):
+            return "it takes floor(median of rank - 1) + 1, so a median ending in .5 goes down"
+    return None
+
+
+def _trec_profile(request: ProfileRequest) -> ProfileResult:
+    return _trec(request.dump, _retrieval(request), request.cutoffs)
+
+
+def _dcase_profile(request: ProfileRequest) -> ProfileResult:
+    return _dcase(request.dump, _retrieval(request))
+
+
+LAION_CLAP_ZEROSHOT_METRICS = ("mean_rank", "median_rank", "R@1", "R@5", "R@10", "mAP@10")
+_LONG = "{long}_"
+BUILT_IN = (
+    Profile(
+        "canonical",
+        "retrieval",
+        _canonical_profile,
+        graded=True,
+        cutoffs=True,
+        metric_problem=canonical_metric_problem,
+        names_schema={"pattern": CANONICAL_NAME_PATTERN},
+    ),
+    Profile(
+        "laion-clap",
+        "retrieval",
+        _laion_clap_profile,
+        one_clip_per_text=True,
+        concepts={
+            **{f"r@{k}": f"{_LONG}R@{k}" for k in (1, 5, 10)},
+            "map@10": f"{_LONG}mAP@10",
+            "mean_rank": f"{_LONG}mean_rank",
+            "median_rank": f"{_LONG}median_rank",
+        },
+        tie_rule="torch.argsort(descending=True), which is not stable",
+        cause=_laion_clap_cause,
+        float32_scores=True,
+    ),
+    Profile(
+        "trec",
+        "retrieval",
+        _trec_profile,
+        cutoffs=True,
+        metric_problem=trec_metric_problem,
+        names_schema={"pattern": TREC_NAME_PATTERN},
+        metric_names=tuple(f"{d}/{m}" for d in DIRECTIONS for m in TREC_MEASURES),
+        concepts=_TREC_CONCEPTS,
+        concepts_at=trec_concepts_at,
+        published_cutoffs=trec_cutoffs,
+        tie_rule="document id in decreasing string order",
+    ),
+    Profile(
+        "dcase",
+        "retrieval",
+        _dcase_profile,
+        one_clip_per_text=True,
+        metric_problem=names_problem("dcase", DCASE_METRICS),
+        names_schema={"enum": list(DCASE_METRICS)},
+        metric_names=DCASE_METRICS,
+        concepts={"r@1": "R1", "r@5": "R5", "r@10": "R10", "map@10": "mAP10"},
+        tie_rule="numpy.argsort(scores)[::-1]",
+        cause=_dcase_cause,
+        t2a_only=True,
+        machine_dependence=DCASE_MOVES,
+    ),
+    Profile(
+        "laion-clap-zeroshot",
+        "zeroshot",
+        lambda request: laion_clap_zeroshot_profile(request.dump),
+        metric_problem=names_problem("laion-clap-zeroshot", LAION_CLAP_ZEROSHOT_METRICS),
+        names_schema={"enum": list(LAION_CLAP_ZEROSHOT_METRICS)},
+        metric_names=LAION_CLAP_ZEROSHOT_METRICS,
+        hint="a dump with one relevant text, the class prompt, per clip",
+    ),
+)
+for _profile in BUILT_IN:
+    register_profile(_profile)

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from audiorepro.checks.explain import CONCEPTS, LONG, T2A_ONLY
+from audiorepro.checks.explain import CONCEPTS, peer_name
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
 from audiorepro.checks.verify import (
     FAIL,
@@ -54,7 +54,11 @@ from audiorepro.core.progress import progress_bar
 from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, EmptyPolicy, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
-from audiorepro.metrics.profiles import check_profile_applies, compute_profile, trec_cutoffs
+from audiorepro.metrics.profiles import (
+    check_profile_applies,
+    compute_profile,
+    published_cutoffs,
+)
 from audiorepro.metrics.retrieval import (
     DEFINITIONS_MINOR,
     DEFINITIONS_VERSION,
@@ -223,10 +227,7 @@ def _profile_table(
         return None
 
     def peer(profile: str, concept: str) -> str | None:
-        template = CONCEPTS[concept][1].get(profile)
-        if template is None or (profile in T2A_ONLY and direction != "t2a"):
-            return None
-        return template.format(d=direction, long=LONG[direction])
+        return peer_name(profile, concept, direction)
 
     concepts = [c for c in CONCEPTS if any(peer(p, c) for p in requested)]
     if not concepts:
@@ -562,9 +563,7 @@ def golden_rows(
                         pub.profile,
                         result=res.retrieval,
                         tie_policy=pub.tie_policy,
-                        cutoffs=trec_cutoffs(list(pub.values), study.cutoffs)
-                        if pub.profile == "trec"
-                        else None,
+                        cutoffs=published_cutoffs(pub.profile, list(pub.values), study.cutoffs),
                     ).metrics
         rows += [
             ValueRow(**r, provenance=pub.provenance)

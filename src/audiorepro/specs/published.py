@@ -21,21 +21,16 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
 from audiorepro.metrics.profiles import (
-    DCASE_METRICS,
-    PROFILES,
-    TREC_CUTOFF_MEASURES,
-    TREC_MEASURES,
-    TREC_UNCUT_MEASURES,
-    ZEROSHOT_PROFILES,
-    is_trec_measure,
+    CANONICAL_NAME_PATTERN as CANONICAL_NAME_PATTERN,
 )
-from audiorepro.metrics.retrieval import (
-    CUTOFF_FAMILIES,
-    DIRECTIONS,
-    UNCUT_METRICS,
-    TiePolicy,
-    is_metric_name,
+from audiorepro.metrics.profiles import (
+    TREC_NAME_PATTERN as TREC_NAME_PATTERN,
 )
+from audiorepro.metrics.profiles import (
+    canonical_metric_problem as canonical_metric_problem,
+)
+from audiorepro.metrics.profiles import find_profile, profile_names, registered_profiles
+from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 
 SCHEMA = "audiorepro.published/1"
@@ -48,33 +43,49 @@ DumpSha256 = Annotated[
         description=f"the dump's SHA-256: 64 lowercase hex digits, or {PLACEHOLDER!r}",
     ),
 ]
-PROFILES_SCHEMA: JsonDict = {"enum": list(PROFILES)}
-#: A published-values file also takes laion-clap's zero-shot profile (a class-relevance dump,
-#: as `metrics --profile` does); a study's retrieval cells keep to :data:`PROFILES`.
-FILE_PROFILES = (*PROFILES, *ZEROSHOT_PROFILES)
-FILE_PROFILES_SCHEMA: JsonDict = {"enum": list(FILE_PROFILES)}
+
+
+def _enum(schema: JsonDict, names: tuple[str, ...]) -> None:
+    schema["enum"] = list(names)
+
+
+def profiles_schema(schema: JsonDict) -> None:
+    """A study's retrieval profiles as a JSON Schema enum, read from the registry when the
+    schema is generated (a callable ``json_schema_extra``: a registered profile appears)."""
+    _enum(schema, profile_names("retrieval"))
+
+
+def file_profiles_schema(schema: JsonDict) -> None:
+    """A published-values file's profiles: every registered one (retrieval and zero-shot,
+    as `metrics --profile` takes them); a study's retrieval cells keep to the retrieval ones."""
+    _enum(schema, profile_names())
+
+
+def profiles_items_schema(schema: JsonDict) -> None:
+    """A list of :func:`profiles_schema` names."""
+    schema["items"] = {"enum": list(profile_names("retrieval"))}
 
 
 def known_profile(value: str) -> str:
     """A profile name, or a ValueError naming the known ones."""
-    if value not in PROFILES:
-        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(PROFILES)}")
+    names = profile_names("retrieval")
+    if value not in names:
+        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(names)}")
     return value
 
 
 def known_file_profile(value: str) -> str:
     """A profile name of a published-values file, or a ValueError naming the known ones."""
-    if value not in FILE_PROFILES:
-        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(FILE_PROFILES)}")
+    names = profile_names()
+    if value not in names:
+        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(names)}")
     return value
 
 
-#: The metric names of the profiles whose names are fixed (laion-clap's are its own keys).
-PROFILE_METRICS: dict[str, tuple[str, ...]] = {
-    "trec": tuple(f"{d}/{m}" for d in DIRECTIONS for m in TREC_MEASURES),
-    "dcase": DCASE_METRICS,
-    "laion-clap-zeroshot": ("mean_rank", "median_rank", "R@1", "R@5", "R@10", "mAP@10"),
-}
+def profile_metrics() -> dict[str, tuple[str, ...]]:
+    """The metric names of the profiles whose names are a fixed list (laion-clap's are its
+    own keys; canonical's and trec's follow a rule)."""
+    return {p.name: p.metric_names for p in registered_profiles() if p.metric_names is not None}
 
 
 def profile_metric_problem(profile: str, metric: str) -> str | None:
@@ -86,21 +97,10 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
     >>> profile_metric_problem("dcase", "R@1")
     'unknown dcase metric; expected one of R1, R5, R10, mAP10'
     """
-    if profile == "canonical":
-        return canonical_metric_problem(metric)
-    if profile == "trec":
-        direction, _, name = metric.partition("/")
-        if direction in DIRECTIONS and is_trec_measure(name):
-            return None
-        return (
-            f"unknown trec metric; expected <direction>/<measure> with direction in "
-            f"{', '.join(DIRECTIONS)} and measure in {', '.join(TREC_UNCUT_MEASURES)} or "
-            f"<measure>_<k> (measure in {', '.join(TREC_CUTOFF_MEASURES)}, k an int >= 1)"
-        )
-    names = PROFILE_METRICS.get(profile)
-    if names is None or metric in names:
+    found = find_profile(profile)
+    if found is None or found.metric_problem is None:
         return None
-    return f"unknown {profile} metric; expected one of {', '.join(names)}"
+    return found.metric_problem(metric)
 
 
 #: What range each metric's values lie in, by the last part of its name (the peers' prefixes
@@ -177,59 +177,30 @@ def tolerance_problem(values: dict[str, float], tolerance: float) -> tuple[str, 
     return None
 
 
-def canonical_metric_problem(metric: str) -> str | None:
-    """Why ``metric`` is not a canonical metric name (``t2a/r@1``), or None.
-
-    >>> canonical_metric_problem("t2a/r@1") is None
-    True
-    >>> canonical_metric_problem("up/r@1")[:14]
-    'unknown metric'
-    """
-    direction, _, name = metric.partition("/")
-    if direction in DIRECTIONS and is_metric_name(name):
-        return None
-    return (
-        f"unknown metric; expected <direction>/<metric> with direction in "
-        f"{', '.join(DIRECTIONS)} and metric in {', '.join(UNCUT_METRICS)} or <family>@<k> "
-        f"(family in {', '.join(CUTOFF_FAMILIES)}, k an int >= 1)"
-    )
-
-
-#: trec profile names as a JSON Schema pattern: the same rule as :func:`is_trec_measure`.
-TREC_NAME_PATTERN = (
-    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(TREC_UNCUT_MEASURES)})"
-    rf"|({'|'.join(TREC_CUTOFF_MEASURES)})_[1-9][0-9]{{0,8}})$"
-)
-#: Canonical names as a JSON Schema pattern: the same rule as :func:`metric_by_name`.
-CANONICAL_NAME_PATTERN = (
-    rf"^({'|'.join(DIRECTIONS)})/(({'|'.join(UNCUT_METRICS)})"
-    rf"|({'|'.join(CUTOFF_FAMILIES)})@[1-9][0-9]{{0,8}})$"
-)
-
-
-def _profile_names_schema() -> JsonDict:
+def profile_names_schema(schema: JsonDict) -> None:
     """The metric names each profile allows, as JSON Schema ``if``/``then`` per profile: the
-    same rule as :func:`profile_metric_problem` (laion-clap's names are its own keys)."""
-    names: dict[str, JsonDict] = {
-        "canonical": {"pattern": CANONICAL_NAME_PATTERN},
-        **{p: {"enum": list(v)} for p, v in PROFILE_METRICS.items() if p != "trec"},
-        "trec": {"pattern": TREC_NAME_PATTERN},
-    }
-    return {
-        "allOf": [
-            {
-                "if": {"properties": {"profile": {"const": p}}, "required": ["profile"]},
-                "then": {"properties": {"values": {"propertyNames": rule}}},
-            }
-            for p, rule in names.items()
-        ]
-    }
+    same rule as :func:`profile_metric_problem` (laion-clap's names are its own keys).
+    Canonical first, then the peers with a fixed list of names, then those with a rule, each
+    group in registration order."""
+    rules: list[tuple[str, JsonDict]] = [
+        (p.name, dict(p.names_schema)) for p in registered_profiles() if p.names_schema
+    ]
+    canonical = [r for r in rules if r[0] == "canonical"]
+    fixed = [r for r in rules if r[0] != "canonical" and "enum" in r[1]]
+    ruled = [r for r in rules if r not in canonical and r not in fixed]
+    schema["allOf"] = [
+        {
+            "if": {"properties": {"profile": {"const": name}}, "required": ["profile"]},
+            "then": {"properties": {"values": {"propertyNames": rule}}},
+        }
+        for name, rule in (*canonical, *fixed, *ruled)
+    ]
 
 
 class PublishedCellSpec(Spec):
     """Published values of one dump, with the profile and tie policy they were computed under."""
 
-    model_config = ConfigDict(json_schema_extra=_profile_names_schema())
+    model_config = ConfigDict(json_schema_extra=profile_names_schema)
 
     dump: str = Field(description="the dump's file name (in --dumps)")
     model: str | None = Field(None, description="the model's name")
@@ -237,7 +208,7 @@ class PublishedCellSpec(Spec):
     n_clips: int | None = Field(None, ge=1, description="the number of clips in the dump")
     n_captions: int | None = Field(None, ge=1, description="the number of captions in the dump")
     sha256: DumpSha256 | None = None
-    profile: str = Field(description="a profile name", json_schema_extra=FILE_PROFILES_SCHEMA)
+    profile: str = Field(description="a profile name", json_schema_extra=file_profiles_schema)
     tie_policy: TiePolicy = Field("pessimistic", description="the tie policy of the values")
     tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
     values: dict[str, Number] = Field(

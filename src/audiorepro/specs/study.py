@@ -122,7 +122,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
-from pydantic.config import JsonDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
@@ -131,14 +130,16 @@ from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
+from audiorepro.metrics.profiles import LAION_CLAP_ZEROSHOT_METRICS
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.published import (
-    PROFILES_SCHEMA,
     DumpSha256,
     Number,
     known_profile,
     profile_metric_problem,
+    profiles_items_schema,
+    profiles_schema,
     tolerance_problem,
 )
 from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand
@@ -191,9 +192,6 @@ def _known_profiles(value: list[str] | None) -> list[str] | None:
     return value
 
 
-_PROFILES_SCHEMA: JsonDict = {"items": PROFILES_SCHEMA}
-
-
 class BootstrapSpec(Spec):
     """How the 95% intervals are drawn: resamples, seed, level."""
 
@@ -234,7 +232,7 @@ class CellSpec(Spec):
     sha256: DumpSha256 | None = None
     extract: ExtractSpec | None = None
     profiles: list[str] | None = Field(
-        None, description="a list of profiles", json_schema_extra=_PROFILES_SCHEMA
+        None, description="a list of profiles", json_schema_extra=profiles_items_schema
     )
 
     _profiles = field_validator("profiles")(_known_profiles)
@@ -258,7 +256,7 @@ class PublishedSpec(Spec):
 
     cell: str = Field(description="the id of a cell (or run) of this study")
     profile: str = Field(
-        "canonical", description="a profile name", json_schema_extra=PROFILES_SCHEMA
+        "canonical", description="a profile name", json_schema_extra=profiles_schema
     )
     tie_policy: TiePolicy | None = Field(None, description="the tie policy of the values")
     tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
@@ -372,7 +370,7 @@ class RetrievalStudyFile(_StudyFile):
     profiles: list[str] = Field(
         default_factory=lambda: ["canonical"],
         description="a list of profiles",
-        json_schema_extra=_PROFILES_SCHEMA,
+        json_schema_extra=profiles_items_schema,
     )
     cell: list[CellSpec] = Field(min_length=1, description="at least one [[cell]]")
     identity: list[IdentitySpec] = Field(
@@ -674,7 +672,7 @@ ZEROSHOT_PROFILES = ("zeroshot", "laion-clap-zeroshot")
 #: Metric names per zero-shot profile (:mod:`audiorepro.metrics.zeroshot`).
 ZEROSHOT_METRICS = {
     "zeroshot": ("accuracy", "top5_accuracy", "balanced_accuracy"),
-    "laion-clap-zeroshot": ("mean_rank", "median_rank", "R@1", "R@5", "R@10", "mAP@10"),
+    "laion-clap-zeroshot": LAION_CLAP_ZEROSHOT_METRICS,
 }
 CLASS_FIELD = "{class}"
 
