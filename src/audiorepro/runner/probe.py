@@ -40,7 +40,14 @@ from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
 from audiorepro.render.markdown import markdown_html
-from audiorepro.render.tables import Column, Table, slug, write_table
+from audiorepro.render.tables import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_NOTE,
+    Column,
+    Table,
+    slug,
+    write_table,
+)
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
@@ -54,6 +61,7 @@ from audiorepro.runner.outputs import (
 from audiorepro.runner.probe_saved import (
     completion_problems,
     parity,
+    parity_summary_table,
     parity_table,
     percent_cell,
     reference_check,
@@ -225,9 +233,12 @@ def _tables(
         cells: list[Any] = [t["metric"] + (" (%)" if pct else "") + arrow]
         for place in range(width):
             entry = t["ranking"][place] if place < len(t["ranking"]) else None
+            # A place beyond the task's runs has no value by design; one a run with an
+            # undefined value would fill was expected ("not recorded / undefined").
+            gap = None if place < len(t["ranking"]) + len(t["undefined"]) else NOT_APPLICABLE
             cells += [
-                entry["model"] if entry else None,
-                percent_cell(entry["value"], pct) if entry else None,
+                entry["model"] if entry else gap,
+                percent_cell(entry["value"], pct) if entry else gap,
             ]
         rows.append((t["task"], tuple(cells)))
     tables["leaders"] = Table(
@@ -235,6 +246,9 @@ def _tables(
         tuple(cols),
         tuple(rows),
         row_header="task",
+        notes=(NOT_APPLICABLE_NOTE.removesuffix(".") + ": fewer runs than places.",)
+        if any(len(t["ranking"]) + len(t["undefined"]) < width for t in lead)
+        else (),
     )
     tables["family_means"] = Table(
         "Family means over defined targets",
@@ -655,6 +669,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     if unused is not None:
         tables["unused_keys"] = unused
     if metric_parity["cells"] or metric_parity["reference"]:
+        tables["metric_parity_summary"] = parity_summary_table(metric_parity)
         tables["metric_parity"] = parity_table(metric_parity)
     _copy_saved(study, out)
     for name, table in tables.items():

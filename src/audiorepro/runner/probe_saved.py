@@ -37,7 +37,7 @@ import numpy as np
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
-from audiorepro.render.tables import Column, Table, slug
+from audiorepro.render.tables import NOT_APPLICABLE, NOT_APPLICABLE_NOTE, Column, Table, slug
 from audiorepro.runner.outputs import MetricParity, ParityCell
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
@@ -201,7 +201,12 @@ def saved_tables(
                 None if best is None else _label(by_id[best]),
                 percent_cell(t["best_candidate_value"], pct),
             ]
-            cells += [percent_cell(t["baselines"].get(b), pct) for b in baseline_ids]
+            # A baseline the task does not compare has no value by design (a dash), one it
+            # compares but whose files hold no such number was expected ("not recorded").
+            cells += [
+                percent_cell(t["baselines"][b], pct) if b in t["baselines"] else NOT_APPLICABLE
+                for b in baseline_ids
+            ]
             cells.append(None if win is None else _label(by_id[win]))
             rows.append((t["task"], tuple(cells)))
         tables["task_leaders"] = Table(
@@ -209,7 +214,12 @@ def saved_tables(
             tuple(cols),
             tuple(rows),
             row_header="task",
-            notes=("Candidates: runs whose attributes match the task's filter.",),
+            notes=("Candidates: runs whose attributes match the task's filter.",)
+            + (
+                (NOT_APPLICABLE_NOTE.removesuffix(".") + ": a baseline the task does not compare.",)
+                if any(NOT_APPLICABLE in cells for _, cells in rows)
+                else ()
+            ),
         )
     held = [r for r in runs if split in r["saved"]]
     if study.families and held:
@@ -971,6 +981,59 @@ def parity_table(metric_parity: MetricParity) -> Table:
         ),
         row_header="run",
         digits=9,
+    )
+
+
+def parity_summary_table(metric_parity: MetricParity) -> Table:
+    """Saved vs recomputed per run and split: how many numbers were compared, how many failed,
+    the largest difference and where; the full list is :func:`parity_table`."""
+    groups: dict[tuple[str, str], list[ParityCell]] = {}
+    for c in [*metric_parity["cells"], *metric_parity["reference"]]:
+        groups.setdefault((c["run"], c["split"]), []).append(c)
+    rows = []
+    for (run, split), cells in groups.items():
+        failed = [c for c in cells if not c["passed"]]
+        deltas = [c for c in cells if c["abs_delta"] is not None]
+        worst = max(deltas, key=lambda c: c["abs_delta"] or 0.0, default=None)
+        # The cell to name: the first failure (a failure may have no delta), else the largest.
+        named = failed[0] if failed else worst if worst and worst["abs_delta"] else None
+        if failed:
+            result = f"{len(failed)} FAIL"
+        elif all(c["abs_delta"] == 0 for c in cells):
+            result = "all equal"
+        else:
+            result = "all within tolerance"
+        rows.append(
+            (
+                run,
+                (
+                    split,
+                    len(cells),
+                    len(failed),
+                    # Three significant digits: a rounding difference (1e-16) stays visible.
+                    NOT_APPLICABLE if worst is None else f"{worst['abs_delta'] or 0.0:.3g}",
+                    NOT_APPLICABLE if named is None else named["metric"],
+                    result,
+                ),
+            )
+        )
+    return Table(
+        "Saved numbers against the predictions (and recomputed against the reference), per run",
+        (
+            Column("split"),
+            Column("compared"),
+            Column("failed"),
+            Column("largest abs_delta"),
+            Column("first failure or largest delta at"),
+            Column("result"),
+        ),
+        tuple(rows),
+        row_header="run",
+        digits=9,
+        notes=(
+            "Every compared number: the table metric_parity (tables/metric_parity.csv).",
+            NOT_APPLICABLE_NOTE.removesuffix(".") + ": every compared number is equal.",
+        ),
     )
 
 
