@@ -22,6 +22,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -214,13 +215,60 @@ def _class_name(index: str, names: tuple[str, ...]) -> str:
     return names[i] if i < len(names) else f"class {index}"
 
 
-def _tables(
-    runs: list[dict[str, Any]],
-    lead: list[dict[str, Any]],
-    fam: list[dict[str, Any]],
-    event_classes: tuple[str, ...] = (),
-) -> dict[str, Table]:
-    tables: dict[str, Table] = {}
+@dataclass(frozen=True)
+class FieldColumn:
+    """A declared column: the report field it shows, its column, and whether the field is a
+    fraction shown as a percentage (:func:`percent_cell`)."""
+
+    field: str
+    column: Column
+    percent: bool = False
+
+
+REG_FIELDS = tuple(FieldColumn(c.name, c) for c in REG_COLUMNS)
+# Accuracy and F1 as percentages, as the published probe report shows them.
+CLASSIFICATION_FIELDS = (
+    FieldColumn("n", Column("n")),
+    FieldColumn("accuracy", Column("accuracy (%)", True), True),
+    FieldColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
+    FieldColumn("macro_f1", Column("macro_f1 (%)", True), True),
+)
+IOU_FIELDS = (
+    FieldColumn("precision", Column("precision (%)", True), True),
+    FieldColumn("recall", Column("recall (%)", True), True),
+    FieldColumn("f1", Column("f1 (%)", True), True),
+    FieldColumn("matched", Column("matched")),
+)
+EVENT_FIELDS = (
+    FieldColumn("frame_f1", Column("frame_f1 (%)", True), True),
+    FieldColumn("start_mae_s", Column("start_mae_s", False)),
+    FieldColumn("end_mae_s", Column("end_mae_s", False)),
+    FieldColumn("oracle_span_class_accuracy", Column("oracle_span_class_accuracy (%)", True), True),
+    FieldColumn(
+        "detected_span_class_accuracy", Column("detected_span_class_accuracy (%)", True), True
+    ),
+)
+VECTOR_FIELDS = (
+    FieldColumn("n", Column("n")),
+    FieldColumn("mean_cosine", Column("mean_cosine", True)),
+)
+
+
+def _field_rows(
+    runs: list[dict[str, Any]], path: tuple[str, ...], fields: tuple[FieldColumn, ...]
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """One row per run: each declared field at ``path`` of its report."""
+    return tuple(
+        (
+            r["model"],
+            tuple(percent_cell(_get(r["report"], *path, f.field), f.percent) for f in fields),
+        )
+        for r in runs
+    )
+
+
+def _leaders_table(lead: list[dict[str, Any]]) -> Table:
+    """Per task: the leading runs and their values, best first."""
     width = max((len(t["ranking"]) for t in lead), default=0)
     cols: list[Column] = [Column("metric")]
     for place in range(1, width + 1):
@@ -241,7 +289,7 @@ def _tables(
                 percent_cell(entry["value"], pct) if entry else gap,
             ]
         rows.append((t["task"], tuple(cells)))
-    tables["leaders"] = Table(
+    return Table(
         "Task leaders (best run per task by its metric)",
         tuple(cols),
         tuple(rows),
@@ -250,139 +298,114 @@ def _tables(
         if any(len(t["ranking"]) + len(t["undefined"]) < width for t in lead)
         else (),
     )
-    tables["family_means"] = Table(
+
+
+def _family_means_table(fam: list[dict[str, Any]]) -> Table:
+    return Table(
         "Family means over defined targets",
         (Column("normalized_mae", False), Column("spearman", True), Column("targets")),
         tuple((f["family"], (f["normalized_mae"], f["spearman"], f["n_targets"])) for f in fam),
         row_header="family",
     )
+
+
+def _target_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+    """One table per regression target: every run's numbers for it."""
     reg_runs = [r for r in runs if _get(r["report"], "regression")]
     targets = list(dict.fromkeys(t for r in reg_runs for t in r["report"]["regression"]))
-    for target in targets:
-        tables[f"target_{slug(target)}"] = Table(
+    return {
+        f"target_{slug(target)}": Table(
             f"Regression target {target}",
             REG_COLUMNS,
-            tuple(
-                (
-                    r["model"],
-                    tuple(_get(r["report"], "regression", target, c.name) for c in REG_COLUMNS),
-                )
-                for r in reg_runs
-            ),
+            _field_rows(reg_runs, ("regression", target), REG_FIELDS),
         )
+        for target in targets
+    }
+
+
+def _classification_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+    """Per corpus: accuracy (with its group-bootstrap interval), balanced accuracy, macro F1."""
+    tables = {}
     for corpus in dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")):
         group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
-        # Accuracy and F1 as percentages, as the published probe report shows them.
-        fields = ("n", "accuracy", "balanced_accuracy", "macro_f1")
-        columns = (
-            Column("n"),
-            Column("accuracy (%)", True),
-            Column("balanced_accuracy (%)", True),
-            Column("macro_f1 (%)", True),
-        )
         intervals = tuple(
             tuple(
                 _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"], 100.0)
-                if f == "accuracy"
+                if f.field == "accuracy"
                 and r["report"]["classification"].get("accuracy_ci95_group_bootstrap")
                 else None
-                for f in fields
+                for f in CLASSIFICATION_FIELDS
             )
             for r in group
         )
         tables[f"classification_{slug(str(corpus))}"] = Table(
             f"Classification, {corpus}",
-            columns,
-            tuple(
-                (
-                    r["model"],
-                    tuple(
-                        percent_cell(_get(r["report"], "classification", f), f != "n")
-                        for f in fields
-                    ),
-                )
-                for r in group
-            ),
+            tuple(f.column for f in CLASSIFICATION_FIELDS),
+            _field_rows(group, ("classification",), CLASSIFICATION_FIELDS),
             notes=("Report: group-bootstrap 95% interval of accuracy (groups resampled, seeded).",),
             intervals=intervals,
         )
+    return tables
+
+
+def _event_tables(runs: list[dict[str, Any]], event_classes: tuple[str, ...]) -> dict[str, Table]:
+    """Events at each IoU threshold, frames/timing/span classes, and per-class support."""
     ev_runs = [r for r in runs if _get(r["report"], "events")]
-    if ev_runs:
-        iou_fields = ("precision", "recall", "f1", "matched")
-        iou_columns = (
-            Column("precision (%)", True),
-            Column("recall (%)", True),
-            Column("f1 (%)", True),
-            Column("matched"),
+    if not ev_runs:
+        return {}
+    tables = {
+        f"events_iou_{threshold.replace('.', '')}": Table(
+            f"Vocal-burst events at IoU >= {threshold}",
+            tuple(f.column for f in IOU_FIELDS),
+            _field_rows(ev_runs, ("events", "iou", threshold), IOU_FIELDS),
         )
-        for threshold in IOU:
-            tables[f"events_iou_{threshold.replace('.', '')}"] = Table(
-                f"Vocal-burst events at IoU >= {threshold}",
-                iou_columns,
-                tuple(
-                    (
-                        r["model"],
-                        tuple(
-                            percent_cell(
-                                _get(r["report"], "events", "iou", threshold, f), f != "matched"
-                            )
-                            for f in iou_fields
-                        ),
-                    )
-                    for r in ev_runs
-                ),
-            )
-        event_fields = (
-            ("frame_f1", True),
-            ("start_mae_s", False),
-            ("end_mae_s", False),
-            ("oracle_span_class_accuracy", True),
-            ("detected_span_class_accuracy", True),
-        )
-        event_columns = tuple(
-            Column(f + (" (%)" if pct else ""), not f.endswith("_s")) for f, pct in event_fields
-        )
-        tables["events"] = Table(
-            "Vocal-burst events: frames, timing, span classes",
-            event_columns,
-            tuple(
-                (
-                    r["model"],
-                    tuple(
-                        percent_cell(_get(r["report"], "events", f), pct) for f, pct in event_fields
-                    ),
-                )
-                for r in ev_runs
+        for threshold in IOU
+    }
+    tables["events"] = Table(
+        "Vocal-burst events: frames, timing, span classes",
+        tuple(f.column for f in EVENT_FIELDS),
+        _field_rows(ev_runs, ("events",), EVENT_FIELDS),
+    )
+    class_rows = [
+        (
+            r["model"],
+            (
+                _class_name(c, event_classes),
+                v["support"],
+                percent_cell(v["oracle_span_accuracy"], True),
             ),
         )
-        class_rows = [
-            (
-                r["model"],
-                (
-                    _class_name(c, event_classes),
-                    v["support"],
-                    percent_cell(v["oracle_span_accuracy"], True),
-                ),
-            )
-            for r in ev_runs
-            for c, v in (_get(r["report"], "events", "classes") or {}).items()
-        ]
-        if class_rows:
-            tables["event_classes"] = Table(
-                "Vocal-burst classes: support and oracle-span accuracy per class (recomputed)",
-                (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
-                tuple(class_rows),
-                notes=("Support: reference events of the class.",),
-            )
+        for r in ev_runs
+        for c, v in (_get(r["report"], "events", "classes") or {}).items()
+    ]
+    if class_rows:
+        tables["event_classes"] = Table(
+            "Vocal-burst classes: support and oracle-span accuracy per class (recomputed)",
+            (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
+            tuple(class_rows),
+            notes=("Support: reference events of the class.",),
+        )
+    return tables
+
+
+def _tables(
+    runs: list[dict[str, Any]],
+    lead: list[dict[str, Any]],
+    fam: list[dict[str, Any]],
+    event_classes: tuple[str, ...] = (),
+) -> dict[str, Table]:
+    """Every table recomputed from the predictions (see the module docstring), in the order
+    the report shows them."""
+    tables = {"leaders": _leaders_table(lead), "family_means": _family_means_table(fam)}
+    tables.update(_target_tables(runs))
+    tables.update(_classification_tables(runs))
+    tables.update(_event_tables(runs, event_classes))
     vec_runs = [r for r in runs if _get(r["report"], "vectors")]
     if vec_runs:
         tables["vectors"] = Table(
             "Speaker vectors",
-            (Column("n"), Column("mean_cosine", True)),
-            tuple(
-                (r["model"], (r["report"]["vectors"]["n"], r["report"]["vectors"]["mean_cosine"]))
-                for r in vec_runs
-            ),
+            tuple(f.column for f in VECTOR_FIELDS),
+            _field_rows(vec_runs, ("vectors",), VECTOR_FIELDS),
         )
     return tables
 
