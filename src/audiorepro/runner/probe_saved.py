@@ -808,14 +808,13 @@ def parity(
 REFERENCE_TOLERANCE = 1e-9
 
 
-def reference_check(
-    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
-) -> list[ParityCell]:
-    """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
-    errors and correlations, classification, frame F1, speaker-vector cosine and every human
-    benchmark cut. (Event
-    matching is left to the tests: the reference's exhaustive search is exponential.)"""
-    pairs: list[tuple[str, Any, Any]] = []
+#: One comparison with the reference: (recomputed path, recomputed value, reference value).
+RefPair = tuple[str, Any, Any]
+
+
+def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Each regression target's errors and correlations against the reference."""
+    pairs: list[RefPair] = []
     for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
         pred, true = arrays["reg_pred"][:, k], arrays["reg_true"][:, k]
         got = report["regression"][str(name)]
@@ -832,6 +831,12 @@ def reference_check(
                 None if mae is None or not sd > 0 else mae / sd,
             ),
         ]
+    return pairs
+
+
+def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Classification, frame F1, the speaker vectors and each named speaker set."""
+    pairs: list[RefPair] = []
     if "cls_names" in arrays:
         expect = ref.classification(
             arrays["cls_true"], arrays["cls_pred"], len(arrays["cls_names"])
@@ -841,85 +846,103 @@ def reference_check(
             for m in ("accuracy", "balanced_accuracy", "macro_f1")
         ]
     if "frame_true" in arrays:
-        pairs.append(
-            (
-                "events/frame_f1",
-                report["events"]["frame_f1"],
-                ref.frame_f1(arrays["frame_true"], arrays["frame_prob"]),
-            )
-        )
+        frame_f1 = ref.frame_f1(arrays["frame_true"], arrays["frame_prob"])
+        pairs.append(("events/frame_f1", report["events"]["frame_f1"], frame_f1))
     if "spk_pred" in arrays:
-        pairs.append(
-            (
-                "vectors/mean_cosine",
-                report["vectors"]["mean_cosine"],
-                ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
-            )
-        )
+        cosine = ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"])
+        pairs.append(("vectors/mean_cosine", report["vectors"]["mean_cosine"], cosine))
     for name, got_set in report.get("speaker_sets", {}).items():
-        pairs.append(
-            (
-                f"speaker_sets/{name}/mean_cosine",
-                got_set["mean_cosine"],
-                ref.mean_cosine(
-                    arrays[f"spk_pred__{name}"],
-                    arrays[f"spk_ref__{name}"],
-                    arrays[f"spk_valid__{name}"],
-                ),
-            )
+        cosine = ref.mean_cosine(
+            arrays[f"spk_pred__{name}"], arrays[f"spk_ref__{name}"], arrays[f"spk_valid__{name}"]
         )
-    if "classes" in report.get("events", {}):
-        expect_classes = ref.span_class_support(arrays["ev_ref_class"], arrays["ev_oracle_class"])
-        got_classes = report["events"]["classes"]
-        if sorted(got_classes) != sorted(str(c) for c in expect_classes):
-            pairs.append(("events/classes", len(got_classes), len(expect_classes)))
-        for c, (support, accuracy) in expect_classes.items():
-            got_c = got_classes.get(str(c), {})
-            pairs += [
-                (f"events/classes/{c}/support", got_c.get("support"), support),
-                (
-                    f"events/classes/{c}/oracle_span_accuracy",
-                    got_c.get("oracle_span_accuracy"),
-                    accuracy,
-                ),
-            ]
-    if "hb_score" in arrays:
-        bench = arrays["hb_bench"]
-        names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
-        for b in dict.fromkeys(bench.tolist()):
-            cuts = {"all": bench == b}
-            cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
-            for cut, keep in cuts.items():
-                s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
-                g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
-                got = report["human"][b][cut]
-                at = f"human/{b}/{cut}"
-                pairs += _reference_prompts(at, got, s, y, g)
-                if "hb_dimension" in arrays:
-                    dims = arrays["hb_dimension"][keep].tolist()
-                    pairs += _reference_dimensions(at, got, s, y, g, dims)
-                pairs += [
-                    (
-                        f"{at}/mean_prompt_spearman",
-                        got["mean_prompt_spearman"],
-                        ref.mean_prompt_spearman(s, y, g),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_oracle_per_prompt",
-                        got["balanced_accuracy_oracle_per_prompt"],
-                        ref.oracle_balanced_accuracy_per_prompt(s, y, g),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_oracle_overall",
-                        got["balanced_accuracy_oracle_overall"],
-                        ref.oracle_balanced_accuracy(s, y),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_5fold_clip_grouped",
-                        got["balanced_accuracy_5fold_clip_grouped"],
-                        ref.heldout_threshold_balanced_accuracy(s, y, c),
-                    ),
-                ]
+        pairs.append((f"speaker_sets/{name}/mean_cosine", got_set["mean_cosine"], cosine))
+    return pairs
+
+
+def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Each event class's support and oracle-span accuracy (and the set of classes)."""
+    if "classes" not in report.get("events", {}):
+        return []
+    pairs: list[RefPair] = []
+    expect_classes = ref.span_class_support(arrays["ev_ref_class"], arrays["ev_oracle_class"])
+    got_classes = report["events"]["classes"]
+    if sorted(got_classes) != sorted(str(c) for c in expect_classes):
+        pairs.append(("events/classes", len(got_classes), len(expect_classes)))
+    for c, (support, accuracy) in expect_classes.items():
+        got_c = got_classes.get(str(c), {})
+        pairs += [
+            (f"events/classes/{c}/support", got_c.get("support"), support),
+            (
+                f"events/classes/{c}/oracle_span_accuracy",
+                got_c.get("oracle_span_accuracy"),
+                accuracy,
+            ),
+        ]
+    return pairs
+
+
+def _reference_cut(
+    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], c: list[Any]
+) -> list[RefPair]:
+    """One human benchmark cut's summary numbers against the reference."""
+    return [
+        (
+            f"{at}/mean_prompt_spearman",
+            got["mean_prompt_spearman"],
+            ref.mean_prompt_spearman(s, y, g),
+        ),
+        (
+            f"{at}/balanced_accuracy_oracle_per_prompt",
+            got["balanced_accuracy_oracle_per_prompt"],
+            ref.oracle_balanced_accuracy_per_prompt(s, y, g),
+        ),
+        (
+            f"{at}/balanced_accuracy_oracle_overall",
+            got["balanced_accuracy_oracle_overall"],
+            ref.oracle_balanced_accuracy(s, y),
+        ),
+        (
+            f"{at}/balanced_accuracy_5fold_clip_grouped",
+            got["balanced_accuracy_5fold_clip_grouped"],
+            ref.heldout_threshold_balanced_accuracy(s, y, c),
+        ),
+    ]
+
+
+def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Every human benchmark cut: its prompts, dimensions and summary numbers."""
+    if "hb_score" not in arrays:
+        return []
+    pairs: list[RefPair] = []
+    bench = arrays["hb_bench"]
+    names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
+    for b in dict.fromkeys(bench.tolist()):
+        cuts = {"all": bench == b}
+        cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
+        for cut, keep in cuts.items():
+            s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
+            g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
+            got = report["human"][b][cut]
+            at = f"human/{b}/{cut}"
+            pairs += _reference_prompts(at, got, s, y, g)
+            if "hb_dimension" in arrays:
+                dims = arrays["hb_dimension"][keep].tolist()
+                pairs += _reference_dimensions(at, got, s, y, g, dims)
+            pairs += _reference_cut(at, got, s, y, g, c)
+    return pairs
+
+
+def reference_check(
+    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
+) -> list[ParityCell]:
+    """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
+    errors and correlations, classification, frame F1, speaker-vector cosine and every human
+    benchmark cut. (Event
+    matching is left to the tests: the reference's exhaustive search is exponential.)"""
+    pairs = _reference_regression(arrays, report)
+    pairs += _reference_scalars(arrays, report)
+    pairs += _reference_classes(arrays, report)
+    pairs += _reference_human(arrays, report)
     cells: list[ParityCell] = []
     for path, got, expected in pairs:
         both = got is not None and expected is not None
