@@ -22,7 +22,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +166,38 @@ def _tasks(runs: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[str, A
     return tasks
 
 
-def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Place:
+    """One place of a task's ranking: the run's model and its value."""
+
+    model: str
+    value: float | int
+
+
+@dataclass(frozen=True)
+class Leader:
+    """A task's leading runs, best first, and the runs whose value is undefined (the
+    ``leaders`` entries of the bundle, :func:`dataclasses.asdict`)."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    ranking: list[Place]
+    undefined: list[str]
+
+
+@dataclass(frozen=True)
+class FamilyMean:
+    """A model family's mean normalized MAE and Spearman over its defined targets (the
+    ``family_means`` entries of the bundle)."""
+
+    family: str
+    normalized_mae: float | None
+    spearman: float | None
+    n_targets: int
+
+
+def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[Leader]:
     """Per task: runs ordered best first by the task's metric and direction (undefined last)."""
     out = []
     for label, kind, values in _tasks(runs):
@@ -174,18 +205,18 @@ def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[dict[str, Any]]
         defined = [(m, v) for m, v in values if v is not None and not math.isnan(v)]
         ordered = sorted(defined, key=lambda mv: -mv[1] if higher else mv[1])
         out.append(
-            {
-                "task": label,
-                "metric": metric_label,
-                "higher_is_better": higher,
-                "ranking": [{"model": m, "value": v} for m, v in ordered[:places]],
-                "undefined": [m for m, v in values if v is None or math.isnan(v)],
-            }
+            Leader(
+                task=label,
+                metric=metric_label,
+                higher_is_better=higher,
+                ranking=[Place(m, v) for m, v in ordered[:places]],
+                undefined=[m for m, v in values if v is None or math.isnan(v)],
+            )
         )
     return out
 
 
-def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def family_means(runs: list[dict[str, Any]]) -> list[FamilyMean]:
     """Per family: mean normalized MAE and Spearman over defined (run, target) pairs."""
     out = []
     for family in dict.fromkeys(r["family"] for r in runs):
@@ -199,12 +230,12 @@ def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if values.get("spearman") is not None:
                     rho.append(values["spearman"])
         out.append(
-            {
-                "family": family,
-                "normalized_mae": math.fsum(nmae) / len(nmae) if nmae else None,
-                "spearman": math.fsum(rho) / len(rho) if rho else None,
-                "n_targets": len(nmae),
-            }
+            FamilyMean(
+                family=family,
+                normalized_mae=math.fsum(nmae) / len(nmae) if nmae else None,
+                spearman=math.fsum(rho) / len(rho) if rho else None,
+                n_targets=len(nmae),
+            )
         )
     return out
 
@@ -267,44 +298,44 @@ def _field_rows(
     )
 
 
-def _leaders_table(lead: list[dict[str, Any]]) -> Table:
+def _leaders_table(lead: list[Leader]) -> Table:
     """Per task: the leading runs and their values, best first."""
-    width = max((len(t["ranking"]) for t in lead), default=0)
+    width = max((len(t.ranking) for t in lead), default=0)
     cols: list[Column] = [Column("metric")]
     for place in range(1, width + 1):
         cols += [Column(f"#{place}"), Column(f"#{place} value")]
     rows = []
     percent = {TASK_METRICS[k][1] for k in PERCENT_KINDS}
     for t in lead:
-        arrow = " ↑" if t["higher_is_better"] else " ↓"
-        pct = t["metric"] in percent
-        cells: list[Any] = [t["metric"] + (" (%)" if pct else "") + arrow]
+        arrow = " ↑" if t.higher_is_better else " ↓"
+        pct = t.metric in percent
+        cells: list[Any] = [t.metric + (" (%)" if pct else "") + arrow]
         for place in range(width):
-            entry = t["ranking"][place] if place < len(t["ranking"]) else None
+            entry = t.ranking[place] if place < len(t.ranking) else None
             # A place beyond the task's runs has no value by design; one a run with an
             # undefined value would fill was expected ("not recorded / undefined").
-            gap = None if place < len(t["ranking"]) + len(t["undefined"]) else NOT_APPLICABLE
+            gap = None if place < len(t.ranking) + len(t.undefined) else NOT_APPLICABLE
             cells += [
-                entry["model"] if entry else gap,
-                percent_cell(entry["value"], pct) if entry else gap,
+                entry.model if entry else gap,
+                percent_cell(entry.value, pct) if entry else gap,
             ]
-        rows.append((t["task"], tuple(cells)))
+        rows.append((t.task, tuple(cells)))
     return Table(
         "Task leaders (best run per task by its metric)",
         tuple(cols),
         tuple(rows),
         row_header="task",
         notes=(NOT_APPLICABLE_NOTE.removesuffix(".") + ": fewer runs than places.",)
-        if any(len(t["ranking"]) + len(t["undefined"]) < width for t in lead)
+        if any(len(t.ranking) + len(t.undefined) < width for t in lead)
         else (),
     )
 
 
-def _family_means_table(fam: list[dict[str, Any]]) -> Table:
+def _family_means_table(fam: list[FamilyMean]) -> Table:
     return Table(
         "Family means over defined targets",
         (Column("normalized_mae", False), Column("spearman", True), Column("targets")),
-        tuple((f["family"], (f["normalized_mae"], f["spearman"], f["n_targets"])) for f in fam),
+        tuple((f.family, (f.normalized_mae, f.spearman, f.n_targets)) for f in fam),
         row_header="family",
     )
 
@@ -390,8 +421,8 @@ def _event_tables(runs: list[dict[str, Any]], event_classes: tuple[str, ...]) ->
 
 def _tables(
     runs: list[dict[str, Any]],
-    lead: list[dict[str, Any]],
-    fam: list[dict[str, Any]],
+    lead: list[Leader],
+    fam: list[FamilyMean],
     event_classes: tuple[str, ...] = (),
 ) -> dict[str, Table]:
     """Every table recomputed from the predictions (see the module docstring), in the order
@@ -709,9 +740,10 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "kind": "probe",
         "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
         "runs": [{k: v for k, v in r.items() if k != "documents"} for r in runs],
-        "leaders": lead,
-        "family_means": fam,
-        "task_leaders": saved_lead,
+        # The typed records as the bundle's JSON objects (the same keys and values).
+        "leaders": [asdict(t) for t in lead],
+        "family_means": [asdict(f) for f in fam],
+        "task_leaders": [asdict(t) for t in saved_lead],
         "verification": verification,
     }
     report = render_probe_report(study, bundle, tables, _narrative(study))

@@ -135,7 +135,24 @@ def _matches(run: dict[str, Any], wanted: dict[str, str]) -> bool:
     return all(run["attributes"].get(k) == v for k, v in wanted.items())
 
 
-def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SavedLeader:
+    """A ``[[leaders]]`` task over saved measurements (the bundle's ``task_leaders`` entries,
+    :func:`dataclasses.asdict`): the best candidate and its value, each baseline's value by
+    run id (None: the baseline's files hold no such number), the best observed run."""
+
+    task: str
+    metric: str
+    label: str
+    higher_is_better: bool
+    percent: bool
+    best_candidate_run: str | None
+    best_candidate_value: float | int | None
+    baselines: dict[str, float | int | None]
+    highest_measured_run: str | None
+
+
+def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[SavedLeader]:
     """Per ``[[leaders]]`` task: best candidate, baselines' values, best observed run."""
     by_id = {r["id"]: r for r in runs}
     out = []
@@ -157,17 +174,17 @@ def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str
         baselines = [by_id[b] for b in lead.baselines]
         overall = pick(([best] if best else []) + baselines)
         out.append(
-            {
-                "task": lead.task,
-                "metric": lead.metric,
-                "label": lead.label,
-                "higher_is_better": lead.higher,
-                "percent": lead.percent,
-                "best_candidate_run": None if best is None else best["id"],
-                "best_candidate_value": None if best is None else value(best),
-                "baselines": {b["id"]: value(b) for b in baselines},
-                "highest_measured_run": None if overall is None else overall["id"],
-            }
+            SavedLeader(
+                task=lead.task,
+                metric=lead.metric,
+                label=lead.label,
+                higher_is_better=lead.higher,
+                percent=lead.percent,
+                best_candidate_run=None if best is None else best["id"],
+                best_candidate_value=None if best is None else value(best),
+                baselines={b["id"]: value(b) for b in baselines},
+                highest_measured_run=None if overall is None else overall["id"],
+            )
         )
     return out
 
@@ -249,32 +266,32 @@ DIMENSION_FIELDS = (
 CATEGORY_FIELDS = ("n", "mae", "rmse", "pearson", "spearman")
 
 
-def _task_leaders_table(runs: list[dict[str, Any]], lead: list[dict[str, Any]]) -> Table:
+def _task_leaders_table(runs: list[dict[str, Any]], lead: list[SavedLeader]) -> Table:
     """Per task: the best candidate and its value, each baseline's value, the best observed."""
     by_id = {r["id"]: r for r in runs}
-    baseline_ids = list(dict.fromkeys(b for t in lead for b in t["baselines"]))
+    baseline_ids = list(dict.fromkeys(b for t in lead for b in t.baselines))
     cols = [Column("metric"), Column("best candidate"), Column("value")]
     cols += [Column(_label(by_id[b])) for b in baseline_ids]
     cols += [Column("best observed")]
     rows = []
     for t in lead:
-        arrow = " ↑" if t["higher_is_better"] else " ↓"
-        pct = t["percent"]
-        best = t["best_candidate_run"]
-        win = t["highest_measured_run"]
+        arrow = " ↑" if t.higher_is_better else " ↓"
+        pct = t.percent
+        best = t.best_candidate_run
+        win = t.highest_measured_run
         cells: list[Any] = [
-            t["label"] + (" (%)" if pct else "") + arrow,
+            t.label + (" (%)" if pct else "") + arrow,
             None if best is None else _label(by_id[best]),
-            percent_cell(t["best_candidate_value"], pct),
+            percent_cell(t.best_candidate_value, pct),
         ]
         # A baseline the task does not compare has no value by design (a dash), one it
         # compares but whose files hold no such number was expected ("not recorded").
         cells += [
-            percent_cell(t["baselines"][b], pct) if b in t["baselines"] else NOT_APPLICABLE
+            percent_cell(t.baselines[b], pct) if b in t.baselines else NOT_APPLICABLE
             for b in baseline_ids
         ]
         cells.append(None if win is None else _label(by_id[win]))
-        rows.append((t["task"], tuple(cells)))
+        rows.append((t.task, tuple(cells)))
     return Table(
         "Task leaders from saved measurements (best candidate, baselines beside it)",
         tuple(cols),
@@ -437,7 +454,7 @@ def _panel_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
 
 
 def saved_tables(
-    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[dict[str, Any]]
+    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[SavedLeader]
 ) -> dict[str, Table]:
     """Every table built from saved measurements alone (see the module docstring), in the
     order the report shows them."""
