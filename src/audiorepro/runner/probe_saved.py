@@ -1076,8 +1076,10 @@ def parity_summary_table(metric_parity: MetricParity) -> Table:
     groups: dict[tuple[str, str], list[ParityCell]] = {}
     for c in [*metric_parity["cells"], *metric_parity["reference"]]:
         groups.setdefault((c["run"], c["split"]), []).append(c)
+    # A run's splits side by side (its reference check after its saved files), runs in order.
+    runs = list(dict.fromkeys(run for run, _ in groups))
     rows = []
-    for (run, split), cells in groups.items():
+    for (run, split), cells in sorted(groups.items(), key=lambda g: runs.index(g[0][0])):
         failed = [c for c in cells if not c["passed"]]
         deltas = [c for c in cells if c["abs_delta"] is not None]
         worst = max(deltas, key=lambda c: c["abs_delta"] or 0.0, default=None)
