@@ -119,6 +119,7 @@ def test_the_comparison_is_summarized_per_run_and_listed_in_full_on_demand(demo:
     assert not _collapsed(page, summary_at) and _collapsed(page, full_at)
     assert f"Every compared number ({full} rows;" in page
     assert page.index("<h2>Per-run panels</h2>") < summary_at
+    assert page.index("<a href='#parity'>") < page.index("<h2")  # the verdict points to it
 
 
 def test_a_refuted_number_is_named_in_its_runs_summary(tmp_path: Path) -> None:

@@ -598,14 +598,16 @@ def _probe_summary(bundle: Mapping[str, Any]) -> str:
             if parity
             else "; no run has predictions to compare them with."
         )
+    # The comparison is summarized per run after the panels: the verdict points to it.
+    link = " <a href='#parity'>Saved vs recomputed, per run</a>." if parity else ""
     if v["failures"]:
         items = "".join(f"<li>{_e(f)}</li>" for f in v["failures"])
         title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
         return (
             f'<div class="fail" id="summary"><strong>{title}: {len(v["failures"])} problem(s).</strong>'
-            f"<ul>{items}</ul><p>Checked: {_e(checked)}</p></div>"
+            f"<ul>{items}</ul><p>Checked: {_e(checked)}{link}</p></div>"
         )
-    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}</p></div>'
+    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}{link}</p></div>'
 
 
 def _confusion(run: dict[str, Any]) -> str:
