@@ -23,7 +23,10 @@ Where a run has predictions too, :func:`parity` compares each saved number of th
 with the number recomputed from the predictions: one cell per metric with ``saved``,
 ``recomputed``, ``abs_delta`` and ``tolerance``. A saved number that differs by more than the
 tolerance fails the study, and so does one where the predictions give an undefined number; a
-saved null (not recorded) claims nothing and is not compared.
+saved null (not recorded) claims nothing and is not compared. :func:`parity_table` lists every
+compared number (``metric_parity``); :func:`parity_summary_table` sums them up per run and split
+(``metric_parity_summary``: compared, failed, the largest difference and where), which is what
+the report shows, the full list on demand.
 """
 
 from __future__ import annotations
