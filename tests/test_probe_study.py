@@ -80,7 +80,7 @@ def test_leaders_follow_the_metric_direction() -> None:
         for m, v in (("a", 0.5), ("b", 0.2), ("c", None))
     ]
     (task,) = leaders(runs)
-    assert [r["model"] for r in task["ranking"]] == ["b", "a"] and task["undefined"] == ["c"]
+    assert [r.model for r in task.ranking] == ["b", "a"] and task.undefined == ["c"]
 
 
 def test_probe_golden(probe_demo: tuple[Path, Path], tiered_regression: Any) -> None:

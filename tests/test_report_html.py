@@ -241,10 +241,13 @@ def test_probe_report_does_not_overflow_the_page(tmp_path: Path) -> None:
     assert main(["reproduce", str(prepare_probe_demo(tmp_path / "work")), "--out", str(out)]) == 0
     page = (out / "report.html").read_text()
     assert "<h1>audiorepro demo: a synthetic probe study" in page
+    # The leaders' and the families' charts, drawn outside every panel (issue 27).
+    plots = re.findall(r'<svg[^>]*class="chart" id="([^"]+)"', page)
+    assert [p for p in plots if p.startswith("plot-task-leaders-")] and len(plots) >= 8
     browser = open_browser()
     try:
         check_layout(
-            browser, out / "report.html", [], ARTIFACTS / "probe-1400.png", tables_fit=False
+            browser, out / "report.html", plots, ARTIFACTS / "probe-1400.png", tables_fit=False
         )
     finally:
         browser.quit()

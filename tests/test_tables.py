@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.render.tables import MISSING_TEXT, Column, Table, to_csv, to_latex, to_markdown
+from audiorepro.render.html import table_html
+from audiorepro.render.tables import (
+    MISSING_TEXT,
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_TEXT,
+    Column,
+    Table,
+    to_csv,
+    to_latex,
+    to_markdown,
+)
 
 TABLE = Table(
     "AudioCaps, text to audio",
@@ -48,6 +58,23 @@ def test_latex_is_booktabs_escaped_and_marks_best() -> None:
     assert r"laion/clap\_htsat-fused" in tex
     assert r"\textbf{0.3344}" in tex
     assert "broken & --- & 40.0000 & 957" in tex
+
+
+def test_a_cell_without_a_value_by_design_is_a_dash_not_missing() -> None:
+    t = Table(
+        "t",
+        (Column("r@1", True), Column("baseline", True)),
+        (("m", (0.5, NOT_APPLICABLE)), ("n", (None, 0.75))),
+    )
+    assert t.best() == [{0}, {1}]  # the marker is no number: never best, never compared
+    assert to_csv(t).splitlines()[1:] == ["m,0.5,", "n,,0.75"]
+    md = to_markdown(t)
+    assert f"| m | **0.5000** | {NOT_APPLICABLE_TEXT} |" in md
+    assert f"| n | {MISSING_TEXT} | **0.7500** |" in md
+    assert r"m & \textbf{0.5000} &  \\" in to_latex(t)
+    page = table_html(t, "t")
+    assert f'<td class="na" data-value="">{NOT_APPLICABLE_TEXT}</td>' in page
+    assert page.count(MISSING_TEXT) == 1
 
 
 def test_renderings_are_deterministic() -> None:

@@ -32,7 +32,14 @@ from audiorepro.metrics import (
 )
 from audiorepro.metrics.retrieval import DIRECTIONS, metric_by_name, metric_names
 from audiorepro.render.plots import Series, bar_chart, line_chart
-from audiorepro.render.tables import MISSING_TEXT, Table, slug
+from audiorepro.render.probe_plots import summary_charts
+from audiorepro.render.tables import (
+    MISSING_TEXT,
+    NOT_APPLICABLE_TEXT,
+    NotApplicable,
+    Table,
+    slug,
+)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:80rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -41,7 +48,7 @@ h1{font-size:1.6rem}h2{margin-top:2rem;border-bottom:1px solid #ddd}
 .pass{background:#e8f6ec;border-left:6px solid #27ae60;padding:.6rem 1rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{padding:.25rem .6rem;border-bottom:1px solid #eee}
 th{cursor:pointer;background:#f6f6f6;user-select:none}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.best{font-weight:bold}td.missing{color:#888;font-style:italic;font-size:.85em}small.ci{color:#666;font-weight:normal}
+td.best{font-weight:bold}td.na{color:#888;text-align:center}td.missing{color:#888;font-style:italic;font-size:.85em}small.ci{color:#666;font-weight:normal}
 details{margin:.4rem 0;border:1px solid #ddd;border-radius:4px;padding:.3rem .8rem}
 summary{cursor:pointer;font-weight:600}code{background:#f3f3f3;padding:0 .2rem}
 svg text{font-size:10px;font-family:sans-serif}
@@ -104,6 +111,9 @@ def table_html(table: Table, table_id: str) -> str:
         for j, v in enumerate(values):
             if v is None:
                 cells.append(f'<td class="missing" data-value="">{MISSING_TEXT}</td>')
+                continue
+            if isinstance(v, NotApplicable):
+                cells.append(f'<td class="na" data-value="">{NOT_APPLICABLE_TEXT}</td>')
                 continue
             data = repr(v) if isinstance(v, float) else str(v)
             cls = "num" + (" best" if i in best[j] else "") if not isinstance(v, str) else ""
@@ -588,14 +598,16 @@ def _probe_summary(bundle: Mapping[str, Any]) -> str:
             if parity
             else "; no run has predictions to compare them with."
         )
+    # The comparison is summarized per run after the panels: the verdict points to it.
+    link = " <a href='#parity'>Saved vs recomputed, per run</a>." if parity else ""
     if v["failures"]:
         items = "".join(f"<li>{_e(f)}</li>" for f in v["failures"])
         title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
         return (
             f'<div class="fail" id="summary"><strong>{title}: {len(v["failures"])} problem(s).</strong>'
-            f"<ul>{items}</ul><p>Checked: {_e(checked)}</p></div>"
+            f"<ul>{items}</ul><p>Checked: {_e(checked)}{link}</p></div>"
         )
-    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}</p></div>'
+    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}{link}</p></div>'
 
 
 def _confusion(run: dict[str, Any]) -> str:
@@ -663,34 +675,91 @@ def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
     return "".join(out)
 
 
+#: A table longer than this is collapsed (its title and row count stay in view): a reader
+#: scrolls past no long table to reach the next result.
+LONG_TABLE_ROWS = 50
+
+#: The probe report's sections by the tables they show, in reading order after the verdict.
+_LEADERS = ("task_leaders", "leaders")
+_SUMMARIES = ("families", "family_means")
+_SAVED = ("burst_speaker", "burst_classes", "adapters", "retention", "completion", "training")
+_SAVED_PREFIXES = ("public_", "human_prompts_", "human_dimensions_")
+_AFTER_PANELS = ("metric_parity_summary", "metric_parity", "unused_keys")
+
+
+def _probe_block(tables: Mapping[str, Table], names: Sequence[str]) -> str:
+    """The named tables, each in its own horizontal scroll box; a long one collapsed."""
+    parts = []
+    for n in names:
+        box = _scroll(tables[n], f"table-{n}")
+        rows = len(tables[n].rows)
+        if rows > LONG_TABLE_ROWS:
+            box = (
+                f"<details class='long' id='long-{_e(n)}'><summary>{_e(tables[n].title)} "
+                f"({rows} rows; also <code>tables/{_e(n)}.csv</code>)</summary>{box}</details>"
+            )
+        parts.append(box)
+    return "".join(parts)
+
+
+def _charted(tables: Mapping[str, Table], names: Sequence[str]) -> str:
+    """Each summary table followed by its charts."""
+    return "".join(_probe_block(tables, [n]) + summary_charts(tables, [n]) for n in names)
+
+
+def _probe_parity(tables: Mapping[str, Table]) -> str:
+    """Saved vs recomputed: the per-run summary in view, every compared number on demand."""
+    if "metric_parity" not in tables:
+        return ""
+    full = tables["metric_parity"]
+    summary = (
+        _scroll(tables["metric_parity_summary"], "table-metric_parity_summary")
+        if "metric_parity_summary" in tables
+        else ""
+    )
+    return (
+        f"<h2 id='parity'>Saved vs recomputed numbers</h2>{summary}"
+        f"<details class='parity-full' id='parity-full'><summary>Every compared number "
+        f"({len(full.rows)} rows; also <code>tables/metric_parity.csv</code>)</summary>"
+        f"{_scroll(full, 'table-metric_parity')}</details>"
+    )
+
+
+def _probe_sections(tables: Mapping[str, Table]) -> dict[str, list[str]]:
+    """Each table name under the section that shows it (``other``: what no section names)."""
+    names = list(tables)
+    sections = {
+        "leaders": [n for n in _LEADERS if n in tables],
+        "summaries": [n for n in _SUMMARIES if n in tables],
+        "saved": [n for n in names if n in _SAVED or n.startswith(_SAVED_PREFIXES)],
+        "targets": [n for n in names if n.startswith(("target_", "saved_target_"))],
+        "panels": [n for n in names if n.startswith("panel_")],
+    }
+    taken = {n for group in sections.values() for n in group} | set(_AFTER_PANELS)
+    sections["other"] = [n for n in names if n not in taken]
+    return sections
+
+
 def render_probe_report(
     study: Any,
     bundle: Mapping[str, Any],
     tables: dict[str, Table],
     narrative: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The probe study's report. ``narrative``: (title, HTML) sections the study supplies."""
-    main = [n for n in ("task_leaders", "leaders", "families", "family_means") if n in tables]
-    parity = [n for n in ("metric_parity",) if n in tables]
-    targets = [n for n in tables if n.startswith(("target_", "saved_target_"))]
-    panels = [n for n in tables if n.startswith("panel_")]
-    saved = [
-        n
-        for n in tables
-        if n
-        in ("burst_speaker", "burst_classes", "adapters", "retention", "completion", "training")
-        or n.startswith(("public_", "human_prompts_", "human_dimensions_"))
-    ]
-    skip = {*main, *parity, *targets, *panels, *saved}
-    other = [n for n in tables if n not in skip]
+    """The probe study's report, read from the top: the verdict; the leaders and the summaries
+    with their charts; the saved measurements, targets and other results; the per-run panels;
+    saved vs recomputed per run (every compared number on demand); the study's prose,
+    definitions and provenance. ``narrative``: (title, HTML) sections the study supplies."""
+    sec = _probe_sections(tables)
     target_panels = "".join(
         f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{_scroll(tables[n], f'table-{n}')}</details>"
-        for n in targets
+        for n in sec["targets"]
     )
-
-    def block(names: Sequence[str]) -> str:
-        return "".join(_scroll(tables[n], f"table-{n}") for n in names)
-
+    unused = (
+        f"<h2>Saved keys no table used</h2>{_probe_block(tables, ['unused_keys'])}"
+        if "unused_keys" in tables
+        else ""
+    )
     prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
     credits = getattr(study, "credits", None)
     return (
@@ -698,13 +767,23 @@ def render_probe_report(
         f"<title>{_e(study.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_e(study.title)}</h1><p class='sub'>audiorepro report of study "
         f"<code>{_e(bundle['study']['name'])}</code></p>{_probe_summary(bundle)}"
-        + (f"<h2>Saved vs recomputed numbers</h2>{block(parity)}" if parity else "")
-        + f"<h2>Task leaders</h2>{block(main)}"
-        + (f"<h2>Saved measurements</h2>{block(saved)}" if saved else "")
+        + f"<h2 id='leaders'>Task leaders</h2>{_charted(tables, sec['leaders'])}"
+        + (
+            f"<h2 id='summaries'>Family means</h2>{_charted(tables, sec['summaries'])}"
+            if sec["summaries"]
+            else ""
+        )
+        + (
+            f"<h2>Saved measurements</h2>{_probe_block(tables, sec['saved'])}"
+            if sec["saved"]
+            else ""
+        )
         + f"<h2>Regression targets</h2>{target_panels}"
-        + f"<h2>Classification, events, speaker vectors</h2>{block(other)}"
+        + f"<h2>Classification, events, speaker vectors</h2>{_probe_block(tables, sec['other'])}"
         + f"{''.join(_confusion(r) for r in bundle['runs'])}"
-        + (f"<h2>Per-run panels</h2>{_panels(bundle, tables)}" if panels else "")
+        + (f"<h2>Per-run panels</h2>{_panels(bundle, tables)}" if sec["panels"] else "")
+        + _probe_parity(tables)
+        + unused
         + prose
         + f"<h2>Metric definitions</h2>{_probe_definitions()}"
         + f"<h2>Provenance</h2>{_probe_provenance(bundle)}"

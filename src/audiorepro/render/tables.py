@@ -4,8 +4,12 @@ A :class:`Table` is rows (models) by columns (metrics). Each column knows its di
 (higher or lower is better, or neither); in Markdown and LaTeX the best value of each column is
 marked (bold), every value that ties for best too. Missing values are never 0: CSV leaves the
 field empty, Markdown says "Not recorded / undefined", LaTeX prints an em dash explained in the
-caption. Numbers: CSV uses Python's shortest round-trip repr (no information lost); Markdown and
-LaTeX show :attr:`Table.digits` decimals, so the rendering depends only on the values.
+caption. A cell that has no value by design (a baseline a task does not compare, a leader place
+no run fills) is :data:`NOT_APPLICABLE`: empty in CSV and LaTeX, a dash in Markdown and HTML,
+explained by the table's :data:`NOT_APPLICABLE_NOTE`; "Not recorded / undefined" is kept for a
+value that was expected. Numbers: CSV uses Python's shortest round-trip repr (no information
+lost); Markdown and LaTeX show :attr:`Table.digits` decimals, so the rendering depends only on
+the values.
 """
 
 from __future__ import annotations
@@ -20,7 +24,19 @@ from audiorepro.core.io import atomic_write_bytes, slug
 __all__ = ["slug"]  # re-exported: the runner names table files with it
 
 MISSING_TEXT = "Not recorded / undefined"
-Cell = float | int | str | None
+NOT_APPLICABLE_TEXT = "—"
+NOT_APPLICABLE_NOTE = "—: no value by design (not part of this row's comparison)."
+
+
+class NotApplicable:
+    """The marker of a cell with no value by design (one instance, :data:`NOT_APPLICABLE`)."""
+
+    def __repr__(self) -> str:
+        return "NOT_APPLICABLE"
+
+
+NOT_APPLICABLE = NotApplicable()
+Cell = float | int | str | NotApplicable | None
 
 
 @dataclass(frozen=True)
@@ -84,7 +100,17 @@ def to_csv(table: Table) -> str:
     writer.writerow([table.row_header, *(c.name for c in table.columns)])
     for label, values in table.rows:
         writer.writerow(
-            [label, *("" if v is None else repr(v) if isinstance(v, float) else v for v in values)]
+            [
+                label,
+                *(
+                    ""
+                    if v is None or isinstance(v, NotApplicable)
+                    else repr(v)
+                    if isinstance(v, float)
+                    else v
+                    for v in values
+                ),
+            ]
         )
     return buf.getvalue()
 
@@ -111,6 +137,8 @@ def to_markdown(table: Table) -> str:
         for j, v in enumerate(values):
             if v is None:
                 cells.append(MISSING_TEXT)
+            elif isinstance(v, NotApplicable):
+                cells.append(NOT_APPLICABLE_TEXT)
             elif isinstance(v, str):
                 cells.append(v)
             else:
@@ -170,6 +198,8 @@ def to_latex(table: Table) -> str:
         for j, v in enumerate(values):
             if v is None:
                 cells.append("---")
+            elif isinstance(v, NotApplicable):
+                cells.append("")
             elif isinstance(v, str):
                 cells.append(latex_escape(v))
             else:

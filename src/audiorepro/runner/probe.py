@@ -22,6 +22,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,14 @@ from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
 from audiorepro.render.html import render_probe_report
 from audiorepro.render.markdown import markdown_html
-from audiorepro.render.tables import Column, Table, slug, write_table
+from audiorepro.render.tables import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_NOTE,
+    Column,
+    Table,
+    slug,
+    write_table,
+)
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
@@ -54,6 +62,7 @@ from audiorepro.runner.outputs import (
 from audiorepro.runner.probe_saved import (
     completion_problems,
     parity,
+    parity_summary_table,
     parity_table,
     percent_cell,
     reference_check,
@@ -157,7 +166,38 @@ def _tasks(runs: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[str, A
     return tasks
 
 
-def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Place:
+    """One place of a task's ranking: the run's model and its value."""
+
+    model: str
+    value: float | int
+
+
+@dataclass(frozen=True)
+class Leader:
+    """A task's leading runs, best first, and the runs whose value is undefined (the
+    ``leaders`` entries of the bundle, :func:`dataclasses.asdict`)."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    ranking: list[Place]
+    undefined: list[str]
+
+
+@dataclass(frozen=True)
+class FamilyMean:
+    """A model family's mean normalized MAE and Spearman over its defined targets (the
+    ``family_means`` entries of the bundle)."""
+
+    family: str
+    normalized_mae: float | None
+    spearman: float | None
+    n_targets: int
+
+
+def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[Leader]:
     """Per task: runs ordered best first by the task's metric and direction (undefined last)."""
     out = []
     for label, kind, values in _tasks(runs):
@@ -165,18 +205,18 @@ def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[dict[str, Any]]
         defined = [(m, v) for m, v in values if v is not None and not math.isnan(v)]
         ordered = sorted(defined, key=lambda mv: -mv[1] if higher else mv[1])
         out.append(
-            {
-                "task": label,
-                "metric": metric_label,
-                "higher_is_better": higher,
-                "ranking": [{"model": m, "value": v} for m, v in ordered[:places]],
-                "undefined": [m for m, v in values if v is None or math.isnan(v)],
-            }
+            Leader(
+                task=label,
+                metric=metric_label,
+                higher_is_better=higher,
+                ranking=[Place(m, v) for m, v in ordered[:places]],
+                undefined=[m for m, v in values if v is None or math.isnan(v)],
+            )
         )
     return out
 
 
-def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def family_means(runs: list[dict[str, Any]]) -> list[FamilyMean]:
     """Per family: mean normalized MAE and Spearman over defined (run, target) pairs."""
     out = []
     for family in dict.fromkeys(r["family"] for r in runs):
@@ -190,12 +230,12 @@ def family_means(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 if values.get("spearman") is not None:
                     rho.append(values["spearman"])
         out.append(
-            {
-                "family": family,
-                "normalized_mae": math.fsum(nmae) / len(nmae) if nmae else None,
-                "spearman": math.fsum(rho) / len(rho) if rho else None,
-                "n_targets": len(nmae),
-            }
+            FamilyMean(
+                family=family,
+                normalized_mae=math.fsum(nmae) / len(nmae) if nmae else None,
+                spearman=math.fsum(rho) / len(rho) if rho else None,
+                n_targets=len(nmae),
+            )
         )
     return out
 
@@ -206,169 +246,197 @@ def _class_name(index: str, names: tuple[str, ...]) -> str:
     return names[i] if i < len(names) else f"class {index}"
 
 
-def _tables(
-    runs: list[dict[str, Any]],
-    lead: list[dict[str, Any]],
-    fam: list[dict[str, Any]],
-    event_classes: tuple[str, ...] = (),
-) -> dict[str, Table]:
-    tables: dict[str, Table] = {}
-    width = max((len(t["ranking"]) for t in lead), default=0)
+@dataclass(frozen=True)
+class FieldColumn:
+    """A declared column: the report field it shows, its column, and whether the field is a
+    fraction shown as a percentage (:func:`percent_cell`)."""
+
+    field: str
+    column: Column
+    percent: bool = False
+
+
+REG_FIELDS = tuple(FieldColumn(c.name, c) for c in REG_COLUMNS)
+# Accuracy and F1 as percentages, as the published probe report shows them.
+CLASSIFICATION_FIELDS = (
+    FieldColumn("n", Column("n")),
+    FieldColumn("accuracy", Column("accuracy (%)", True), True),
+    FieldColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
+    FieldColumn("macro_f1", Column("macro_f1 (%)", True), True),
+)
+IOU_FIELDS = (
+    FieldColumn("precision", Column("precision (%)", True), True),
+    FieldColumn("recall", Column("recall (%)", True), True),
+    FieldColumn("f1", Column("f1 (%)", True), True),
+    FieldColumn("matched", Column("matched")),
+)
+EVENT_FIELDS = (
+    FieldColumn("frame_f1", Column("frame_f1 (%)", True), True),
+    FieldColumn("start_mae_s", Column("start_mae_s", False)),
+    FieldColumn("end_mae_s", Column("end_mae_s", False)),
+    FieldColumn("oracle_span_class_accuracy", Column("oracle_span_class_accuracy (%)", True), True),
+    FieldColumn(
+        "detected_span_class_accuracy", Column("detected_span_class_accuracy (%)", True), True
+    ),
+)
+VECTOR_FIELDS = (
+    FieldColumn("n", Column("n")),
+    FieldColumn("mean_cosine", Column("mean_cosine", True)),
+)
+
+
+def _field_rows(
+    runs: list[dict[str, Any]], path: tuple[str, ...], fields: tuple[FieldColumn, ...]
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """One row per run: each declared field at ``path`` of its report."""
+    return tuple(
+        (
+            r["model"],
+            tuple(percent_cell(_get(r["report"], *path, f.field), f.percent) for f in fields),
+        )
+        for r in runs
+    )
+
+
+def _leaders_table(lead: list[Leader]) -> Table:
+    """Per task: the leading runs and their values, best first."""
+    width = max((len(t.ranking) for t in lead), default=0)
     cols: list[Column] = [Column("metric")]
     for place in range(1, width + 1):
         cols += [Column(f"#{place}"), Column(f"#{place} value")]
     rows = []
     percent = {TASK_METRICS[k][1] for k in PERCENT_KINDS}
     for t in lead:
-        arrow = " ↑" if t["higher_is_better"] else " ↓"
-        pct = t["metric"] in percent
-        cells: list[Any] = [t["metric"] + (" (%)" if pct else "") + arrow]
+        arrow = " ↑" if t.higher_is_better else " ↓"
+        pct = t.metric in percent
+        cells: list[Any] = [t.metric + (" (%)" if pct else "") + arrow]
         for place in range(width):
-            entry = t["ranking"][place] if place < len(t["ranking"]) else None
+            entry = t.ranking[place] if place < len(t.ranking) else None
+            # A place beyond the task's runs has no value by design; one a run with an
+            # undefined value would fill was expected ("not recorded / undefined").
+            gap = None if place < len(t.ranking) + len(t.undefined) else NOT_APPLICABLE
             cells += [
-                entry["model"] if entry else None,
-                percent_cell(entry["value"], pct) if entry else None,
+                entry.model if entry else gap,
+                percent_cell(entry.value, pct) if entry else gap,
             ]
-        rows.append((t["task"], tuple(cells)))
-    tables["leaders"] = Table(
+        rows.append((t.task, tuple(cells)))
+    return Table(
         "Task leaders (best run per task by its metric)",
         tuple(cols),
         tuple(rows),
         row_header="task",
+        notes=(NOT_APPLICABLE_NOTE.removesuffix(".") + ": fewer runs than places.",)
+        if any(len(t.ranking) + len(t.undefined) < width for t in lead)
+        else (),
     )
-    tables["family_means"] = Table(
+
+
+def _family_means_table(fam: list[FamilyMean]) -> Table:
+    return Table(
         "Family means over defined targets",
         (Column("normalized_mae", False), Column("spearman", True), Column("targets")),
-        tuple((f["family"], (f["normalized_mae"], f["spearman"], f["n_targets"])) for f in fam),
+        tuple((f.family, (f.normalized_mae, f.spearman, f.n_targets)) for f in fam),
         row_header="family",
     )
+
+
+def _target_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+    """One table per regression target: every run's numbers for it."""
     reg_runs = [r for r in runs if _get(r["report"], "regression")]
     targets = list(dict.fromkeys(t for r in reg_runs for t in r["report"]["regression"]))
-    for target in targets:
-        tables[f"target_{slug(target)}"] = Table(
+    return {
+        f"target_{slug(target)}": Table(
             f"Regression target {target}",
             REG_COLUMNS,
-            tuple(
-                (
-                    r["model"],
-                    tuple(_get(r["report"], "regression", target, c.name) for c in REG_COLUMNS),
-                )
-                for r in reg_runs
-            ),
+            _field_rows(reg_runs, ("regression", target), REG_FIELDS),
         )
+        for target in targets
+    }
+
+
+def _classification_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+    """Per corpus: accuracy (with its group-bootstrap interval), balanced accuracy, macro F1."""
+    tables = {}
     for corpus in dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")):
         group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
-        # Accuracy and F1 as percentages, as the published probe report shows them.
-        fields = ("n", "accuracy", "balanced_accuracy", "macro_f1")
-        columns = (
-            Column("n"),
-            Column("accuracy (%)", True),
-            Column("balanced_accuracy (%)", True),
-            Column("macro_f1 (%)", True),
-        )
         intervals = tuple(
             tuple(
                 _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"], 100.0)
-                if f == "accuracy"
+                if f.field == "accuracy"
                 and r["report"]["classification"].get("accuracy_ci95_group_bootstrap")
                 else None
-                for f in fields
+                for f in CLASSIFICATION_FIELDS
             )
             for r in group
         )
         tables[f"classification_{slug(str(corpus))}"] = Table(
             f"Classification, {corpus}",
-            columns,
-            tuple(
-                (
-                    r["model"],
-                    tuple(
-                        percent_cell(_get(r["report"], "classification", f), f != "n")
-                        for f in fields
-                    ),
-                )
-                for r in group
-            ),
+            tuple(f.column for f in CLASSIFICATION_FIELDS),
+            _field_rows(group, ("classification",), CLASSIFICATION_FIELDS),
             notes=("Report: group-bootstrap 95% interval of accuracy (groups resampled, seeded).",),
             intervals=intervals,
         )
+    return tables
+
+
+def _event_tables(runs: list[dict[str, Any]], event_classes: tuple[str, ...]) -> dict[str, Table]:
+    """Events at each IoU threshold, frames/timing/span classes, and per-class support."""
     ev_runs = [r for r in runs if _get(r["report"], "events")]
-    if ev_runs:
-        iou_fields = ("precision", "recall", "f1", "matched")
-        iou_columns = (
-            Column("precision (%)", True),
-            Column("recall (%)", True),
-            Column("f1 (%)", True),
-            Column("matched"),
+    if not ev_runs:
+        return {}
+    tables = {
+        f"events_iou_{threshold.replace('.', '')}": Table(
+            f"Vocal-burst events at IoU >= {threshold}",
+            tuple(f.column for f in IOU_FIELDS),
+            _field_rows(ev_runs, ("events", "iou", threshold), IOU_FIELDS),
         )
-        for threshold in IOU:
-            tables[f"events_iou_{threshold.replace('.', '')}"] = Table(
-                f"Vocal-burst events at IoU >= {threshold}",
-                iou_columns,
-                tuple(
-                    (
-                        r["model"],
-                        tuple(
-                            percent_cell(
-                                _get(r["report"], "events", "iou", threshold, f), f != "matched"
-                            )
-                            for f in iou_fields
-                        ),
-                    )
-                    for r in ev_runs
-                ),
-            )
-        event_fields = (
-            ("frame_f1", True),
-            ("start_mae_s", False),
-            ("end_mae_s", False),
-            ("oracle_span_class_accuracy", True),
-            ("detected_span_class_accuracy", True),
-        )
-        event_columns = tuple(
-            Column(f + (" (%)" if pct else ""), not f.endswith("_s")) for f, pct in event_fields
-        )
-        tables["events"] = Table(
-            "Vocal-burst events: frames, timing, span classes",
-            event_columns,
-            tuple(
-                (
-                    r["model"],
-                    tuple(
-                        percent_cell(_get(r["report"], "events", f), pct) for f, pct in event_fields
-                    ),
-                )
-                for r in ev_runs
+        for threshold in IOU
+    }
+    tables["events"] = Table(
+        "Vocal-burst events: frames, timing, span classes",
+        tuple(f.column for f in EVENT_FIELDS),
+        _field_rows(ev_runs, ("events",), EVENT_FIELDS),
+    )
+    class_rows = [
+        (
+            r["model"],
+            (
+                _class_name(c, event_classes),
+                v["support"],
+                percent_cell(v["oracle_span_accuracy"], True),
             ),
         )
-        class_rows = [
-            (
-                r["model"],
-                (
-                    _class_name(c, event_classes),
-                    v["support"],
-                    percent_cell(v["oracle_span_accuracy"], True),
-                ),
-            )
-            for r in ev_runs
-            for c, v in (_get(r["report"], "events", "classes") or {}).items()
-        ]
-        if class_rows:
-            tables["event_classes"] = Table(
-                "Vocal-burst classes: support and oracle-span accuracy per class (recomputed)",
-                (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
-                tuple(class_rows),
-                notes=("Support: reference events of the class.",),
-            )
+        for r in ev_runs
+        for c, v in (_get(r["report"], "events", "classes") or {}).items()
+    ]
+    if class_rows:
+        tables["event_classes"] = Table(
+            "Vocal-burst classes: support and oracle-span accuracy per class (recomputed)",
+            (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
+            tuple(class_rows),
+            notes=("Support: reference events of the class.",),
+        )
+    return tables
+
+
+def _tables(
+    runs: list[dict[str, Any]],
+    lead: list[Leader],
+    fam: list[FamilyMean],
+    event_classes: tuple[str, ...] = (),
+) -> dict[str, Table]:
+    """Every table recomputed from the predictions (see the module docstring), in the order
+    the report shows them."""
+    tables = {"leaders": _leaders_table(lead), "family_means": _family_means_table(fam)}
+    tables.update(_target_tables(runs))
+    tables.update(_classification_tables(runs))
+    tables.update(_event_tables(runs, event_classes))
     vec_runs = [r for r in runs if _get(r["report"], "vectors")]
     if vec_runs:
         tables["vectors"] = Table(
             "Speaker vectors",
-            (Column("n"), Column("mean_cosine", True)),
-            tuple(
-                (r["model"], (r["report"]["vectors"]["n"], r["report"]["vectors"]["mean_cosine"]))
-                for r in vec_runs
-            ),
+            tuple(f.column for f in VECTOR_FIELDS),
+            _field_rows(vec_runs, ("vectors",), VECTOR_FIELDS),
         )
     return tables
 
@@ -655,6 +723,7 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     if unused is not None:
         tables["unused_keys"] = unused
     if metric_parity["cells"] or metric_parity["reference"]:
+        tables["metric_parity_summary"] = parity_summary_table(metric_parity)
         tables["metric_parity"] = parity_table(metric_parity)
     _copy_saved(study, out)
     for name, table in tables.items():
@@ -671,9 +740,10 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "kind": "probe",
         "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
         "runs": [{k: v for k, v in r.items() if k != "documents"} for r in runs],
-        "leaders": lead,
-        "family_means": fam,
-        "task_leaders": saved_lead,
+        # The typed records as the bundle's JSON objects (the same keys and values).
+        "leaders": [asdict(t) for t in lead],
+        "family_means": [asdict(f) for f in fam],
+        "task_leaders": [asdict(t) for t in saved_lead],
         "verification": verification,
     }
     report = render_probe_report(study, bundle, tables, _narrative(study))

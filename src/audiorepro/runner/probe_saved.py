@@ -23,13 +23,17 @@ Where a run has predictions too, :func:`parity` compares each saved number of th
 with the number recomputed from the predictions: one cell per metric with ``saved``,
 ``recomputed``, ``abs_delta`` and ``tolerance``. A saved number that differs by more than the
 tolerance fails the study, and so does one where the predictions give an undefined number; a
-saved null (not recorded) claims nothing and is not compared.
+saved null (not recorded) claims nothing and is not compared. :func:`parity_table` lists every
+compared number (``metric_parity``); :func:`parity_summary_table` sums them up per run and split
+(``metric_parity_summary``: compared, failed, the largest difference and where), which is what
+the report shows, the full list on demand.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +41,7 @@ import numpy as np
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
-from audiorepro.render.tables import Column, Table, slug
+from audiorepro.render.tables import NOT_APPLICABLE, NOT_APPLICABLE_NOTE, Column, Table, slug
 from audiorepro.runner.outputs import MetricParity, ParityCell
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
@@ -134,7 +138,24 @@ def _matches(run: dict[str, Any], wanted: dict[str, str]) -> bool:
     return all(run["attributes"].get(k) == v for k, v in wanted.items())
 
 
-def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class SavedLeader:
+    """A ``[[leaders]]`` task over saved measurements (the bundle's ``task_leaders`` entries,
+    :func:`dataclasses.asdict`): the best candidate and its value, each baseline's value by
+    run id (None: the baseline's files hold no such number), the best observed run."""
+
+    task: str
+    metric: str
+    label: str
+    higher_is_better: bool
+    percent: bool
+    best_candidate_run: str | None
+    best_candidate_value: float | int | None
+    baselines: dict[str, float | int | None]
+    highest_measured_run: str | None
+
+
+def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[SavedLeader]:
     """Per ``[[leaders]]`` task: best candidate, baselines' values, best observed run."""
     by_id = {r["id"]: r for r in runs}
     out = []
@@ -156,17 +177,17 @@ def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[dict[str
         baselines = [by_id[b] for b in lead.baselines]
         overall = pick(([best] if best else []) + baselines)
         out.append(
-            {
-                "task": lead.task,
-                "metric": lead.metric,
-                "label": lead.label,
-                "higher_is_better": lead.higher,
-                "percent": lead.percent,
-                "best_candidate_run": None if best is None else best["id"],
-                "best_candidate_value": None if best is None else value(best),
-                "baselines": {b["id"]: value(b) for b in baselines},
-                "highest_measured_run": None if overall is None else overall["id"],
-            }
+            SavedLeader(
+                task=lead.task,
+                metric=lead.metric,
+                label=lead.label,
+                higher_is_better=lead.higher,
+                percent=lead.percent,
+                best_candidate_run=None if best is None else best["id"],
+                best_candidate_value=None if best is None else value(best),
+                baselines={b["id"]: value(b) for b in baselines},
+                highest_measured_run=None if overall is None else overall["id"],
+            )
         )
     return out
 
@@ -177,200 +198,287 @@ def percent_cell(value: float | int | None, percent: bool) -> float | int | None
     return None if value is None else (100.0 * value if percent else value)
 
 
-def saved_tables(
-    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[dict[str, Any]]
-) -> dict[str, Table]:
-    """Every table built from saved measurements alone (see the module docstring)."""
-    tables: dict[str, Table] = {}
+@dataclass(frozen=True)
+class SavedColumn:
+    """A declared column of a saved-measurement table: the saved field (a key of the split's
+    shape), its column, and whether the fraction is shown as a percentage."""
+
+    field: str
+    column: Column
+    percent: bool = False
+
+
+#: burst_speaker's timing columns, after clips, frame F1 and the event F1 at each IoU
+BURST_TIMING = (
+    SavedColumn("burst_start_mae_s", Column("start_mae_s", False)),
+    SavedColumn("burst_end_mae_s", Column("end_mae_s", False)),
+    SavedColumn(
+        "burst_class_oracle_span_accuracy", Column("oracle_span_class_accuracy (%)", True), True
+    ),
+    SavedColumn(
+        "burst_matched_event_class_accuracy",
+        Column("detected_span_class_accuracy (%)", True),
+        True,
+    ),
+)
+SCORE_COLUMNS = (
+    Column("n"),
+    Column("raw_mae", False),
+    Column("normalized_mae", False),
+    Column("pearson", True),
+    Column("spearman", True),
+)
+#: The fields a public benchmark's cut may record, in the table's order; a field no run
+#: records is left out. Neutral (no best marked): counts and rates; lower is better: errors.
+PUBLIC_FIELDS = (
+    "n",
+    "prompts",
+    "positive_rate",
+    "mean_prompt_spearman",
+    "balanced_accuracy_oracle_per_prompt",
+    "balanced_accuracy_oracle_overall",
+    "balanced_accuracy_5fold_clip_grouped",
+    "mae",
+    "rmse",
+    "pearson",
+    "spearman",
+)
+PUBLIC_NEUTRAL = frozenset({"n", "prompts", "positive_rate"})
+PUBLIC_LOWER = frozenset({"mae", "rmse"})
+ADAPTER_FIELDS = (
+    SavedColumn("n", Column("n")),
+    SavedColumn("accuracy", Column("accuracy (%)", True), True),
+    SavedColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
+    SavedColumn("macro_f1", Column("macro_f1 (%)", True), True),
+)
+PROMPT_FIELDS = (
+    SavedColumn("prompt", Column("prompt")),
+    SavedColumn("n", Column("n")),
+    SavedColumn("spearman", Column("spearman", True)),
+    SavedColumn("balanced_accuracy_oracle", Column("balanced_accuracy_oracle", True)),
+)
+DIMENSION_FIELDS = (
+    SavedColumn("dimension", Column("dimension")),
+    SavedColumn("n", Column("n")),
+    SavedColumn("prompts", Column("prompts")),
+    SavedColumn("mean_prompt_spearman", Column("mean_prompt_spearman", True)),
+    SavedColumn(
+        "balanced_accuracy_oracle_per_prompt", Column("balanced_accuracy_oracle_per_prompt", True)
+    ),
+)
+CATEGORY_FIELDS = ("n", "mae", "rmse", "pearson", "spearman")
+
+
+def _task_leaders_table(runs: list[dict[str, Any]], lead: list[SavedLeader]) -> Table:
+    """Per task: the best candidate and its value, each baseline's value, the best observed."""
     by_id = {r["id"]: r for r in runs}
+    baseline_ids = list(dict.fromkeys(b for t in lead for b in t.baselines))
+    cols = [Column("metric"), Column("best candidate"), Column("value")]
+    cols += [Column(_label(by_id[b])) for b in baseline_ids]
+    cols += [Column("best observed")]
+    rows = []
+    for t in lead:
+        arrow = " ↑" if t.higher_is_better else " ↓"
+        pct = t.percent
+        best = t.best_candidate_run
+        win = t.highest_measured_run
+        cells: list[Any] = [
+            t.label + (" (%)" if pct else "") + arrow,
+            None if best is None else _label(by_id[best]),
+            percent_cell(t.best_candidate_value, pct),
+        ]
+        # A baseline the task does not compare has no value by design (a dash), one it
+        # compares but whose files hold no such number was expected ("not recorded").
+        cells += [
+            percent_cell(t.baselines[b], pct) if b in t.baselines else NOT_APPLICABLE
+            for b in baseline_ids
+        ]
+        cells.append(None if win is None else _label(by_id[win]))
+        rows.append((t.task, tuple(cells)))
+    return Table(
+        "Task leaders from saved measurements (best candidate, baselines beside it)",
+        tuple(cols),
+        tuple(rows),
+        row_header="task",
+        notes=("Candidates: runs whose attributes match the task's filter.",)
+        + (
+            (NOT_APPLICABLE_NOTE.removesuffix(".") + ": a baseline the task does not compare.",)
+            if any(NOT_APPLICABLE in cells for _, cells in rows)
+            else ()
+        ),
+    )
+
+
+def _families_table(study: ProbeStudy, held: list[dict[str, Any]], attrs: list[str]) -> Table:
+    """Per run of the primary split: each family's mean normalized MAE and Spearman."""
+    split = study.parity_split
+    cols = [Column(a) for a in attrs]
+    for name in study.families:
+        cols += [Column(f"{name} normalized_mae", False), Column(f"{name} spearman", True)]
+    rows = []
+    for r in held:
+        scores = r["saved"][split]["per_score"]
+        means = [
+            family_mean(scores, prefix, measure)
+            for prefix in study.families.values()
+            for measure in ("normalized_mae", "spearman")
+        ]
+        rows.append((_label(r), (*(r["attributes"].get(a) for a in attrs), *means)))
+    return Table(
+        f"Target families ({split}): equal-weight means over each run's valid targets",
+        tuple(cols),
+        tuple(rows),
+        notes=tuple(f"{n}: targets named {p}*" for n, p in study.families.items()),
+    )
+
+
+def _burst_speaker_table(held: list[dict[str, Any]], attrs: list[str], split: str) -> Table:
+    """Per run: clips, frame and event F1, timing, span classes, speaker sets, CPS MAE."""
+    speakers = list(dict.fromkeys(n for r in held for n in r["saved"][split]["speaker_cosine"]))
+    cols = [Column(a) for a in attrs] + [
+        Column("clips"),
+        Column("frame_f1 (%)", True),
+        *(Column(f"event_f1@{t} (%)", True) for t in IOU),
+        *(c.column for c in BURST_TIMING),
+    ]
+    for name in speakers:
+        cols += [Column(f"{name} cosine", True), Column(f"{name} n")]
+    cols.append(Column("cps_raw_mae", False))
+    rows = []
+    for r in held:
+        x = r["saved"][split]
+        loc = x["burst_localization"]
+        row: list[Any] = [r["attributes"].get(a) for a in attrs]
+        row += [
+            x["clips"],
+            percent_cell(x["frame_f1"], True),
+            *(percent_cell(loc.get(t, {}).get("f1"), True) for t in IOU),
+            *(percent_cell(x[c.field], c.percent) for c in BURST_TIMING),
+        ]
+        for name in speakers:
+            vec = x["speaker_cosine"].get(name, {})
+            row += [vec.get("mean"), vec.get("n")]
+        row.append(x["cps_raw_mae"])
+        rows.append((_label(r), tuple(row)))
+    return Table(
+        f"Speaker vectors, speaking rate and vocal-burst timing ({split})",
+        tuple(cols),
+        tuple(rows),
+        notes=("Compare within a test domain; N is each speaker-vector set's valid count.",),
+    )
+
+
+def _held_out_tables(held: list[dict[str, Any]], attrs: list[str], split: str) -> dict[str, Table]:
+    """burst_speaker, burst_classes and one saved_target table per target of the split."""
+    tables = {"burst_speaker": _burst_speaker_table(held, attrs, split)}
+    class_rows = [
+        (_label(r), (c["name"], c["support"], percent_cell(c["oracle_span_accuracy"], True)))
+        for r in held
+        for c in r["saved"][split]["burst_per_class"]
+    ]
+    if class_rows:
+        tables["burst_classes"] = Table(
+            f"Vocal-burst classes ({split}): support and oracle-span accuracy per class",
+            (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
+            tuple(class_rows),
+            notes=("Support: reference events of the class.",),
+        )
+    targets = list(dict.fromkeys(s["score"] for r in held for s in r["saved"][split]["per_score"]))
+    for target in targets:
+        rows = []
+        for r in held:
+            hit = next((s for s in r["saved"][split]["per_score"] if s["score"] == target), None)
+            if hit is not None:
+                rows.append((_label(r), tuple(hit[c.name] for c in SCORE_COLUMNS)))
+        tables[f"saved_target_{slug(target)}"] = Table(
+            f"Target {target} ({split}, saved)", SCORE_COLUMNS, tuple(rows)
+        )
+    return tables
+
+
+def _cuts(public: list[dict[str, Any]], bench: str) -> list[tuple[dict[str, Any], str, Any]]:
+    """(run, cut, numbers) of every label cut of a public benchmark (lists are not cuts)."""
+    return [
+        (r, cut, value)
+        for r in public
+        for cut, value in r["saved"]["public"].get(bench, {}).items()
+        if isinstance(value, dict)
+    ]
+
+
+def _public_table(public: list[dict[str, Any]], bench: str) -> Table:
+    """A public benchmark's every recorded cut of every run; the fields some run records."""
+    cut_rows = _cuts(public, bench)
+    fields = [f for f in PUBLIC_FIELDS if any(v.get(f) is not None for _, _, v in cut_rows)]
+    return Table(
+        f"Public benchmark {bench}: every recorded cut",
+        (
+            Column("cut"),
+            *(Column(f, None if f in PUBLIC_NEUTRAL else f not in PUBLIC_LOWER) for f in fields),
+        ),
+        tuple((_label(r), (cut, *(v.get(f) for f in fields))) for r, cut, v in cut_rows),
+    )
+
+
+def _adapters_table(runs: list[dict[str, Any]], adapters: list[str]) -> Table:
+    return Table(
+        "Supervised adapters: outer-fold accuracy, balanced accuracy, macro F1 (%)",
+        (Column("adapter"), *(c.column for c in ADAPTER_FIELDS)),
+        tuple(
+            (
+                _label(r),
+                (
+                    a,
+                    *(
+                        percent_cell(r["saved"][a]["metrics"].get(c.field), c.percent)
+                        for c in ADAPTER_FIELDS
+                    ),
+                ),
+            )
+            for a in adapters
+            for r in runs
+            if a in r["saved"]
+        ),
+    )
+
+
+def _panel_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+    """Per run and saved file: every recorded number."""
+    return {
+        f"panel_{slug(r['id'])}_{slug(name)}": Table(
+            f"{r['id']}: {name} (every recorded number)",
+            (Column("recorded"),),
+            tuple((path, (value,)) for path, value in _numbers(doc)),
+            row_header="measurement",
+        )
+        for r in runs
+        for name, doc in r["saved"].items()
+    }
+
+
+def saved_tables(
+    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[SavedLeader]
+) -> dict[str, Table]:
+    """Every table built from saved measurements alone (see the module docstring), in the
+    order the report shows them."""
+    tables: dict[str, Table] = {}
     split = study.parity_split
     attrs = _attribute_names(runs)
     if lead:
-        baseline_ids = list(dict.fromkeys(b for t in lead for b in t["baselines"]))
-        cols = [Column("metric"), Column("best candidate"), Column("value")]
-        cols += [Column(_label(by_id[b])) for b in baseline_ids]
-        cols += [Column("best observed")]
-        rows = []
-        for t in lead:
-            arrow = " ↑" if t["higher_is_better"] else " ↓"
-            pct = t["percent"]
-            best = t["best_candidate_run"]
-            win = t["highest_measured_run"]
-            cells: list[Any] = [
-                t["label"] + (" (%)" if pct else "") + arrow,
-                None if best is None else _label(by_id[best]),
-                percent_cell(t["best_candidate_value"], pct),
-            ]
-            cells += [percent_cell(t["baselines"].get(b), pct) for b in baseline_ids]
-            cells.append(None if win is None else _label(by_id[win]))
-            rows.append((t["task"], tuple(cells)))
-        tables["task_leaders"] = Table(
-            "Task leaders from saved measurements (best candidate, baselines beside it)",
-            tuple(cols),
-            tuple(rows),
-            row_header="task",
-            notes=("Candidates: runs whose attributes match the task's filter.",),
-        )
+        tables["task_leaders"] = _task_leaders_table(runs, lead)
     held = [r for r in runs if split in r["saved"]]
     if study.families and held:
-        cols = [Column(a) for a in attrs]
-        for name in study.families:
-            cols += [Column(f"{name} normalized_mae", False), Column(f"{name} spearman", True)]
-        tables["families"] = Table(
-            f"Target families ({split}): equal-weight means over each run's valid targets",
-            tuple(cols),
-            tuple(
-                (
-                    _label(r),
-                    tuple(r["attributes"].get(a) for a in attrs)
-                    + tuple(
-                        v
-                        for prefix in study.families.values()
-                        for v in (
-                            family_mean(r["saved"][split]["per_score"], prefix, "normalized_mae"),
-                            family_mean(r["saved"][split]["per_score"], prefix, "spearman"),
-                        )
-                    ),
-                )
-                for r in held
-            ),
-            notes=tuple(f"{n}: targets named {p}*" for n, p in study.families.items()),
-        )
+        tables["families"] = _families_table(study, held, attrs)
     if held:
-        speakers = list(dict.fromkeys(n for r in held for n in r["saved"][split]["speaker_cosine"]))
-        cols = [Column(a) for a in attrs] + [
-            Column("clips"),
-            Column("frame_f1 (%)", True),
-            *(Column(f"event_f1@{t} (%)", True) for t in IOU),
-            Column("start_mae_s", False),
-            Column("end_mae_s", False),
-            Column("oracle_span_class_accuracy (%)", True),
-            Column("detected_span_class_accuracy (%)", True),
-        ]
-        for name in speakers:
-            cols += [Column(f"{name} cosine", True), Column(f"{name} n")]
-        cols.append(Column("cps_raw_mae", False))
-        rows = []
-        for r in held:
-            x = r["saved"][split]
-            loc = x["burst_localization"]
-            row: list[Any] = [r["attributes"].get(a) for a in attrs]
-            row += [
-                x["clips"],
-                percent_cell(x["frame_f1"], True),
-                *(percent_cell(loc.get(t, {}).get("f1"), True) for t in IOU),
-                x["burst_start_mae_s"],
-                x["burst_end_mae_s"],
-                percent_cell(x["burst_class_oracle_span_accuracy"], True),
-                percent_cell(x["burst_matched_event_class_accuracy"], True),
-            ]
-            for name in speakers:
-                vec = x["speaker_cosine"].get(name, {})
-                row += [vec.get("mean"), vec.get("n")]
-            row.append(x["cps_raw_mae"])
-            rows.append((_label(r), tuple(row)))
-        tables["burst_speaker"] = Table(
-            f"Speaker vectors, speaking rate and vocal-burst timing ({split})",
-            tuple(cols),
-            tuple(rows),
-            notes=("Compare within a test domain; N is each speaker-vector set's valid count.",),
-        )
-        class_rows = [
-            (_label(r), (c["name"], c["support"], percent_cell(c["oracle_span_accuracy"], True)))
-            for r in held
-            for c in r["saved"][split]["burst_per_class"]
-        ]
-        if class_rows:
-            tables["burst_classes"] = Table(
-                f"Vocal-burst classes ({split}): support and oracle-span accuracy per class",
-                (Column("class"), Column("support"), Column("oracle_span_accuracy (%)", True)),
-                tuple(class_rows),
-                notes=("Support: reference events of the class.",),
-            )
-        targets = list(
-            dict.fromkeys(s["score"] for r in held for s in r["saved"][split]["per_score"])
-        )
-        score_cols = (
-            Column("n"),
-            Column("raw_mae", False),
-            Column("normalized_mae", False),
-            Column("pearson", True),
-            Column("spearman", True),
-        )
-        for target in targets:
-            rows = []
-            for r in held:
-                hit = next(
-                    (s for s in r["saved"][split]["per_score"] if s["score"] == target), None
-                )
-                if hit is not None:
-                    rows.append((_label(r), tuple(hit[c.name] for c in score_cols)))
-            tables[f"saved_target_{slug(target)}"] = Table(
-                f"Target {target} ({split}, saved)", score_cols, tuple(rows)
-            )
+        tables.update(_held_out_tables(held, attrs, split))
     public = [r for r in runs if "public" in r["saved"]]
     benches = list(dict.fromkeys(b for r in public for b in r["saved"]["public"]))
-    for bench in benches:
-        cut_rows = [
-            (r, cut, value)
-            for r in public
-            for cut, value in r["saved"]["public"].get(bench, {}).items()
-            if isinstance(value, dict)
-        ]
-        fields = [
-            f
-            for f in (
-                "n",
-                "prompts",
-                "positive_rate",
-                "mean_prompt_spearman",
-                "balanced_accuracy_oracle_per_prompt",
-                "balanced_accuracy_oracle_overall",
-                "balanced_accuracy_5fold_clip_grouped",
-                "mae",
-                "rmse",
-                "pearson",
-                "spearman",
-            )
-            if any(v.get(f) is not None for _, _, v in cut_rows)
-        ]
-        lower = {"mae", "rmse"}
-        neutral = {"n", "prompts", "positive_rate"}
-        tables[f"public_{slug(bench)}"] = Table(
-            f"Public benchmark {bench}: every recorded cut",
-            (Column("cut"), *(Column(f, None if f in neutral else f not in lower) for f in fields)),
-            tuple((_label(r), (cut, *(v.get(f) for f in fields))) for r, cut, v in cut_rows),
-        )
+    tables.update({f"public_{slug(b)}": _public_table(public, b) for b in benches})
     for bench in benches:
         tables.update(_human_tables(public, bench))
     adapters = sorted({s for r in runs for s in r["saved"] if s.startswith("adapter")})
     if adapters:
-        tables["adapters"] = Table(
-            "Supervised adapters: outer-fold accuracy, balanced accuracy, macro F1 (%)",
-            (
-                Column("adapter"),
-                Column("n"),
-                Column("accuracy (%)", True),
-                Column("balanced_accuracy (%)", True),
-                Column("macro_f1 (%)", True),
-            ),
-            tuple(
-                (
-                    _label(r),
-                    (
-                        a,
-                        r["saved"][a]["metrics"].get("n"),
-                        *(
-                            percent_cell(r["saved"][a]["metrics"].get(f), True)
-                            for f in ("accuracy", "balanced_accuracy", "macro_f1")
-                        ),
-                    ),
-                )
-                for a in adapters
-                for r in runs
-                if a in r["saved"]
-            ),
-        )
+        tables["adapters"] = _adapters_table(runs, adapters)
     retention = _retention(runs, split)
     if retention:
         tables["retention"] = retention
@@ -386,72 +494,41 @@ def saved_tables(
                 for r in configured
             ),
         )
-    for r in runs:
-        for name, doc in r["saved"].items():
-            tables[f"panel_{slug(r['id'])}_{slug(name)}"] = Table(
-                f"{r['id']}: {name} (every recorded number)",
-                (Column("recorded"),),
-                tuple((path, (value,)) for path, value in _numbers(doc)),
-                row_header="measurement",
-            )
+    tables.update(_panel_tables(runs))
     return tables
+
+
+def _listed_rows(
+    cuts: list[tuple[dict[str, Any], str, Any]], key: str, fields: tuple[SavedColumn, ...]
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """One row per item of each cut's list ``key`` (per_prompt, per_dimension), the cut named
+    in the first column."""
+    return tuple(
+        (_label(r), (cut, *(item[f.field] for f in fields)))
+        for r, cut, value in cuts
+        for item in value[key]
+    )
 
 
 def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
     """A public benchmark's per-prompt and per-dimension tables (every label cut's rows, the
     cut named in a column) and each per-category list (``per_emotion``) as its own table."""
     tables: dict[str, Table] = {}
-    cuts = [
-        (r, cut, value)
-        for r in public
-        for cut, value in r["saved"]["public"].get(bench, {}).items()
-        if isinstance(value, dict)
-    ]
-    prompts = [
-        (_label(r), (cut, p["prompt"], p["n"], p["spearman"], p["balanced_accuracy_oracle"]))
-        for r, cut, value in cuts
-        for p in value["per_prompt"]
-    ]
+    cuts = _cuts(public, bench)
+    prompts = _listed_rows(cuts, "per_prompt", PROMPT_FIELDS)
     if prompts:
         tables[f"human_prompts_{slug(bench)}"] = Table(
             f"{bench}: every prompt, per label cut",
-            (
-                Column("cut"),
-                Column("prompt"),
-                Column("n"),
-                Column("spearman", True),
-                Column("balanced_accuracy_oracle", True),
-            ),
-            tuple(prompts),
+            (Column("cut"), *(f.column for f in PROMPT_FIELDS)),
+            prompts,
             notes=("Oracle balanced accuracy: the best threshold on the prompt's own labels.",),
         )
-    dims = [
-        (
-            _label(r),
-            (
-                cut,
-                d["dimension"],
-                d["n"],
-                d["prompts"],
-                d["mean_prompt_spearman"],
-                d["balanced_accuracy_oracle_per_prompt"],
-            ),
-        )
-        for r, cut, value in cuts
-        for d in value["per_dimension"]
-    ]
+    dims = _listed_rows(cuts, "per_dimension", DIMENSION_FIELDS)
     if dims:
         tables[f"human_dimensions_{slug(bench)}"] = Table(
             f"{bench}: every dimension, per label cut",
-            (
-                Column("cut"),
-                Column("dimension"),
-                Column("n"),
-                Column("prompts"),
-                Column("mean_prompt_spearman", True),
-                Column("balanced_accuracy_oracle_per_prompt", True),
-            ),
-            tuple(dims),
+            (Column("cut"), *(f.column for f in DIMENSION_FIELDS)),
+            dims,
         )
     lists = list(
         dict.fromkeys(
@@ -461,7 +538,6 @@ def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
             if isinstance(value, list)
         )
     )
-    fields = ("n", "mae", "rmse", "pearson", "spearman")
     for key in lists:
         tables[f"public_{slug(bench)}_{slug(key)}"] = Table(
             f"{bench}: {key.removeprefix('per_')} categories",
@@ -474,7 +550,7 @@ def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
                 Column("spearman", True),
             ),
             tuple(
-                (_label(r), (c["category"], *(c[f] for f in fields)))
+                (_label(r), (c["category"], *(c[f] for f in CATEGORY_FIELDS)))
                 for r in public
                 for c in r["saved"]["public"].get(bench, {}).get(key, [])
             ),
@@ -752,14 +828,13 @@ def parity(
 REFERENCE_TOLERANCE = 1e-9
 
 
-def reference_check(
-    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
-) -> list[ParityCell]:
-    """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
-    errors and correlations, classification, frame F1, speaker-vector cosine and every human
-    benchmark cut. (Event
-    matching is left to the tests: the reference's exhaustive search is exponential.)"""
-    pairs: list[tuple[str, Any, Any]] = []
+#: One comparison with the reference: (recomputed path, recomputed value, reference value).
+RefPair = tuple[str, Any, Any]
+
+
+def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Each regression target's errors and correlations against the reference."""
+    pairs: list[RefPair] = []
     for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
         pred, true = arrays["reg_pred"][:, k], arrays["reg_true"][:, k]
         got = report["regression"][str(name)]
@@ -776,6 +851,12 @@ def reference_check(
                 None if mae is None or not sd > 0 else mae / sd,
             ),
         ]
+    return pairs
+
+
+def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Classification, frame F1, the speaker vectors and each named speaker set."""
+    pairs: list[RefPair] = []
     if "cls_names" in arrays:
         expect = ref.classification(
             arrays["cls_true"], arrays["cls_pred"], len(arrays["cls_names"])
@@ -785,85 +866,103 @@ def reference_check(
             for m in ("accuracy", "balanced_accuracy", "macro_f1")
         ]
     if "frame_true" in arrays:
-        pairs.append(
-            (
-                "events/frame_f1",
-                report["events"]["frame_f1"],
-                ref.frame_f1(arrays["frame_true"], arrays["frame_prob"]),
-            )
-        )
+        frame_f1 = ref.frame_f1(arrays["frame_true"], arrays["frame_prob"])
+        pairs.append(("events/frame_f1", report["events"]["frame_f1"], frame_f1))
     if "spk_pred" in arrays:
-        pairs.append(
-            (
-                "vectors/mean_cosine",
-                report["vectors"]["mean_cosine"],
-                ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"]),
-            )
-        )
+        cosine = ref.mean_cosine(arrays["spk_pred"], arrays["spk_ref"], arrays["spk_valid"])
+        pairs.append(("vectors/mean_cosine", report["vectors"]["mean_cosine"], cosine))
     for name, got_set in report.get("speaker_sets", {}).items():
-        pairs.append(
-            (
-                f"speaker_sets/{name}/mean_cosine",
-                got_set["mean_cosine"],
-                ref.mean_cosine(
-                    arrays[f"spk_pred__{name}"],
-                    arrays[f"spk_ref__{name}"],
-                    arrays[f"spk_valid__{name}"],
-                ),
-            )
+        cosine = ref.mean_cosine(
+            arrays[f"spk_pred__{name}"], arrays[f"spk_ref__{name}"], arrays[f"spk_valid__{name}"]
         )
-    if "classes" in report.get("events", {}):
-        expect_classes = ref.span_class_support(arrays["ev_ref_class"], arrays["ev_oracle_class"])
-        got_classes = report["events"]["classes"]
-        if sorted(got_classes) != sorted(str(c) for c in expect_classes):
-            pairs.append(("events/classes", len(got_classes), len(expect_classes)))
-        for c, (support, accuracy) in expect_classes.items():
-            got_c = got_classes.get(str(c), {})
-            pairs += [
-                (f"events/classes/{c}/support", got_c.get("support"), support),
-                (
-                    f"events/classes/{c}/oracle_span_accuracy",
-                    got_c.get("oracle_span_accuracy"),
-                    accuracy,
-                ),
-            ]
-    if "hb_score" in arrays:
-        bench = arrays["hb_bench"]
-        names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
-        for b in dict.fromkeys(bench.tolist()):
-            cuts = {"all": bench == b}
-            cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
-            for cut, keep in cuts.items():
-                s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
-                g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
-                got = report["human"][b][cut]
-                at = f"human/{b}/{cut}"
-                pairs += _reference_prompts(at, got, s, y, g)
-                if "hb_dimension" in arrays:
-                    dims = arrays["hb_dimension"][keep].tolist()
-                    pairs += _reference_dimensions(at, got, s, y, g, dims)
-                pairs += [
-                    (
-                        f"{at}/mean_prompt_spearman",
-                        got["mean_prompt_spearman"],
-                        ref.mean_prompt_spearman(s, y, g),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_oracle_per_prompt",
-                        got["balanced_accuracy_oracle_per_prompt"],
-                        ref.oracle_balanced_accuracy_per_prompt(s, y, g),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_oracle_overall",
-                        got["balanced_accuracy_oracle_overall"],
-                        ref.oracle_balanced_accuracy(s, y),
-                    ),
-                    (
-                        f"{at}/balanced_accuracy_5fold_clip_grouped",
-                        got["balanced_accuracy_5fold_clip_grouped"],
-                        ref.heldout_threshold_balanced_accuracy(s, y, c),
-                    ),
-                ]
+        pairs.append((f"speaker_sets/{name}/mean_cosine", got_set["mean_cosine"], cosine))
+    return pairs
+
+
+def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Each event class's support and oracle-span accuracy (and the set of classes)."""
+    if "classes" not in report.get("events", {}):
+        return []
+    pairs: list[RefPair] = []
+    expect_classes = ref.span_class_support(arrays["ev_ref_class"], arrays["ev_oracle_class"])
+    got_classes = report["events"]["classes"]
+    if sorted(got_classes) != sorted(str(c) for c in expect_classes):
+        pairs.append(("events/classes", len(got_classes), len(expect_classes)))
+    for c, (support, accuracy) in expect_classes.items():
+        got_c = got_classes.get(str(c), {})
+        pairs += [
+            (f"events/classes/{c}/support", got_c.get("support"), support),
+            (
+                f"events/classes/{c}/oracle_span_accuracy",
+                got_c.get("oracle_span_accuracy"),
+                accuracy,
+            ),
+        ]
+    return pairs
+
+
+def _reference_cut(
+    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], c: list[Any]
+) -> list[RefPair]:
+    """One human benchmark cut's summary numbers against the reference."""
+    return [
+        (
+            f"{at}/mean_prompt_spearman",
+            got["mean_prompt_spearman"],
+            ref.mean_prompt_spearman(s, y, g),
+        ),
+        (
+            f"{at}/balanced_accuracy_oracle_per_prompt",
+            got["balanced_accuracy_oracle_per_prompt"],
+            ref.oracle_balanced_accuracy_per_prompt(s, y, g),
+        ),
+        (
+            f"{at}/balanced_accuracy_oracle_overall",
+            got["balanced_accuracy_oracle_overall"],
+            ref.oracle_balanced_accuracy(s, y),
+        ),
+        (
+            f"{at}/balanced_accuracy_5fold_clip_grouped",
+            got["balanced_accuracy_5fold_clip_grouped"],
+            ref.heldout_threshold_balanced_accuracy(s, y, c),
+        ),
+    ]
+
+
+def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+    """Every human benchmark cut: its prompts, dimensions and summary numbers."""
+    if "hb_score" not in arrays:
+        return []
+    pairs: list[RefPair] = []
+    bench = arrays["hb_bench"]
+    names = arrays["hb_cut_names"].tolist() if "hb_cut_names" in arrays else []
+    for b in dict.fromkeys(bench.tolist()):
+        cuts = {"all": bench == b}
+        cuts.update({n: (bench == b) & arrays["hb_cut"][:, j] for j, n in enumerate(names)})
+        for cut, keep in cuts.items():
+            s, y = arrays["hb_score"][keep].tolist(), arrays["hb_label"][keep].tolist()
+            g, c = arrays["hb_prompt"][keep].tolist(), arrays["hb_clip"][keep].tolist()
+            got = report["human"][b][cut]
+            at = f"human/{b}/{cut}"
+            pairs += _reference_prompts(at, got, s, y, g)
+            if "hb_dimension" in arrays:
+                dims = arrays["hb_dimension"][keep].tolist()
+                pairs += _reference_dimensions(at, got, s, y, g, dims)
+            pairs += _reference_cut(at, got, s, y, g, c)
+    return pairs
+
+
+def reference_check(
+    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
+) -> list[ParityCell]:
+    """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
+    errors and correlations, classification, frame F1, speaker-vector cosine and every human
+    benchmark cut. (Event
+    matching is left to the tests: the reference's exhaustive search is exponential.)"""
+    pairs = _reference_regression(arrays, report)
+    pairs += _reference_scalars(arrays, report)
+    pairs += _reference_classes(arrays, report)
+    pairs += _reference_human(arrays, report)
     cells: list[ParityCell] = []
     for path, got, expected in pairs:
         both = got is not None and expected is not None
@@ -971,6 +1070,61 @@ def parity_table(metric_parity: MetricParity) -> Table:
         ),
         row_header="run",
         digits=9,
+    )
+
+
+def parity_summary_table(metric_parity: MetricParity) -> Table:
+    """Saved vs recomputed per run and split: how many numbers were compared, how many failed,
+    the largest difference and where; the full list is :func:`parity_table`."""
+    groups: dict[tuple[str, str], list[ParityCell]] = {}
+    for c in [*metric_parity["cells"], *metric_parity["reference"]]:
+        groups.setdefault((c["run"], c["split"]), []).append(c)
+    # A run's splits side by side (its reference check after its saved files), runs in order.
+    runs = list(dict.fromkeys(run for run, _ in groups))
+    rows = []
+    for (run, split), cells in sorted(groups.items(), key=lambda g: runs.index(g[0][0])):
+        failed = [c for c in cells if not c["passed"]]
+        deltas = [c for c in cells if c["abs_delta"] is not None]
+        worst = max(deltas, key=lambda c: c["abs_delta"] or 0.0, default=None)
+        # The cell to name: the first failure (a failure may have no delta), else the largest.
+        named = failed[0] if failed else worst if worst and worst["abs_delta"] else None
+        if failed:
+            result = f"{len(failed)} FAIL"
+        elif all(c["abs_delta"] == 0 for c in cells):
+            result = "all equal"
+        else:
+            result = "all within tolerance"
+        rows.append(
+            (
+                run,
+                (
+                    split,
+                    len(cells),
+                    len(failed),
+                    # Three significant digits: a rounding difference (1e-16) stays visible.
+                    NOT_APPLICABLE if worst is None else f"{worst['abs_delta'] or 0.0:.3g}",
+                    NOT_APPLICABLE if named is None else named["metric"],
+                    result,
+                ),
+            )
+        )
+    return Table(
+        "Saved numbers against the predictions (and recomputed against the reference), per run",
+        (
+            Column("split"),
+            Column("compared"),
+            Column("failed"),
+            Column("largest abs_delta"),
+            Column("first failure or largest delta at"),
+            Column("result"),
+        ),
+        tuple(rows),
+        row_header="run",
+        digits=9,
+        notes=(
+            "Every compared number: the table metric_parity (tables/metric_parity.csv).",
+            NOT_APPLICABLE_NOTE.removesuffix(".") + ": every compared number is equal.",
+        ),
     )
 
 
