@@ -124,9 +124,10 @@ def _check_node(node: ast.AST, names: int, where: str, source: Path) -> None:
             isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
         ):
             bad = "tres(x, 'kind') without a quoted kind"
-        for arg in node.args[:1]:
-            _check_node(arg, names, where, source)
-        return
+        if bad is None:
+            for arg in node.args[:1]:  # tres()'s kind is the one text a formula may hold
+                _check_node(arg, names, where, source)
+            return
     elif not isinstance(node, ast.Expression):
         bad = type(node).__name__
     if bad is None and isinstance(node, ast.Constant) and isinstance(node.value, str):
