@@ -12,6 +12,7 @@ From what the study declares (:mod:`audiorepro.specs.probe_content`) this builds
                        precision, confusion matrices, outer folds, inner-fold trials
 ``history``            each run's validation history (a JSONL split)
 ``class_labels``       the class names a file of the tree lists
+``listing_<name>``     a list of records in a file of the tree (the backbones of study.json)
 
 with figures (confusion heatmaps, history curves) for the report, the derived records and a
 result manifest (counts, run ids, attempts) for the bundle, and the study's ``[[note]]`` s
@@ -33,7 +34,7 @@ from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.outputs import DerivedRecord
 from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
-from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec
+from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
 from audiorepro.specs.study import ProbeStudy
 
 Cell = float | int | str | None
@@ -485,6 +486,30 @@ def _class_labels(study: ProbeStudy, out: ContentResult) -> None:
     )
 
 
+def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult) -> None:
+    files = _Files(study)
+    doc = files.doc(spec.file)
+    items = None if doc is None else _field(doc, spec.at)
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise UserError(
+            f"is {type(items).__name__}; expected a list of records",
+            source=files.source(spec.file),
+            key=spec.at,
+        )
+    rows = []
+    for item in items:
+        cells = [_cell(_field(item, c)) for c in spec.columns]
+        rows.append((str(cells[0]), tuple(cells[1:])))
+    out.tables[f"listing_{slug(spec.name)}"] = Table(
+        f"{spec.title} ({study.content.files[spec.file].name})",
+        tuple(Column(c) for c in spec.columns[1:]),
+        tuple(rows),
+        row_header=spec.columns[0],
+    )
+
+
 def content(study: ProbeStudy, runs: list[dict[str, Any]]) -> ContentResult:
     """Everything above that the study declares (nothing when it declares none of it)."""
     out = ContentResult()
@@ -498,6 +523,8 @@ def content(study: ProbeStudy, runs: list[dict[str, Any]]) -> ContentResult:
         _history(runs, c.history, out)
     if c.class_labels is not None:
         _class_labels(study, out)
+    for listing in c.listings:
+        _listing(study, listing, out)
     out.manifest = {
         "runs": len(runs),
         "run_ids": [r["id"] for r in runs],

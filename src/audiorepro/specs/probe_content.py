@@ -22,6 +22,13 @@ runs' files no measurement shape knows (per-class recall, confusion matrices, ad
     when = "validation_job:publication_recovery"   # only when this saved value is true
     runs = { kind = "original encoder" }    # panel notes: only these runs'
 
+    [[listing]]                             # a table of a list of records in a tree file
+    name = "backbones"
+    title = "Backbones, exact revisions and native feature widths"
+    file = "study"
+    at = "models"
+    columns = ["id", "repo", "revision", "native_dim"]
+
 Everything here is what a user writes: checked strictly when the study is read (an unknown
 file alias or split is one line naming the key, exit 2).
 """
@@ -82,6 +89,18 @@ class HistorySpec(Spec):
     )
 
 
+class ListingSpec(Spec):
+    """``[[listing]]``: a table of a list of records in a file of the tree (backbones ...)."""
+
+    name: str = Field(min_length=1, description="the table's name (listing_<name>)")
+    title: str = Field(description="the table's title")
+    file: str = Field(description="the alias of the file")
+    at: str = Field(description="the key path of the list")
+    columns: list[str] = Field(
+        min_length=1, description="key paths of each record; the first labels the row"
+    )
+
+
 class NoteSpec(Spec):
     """``[[note]]``: a note under the table it explains."""
 
@@ -102,6 +121,7 @@ class Content:
     history: HistorySpec | None = None
     class_labels: tuple[str, str] | None = None
     notes: tuple[NoteSpec, ...] = ()
+    listings: tuple[ListingSpec, ...] = ()
 
     def present_files(self) -> list[tuple[Path, str]]:
         """The aliased files that are there, with their SHA-256 (for the manifest and lock)."""
@@ -144,6 +164,7 @@ def load_content(
     history: HistorySpec | None,
     class_labels: str | None,
     note: list[NoteSpec],
+    listing: list[ListingSpec],
     root: Path,
     splits: set[str],
     source: Path,
@@ -177,6 +198,13 @@ def load_content(
     labels = None
     if class_labels is not None:
         labels = _split_ref(class_labels, set(resolved), source, "class_labels")
+    for i, li in enumerate(listing):
+        _alias(li.file, resolved, source, f"listing[{i}].file")
+        for path in [li.at, *li.columns]:
+            try:
+                parse(path)
+            except KeyPathError as exc:
+                raise UserError(str(exc), source=source, key=f"listing[{i}]") from None
     for i, n in enumerate(note):
         if n.when is not None:
             _split_ref(n.when, set(resolved), source, f"note[{i}].when")
@@ -188,4 +216,5 @@ def load_content(
         history=history,
         class_labels=labels,
         notes=tuple(note),
+        listings=tuple(listing),
     )

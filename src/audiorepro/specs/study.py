@@ -139,6 +139,7 @@ from audiorepro.specs.probe_content import (
     Content,
     HistorySpec,
     JobsSpec,
+    ListingSpec,
     NoteSpec,
     load_content,
 )
@@ -451,6 +452,7 @@ class ProbeStudyFile(_StudyFile):
     history: HistorySpec | None = Field(None, description="the runs' validation history")
     class_labels: str | None = Field(None, description="alias:key path of the class names")
     note: list[NoteSpec] = Field(default_factory=list, description="[[note]] tables")
+    listing: list[ListingSpec] = Field(default_factory=list, description="[[listing]] tables")
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
@@ -1293,6 +1295,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         **{k: getattr(spec, k) for k in ("files", "derived", "jobs", "acted", "history")},
         class_labels=spec.class_labels,
         note=spec.note,
+        listing=spec.listing,
         root=_required_path(source, "root", spec.root or ".", must_exist=False),
         splits={s for r in runs for s in r.metrics},
         source=source,
