@@ -45,7 +45,8 @@ def heatmap(
     (5, True)
     """
     n = len(labels)
-    width, height = _LEFT + CELL * n + 8, _TOP + CELL * n + 8
+    # Wide enough for the title (about 7 px a character at 12 px): a saved chart says what it is.
+    width, height = max(_LEFT + CELL * n + 8, 7 * len(title) + 8), _TOP + CELL * n + 8
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{_e(chart_id)}" class="chart heatmap" '
         f'width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
