@@ -222,6 +222,14 @@ FORMULA = "{test:cps_raw_mae} / {norm:cps_std}"
         ('"classes:names"', '"labels:names"', "'labels:names' names 'labels'"),
         ('fixed = "public:crema"', 'fixed = "pub:crema"', "names 'pub'"),
         ('file = "study", at', 'file = "stud", at', "names 'stud', which is not a file"),
+        ('corpus = "RAVDESS"', 'corpus = "CREMA-D"', "key 'acted[1].corpus': repeats 'CREMA-D'"),
+        (
+            'corpus = "CREMA-D", fixed = "public:crema", adapter = "adapter_crema" },\n'
+            '  { corpus = "RAVDESS"',
+            'corpus = "CREMA D", fixed = "public:crema", adapter = "adapter_crema" },\n'
+            '  { corpus = "CREMA/D"',
+            "name the same output files (CREMA_D)",
+        ),
     ],
 )
 def test_a_bad_declaration_is_one_line_exit_2(

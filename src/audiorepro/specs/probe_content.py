@@ -45,7 +45,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.keypath import KeyPathError, parse
 from audiorepro.specs.derived import Derived, DerivedSpec, load_derived
-from audiorepro.specs.schema import Spec
+from audiorepro.specs.schema import Spec, distinct_file_names
 
 SLURM_COLUMNS = ("JobIDRaw", "JobName", "State", "ExitCode", "ElapsedRaw", "AllocTRES")
 
@@ -182,6 +182,17 @@ def load_content(
     if jobs is not None:
         _alias(jobs.file, resolved, source, "jobs.file")
         _alias(jobs.workflow, resolved, source, "jobs.workflow")
+    for what, names in (
+        ("[[acted]] corpus name", [(f"acted[{i}].corpus", a.corpus) for i, a in enumerate(acted)]),
+        ("[[listing]] name", [(f"listing[{i}].name", li.name) for i, li in enumerate(listing)]),
+    ):
+        # Each names tables (acted_<corpus>..., listing_<name>): one each, distinct files.
+        seen: set[str] = set()
+        for key, name in names:
+            if name in seen:
+                raise UserError(f"repeats {name!r}", source=source, key=key)
+            seen.add(name)
+        distinct_file_names(names, source=str(source), what=what)
     for i, a in enumerate(acted):
         if a.fixed is not None:
             _split_ref(a.fixed, splits, source, f"acted[{i}].fixed")
