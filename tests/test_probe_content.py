@@ -217,6 +217,8 @@ FORMULA = "{test:cps_raw_mae} / {norm:cps_std}"
         (FORMULA, "{*norm:cps_std}", "names 'norm', which is neither"),
         (FORMULA, "{test:per_score[} / 2", "cannot read key path"),
         (FORMULA, "1 +", "cannot read"),
+        (FORMULA, "-" * 300 + "1", "nests deeper than 100 levels"),
+        (FORMULA, "1 + 1" * 500, "a formula has at most 2000"),
         ('table = "provenance"', 'table = "no_such_table"', "names table 'no_such_table'"),
         ('file = "jobs"', 'file = "job"', "names 'job', which is not a file"),
         ('"classes:names"', '"labels:names"', "'labels:names' names 'labels'"),

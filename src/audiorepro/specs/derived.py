@@ -52,6 +52,8 @@ from audiorepro.specs.schema import Spec
 #: ``{name:key path}`` or ``{*split:key path}`` inside a formula
 _REF = re.compile(r"\{(?P<all>\*?)(?P<name>[A-Za-z_][A-Za-z0-9_-]*):(?P<path>[^{}]+)\}")
 FUNCTIONS = ("sum", "count", "mean", "tres")
+MAX_FORMULA = 2000
+MAX_DEPTH = 100
 GRAMMAR = "numbers, {file:key path} references, + - * /, sum/count/mean/tres"
 
 Value = float | list[float | None] | None
@@ -139,6 +141,20 @@ def _check_node(node: ast.AST, names: int, where: str, source: Path) -> None:
             _check_node(child, names, where, source)
 
 
+def _depth(tree: ast.AST) -> int:
+    """The syntax tree's depth, found without recursion (a deep one must not overflow).
+
+    >>> _depth(ast.parse("1 + 2", mode="eval"))  # Expression, BinOp, its operands
+    3
+    """
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack += [(child, depth + 1) for child in ast.iter_child_nodes(node)]
+    return deepest
+
+
 def parse_formula(text: str, *, source: Path, key: str) -> Formula:
     """Parse and check a formula (UserError naming ``key``, exit 2, when it is not one).
 
@@ -157,12 +173,18 @@ def parse_formula(text: str, *, source: Path, key: str) -> Formula:
         raise UserError(
             f"cannot read {text!r}: a reference is {{file:key path}}", source=source, key=key
         )
+    if len(text) > MAX_FORMULA:
+        raise UserError(f"is {len(text)} characters; a formula has at most {MAX_FORMULA}",
+                        source=source, key=key)  # fmt: skip
     try:
         tree = ast.parse(code.strip(), mode="eval")
-    except SyntaxError:
+        # Nesting deeper than the parser's own limit, or a NUL byte, is no formula either.
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise UserError(
             f"cannot read {text!r}; a formula has {GRAMMAR}", source=source, key=key
         ) from None
+    if _depth(tree) > MAX_DEPTH:
+        raise UserError(f"nests deeper than {MAX_DEPTH} levels", source=source, key=key)
     _check_node(tree, len(refs), key, source)
     for ref in refs:
         try:
