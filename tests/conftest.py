@@ -110,6 +110,7 @@ LAYERS = {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
         "test_probe_saved.py", "test_probe_study.py", "test_probe_report.py",
         "test_probe_files.py", "test_probe_layout.py", "test_probe_reading.py",
+        "test_probe_content.py",
         "test_profile_laion_clap.py", "test_retrieval_cutoffs.py",
         "test_selfcheck.py", "test_verify.py", "test_outputs_folder.py", "test_hostile.py",
         "test_publish_concurrency.py", "test_verdicts.py", "test_provenance.py",

@@ -86,19 +86,19 @@ def test_the_documented_command_reads_the_tree_as_it_is(
     run, best = _expected_crema(tree)
     lead = _leader(bundle, "CREMA-D (matched MLP)")
     assert (lead["best_candidate_run"], lead["best_candidate_value"]) == (run, best)
-    # Every file read is hashed into the manifest: 73 of the tree's 75 (the normalization and
-    # class files are not read by this study).
+    # Every file read is hashed into the manifest: all 76 of the tree (the normalization,
+    # class and validation-job files too: derived numbers, class labels and a note read them).
     inputs = json.loads((out / "manifest.json").read_text())["inputs"]
     files = [p for p in tree.rglob("*") if p.is_file()]
     read = {f"{TREE.name}/{p.relative_to(tree).as_posix()}": p for p in files}  # study-relative
     recorded = {k: v for k, v in inputs.items() if TREE.name in k}
-    assert len(files) == 75 and len(recorded) == 73
+    assert len(files) == 76 and len(recorded) == 76
     for name, digest in recorded.items():
         assert hashlib.sha256(read[name].read_bytes()).hexdigest() == digest
     unread = {p.relative_to(tree).as_posix() for p in files} - {
         k.split(f"{TREE.name}/", 1)[1] for k in recorded
     }
-    assert unread == {"release/training_normalization.json", "release/classes.json"}
+    assert unread == set()
     assert (
         "| workflow COMPLETE with no errors | workflow.json | 1 | PASS |"
         in (out / "tables" / "gates.md").read_text()
@@ -110,8 +110,11 @@ def test_the_documented_command_reads_the_tree_as_it_is(
         == (tree / "probes/gemini/clap/mlp/crema_matched_adapter.json").read_bytes()
     )
     unused = bundle["runs"][0]["unused"]
-    assert "protocol" in unused["adapter_crema"] and "crema.confusion" in unused["public"]
-    assert "crema.accuracy" not in unused["public"]  # a leader reads it
+    assert "checkpoint" in unused["test"] and "emo-like.all.per_family" in unused["public"]
+    # A leader reads crema.accuracy; the acted tables read the adapter's protocol and folds
+    # and the fixed mapping's confusion matrix.
+    assert "crema.accuracy" not in unused["public"] and "crema.confusion" not in unused["public"]
+    assert "adapter_crema" not in unused
 
 
 def test_the_same_study_reads_another_tree_of_the_layout(tmp_path: Path) -> None:
@@ -214,7 +217,7 @@ def test_a_lock_file_pins_every_file_read(
     assert "layout.lock does not exist; write it with 'audiorepro lock" in capsys.readouterr().err
     assert main(["lock", str(study)]) == 0
     pinned = json.loads((tmp_path / "layout.lock").read_text())["files"]
-    assert len(pinned) == 73 and f"{TREE.name}/study.json" in pinned
+    assert len(pinned) == 76 and f"{TREE.name}/study.json" in pinned
     assert main(["reproduce", str(study), *out]) == 0
     changed = tmp_path / TREE.name / "probes/gemini/clap/mlp/COMPLETE.json"
     changed.write_text(changed.read_text() + " ")

@@ -148,6 +148,20 @@ class ProbeStudyRecord(TypedDict):
     sha256: str
 
 
+class DerivedRecord(TypedDict):
+    """A study's ``[[derived]]`` number in the bundle: its formula(s) and value(s)."""
+
+    name: str
+    label: str
+    formula: str
+    #: the formula of the count it is shown over ("11/40"), or None
+    of: str | None
+    per_run: bool
+    #: run id -> value (per run), or "" -> value (study-wide); None where not recorded
+    values: dict[str, float | None]
+    of_values: dict[str, float | None]
+
+
 class ProbeBundle(TypedDict):
     """``bundle.json.gz`` of a probe study: every run's report, leaders, family means."""
 
@@ -159,6 +173,10 @@ class ProbeBundle(TypedDict):
     family_means: list[dict[str, Any]]
     #: the study's ``[[leaders]]`` tasks over saved measurements
     task_leaders: NotRequired[list[dict[str, Any]]]
+    #: the study's ``[[derived]]`` numbers with their formulas (runner/probe_content.py)
+    derived: NotRequired[list[DerivedRecord]]
+    #: counts, run ids and job attempts (runner/probe_content.py)
+    result_manifest: NotRequired[dict[str, Any]]
     verification: ProbeVerification
 
 

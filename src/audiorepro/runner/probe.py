@@ -59,6 +59,8 @@ from audiorepro.runner.outputs import (
     ProbeVerification,
     write_outputs,
 )
+from audiorepro.runner.probe_content import attach_notes, figures_html
+from audiorepro.runner.probe_content import content as module_content
 from audiorepro.runner.probe_saved import (
     completion_problems,
     parity,
@@ -719,12 +721,15 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     tables.update(saved_tables(study, runs, saved_lead))
     if gates:
         tables["gates"] = gate_table(gates)
+    extra = module_content(study, runs)  # derived numbers, job records, the module's other content
+    tables.update(extra.tables)
     unused = unused_keys(study, runs)
     if unused is not None:
         tables["unused_keys"] = unused
     if metric_parity["cells"] or metric_parity["reference"]:
         tables["metric_parity_summary"] = parity_summary_table(metric_parity)
         tables["metric_parity"] = parity_table(metric_parity)
+    tables = attach_notes(study, tables)
     _copy_saved(study, out)
     for name, table in tables.items():
         write_table(out / "tables", name, table)
@@ -746,7 +751,10 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
         "task_leaders": [asdict(t) for t in saved_lead],
         "verification": verification,
     }
-    report = render_probe_report(study, bundle, tables, _narrative(study))
+    if extra.derived or extra.manifest.get("job_attempts") is not None:
+        bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
+    narrative = figures_html(extra) + _narrative(study)
+    report = render_probe_report(study, bundle, tables, narrative)
     write_outputs(out, verification, report, bundle)
     inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
     # Saved files by their path from the study's folder: runs often share file names

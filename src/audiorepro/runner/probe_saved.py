@@ -43,6 +43,7 @@ from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import NOT_APPLICABLE, NOT_APPLICABLE_NOTE, Column, Table, slug
 from audiorepro.runner.outputs import MetricParity, ParityCell
+from audiorepro.runner.probe_content import read_key_paths
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
 
@@ -1172,7 +1173,7 @@ def unused_keys(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table | None:
     rows = []
     for r in runs:
         documents: Mapping[str, Measurements] = r.get("documents", {})
-        used = _used_at(documents, metrics)
+        used = _used_at(documents, metrics + read_key_paths(study, documents))
         unused: dict[str, list[str]] = {}
         for split, m in documents.items():
             mine = [u[1:] for u in used if u[0] == split]

@@ -132,7 +132,17 @@ from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
 from audiorepro.metrics.profiles import LAION_CLAP_ZEROSHOT_METRICS
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
+from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
+from audiorepro.specs.probe_content import (
+    ActedSpec,
+    Content,
+    HistorySpec,
+    JobsSpec,
+    ListingSpec,
+    NoteSpec,
+    load_content,
+)
 from audiorepro.specs.published import (
     DumpSha256,
     Number,
@@ -430,6 +440,17 @@ class ProbeStudyFile(_StudyFile):
     gate: list[GateSpec] = Field(
         default_factory=list, description="[[gate]] tables: conditions on the job records"
     )
+    # Tree files, derived numbers and the module's other content (specs/probe_content.py).
+    files: dict[str, RelativePath] = Field(
+        default_factory=dict, description="a table of file alias -> a file under root"
+    )
+    derived: list[DerivedSpec] = Field(default_factory=list, description="[[derived]] tables")
+    jobs: JobsSpec | None = Field(None, description="the job records and workflow (aliases)")
+    acted: list[ActedSpec] = Field(default_factory=list, description="[[acted]] tables")
+    history: HistorySpec | None = Field(None, description="the runs' validation history")
+    class_labels: str | None = Field(None, description="alias:key path of the class names")
+    note: list[NoteSpec] = Field(default_factory=list, description="[[note]] tables")
+    listing: list[ListingSpec] = Field(default_factory=list, description="[[listing]] tables")
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
@@ -664,6 +685,8 @@ class ProbeStudy:
     #: the study's tree (``root``), and the gates over its job records
     root: Path | None = None
     gates: tuple[Gate, ...] = ()
+    #: tree files, derived numbers, job records, acted classifiers, history, notes
+    content: Content = field(default_factory=Content)
 
 
 # --- zero-shot classification studies -------------------------------------------------------
@@ -1266,6 +1289,16 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     )
     _check_leaders(spec, source, seen)
     sections = _sections(spec, source, strict)
+    content = load_content(
+        **{k: getattr(spec, k) for k in ("files", "derived", "jobs", "acted", "history")},
+        class_labels=spec.class_labels,
+        note=spec.note,
+        listing=spec.listing,
+        root=_required_path(source, "root", spec.root or ".", must_exist=False),
+        splits={s for r in runs for s in r.metrics},
+        source=source,
+    )
+    tree_files += tuple(SavedFile(p, h) for p, h in content.present_files())
     study = ProbeStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
@@ -1296,6 +1329,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         lock=_path(source, "lock", spec.lock, must_exist=False),
         root=_path(source, "root", spec.root or ".", must_exist=False),
         gates=_gates(spec, source),
+        content=content,
     )
     if strict and study.lock is not None:
         check_lock(study)

@@ -8,6 +8,7 @@ such a tree, extra keys included (the module's ``protocol``, ``parameters``, ``f
 
     study.json                              backbones: models[].id, repo, revision, native_dim
     workflow.json, consolidated_benchmark/job_audit.json     workflow state, Slurm attempts
+        (a failed attempt repaired by a later one), consolidated_benchmark/validation_job.json
     release/training_normalization.json, release/classes.json
     probes/{phase}/{model}/{variant}/       test_metrics.json, public_metrics.json,
         validation_metrics.json (gemini only), crema_matched_adapter.json,
@@ -109,6 +110,8 @@ def _run_files(head: str, phase: str, factor: float, variant: int) -> dict[str, 
     """A probe run's files (name -> document; ``metrics.jsonl`` as bytes)."""
     fx = saved_fixtures()
     test = fx[f"{head}__{'legacy' if phase == 'legacy' else 'crema-like'}__test.json"]
+    if test.get("cps_raw_mae") is None:  # predictions carry no speaking rate: a saved one
+        test = {**test, "cps_raw_mae": round(2.0 - test["frame_f1"], 6)}
     accuracy = fx[f"{head}__ravdess-like__adapter.json"]["metrics"]["accuracy"]
     extra = {"checkpoint": "best.pt", "split": "test", "runtime_s": 12.5 + variant}
     if variant:
@@ -139,9 +142,12 @@ def _tree(variant: int) -> dict[str, Any]:
         "workflow.json": {"state": "COMPLETE", "errors": [], "updated_utc": "2026-10-07T00:00:00Z",
                           "pilot_job": 100, "tasks": {"train": [{"id": 101}]}},
         "consolidated_benchmark/job_audit.json": {"jobs": [
-            {"JobIDRaw": str(j), "JobName": n, "State": "COMPLETED", "ExitCode": "0:0",
-             "ElapsedRaw": 3600 + j, "AllocTRES": "cpu=72,gres/gpu=4"}
-            for j, n in ((100, "pilot"), (101, "train"))]},
+            {"JobIDRaw": str(j), "JobName": n, "State": state, "ExitCode": code,
+             "ElapsedRaw": 3600 + j + 120 * variant, "AllocTRES": f"cpu=72,gres/gpu={gpus}"}
+            for j, n, state, code, gpus in (
+                (99, "train", "FAILED", "1:0", 4), (100, "pilot", "COMPLETED", "0:0", 1),
+                (101, "train", "COMPLETED", "0:0", 4))]},
+        "consolidated_benchmark/validation_job.json": {"id": 102, "publication_recovery": True},
         "release/training_normalization.json": {"cps_std": 2.5, "cps_mean": 14.0},
         "release/classes.json": {"names": list(EVENT_CLASSES)},
     }  # fmt: skip

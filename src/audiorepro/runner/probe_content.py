@@ -1,0 +1,619 @@
+"""The published probe module's content beyond the saved-measurement tables.
+
+From what the study declares (:mod:`audiorepro.specs.probe_content`) this builds
+
+``derived_runs``, ``derived``  each ``[[derived]]`` number with its formula (per run; study-wide)
+``job_attempts``       every Slurm attempt of the job records, final or superseded
+``provenance``         study completion: runs, attempts, final allocations, the workflow's
+                       state and completion time, and every study-wide derived number
+``acted_<corpus>``     fixed mapping and supervised adapter side by side, told apart by protocol:
+                       n, accuracy, balanced accuracy, macro F1, actor-bootstrap CI, parameters
+``acted_<corpus>_classes``, ``_confusion``, ``_folds``, ``_trials``   per-class recall and
+                       precision, confusion matrices, outer folds, inner-fold trials
+``history``            each run's validation history (a JSONL split)
+``class_labels``       the class names a file of the tree lists
+``listing_<name>``     a list of records in a file of the tree (the backbones of study.json)
+
+with figures (confusion heatmaps, history curves) for the report, the derived records and a
+result manifest (counts, run ids, attempts) for the bundle, and the study's ``[[note]]`` s
+attached under the tables they explain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from audiorepro.core.errors import UserError
+from audiorepro.formats.keypath import KeyPathError, locate
+from audiorepro.render.heatmap import heatmap
+from audiorepro.render.plots import Series, line_chart
+from audiorepro.render.tables import Column, Table, slug
+from audiorepro.runner.outputs import DerivedRecord
+from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
+from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
+from audiorepro.specs.study import ProbeStudy
+
+Cell = float | int | str | None
+
+
+@dataclass
+class ContentResult:
+    """Tables, report figures (title, HTML) and bundle records of the module's content."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+    figures: list[tuple[str, str]] = field(default_factory=list)
+    heatmaps: list[str] = field(default_factory=list)
+    derived: list[DerivedRecord] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+class _Files:
+    """The study's aliased files, each read once (None where it is not there)."""
+
+    def __init__(self, study: ProbeStudy) -> None:
+        self.paths = study.content.files
+        self.docs: dict[str, Any] = {}
+
+    def doc(self, alias: str) -> Any:
+        if alias not in self.docs:
+            path = self.paths[alias]
+            self.docs[alias] = read_document(path) if path.is_file() else None
+        return self.docs[alias]
+
+    def source(self, alias: str) -> str:
+        return str(self.paths[alias])
+
+
+def _document(run: dict[str, Any], split: str) -> tuple[Any, str]:
+    m = run.get("documents", {}).get(split)
+    return (None, "") if m is None else (m.document, m.source)
+
+
+def _resolver(files: _Files, runs: list[dict[str, Any]], run: dict[str, Any] | None) -> Any:
+    def resolve(ref: Ref) -> Value:
+        if ref.every_run:
+            out: list[float | None] = []
+            for r in runs:
+                doc, source = _document(r, ref.name)
+                v = None if doc is None else values_at(doc, ref.path, source)
+                out.append(v if isinstance(v, int | float) else None)
+            return out
+        if ref.name in files.paths:
+            doc, source = files.doc(ref.name), files.source(ref.name)
+        else:
+            doc, source = _document(run or {}, ref.name)
+        return None if doc is None else values_at(doc, ref.path, source)
+
+    return resolve
+
+
+def _ratio(value: float | None, of: float | None) -> Cell:
+    """A count over a count as the module shows it: ``11/40``."""
+    if value is None or of is None:
+        return None
+    return f"{value:g}/{of:g}"
+
+
+def _derived(study: ProbeStudy, runs: list[dict[str, Any]], out: ContentResult) -> None:
+    files = _Files(study)
+    records: list[DerivedRecord] = []
+    for d in study.content.derived:
+        scopes = [(r["id"], r) for r in runs] if d.per_run else [("", None)]
+        values, of_values = {}, {}
+        for key, run in scopes:
+            resolve = _resolver(files, runs, run)
+            values[key] = evaluate(d.formula, resolve)
+            if d.of is not None:
+                of_values[key] = evaluate(d.of, resolve)
+        records.append(
+            {
+                "name": d.name,
+                "label": d.label,
+                "formula": d.formula.text,
+                "of": None if d.of is None else d.of.text,
+                "per_run": d.per_run,
+                "values": values,
+                "of_values": of_values,
+            }
+        )
+    out.derived = records
+    per_run = [r for r in records if r["per_run"]]
+    if per_run:
+        out.tables["derived_runs"] = Table(
+            "Derived numbers per run (each column's formula below)",
+            tuple(Column(r["label"]) for r in per_run),
+            tuple((run["id"], tuple(_shown(r, run["id"]) for r in per_run)) for run in runs),
+            row_header="run",
+            notes=tuple(f"{r['label']} = {_formula(r)}" for r in per_run),
+        )
+    study_wide = [r for r in records if not r["per_run"]]
+    if study_wide:
+        out.tables["derived"] = Table(
+            "Derived numbers of the study",
+            (Column("value"), Column("formula")),
+            tuple((r["label"], (_shown(r, ""), _formula(r))) for r in study_wide),
+            row_header="number",
+        )
+
+
+def _shown(record: DerivedRecord, key: str) -> Cell:
+    value = record["values"].get(key)
+    return _ratio(value, record["of_values"].get(key)) if record["of"] else value
+
+
+def _formula(record: DerivedRecord) -> str:
+    return record["formula"] + (f" over {record['of']}" if record["of"] else "")
+
+
+def _field(item: Any, path: str) -> Any:
+    try:
+        found = locate(item, path)
+    except KeyPathError:
+        return None
+    return None if found is None else found[1]
+
+
+def _cell(value: Any) -> Cell:
+    """A record's field as a table cell: numbers and text as they are, anything else as JSON
+    text (a record is data, shown whatever it holds)."""
+    if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _jobs(
+    study: ProbeStudy, runs: list[dict[str, Any]], out: ContentResult, spec: JobsSpec
+) -> None:
+    files = _Files(study)
+    doc = files.doc(spec.file)
+    attempts = _field(doc, spec.at) if doc is not None else None
+    if attempts is not None and not isinstance(attempts, list):
+        raise UserError(
+            f"is {type(attempts).__name__}; expected the list of job attempts",
+            source=files.source(spec.file),
+            key=spec.at,
+        )
+    attempts = [a for a in attempts or [] if isinstance(a, dict)]
+    last: dict[str, int] = {}
+    for i, a in enumerate(attempts):
+        last[str(a.get(spec.final_by))] = i
+    final = set(last.values())
+    out.tables["job_attempts"] = Table(
+        f"Every Slurm attempt ({study.content.files[spec.file].name}): repaired failures, "
+        "replacements and final receipts",
+        (*(Column(c) for c in spec.columns), Column("final attempt")),
+        tuple(
+            (
+                str(i + 1),
+                (*(_cell(a.get(c)) for c in spec.columns), "final" if i in final else "superseded"),
+            )
+            for i, a in enumerate(attempts)
+        ),
+        row_header="attempt",
+    )
+    workflow = files.doc(spec.workflow) if spec.workflow else None
+    ok = [
+        i
+        for i in final
+        if attempts[i].get("State") == "COMPLETED" and attempts[i].get("ExitCode") == "0:0"
+    ]
+    complete = [r for r in runs if r["problem"] is None]
+    rows: list[tuple[str, tuple[Cell, ...]]] = [
+        ("runs declared / with every file", (f"{len(runs)} / {len(complete)}",)),
+        ("Slurm attempts recorded", (len(attempts),)),
+        ("final allocations (COMPLETED 0:0)", (f"{len(final)} ({len(ok)})",)),
+    ]
+    if workflow is not None:
+        rows += [
+            ("workflow state", (_cell(_field(workflow, spec.state)),)),
+            ("workflow completion (UTC)", (_cell(_field(workflow, spec.completed)),)),
+        ]
+    rows += [(r["label"], (_shown(r, ""),)) for r in out.derived if not r["per_run"]]
+    out.tables["provenance"] = Table(
+        "Study completion and provenance (job records, workflow, derived numbers)",
+        (Column("recorded"),),
+        tuple(rows),
+        row_header="component",
+    )
+    out.manifest.update(
+        {
+            "job_attempts": len(attempts),
+            "final_allocations": len(final),
+            "final_job_ids": [_cell(attempts[i].get(spec.columns[0])) for i in sorted(final)],
+            "attempts": [
+                {c: _cell(a.get(c)) for c in spec.columns} | {"final": i in final}
+                for i, a in enumerate(attempts)
+            ],
+            "workflow_state": _cell(_field(workflow, spec.state)) if workflow else None,
+            "completed_utc": _cell(_field(workflow, spec.completed)) if workflow else None,
+        }
+    )
+
+
+def _pct(value: Any) -> Cell:
+    return 100.0 * value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _classifiers(run: dict[str, Any], spec: ActedSpec) -> list[tuple[str, Any, Any]]:
+    """(protocol, result, adapter document) of a run's fixed mapping and supervised adapter."""
+    out: list[tuple[str, Any, Any]] = []
+    if spec.fixed is not None:
+        split, _, path = spec.fixed.partition(":")
+        doc, _ = _document(run, split)
+        result = _field(doc, path) if doc is not None else None
+        if isinstance(result, dict):
+            out.append((spec.fixed_protocol, result, None))
+    if spec.adapter is not None:
+        doc, _ = _document(run, spec.adapter)
+        if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict):
+            protocol = doc.get("protocol") or "Supervised adapter"
+            out.append((f"Supervised: {protocol}", doc["metrics"], doc))
+    return out
+
+
+def _acted(runs: list[dict[str, Any]], spec: ActedSpec, out: ContentResult) -> None:
+    name = f"acted_{slug(spec.corpus)}"
+    summary, classes, confusion, folds, trials = [], [], [], [], []
+    for run in runs:
+        for protocol, x, adapter in _classifiers(run, spec):
+            ci = x.get("accuracy_actor_bootstrap_95ci") or [None, None]
+            params = 0 if adapter is None else _cell(adapter.get("parameters"))
+            summary.append(
+                (
+                    run["id"],
+                    (
+                        protocol,
+                        _cell(x.get("n")),
+                        _pct(x.get("accuracy")),
+                        _pct(x.get("balanced_accuracy")),
+                        _pct(x.get("macro_f1")),
+                        _pct(ci[0]),
+                        _pct(ci[-1]),
+                        params,
+                    ),
+                )
+            )
+            label = f"{run['id']} / {'fixed' if adapter is None else 'supervised'}"
+            for c in x.get("per_class") or []:
+                classes.append(
+                    (
+                        label,
+                        (
+                            _cell(c.get("class")),
+                            _cell(c.get("support")),
+                            _pct(c.get("recall")),
+                            _pct(c.get("precision")),
+                        ),
+                    )
+                )
+            matrix = x.get("confusion") if isinstance(x.get("confusion"), dict) else {}
+            rows = {t: (v if isinstance(v, dict) else {}) for t, v in matrix.items()}
+            confusion += [(f"{label} / {t}", row) for t, row in rows.items()]
+            if rows:
+                out.heatmaps.append(
+                    heatmap(
+                        list(rows),
+                        [[_num(rows[t].get(p)) for p in rows] for t in rows],
+                        chart_id=f"heat-{slug(label)}-{slug(spec.corpus)}",
+                        title=f"{spec.corpus}: {label}",
+                    )
+                )
+            for f in (adapter or {}).get("folds") or []:
+                sel = f.get("selected") or {}
+                folds.append(
+                    (
+                        run["id"],
+                        (
+                            _cell(f.get("fold")),
+                            _cell(f.get("train_clips")),
+                            _cell(f.get("held_clips")),
+                            len(f.get("train_actors") or []),
+                            len(f.get("held_actors") or []),
+                            _cell(sel.get("lr")),
+                            _cell(sel.get("epochs")),
+                            _pct(sel.get("inner_accuracy")),
+                            _pct(f.get("outer_accuracy")),
+                        ),
+                    )
+                )
+                trials += [
+                    (
+                        run["id"],
+                        (
+                            _cell(f.get("fold")),
+                            _cell(t.get("lr")),
+                            _cell(t.get("epochs")),
+                            _pct(t.get("inner_accuracy")),
+                        ),
+                    )
+                    for t in f.get("trials") or []
+                ]
+    _acted_tables(spec.corpus, name, summary, classes, confusion, folds, trials, out)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _acted_tables(
+    corpus: str,
+    name: str,
+    summary: list[Any],
+    classes: list[Any],
+    confusion: list[Any],
+    folds: list[Any],
+    trials: list[Any],
+    out: ContentResult,
+) -> None:
+    pct = [Column(f"{c} (%)", True) for c in ("accuracy", "balanced_accuracy", "macro_f1")]
+    out.tables[name] = Table(
+        f"{corpus}: fixed mapping (no corpus labels fitted) versus supervised adapter",
+        (
+            Column("protocol"),
+            Column("n"),
+            *pct,
+            Column("actor-bootstrap CI low (%)"),
+            Column("actor-bootstrap CI high (%)"),
+            Column("trainable parameters"),
+        ),
+        tuple(summary),
+        row_header="run",
+    )
+    if classes:
+        out.tables[f"{name}_classes"] = Table(
+            f"{corpus}: every class, recall and precision",
+            (
+                Column("class"),
+                Column("support"),
+                Column("recall (%)", True),
+                Column("precision (%)", True),
+            ),
+            tuple(classes),
+            row_header="run / protocol",
+        )
+    if confusion:
+        heads = list(dict.fromkeys(p for _, row in confusion for p in row))
+        out.tables[f"{name}_confusion"] = Table(
+            f"{corpus}: confusion matrices (rows true label, columns predicted label)",
+            tuple(Column(h) for h in heads),
+            tuple((label, tuple(_cell(row.get(h)) for h in heads)) for label, row in confusion),
+            row_header="run / protocol / true label",
+        )
+    if folds:
+        out.tables[f"{name}_folds"] = Table(
+            f"{corpus}: supervised adapter's outer folds",
+            tuple(
+                Column(c)
+                for c in (
+                    "outer fold",
+                    "train clips",
+                    "test clips",
+                    "train actors",
+                    "test actors",
+                    "selected lr",
+                    "selected epochs",
+                    "inner accuracy (%)",
+                    "outer accuracy (%)",
+                )
+            ),
+            tuple(folds),
+            row_header="run",
+        )
+    if trials:
+        out.tables[f"{name}_trials"] = Table(
+            f"{corpus}: every inner-fold hyperparameter trial",
+            tuple(
+                Column(c)
+                for c in (
+                    "outer fold",
+                    "candidate lr",
+                    "candidate epochs",
+                    "mean inner accuracy (%)",
+                )
+            ),
+            tuple(trials),
+            row_header="run",
+        )
+
+
+def _history(runs: list[dict[str, Any]], spec: HistorySpec, out: ContentResult) -> None:
+    rows, series, xs = [], [], []
+    for run in runs:
+        doc, source = _document(run, spec.split)
+        if not isinstance(doc, list):
+            continue
+        points: dict[str, float | None] = {}
+        for line in doc:
+            x = _cell(_field(line, spec.x))
+            y = values_at(line, spec.y, source)
+            y = y if isinstance(y, int | float) else None
+            rows.append((run["id"], (x, *(_cell(_field(line, c)) for c in spec.columns), y)))
+            points[str(x)] = y
+            xs += [str(x)] if str(x) not in xs else []
+        series.append((run["id"], points))
+    if not rows:
+        return
+    out.tables["history"] = Table(
+        f"Every recorded validation result ({spec.split}: {spec.y} by {spec.x})",
+        (Column(spec.x), *(Column(c) for c in spec.columns), Column(spec.y, False)),
+        tuple(rows),
+        row_header="run",
+    )
+    known = [v for _, p in series for v in p.values() if v is not None]
+    if known:
+        lo, hi = min(known), max(known)
+        pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+        out.figures.append(
+            (
+                "Validation history",
+                line_chart(
+                    [Series(r, tuple(p.get(x) for x in xs)) for r, p in series],
+                    chart_id="history",
+                    title=f"{spec.y} by {spec.x}",
+                    x_title=spec.x,
+                    y_title=spec.y,
+                    xlabels=xs,
+                    lo=lo - pad,
+                    hi=hi + pad,
+                ),
+            )
+        )
+
+
+def _class_labels(study: ProbeStudy, out: ContentResult) -> None:
+    assert study.content.class_labels is not None
+    alias, path = study.content.class_labels
+    files = _Files(study)
+    doc = files.doc(alias)
+    names = None if doc is None else _field(doc, path)
+    if names is None:
+        return
+    if not isinstance(names, list):
+        raise UserError(
+            f"is {type(names).__name__}; expected a list of class names",
+            source=files.source(alias),
+            key=path,
+        )
+    out.tables["class_labels"] = Table(
+        f"Class labels ({study.content.files[alias].name}), by class index",
+        (Column("label"),),
+        tuple((str(i), (_cell(n),)) for i, n in enumerate(names)),
+        row_header="class index",
+    )
+
+
+def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult) -> None:
+    files = _Files(study)
+    doc = files.doc(spec.file)
+    items = None if doc is None else _field(doc, spec.at)
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise UserError(
+            f"is {type(items).__name__}; expected a list of records",
+            source=files.source(spec.file),
+            key=spec.at,
+        )
+    rows = []
+    for item in items:
+        cells = [_cell(_field(item, c)) for c in spec.columns]
+        rows.append((str(cells[0]), tuple(cells[1:])))
+    out.tables[f"listing_{slug(spec.name)}"] = Table(
+        f"{spec.title} ({study.content.files[spec.file].name})",
+        tuple(Column(c) for c in spec.columns[1:]),
+        tuple(rows),
+        row_header=spec.columns[0],
+    )
+
+
+def content(study: ProbeStudy, runs: list[dict[str, Any]]) -> ContentResult:
+    """Everything above that the study declares (nothing when it declares none of it)."""
+    out = ContentResult()
+    c = study.content
+    _derived(study, runs, out)
+    if c.jobs is not None:
+        _jobs(study, runs, out, c.jobs)
+    for spec in c.acted:
+        _acted(runs, spec, out)
+    if c.history is not None:
+        _history(runs, c.history, out)
+    if c.class_labels is not None:
+        _class_labels(study, out)
+    for listing in c.listings:
+        _listing(study, listing, out)
+    out.manifest = {
+        "runs": len(runs),
+        "run_ids": [r["id"] for r in runs],
+        "complete_runs": sum(r["problem"] is None for r in runs),
+        **out.manifest,
+        "derived": {d["name"]: _shown(d, "") for d in out.derived if not d["per_run"]},
+    }
+    return out
+
+
+def figures_html(result: ContentResult) -> list[tuple[str, str]]:
+    """The figures as report sections: the history curves, then the heatmaps in one folded
+    section (one per run and protocol)."""
+    out = [(t, f"<div class='plot'>{h}</div>") for t, h in result.figures]
+    if result.heatmaps:
+        heat = "".join(f"<figure>{h}</figure>" for h in result.heatmaps)
+        out.append(
+            (
+                "Confusion matrices (heatmaps)",
+                "<details><summary>Every run and "
+                f"protocol</summary><div class='heatmaps'>{heat}</div></details>",
+            )
+        )
+    return out
+
+
+def attach_notes(study: ProbeStudy, tables: Mapping[str, Table]) -> dict[str, Table]:
+    """Each ``[[note]]`` under the table it explains: ``panel:<split>`` under each matching
+    run's panel; a note with ``when`` only where that saved value is true. A note naming a
+    table the report does not have is exit 2."""
+    out = dict(tables)
+    files = _Files(study)
+    for i, note in enumerate(study.content.notes):
+        if note.when is not None:
+            alias, _, path = note.when.partition(":")
+            doc = files.doc(alias)
+            if doc is None or not _field(doc, path):
+                continue
+        if note.table.startswith("panel:"):
+            split = note.table[len("panel:") :]
+            names = [
+                f"panel_{slug(r.id)}_{slug(split)}"
+                for r in study.runs
+                if all(r.attributes.get(k) == v for k, v in note.runs.items())
+            ]
+            names = [n for n in names if n in out]
+        elif note.table in out:
+            names = [note.table]
+        else:
+            raise UserError(
+                f"names table {note.table!r}, which the report does not have "
+                f"(tables: {', '.join(sorted(n for n in out if not n.startswith('panel_')))})",
+                source=study.source,
+                key=f"note[{i}].table",
+            )
+        for n in names:
+            out[n] = dataclasses.replace(out[n], notes=(*out[n].notes, note.text))
+    return out
+
+
+def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]:
+    """The ``<split>:<key path>`` s this module reads of a run's files (``documents``: split ->
+    :class:`~audiorepro.specs.measurements.Measurements`), so that the report's list of
+    unused keys leaves them out."""
+    c = study.content
+    paths = [
+        f"{r.name}:{r.path.split('[*]')[0]}"
+        for d in c.derived
+        for f in (d.formula, d.of)
+        if f is not None
+        for r in f.refs
+        if r.name not in c.files and r.path.split("[*]")[0]
+    ]
+    for a in c.acted:
+        paths += [a.fixed] if a.fixed else []
+        if a.adapter:
+            paths += [f"{a.adapter}:{k}" for k in ("metrics", "protocol", "parameters", "folds")]
+    if c.history is not None and c.history.split in documents:
+        lines = documents[c.history.split].document
+        paths += [f"{c.history.split}:[{i}]" for i in range(len(lines))]
+    return paths
+
+
+__all__ = [
+    "ContentResult",
+    "Derived",
+    "DerivedRecord",
+    "attach_notes",
+    "content",
+    "figures_html",
+    "read_key_paths",
+]
