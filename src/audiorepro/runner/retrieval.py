@@ -236,7 +236,7 @@ def _profile_table(
     for r in rows:
         canonical = r.metrics.get(direction, {})
         body.append(
-            (r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c][0]) for c in concepts)))
+            (r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c]) for c in concepts)))
         )
         for p in (p for p in requested if p in r.cell.profiles):
             values = r.profiles.get(p, {})

@@ -1229,10 +1229,9 @@ def _sections(spec: ProbeStudyFile, source: Path, strict: bool) -> tuple[Section
     return sections
 
 
-def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
-    spec = validate(ProbeStudyFile, doc, source=str(source))
+def _listed_runs(spec: ProbeStudyFile, source: Path, strict: bool, seen: set[str]) -> list[Run]:
+    """The study's `[[run]]` entries, one by one (the `[[runs]]` patterns are `_pattern_runs`)."""
     runs = []
-    seen: set[str] = set()
     for i, r in enumerate(spec.run):
         if r.id in seen:
             raise UserError(f"repeats run id {r.id!r}", source=source, key=f"run[{i}].id")
@@ -1271,6 +1270,13 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
                 else _saved(source, f"run[{i}].config", r.config, strict),
             )
         )
+    return runs
+
+
+def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
+    spec = validate(ProbeStudyFile, doc, source=str(source))
+    seen: set[str] = set()
+    runs = _listed_runs(spec, source, strict, seen)
     declared, tree_files = _pattern_runs(spec, source, seen)
     runs += declared
     # Corpus names and run ids name output files (classification_<corpus>, the copies under
