@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import copy
 import decimal
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -829,6 +830,115 @@ def graded_positions(counts: RankCounts, graded: Graded, tie_policy: TiePolicy) 
     return Ranking(ptr=ranking.ptr, pos=ranking.pos, gains=gains)
 
 
+def _is_ndcg(name: str) -> bool:
+    return name == "ndcg" or name.startswith("ndcg@")
+
+
+def _tie_groups(
+    entries: list[tuple[int, int, int, Fraction]],
+) -> list[tuple[int, list[int], int]]:
+    """One query's tie groups in rank order, from its relevant entries ``(greater, equal,
+    gain, exact score)``: ``(non-relevant items above, gains of its relevant items, equal)``.
+
+    An entry with ``equal > 0`` ties exactly with every entry of the same ``greater`` and
+    ``equal > 0`` (between two different scores lies a tied non-relevant item, which would
+    change ``greater``), and lies below the entries of its ``greater`` with ``equal = 0``;
+    those tie only with each other, by exact score."""
+    groups: list[tuple[int, list[int], int]] = []
+    for (above, tied), block in itertools.groupby(
+        sorted(entries, key=lambda e: (e[0], e[1] > 0, -e[3])), key=lambda e: (e[0], e[1] > 0)
+    ):
+        members = list(block)
+        if tied:
+            groups.append((above, [e[2] for e in members], members[0][1]))
+            continue
+        for _, same in itertools.groupby(members, key=lambda e: e[3]):
+            groups.append((above, [e[2] for e in same], 0))
+    return groups
+
+
+def _averaged_ndcg_query(groups: list[tuple[int, list[int], int]], limit: int) -> float:
+    """One query's tie-averaged nDCG from its tie groups, 40-digit decimals, rounded once."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _NDCG_DIGITS
+        ln2 = decimal.Decimal(2).ln()
+
+        def discount(p: int) -> decimal.Decimal:
+            return ln2 / decimal.Decimal(p + 1).ln()
+
+        dcg, found = decimal.Decimal(0), 0
+        for above, gains, equal in groups:
+            start = above + found  # every item before the group: non-relevant and relevant
+            size = len(gains) + equal
+            if start < limit:
+                mean = decimal.Decimal(sum(gains)) / size
+                dcg += mean * sum(
+                    discount(p) for p in range(start + 1, min(start + size, limit) + 1)
+                )
+            found += len(gains)
+        best = sorted((g for _, gains, _ in groups for g in gains), reverse=True)[:limit]
+        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        return float(dcg / ideal)
+
+
+def ndcg_tie_averaged_per_query(
+    counts: RankCounts,
+    graded: Graded | None = None,
+    *,
+    k: int | None = None,
+) -> FloatArray:
+    """Per query (those with a relevant item) the **tie-averaged** ``ndcg@k``: scikit-learn's
+    ``ndcg_score`` (ties averaged, after McSherry and Najork), the mean of nDCG over every
+    order of the items of equal score. Each group of equal scores that starts after ``s``
+    items and holds ``n`` items gives each of its ranks its mean gain: ``DCG@k = sum_groups
+    (sum of the group's gains / n) * sum_{p = s+1}^{min(s+n, k)} 1 / log2(p + 1)``, ``IDCG@k``
+    as in :func:`ndcg_per_query`. It lies between the pessimistic and optimistic values, and
+    is either where they agree; elsewhere it is computed in 40-digit decimals and rounded
+    once to float64. ``graded``: the gains and vectors (None: binary, every gain 1).
+
+    >>> from audiorepro.metrics._exact import RankCounts
+    >>> rc = RankCounts(ptr=np.array([0, 1]), greater=np.array([0]), equal=np.array([1]))
+    >>> ndcg_tie_averaged_per_query(rc).tolist()  # 1/2 * (1 + 1/log2(3))
+    [0.8154648767857288]
+    """
+    if k is not None:
+        _check_k(k, "ndcg_tie_averaged_per_query")
+    limit = np.iinfo(np.int64).max if k is None else k
+    rankings = [
+        positions_from_counts(counts, tie_policy=p)
+        if graded is None
+        else graded_positions(counts, graded, p)
+        for p in TIE_POLICIES
+    ]
+    keep = np.flatnonzero(np.diff(counts.ptr) > 0)
+    pes, opt = (ndcg_per_query(_nonempty(r, keep), k=k) for r in rankings)
+    out: FloatArray = pes.copy()
+    ptr, greater, equal = counts.ptr.tolist(), counts.greater.tolist(), counts.equal.tolist()
+    gains = [1] * len(greater) if graded is None else graded.gains.tolist()
+    for i in np.flatnonzero(pes != opt).tolist():
+        q = int(keep[i])
+        entries = [
+            (greater[e], equal[e], gains[e], _entry_score(counts, graded, q, e))
+            for e in range(ptr[q], ptr[q + 1])
+        ]
+        out[i] = _averaged_ndcg_query(_tie_groups(entries), limit)
+    return out
+
+
+def _nonempty(ranking: Ranking, keep: npt.NDArray[np.int64]) -> Ranking:
+    """``ranking`` without its queries that have no relevant item (``keep``: the others)."""
+    ptr = np.concatenate([ranking.ptr[:1], ranking.ptr[1:][keep]])
+    return Ranking(ptr=ptr, pos=ranking.pos, gains=ranking.gains)
+
+
+def _entry_score(counts: RankCounts, graded: Graded | None, q: int, e: int) -> Fraction:
+    """The exact score of entry ``e`` of query ``q`` (graded only: binary gains never need
+    the order of relevant items among themselves; 0 then)."""
+    if graded is None or counts.relevant is None:
+        return Fraction(0)
+    return _exact_score(graded.queries[q], graded.items[counts.relevant[e]])
+
+
 @dataclass(frozen=True)
 class RetrievalResult:
     """Exact counts for both directions of one dump, and everything derived from them."""
@@ -894,7 +1004,22 @@ class RetrievalResult:
                 if opt[d][name] != pes[d][name]
             }
             out[d] = {"queries_affected": int(queries_tied.size), "bounds": bounds}
+            averaged = {name: self.tie_averaged(d, name) for name in bounds if _is_ndcg(name)}
+            if averaged:
+                out[d]["tie_averaged"] = averaged
         return out
+
+    def tie_averaged(self, direction: str, name: str) -> float:
+        """The tie-averaged value of ``ndcg`` or ``ndcg@k`` (:func:`ndcg_tie_averaged_per_query`),
+        a mean as the other metrics' (queries without a relevant item as :meth:`ranking`)."""
+        metric = metric_by_name(name)
+        if not _is_ndcg(name):
+            raise param_error("name", "RetrievalResult.tie_averaged", "ndcg or ndcg@k", name)
+        graded = None if self.graded is None else self.graded[direction]
+        per_query = ndcg_tie_averaged_per_query(
+            self.counts[direction], graded, k=metric.kwargs.get("k")
+        )
+        return _mean(per_query, self.ranking(direction).n_empty)
 
 
 def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> RetrievalResult:
@@ -962,6 +1087,9 @@ class TieSummary(TypedDict):
 
     queries_affected: int
     bounds: dict[str, list[float]]
+    #: Only where ``ndcg`` or ``ndcg@k`` has bounds: its tie-averaged value (scikit-learn's
+    #: ``ndcg_score``, the mean over every order of ties), between them.
+    tie_averaged: NotRequired[dict[str, float]]
 
 
 class EmptyQueries(TypedDict):

@@ -9,7 +9,10 @@ Written from the definitions only:
    class puts relevant items first (optimistic) or last (pessimistic) among equal scores.
    A query may have any number of relevant items, in either direction (a caption relevant to
    several clips comes with general relevance, format version 2).
-3. Metrics are computed per query from the 1-based positions of the relevant items, exactly
+3. ``tie_policy="average"`` gives only the nDCG measures, tie-averaged: each rank of a group
+   of equal scores (relevant or not) holds the group's mean gain, an exact fraction (the mean
+   of DCG over every order of the group).
+4. Metrics are computed per query from the 1-based positions of the relevant items, exactly
    with ``fractions.Fraction``; each query's value is rounded once to float64, and the metric
    is ``math.fsum`` of those values divided by the number of queries (the rounding rule of the
    definitions).
@@ -65,6 +68,14 @@ def _ordered(scores: list[int], gain: dict[int, int], tie_policy: str) -> list[t
     return [(p + 1, gain[j]) for p, j in enumerate(ordered) if j in gain]
 
 
+def _cut(name: str) -> int | None:
+    return int(name.partition("@")[2]) if "@" in name else None
+
+
+def _is_ndcg_name(name: str) -> bool:
+    return name.partition("@")[0] == "ndcg"
+
+
 def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
     """The names reported: version 1.0's, or with cutoffs version 1.1's, in report order."""
     if cutoffs is None:
@@ -95,6 +106,35 @@ def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> floa
         ideal = decimal.Decimal(0)
         for rank, gp in zip(range(1, depth + 1), sorted(g, reverse=True), strict=False):
             ideal += gp * gain_at(rank)
+        return float(dcg / ideal)
+
+
+def _averaged_ndcg(scores: list[int], gain: dict[int, int], k: int | None) -> float:
+    """Tie-averaged nDCG of one query from its exact scores (``gain``: item -> gain > 0)."""
+    by_score: dict[int, list[int]] = {}
+    for j, s in enumerate(scores):
+        by_score.setdefault(s, []).append(gain.get(j, 0))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        log2 = decimal.Decimal(2).ln()
+        dcg, rank = decimal.Decimal(0), 0
+        for s in sorted(by_score, reverse=True):
+            group = by_score[s]
+            mean = Fraction(sum(group), len(group))
+            for _ in group:
+                rank += 1
+                if k is None or rank <= k:
+                    dcg += (
+                        mean.numerator
+                        * log2
+                        / ((rank + 1) * decimal.Decimal(1)).ln()
+                        / mean.denominator
+                    )
+        best = sorted(gain.values(), reverse=True)[:k]
+        ideal = sum(
+            (g * log2 / decimal.Decimal(r + 1).ln() for r, g in enumerate(best, start=1)),
+            decimal.Decimal(0),
+        )
         return float(dcg / ideal)
 
 
@@ -142,7 +182,7 @@ def _direction(
     """A query without a relevant item is refused (no policy), left out (``skip``), or every
     measure's value for it is 0 (``zero``) but the rank measures', which have none."""
     items = np.array(item_vecs, dtype=object)
-    per_query = []
+    per_query: list[dict[str, Fraction | float]] = []
     firsts = []
     zeros = 0
     for q, vec in enumerate(query_vecs):
@@ -152,12 +192,22 @@ def _direction(
             zeros += empty_queries == "zero"
             continue
         scores = [int(s) for s in items.dot(np.array(vec, dtype=object))]
+        if tie_policy == "average":
+            per_query.append(
+                {n: _averaged_ndcg(scores, relevant[q], _cut(n)) for n in names if _is_ndcg_name(n)}
+            )
+            continue
         ordered = _ordered(scores, relevant[q], tie_policy)
         pos = [p for p, _ in ordered]
         per_query.append(_query_metrics(pos, names, [g for _, g in ordered] if graded else None))
         firsts.append(pos[0])
     if not per_query:
         raise ValueError("no query has a relevant item")
+    if tie_policy == "average":
+        return {
+            n: math.fsum(float(m[n]) for m in per_query) / (len(per_query) + zeros)
+            for n in per_query[0]
+        }
     result = {}
     for name in per_query[0]:
         # The zero-valued queries add nothing to the sum; the rank measure has no value there.
@@ -217,12 +267,20 @@ def reference_retrieval_metrics(
     (0.5, 1.0)
     >>> reference_retrieval_metrics(a, t[:1], [0], empty_queries="skip")["a2t"]["r@1"]
     1.0
+
+    ``tie_policy="average"`` (with ``cutoffs``): the tie-averaged nDCG measures only (clip 0's
+    caption ties caption 1 at ranks 1-2: mean gain 1/2 at each):
+
+    >>> reference_retrieval_metrics(a, t, [0, 1, 1], cutoffs=[1], tie_policy="average")["a2t"]
+    {'ndcg': 0.8876626356799113, 'ndcg@1': 0.75}
     """
     if empty_queries not in (None, "skip", "zero"):
         raise ValueError(f"empty_queries must be None, 'skip' or 'zero', got {empty_queries!r}")
     names = _cutoff_names(None if cutoffs is None else tuple(int(k) for k in cutoffs))
-    if tie_policy not in ("pessimistic", "optimistic"):
-        raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
+    if tie_policy not in ("pessimistic", "optimistic", "average"):
+        raise ValueError(
+            f"tie_policy must be 'pessimistic', 'optimistic' or 'average', got {tie_policy!r}"
+        )
     csr = relevance_indptr is not None or relevance_indices is not None
     if csr == (text_to_audio is not None):
         raise ValueError("give either text_to_audio or relevance_indptr and relevance_indices")
