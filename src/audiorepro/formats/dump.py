@@ -16,6 +16,9 @@ key                    dtype / shape               meaning
                                                    relevance_indptr[i+1]]``
 ``relevance_gains``    integer [nnz] (optional)    with the relevance keys only: graded
                                                    relevance, the gain (>= 0) of each entry
+                                                   (float64 when declared, next row)
+``relevance_gains_kind`` str scalar (optional)     ``"float"``: the gains are float64
+                                                   (``"integer"``, the default: integers)
 ``format_version``     integer scalar (optional)   1 or 2; when given, must match the keys
 ``audio_ids``          str [N] (optional)          clip identifiers, e.g. file names
 ``captions``           str [M] (optional)          the texts
@@ -39,7 +42,11 @@ Format versions
 >= 0 per entry of ``relevance_indices`` (at most 2**53). nDCG uses the gains; every other
 measure counts an entry as relevant when its gain is > 0, so an entry of gain 0 is judged not
 relevant (the emptiness rules above apply to the entries of gain > 0). A dump without it is
-read and written exactly as before.
+read and written exactly as before. **Float gains** are declared: ``relevance_gains`` of dtype
+float64 (finite, >= 0, at most 2**53) together with ``relevance_gains_kind = "float"``; a
+float array without the declaration, the declaration with integer gains, or float16/float32
+gains are refused. Every float64 is a dyadic rational, so the engine stays exact (the gains
+enter its sums exactly, as integers do); an integer dump is read and written as before.
 
 Either way :attr:`Dump.relevance` gives the (binary) relevance as CSR over clips, indices ascending
 within a clip (for a version-1 dump derived from ``text_to_audio``), so that every metric has
@@ -79,7 +86,10 @@ REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
 RELEVANCE_KEYS = ("relevance_indptr", "relevance_indices")
 #: Optional with the relevance keys: an integer gain per relevance entry (graded relevance).
 GAINS_KEY = "relevance_gains"
-OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version", GAINS_KEY)
+#: Optional with the gains: ``"float"`` declares float64 gains (``"integer"``: the default).
+GAINS_KIND_KEY = "relevance_gains_kind"
+GAIN_KINDS = ("integer", "float")
+OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version", GAINS_KEY, GAINS_KIND_KEY)
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: The newest format version (see the module docstring); 1 is ``text_to_audio``.
 FORMAT_VERSION = 2
@@ -179,8 +189,8 @@ class Dump:
     #: None: the dump has none (they are refused without a policy). Not stored in the file.
     empty_queries: EmptyPolicy | None = None
     #: Graded relevance (``relevance_gains``): the gain of each entry of :attr:`relevance_csr`
-    #: (int64 >= 0, aligned with its indices); None for binary relevance.
-    gains: npt.NDArray[np.int64] | None = None
+    #: (int64 >= 0, or float64 >= 0 when declared, aligned with its indices); None: binary.
+    gains: npt.NDArray[Any] | None = None
 
     @property
     def format_version(self) -> int:
@@ -204,7 +214,7 @@ class Dump:
         return Relevance.from_text_to_audio(self.text_to_audio, n_clips=self.n_clips)
 
     @cached_property
-    def relevance_gains(self) -> npt.NDArray[np.int64] | None:
+    def relevance_gains(self) -> npt.NDArray[Any] | None:
         """The gains (all > 0) of :attr:`relevance`'s entries, aligned; None if binary."""
         if self.gains is None:
             return None
@@ -358,6 +368,7 @@ def make_dump(
     relevance_indptr: npt.ArrayLike | None = None,
     relevance_indices: npt.ArrayLike | None = None,
     relevance_gains: npt.ArrayLike | None = None,
+    relevance_gains_kind: str | None = None,
     audio_ids: npt.ArrayLike | None = None,
     captions: npt.ArrayLike | None = None,
     meta: dict[str, Any] | None = None,
@@ -379,6 +390,7 @@ def make_dump(
         ("relevance_indptr", relevance_indptr),
         ("relevance_indices", relevance_indices),
         (GAINS_KEY, relevance_gains),
+        (GAINS_KIND_KEY, relevance_gains_kind),
     ):
         if value is not None:
             arrays[key] = np.asarray(value)
@@ -475,9 +487,11 @@ def _validate(
     n, m = audio.shape[0], text.shape[0]
     t2a64: npt.NDArray[np.int64] | None = None
     relevance: Relevance | None = None
-    gains: npt.NDArray[np.int64] | None = None
+    gains: npt.NDArray[Any] | None = None
     if GAINS_KEY in arrays and not has_relevance:
         raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
+    if GAINS_KIND_KEY in arrays and GAINS_KEY not in arrays:
+        raise fail(GAINS_KIND_KEY, f"is given without {GAINS_KEY}")
     if has_relevance:
         relevance, gains = _relevance(
             arrays["relevance_indptr"],
@@ -487,6 +501,7 @@ def _validate(
             fail,
             accept=accept,
             gains=arrays.get(GAINS_KEY),
+            kind=_gain_kind(arrays, fail),
         )
     else:
         t2a = arrays["text_to_audio"]
@@ -566,12 +581,14 @@ def _relevance(
     *,
     accept: bool = False,
     gains: npt.NDArray[Any] | None = None,
-) -> tuple[Relevance, npt.NDArray[np.int64] | None]:
+    kind: str = "integer",
+) -> tuple[Relevance, npt.NDArray[Any] | None]:
     """Validate the version-2 relevance keys; indices come back ascending within each clip.
     ``accept``: a clip without a text and a text without a clip are accepted (a policy for
     queries without a relevant item was chosen), but not a relevance without any pair.
     ``gains``: graded relevance, an integer >= 0 per entry; an entry of gain 0 is not
-    relevant (so a clip whose gains are all 0 has no relevant text)."""
+    relevant (so a clip whose gains are all 0 has no relevant text); ``kind`` ``"float"``:
+    float64 gains instead."""
     for key, arr in (("relevance_indptr", indptr), ("relevance_indices", indices)):
         if arr.dtype.kind not in "iu":
             raise fail(key, f"has dtype {arr.dtype}, expected an integer dtype")
@@ -605,7 +622,7 @@ def _relevance(
     ptr64 = indptr.astype(np.int64)
     idx64 = indices.astype(np.int64)
     clip = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr64))
-    positive = np.ones(nnz, bool) if gains is None else _gains(gains, nnz, fail)
+    positive = np.ones(nnz, bool) if gains is None else _gains(gains, nnz, fail, kind)
     per_clip = np.bincount(clip[positive], minlength=n)
     if bool(np.any(per_clip == 0)) and not accept:
         raise fail(
@@ -634,14 +651,40 @@ def _relevance(
         )
     if gains is None:
         return Relevance._frozen(ptr64, idx_sorted, m), None
-    gains64 = np.ascontiguousarray(gains.astype(np.int64)[order])
+    dtype = np.float64 if kind == "float" else np.int64
+    gains64 = np.ascontiguousarray(gains.astype(dtype)[order])
     gains64.setflags(write=False)
     return Relevance._frozen(ptr64, idx_sorted, m), gains64
 
 
-def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any) -> npt.NDArray[np.bool_]:
+def _gain_kind(arrays: dict[str, npt.NDArray[Any]], fail: Any) -> str:
+    """The declared kind of the gains (``relevance_gains_kind``; ``"integer"`` when absent)."""
+    if GAINS_KIND_KEY not in arrays:
+        return "integer"
+    value = arrays[GAINS_KIND_KEY]
+    if value.dtype.kind != "U" or value.shape != () or str(value) not in GAIN_KINDS:
+        raise fail(GAINS_KIND_KEY, f"is {value!r}, expected the string 'integer' or 'float'")
+    return str(value)
+
+
+def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any, kind: str) -> npt.NDArray[np.bool_]:
     """Validate ``relevance_gains``; which entries are relevant (gain > 0)."""
-    if gains.dtype.kind not in "iu":
+    if kind == "float":
+        if gains.dtype != np.float64:
+            raise fail(
+                GAINS_KEY,
+                f"has dtype {gains.dtype}, expected float64 ({GAINS_KIND_KEY} is 'float')",
+            )
+        if not bool(np.all(np.isfinite(gains))):
+            k = int(np.argmax(~np.isfinite(gains)))
+            raise fail(GAINS_KEY, f"has value {gains[k]} at entry {k}, expected a finite gain")
+    elif gains.dtype.kind == "f":
+        raise fail(
+            GAINS_KEY,
+            f"has dtype {gains.dtype}, expected an integer dtype (float64 gains must be "
+            f"declared: {GAINS_KIND_KEY} = 'float')",
+        )
+    elif gains.dtype.kind not in "iu":
         raise fail(GAINS_KEY, f"has dtype {gains.dtype}, expected an integer dtype")
     if gains.shape != (nnz,):
         raise fail(
@@ -650,11 +693,22 @@ def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any) -> npt.NDArray[np.bool_
         )
     if nnz and bool(np.any(gains < 0)):
         k = int(np.argmax(gains < 0))
-        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected an integer >= 0")
-    if nnz and int(gains.max()) > 2**53:  # exact as a float64 in every gain sum's term
+        raise fail(
+            GAINS_KEY, f"has value {_num(gains[k])} at entry {k}, expected {_what(kind)} >= 0"
+        )
+    if nnz and gains.max() > 2**53:  # exact as a float64 in every gain sum's term
         k = int(np.argmax(gains > 2**53))
-        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected at most 2**53")
+        raise fail(GAINS_KEY, f"has value {_num(gains[k])} at entry {k}, expected at most 2**53")
     return np.asarray(gains > 0)
+
+
+def _num(value: Any) -> str:
+    """A gain as the error line prints it: an integer as an integer, a float by repr."""
+    return repr(float(value)) if isinstance(value, np.floating) else str(int(value))
+
+
+def _what(kind: str) -> str:
+    return "a float" if kind == "float" else "an integer"
 
 
 def _strings(
@@ -686,7 +740,10 @@ def dump_arrays(dump: Dump) -> dict[str, npt.NDArray[Any]]:
         arrays["relevance_indices"] = np.asarray(csr.indices, dtype=np.int64)
         arrays["format_version"] = np.asarray(FORMAT_VERSION, dtype=np.int64)
         if dump.gains is not None:  # absent for binary relevance: bytes unchanged
-            arrays[GAINS_KEY] = np.asarray(dump.gains, dtype=np.int64)
+            floats = dump.gains.dtype.kind == "f"
+            arrays[GAINS_KEY] = np.asarray(dump.gains, dtype=np.float64 if floats else np.int64)
+            if floats:  # declared; an integer dump's bytes are unchanged
+                arrays[GAINS_KIND_KEY] = np.asarray("float")
     if dump.audio_ids is not None:
         arrays["audio_ids"] = np.asarray(dump.audio_ids, dtype=str)
     if dump.captions is not None:

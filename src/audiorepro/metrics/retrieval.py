@@ -103,8 +103,9 @@ class Ranking:
     #: rank measures (``mean_rank``, ``median_rank``) have no value for them and ignore them.
     n_empty: int = 0
     #: Graded relevance: the gain (> 0) of the relevant item at each of :attr:`pos`; None for
-    #: binary relevance (every gain 1). Only nDCG reads it.
-    gains: npt.NDArray[np.int64] | None = None
+    #: binary relevance (every gain 1). Only nDCG reads it. int64, or float64 (declared float
+    #: gains: dyadic rationals, exact in longdouble and in decimals, as integers are).
+    gains: npt.NDArray[Any] | None = None
 
     @classmethod
     def from_lists(cls, positions: Sequence[Sequence[int]], *, n_empty: int = 0) -> Ranking:
@@ -333,7 +334,7 @@ def _ndcg_decimal(pos: Sequence[int], n_rel: int, limit: int) -> float:
         return float(dcg / ideal)
 
 
-def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -> float:
+def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[float], limit: int) -> float:
     """One graded query's nDCG from 40-digit decimal logarithms, rounded once to float64."""
     with decimal.localcontext() as ctx:
         ctx.prec = _NDCG_DIGITS
@@ -343,15 +344,21 @@ def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -
             return ln2 / decimal.Decimal(p + 1).ln()
 
         dcg = sum(
-            (g * discount(p) for p, g in zip(pos, gains, strict=True) if p <= limit),
+            (
+                decimal.Decimal(g) * discount(p)
+                for p, g in zip(pos, gains, strict=True)
+                if p <= limit
+            ),
             decimal.Decimal(0),
         )
         best = sorted(gains, reverse=True)[:limit]
-        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        ideal = sum(
+            (decimal.Decimal(g) * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0)
+        )
         return float(dcg / ideal)
 
 
-def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> FloatArray:
+def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[Any], limit: int) -> FloatArray:
     """:func:`ndcg_per_query` with gains: longdouble with an error bound, else decimals."""
     ld = np.longdouble
     n_rel = ranking.n_relevant
@@ -365,7 +372,8 @@ def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> 
     ideal_terms = np.where(rank_in <= limit, g[best] / np.log2(rank_in.astype(ld) + 1), ld(0))
     ideal = np.add.reduceat(ideal_terms, ranking.ptr[:-1])
     value = dcg / ideal
-    # As for binary gains (integer gains up to 2**53 are exact in longdouble's products).
+    # As for binary gains (integer gains up to 2**53, and float64 gains, are exact in
+    # longdouble, so each product has the same few-ulp error).
     err = ld(4) * (2 * n_rel + 6).astype(ld) * ld(np.finfo(ld).eps)
     lo = (value * (1 - err)).astype(np.float64)
     hi = (value * (1 + err)).astype(np.float64)
@@ -779,7 +787,7 @@ class Graded:
     """Graded relevance of one direction: the gain of each entry of its :class:`RankCounts`
     (aligned with ``greater``), and the vectors, for ordering tied relevant entries exactly."""
 
-    gains: npt.NDArray[np.int64]
+    gains: npt.NDArray[Any]
     queries: npt.NDArray[Any]
     items: npt.NDArray[Any]
 
@@ -835,8 +843,8 @@ def _is_ndcg(name: str) -> bool:
 
 
 def _tie_groups(
-    entries: list[tuple[int, int, int, Fraction]],
-) -> list[tuple[int, list[int], int]]:
+    entries: list[tuple[int, int, float, Fraction]],
+) -> list[tuple[int, list[float], int]]:
     """One query's tie groups in rank order, from its relevant entries ``(greater, equal,
     gain, exact score)``: ``(non-relevant items above, gains of its relevant items, equal)``.
 
@@ -844,7 +852,7 @@ def _tie_groups(
     ``equal > 0`` (between two different scores lies a tied non-relevant item, which would
     change ``greater``), and lies below the entries of its ``greater`` with ``equal = 0``;
     those tie only with each other, by exact score."""
-    groups: list[tuple[int, list[int], int]] = []
+    groups: list[tuple[int, list[float], int]] = []
     for (above, tied), block in itertools.groupby(
         sorted(entries, key=lambda e: (e[0], e[1] > 0, -e[3])), key=lambda e: (e[0], e[1] > 0)
     ):
@@ -857,7 +865,7 @@ def _tie_groups(
     return groups
 
 
-def _averaged_ndcg_query(groups: list[tuple[int, list[int], int]], limit: int) -> float:
+def _averaged_ndcg_query(groups: list[tuple[int, list[float], int]], limit: int) -> float:
     """One query's tie-averaged nDCG from its tie groups, 40-digit decimals, rounded once."""
     with decimal.localcontext() as ctx:
         ctx.prec = _NDCG_DIGITS
@@ -871,13 +879,16 @@ def _averaged_ndcg_query(groups: list[tuple[int, list[int], int]], limit: int) -
             start = above + found  # every item before the group: non-relevant and relevant
             size = len(gains) + equal
             if start < limit:
-                mean = decimal.Decimal(sum(gains)) / size
+                total = sum(map(Fraction, gains), Fraction(0))  # exact for float gains too
+                mean = decimal.Decimal(total.numerator) / total.denominator / size
                 dcg += mean * sum(
                     discount(p) for p in range(start + 1, min(start + size, limit) + 1)
                 )
             found += len(gains)
         best = sorted((g for _, gains, _ in groups for g in gains), reverse=True)[:limit]
-        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        ideal = sum(
+            (decimal.Decimal(g) * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0)
+        )
         return float(dcg / ideal)
 
 
@@ -1077,7 +1088,7 @@ def _graded(dump: Dump, counts: dict[str, RankCounts]) -> dict[str, Graded]:
         order = np.argsort(keys, kind="stable")
         entry_keys = np.repeat(np.arange(c.n_queries), np.diff(c.ptr)) * n_items + c.relevant
         found = order[np.searchsorted(keys[order], entry_keys)]
-        out[d] = Graded(np.asarray(gains[found], np.int64), vecs[0], vecs[1])
+        out[d] = Graded(np.asarray(gains[found]), vecs[0], vecs[1])
     return out
 
 

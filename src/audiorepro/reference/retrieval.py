@@ -53,14 +53,16 @@ def _to_scaled_ints(*arrays: Any) -> list[list[list[int]]]:
     return [[[n * (denom // d) for n, d in row] for row in a] for a in ratios]
 
 
-def _ordered(scores: list[int], gain: dict[int, int], tie_policy: str) -> list[tuple[int, int]]:
+def _ordered(
+    scores: list[int], gain: dict[int, Fraction], tie_policy: str
+) -> list[tuple[int, Fraction]]:
     """(position, gain) of each relevant item (``gain``: item -> gain > 0), ascending. Among
     equal scores: optimistic puts relevant items first and higher gains first (the best
     order), pessimistic relevant items last and lower gains first (the worst)."""
     optimistic = tie_policy == "optimistic"
 
-    def key(j: int) -> tuple[int, int, int, int]:
-        g = gain.get(j, 0)
+    def key(j: int) -> tuple[int, int, Fraction, int]:
+        g = gain.get(j, Fraction(0))
         tie_class = 0 if (g > 0) == optimistic else 1
         return (-scores[j], tie_class, -g if optimistic else g, j)
 
@@ -87,10 +89,15 @@ def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
     return (*names, "r_precision", "mean_rank", "median_rank")
 
 
-def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> float:
+def _dec(value: Fraction) -> decimal.Decimal:
+    """A gain (an exact fraction: integer or float64) as a decimal of the context's precision."""
+    return decimal.Decimal(value.numerator) / value.denominator
+
+
+def _ndcg(pos: list[int], k: int | None, gains: list[Fraction] | None = None) -> float:
     """nDCG from 50-digit decimal logarithms, rounded once (the definitions ask for the
     float64 nearest to the exact value); ``gains``: each position's gain (binary: all 1)."""
-    g = [1] * len(pos) if gains is None else gains
+    g = [Fraction(1)] * len(pos) if gains is None else gains
     with decimal.localcontext() as ctx:
         ctx.prec = 50
         log2 = decimal.Decimal(2).ln()
@@ -102,25 +109,25 @@ def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> floa
         dcg = decimal.Decimal(0)
         for p, gp in zip(pos, g, strict=True):
             if k is None or p <= k:
-                dcg += gp * gain_at(p)
+                dcg += _dec(gp) * gain_at(p)
         ideal = decimal.Decimal(0)
         for rank, gp in zip(range(1, depth + 1), sorted(g, reverse=True), strict=False):
-            ideal += gp * gain_at(rank)
+            ideal += _dec(gp) * gain_at(rank)
         return float(dcg / ideal)
 
 
-def _averaged_ndcg(scores: list[int], gain: dict[int, int], k: int | None) -> float:
+def _averaged_ndcg(scores: list[int], gain: dict[int, Fraction], k: int | None) -> float:
     """Tie-averaged nDCG of one query from its exact scores (``gain``: item -> gain > 0)."""
-    by_score: dict[int, list[int]] = {}
+    by_score: dict[int, list[Fraction]] = {}
     for j, s in enumerate(scores):
-        by_score.setdefault(s, []).append(gain.get(j, 0))
+        by_score.setdefault(s, []).append(gain.get(j, Fraction(0)))
     with decimal.localcontext() as ctx:
         ctx.prec = 50
         log2 = decimal.Decimal(2).ln()
         dcg, rank = decimal.Decimal(0), 0
         for s in sorted(by_score, reverse=True):
             group = by_score[s]
-            mean = Fraction(sum(group), len(group))
+            mean = sum(group, Fraction(0)) / len(group)
             for _ in group:
                 rank += 1
                 if k is None or rank <= k:
@@ -132,14 +139,14 @@ def _averaged_ndcg(scores: list[int], gain: dict[int, int], k: int | None) -> fl
                     )
         best = sorted(gain.values(), reverse=True)[:k]
         ideal = sum(
-            (g * log2 / decimal.Decimal(r + 1).ln() for r, g in enumerate(best, start=1)),
+            (_dec(g) * log2 / decimal.Decimal(r + 1).ln() for r, g in enumerate(best, start=1)),
             decimal.Decimal(0),
         )
         return float(dcg / ideal)
 
 
 def _query_metrics(
-    pos: list[int], names: tuple[str, ...], gains: list[int] | None = None
+    pos: list[int], names: tuple[str, ...], gains: list[Fraction] | None = None
 ) -> dict[str, Fraction | float]:
     n_rel = len(pos)
     first = pos[0]
@@ -173,7 +180,7 @@ def _query_metrics(
 def _direction(
     query_vecs: list[list[int]],
     item_vecs: list[list[int]],
-    relevant: list[dict[int, int]],
+    relevant: list[dict[int, Fraction]],
     tie_policy: str,
     names: tuple[str, ...],
     empty_queries: str | None,
@@ -285,18 +292,20 @@ def reference_retrieval_metrics(
     if csr == (text_to_audio is not None):
         raise ValueError("give either text_to_audio or relevance_indptr and relevance_indices")
     audio, text = _to_scaled_ints(audio_embeds, text_embeds)
-    pairs: dict[tuple[int, int], int] = {}  # (clip, text) -> gain
+    pairs: dict[tuple[int, int], Fraction] = {}  # (clip, text) -> gain (integer or float)
     if csr:
         ptr = [int(x) for x in np.asarray(relevance_indptr).tolist()]
         idx = [int(x) for x in np.asarray(relevance_indices).tolist()]
         given = None if relevance_gains is None else np.asarray(relevance_gains).tolist()
         for j in range(len(audio)):
             for e in range(ptr[j], ptr[j + 1]):
-                pairs[(j, idx[e])] = 1 if given is None else int(given[e])
+                pairs[(j, idx[e])] = Fraction(1 if given is None else given[e])
     else:
-        pairs.update(((int(j), i), 1) for i, j in enumerate(np.asarray(text_to_audio).tolist()))
-    captions_of: list[dict[int, int]] = [{} for _ in audio]
-    clips_of: list[dict[int, int]] = [{} for _ in text]
+        pairs.update(
+            ((int(j), i), Fraction(1)) for i, j in enumerate(np.asarray(text_to_audio).tolist())
+        )
+    captions_of: list[dict[int, Fraction]] = [{} for _ in audio]
+    clips_of: list[dict[int, Fraction]] = [{} for _ in text]
     for (j, i), g in pairs.items():
         if g > 0:  # a gain of 0 is judged not relevant
             captions_of[j][i] = g
