@@ -4,6 +4,9 @@ for bit), saved and loaded as declared; integer dumps unchanged."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import GAINS_KIND_KEY, dump_arrays, load_dump, make_dump, save_dump
 from audiorepro.metrics.retrieval import compute_retrieval
@@ -124,3 +128,50 @@ def test_float_gains_are_refused_unless_declared_and_valid(
 def test_a_kind_without_gains_is_refused() -> None:
     with pytest.raises(UserError, match=r"relevance_gains_kind.*without relevance_gains"):
         make_dump(**_small(relevance_gains_kind="float"))
+
+
+def _graded_study(tmp_path: Path, gains: dict[str, Any]) -> Path:
+    dump = tmp_path / "graded.npz"
+    save_dump(dump, make_dump(**_small(**gains)))
+    sha = hashlib.sha256(dump.read_bytes()).hexdigest()
+    lines = [
+        'schema = "audiorepro.study/1"',
+        'name = "graded"',
+        "k = [1, 2]",
+        "[[cell]]",
+        'id = "graded"',
+        'model = "synthetic"',
+        'dataset = "graded"',
+        'dump = "graded.npz"',
+        f'sha256 = "{sha}"',
+    ]
+    path = tmp_path / "study.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("gains", "levels"),
+    [
+        ({"relevance_gains": [2, 1, 2]}, {"kind": "integer", "levels": {"1": 1, "2": 2}}),
+        (
+            {"relevance_gains": [0.5, 0.1, 0.5], "relevance_gains_kind": "float"},
+            {"kind": "float", "levels": {"0.1": 1, "0.5": 2}},
+        ),
+        ({}, None),
+    ],
+)
+def test_the_bundle_and_metrics_json_record_the_gain_levels(
+    tmp_path: Path, gains: dict[str, Any], levels: Any
+) -> None:
+    """Item 3: an auditor sees from the bundle's cell (and the metrics JSON) that relevance was
+    graded, of which kind, and how many entries hold each gain; binary: no such key."""
+    out = tmp_path / "out"
+    assert main(["reproduce", str(_graded_study(tmp_path, gains)), "--out", str(out)]) == 0
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    assert bundle["cells"][0].get("graded_relevance") == levels
+    report = tmp_path / "m.json"
+    assert main(["metrics", str(tmp_path / "graded.npz"), "--json", str(report)]) == 0
+    doc = json.loads(report.read_text())
+    assert doc.get("gain_levels") == levels
+    assert doc.get("graded_relevance") == (True if levels else None)

@@ -75,6 +75,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError, param_error
 from audiorepro.core.hashing import check_regular_file, sha256_file
@@ -170,6 +171,15 @@ class Relevance:
         return t2a
 
 
+class GainLevels(TypedDict):
+    """A graded dump's gains as an auditor reads them (:meth:`Dump.gain_levels`)."""
+
+    #: ``integer`` or ``float`` (declared, ``relevance_gains_kind``)
+    kind: str
+    #: gain (as text: an integer, or a float's repr) -> number of relevance entries
+    levels: dict[str, int]
+
+
 @dataclass(frozen=True)
 class Dump:
     """A validated embedding dump. Arrays are read-only."""
@@ -212,6 +222,25 @@ class Dump:
             return Relevance._frozen(indptr, csr.indices[keep], csr.n_texts)
         assert self.text_to_audio is not None  # guaranteed by validation
         return Relevance.from_text_to_audio(self.text_to_audio, n_clips=self.n_clips)
+
+    def gain_levels(self) -> GainLevels | None:
+        """What the graded relevance holds, for an auditor: the gains' kind and how many
+        relevance entries have each gain (0 included: judged, not relevant); None if binary.
+
+        >>> d = make_dump(np.eye(2), np.eye(2), relevance_indptr=[0, 2, 2],
+        ...               relevance_indices=[0, 1], relevance_gains=[2, 0], empty_queries="skip")
+        >>> d.gain_levels()
+        {'kind': 'integer', 'levels': {'0': 1, '2': 1}}
+        """
+        if self.gains is None:
+            return None
+        floats = self.gains.dtype.kind == "f"
+        values, counts = np.unique(self.gains, return_counts=True)
+        levels = {
+            (repr(float(v)) if floats else str(int(v))): int(c)
+            for v, c in zip(values.tolist(), counts.tolist(), strict=True)
+        }
+        return {"kind": "float" if floats else "integer", "levels": levels}
 
     @cached_property
     def relevance_gains(self) -> npt.NDArray[Any] | None:

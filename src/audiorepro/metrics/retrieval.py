@@ -69,7 +69,7 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
-from audiorepro.formats.dump import Dump, EmptyPolicy
+from audiorepro.formats.dump import Dump, EmptyPolicy, GainLevels
 from audiorepro.metrics._exact import (
     ExactStats,
     RankCounts,
@@ -1139,6 +1139,8 @@ class MetricsReport(TypedDict):
     #: Only for a dump with ``relevance_gains``: true (nDCG uses the gains, every other
     #: measure counts a gain > 0 as relevant).
     graded_relevance: NotRequired[bool]
+    #: Only with ``graded_relevance``: the gains' kind and the relevance entries at each gain.
+    gain_levels: NotRequired[GainLevels]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
@@ -1172,8 +1174,10 @@ def metrics_report(
         report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
-    if dump.gains is not None:
+    levels = dump.gain_levels()
+    if levels is not None:
         report["graded_relevance"] = True
+        report["gain_levels"] = levels
     if result.empty_queries is not None:
         report["empty_queries"] = {
             "policy": result.empty_queries,
