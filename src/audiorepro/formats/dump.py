@@ -471,6 +471,57 @@ def _validate(
     def fail(key: str | None, msg: str) -> UserError:
         return UserError(msg, source=where, key=key)
 
+    has_relevance = _check_keys(arrays, fail)
+    audio, text = arrays["audio_embeds"], arrays["text_embeds"]
+    _check_embeddings(audio, text, fail)
+    n, m = audio.shape[0], text.shape[0]
+    t2a64: npt.NDArray[np.int64] | None = None
+    relevance: Relevance | None = None
+    gains: npt.NDArray[Any] | None = None
+    if GAINS_KEY in arrays and not has_relevance:
+        raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
+    if GAINS_KIND_KEY in arrays and GAINS_KEY not in arrays:
+        raise fail(GAINS_KIND_KEY, f"is given without {GAINS_KEY}")
+    if has_relevance:
+        relevance, gains = _relevance(
+            arrays["relevance_indptr"],
+            arrays["relevance_indices"],
+            n,
+            m,
+            fail,
+            accept=accept,
+            gains=arrays.get(GAINS_KEY),
+            kind=_gain_kind(arrays, fail),
+        )
+    else:
+        t2a64 = _text_to_audio(arrays["text_to_audio"], n, m, fail, accept=accept)
+    _check_format_version(arrays, bool(has_relevance), fail)
+    audio_ids = _strings(arrays, "audio_ids", n, fail)
+    captions = _strings(arrays, "captions", m, fail)
+    meta = _meta(arrays, where, fail)
+
+    audio = np.ascontiguousarray(audio)
+    text = np.ascontiguousarray(text)
+    for arr in (audio, text):
+        arr.setflags(write=False)
+    return Dump(
+        audio_embeds=audio,
+        text_embeds=text,
+        text_to_audio=t2a64,
+        audio_ids=audio_ids,
+        captions=captions,
+        meta=meta,
+        source=source,
+        sha256=sha256,
+        relevance_csr=relevance,
+        empty_queries=empty_queries,
+        gains=gains,
+    )
+
+
+def _check_keys(arrays: dict[str, npt.NDArray[Any]], fail: Any) -> list[str]:
+    """The keys present are a dump's: no unknown key, one relevance form; which relevance
+    keys are given (none: ``text_to_audio``, format version 1)."""
     if not arrays:
         raise fail(None, "is empty (expected keys " + ", ".join(REQUIRED_KEYS) + ")")
     unknown = sorted(set(arrays) - set(REQUIRED_KEYS) - set(RELEVANCE_KEYS) - set(OPTIONAL_KEYS))
@@ -490,8 +541,11 @@ def _validate(
     for key in REQUIRED_KEYS:
         if key not in arrays and not (key == "text_to_audio" and has_relevance):
             raise fail(key, "is missing (required)")
+    return has_relevance
 
-    audio, text = arrays["audio_embeds"], arrays["text_embeds"]
+
+def _check_embeddings(audio: npt.NDArray[Any], text: npt.NDArray[Any], fail: Any) -> None:
+    """Both embedding matrices: float32/float64, 2-D, non-empty, finite, alike."""
     for key, arr in (("audio_embeds", audio), ("text_embeds", text)):
         if arr.dtype not in FLOAT_DTYPES:
             raise fail(key, f"has dtype {arr.dtype}, expected float32 or float64")
@@ -513,92 +567,69 @@ def _validate(
             "text_embeds",
             f"has D = {text.shape[1]}, expected D = {audio.shape[1]} like audio_embeds",
         )
-    n, m = audio.shape[0], text.shape[0]
-    t2a64: npt.NDArray[np.int64] | None = None
-    relevance: Relevance | None = None
-    gains: npt.NDArray[Any] | None = None
-    if GAINS_KEY in arrays and not has_relevance:
-        raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
-    if GAINS_KIND_KEY in arrays and GAINS_KEY not in arrays:
-        raise fail(GAINS_KIND_KEY, f"is given without {GAINS_KEY}")
-    if has_relevance:
-        relevance, gains = _relevance(
-            arrays["relevance_indptr"],
-            arrays["relevance_indices"],
-            n,
-            m,
-            fail,
-            accept=accept,
-            gains=arrays.get(GAINS_KEY),
-            kind=_gain_kind(arrays, fail),
+
+
+def _text_to_audio(
+    t2a: npt.NDArray[Any], n: int, m: int, fail: Any, *, accept: bool
+) -> npt.NDArray[np.int64]:
+    """Validate version 1's ``text_to_audio`` (``accept``: a clip without a caption is
+    accepted under a policy); read-only int64."""
+    if t2a.dtype.kind not in "iu":
+        raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
+    if t2a.shape != (m,):
+        raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
+    if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
+        bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
+        raise fail(
+            "text_to_audio",
+            f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in [0, {n})",
         )
-    else:
-        t2a = arrays["text_to_audio"]
-        if t2a.dtype.kind not in "iu":
-            raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
-        if t2a.shape != (m,):
-            raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
-        if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
-            bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
-            raise fail(
-                "text_to_audio",
-                f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in "
-                f"[0, {n})",
-            )
-        t2a64 = t2a.astype(np.int64)
-        counts = np.bincount(t2a64, minlength=n)
-        if bool(np.any(counts == 0)) and not accept:
-            raise fail(
-                "text_to_audio",
-                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
-                + EMPTY_HINT,
-            )
-        t2a64.setflags(write=False)
-    if "format_version" in arrays:
-        raw_v = arrays["format_version"]
-        derived = 2 if has_relevance else 1
-        if raw_v.dtype.kind not in "iu" or raw_v.ndim != 0:
-            raise fail(
-                "format_version",
-                f"has dtype {raw_v.dtype} and shape {raw_v.shape}, expected an integer scalar",
-            )
-        if int(raw_v) != derived:
-            keys = "relevance_indptr/relevance_indices" if has_relevance else "text_to_audio"
-            raise fail(
-                "format_version",
-                f"is {int(raw_v)}, expected {derived} (the version of a dump with {keys})",
-            )
+    t2a64 = t2a.astype(np.int64)
+    counts = np.bincount(t2a64, minlength=n)
+    if bool(np.any(counts == 0)) and not accept:
+        raise fail(
+            "text_to_audio",
+            f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
+            + EMPTY_HINT,
+        )
+    t2a64.setflags(write=False)
+    return t2a64
 
-    audio_ids = _strings(arrays, "audio_ids", n, fail)
-    captions = _strings(arrays, "captions", m, fail)
-    meta: dict[str, Any] = {}
-    if "meta_json" in arrays:
-        raw = arrays["meta_json"]
-        if raw.dtype.kind != "U" or raw.ndim != 0:
-            raise fail(
-                "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
-            )
-        meta = parse_json(str(raw), source=where, key="meta_json", finite=True)
-        if not isinstance(meta, dict):
-            raise fail("meta_json", "is JSON but not an object, expected {...}")
 
-    audio = np.ascontiguousarray(audio)
-    text = np.ascontiguousarray(text)
-    for arr in (audio, text):
-        arr.setflags(write=False)
-    return Dump(
-        audio_embeds=audio,
-        text_embeds=text,
-        text_to_audio=t2a64,
-        audio_ids=audio_ids,
-        captions=captions,
-        meta=meta,
-        source=source,
-        sha256=sha256,
-        relevance_csr=relevance,
-        empty_queries=empty_queries,
-        gains=gains,
-    )
+def _check_format_version(
+    arrays: dict[str, npt.NDArray[Any]], has_relevance: bool, fail: Any
+) -> None:
+    """A given ``format_version`` is an integer scalar matching the keys' version."""
+    if "format_version" not in arrays:
+        return
+    raw_v = arrays["format_version"]
+    derived = 2 if has_relevance else 1
+    if raw_v.dtype.kind not in "iu" or raw_v.ndim != 0:
+        raise fail(
+            "format_version",
+            f"has dtype {raw_v.dtype} and shape {raw_v.shape}, expected an integer scalar",
+        )
+    if int(raw_v) != derived:
+        keys = "relevance_indptr/relevance_indices" if has_relevance else "text_to_audio"
+        raise fail(
+            "format_version",
+            f"is {int(raw_v)}, expected {derived} (the version of a dump with {keys})",
+        )
+
+
+def _meta(arrays: dict[str, npt.NDArray[Any]], where: str, fail: Any) -> dict[str, Any]:
+    """``meta_json`` as a dict (``{}`` when absent): a str scalar holding a JSON object."""
+    if "meta_json" not in arrays:
+        return {}
+    raw = arrays["meta_json"]
+    if raw.dtype.kind != "U" or raw.ndim != 0:
+        raise fail(
+            "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
+        )
+    meta = parse_json(str(raw), source=where, key="meta_json", finite=True)
+    if not isinstance(meta, dict):
+        raise fail("meta_json", "is JSON but not an object, expected {...}")
+    return meta
 
 
 def _relevance(
