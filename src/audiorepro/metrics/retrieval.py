@@ -39,6 +39,10 @@ descending score. Ties are broken by a **tie policy**:
 Ties among relevant items do not matter (they are interchangeable). Every metric below is a
 function of the positions (a :class:`Ranking`); the tie policy decides the positions.
 
+Beside the two bounds, ``ndcg`` and ``ndcg@k`` also have a **tie-averaged** value
+(:func:`ndcg_tie_averaged_per_query`, scikit-learn's ``ndcg_score`` after McSherry and
+Najork: the mean over every order of tied items), reported in the ties summary.
+
 Rounding rule
 -------------
 Each query's value is the float64 nearest to its exact rational value, and a metric is
