@@ -104,7 +104,7 @@ LAYERS = {
         "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
         "test_tables.py",
         "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
-        "test_zeroshot_metrics.py", "test_engine_stats.py",
+        "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
@@ -123,7 +123,7 @@ LAYERS = {
         "test_documented_commands.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
-        "test_empty_queries.py", "test_graded_relevance.py",
+        "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -13,6 +13,7 @@ pytrec_eval hands trec_eval its scores as float32, so generated scores are float
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,53 @@ def test_a_query_judged_only_negatively_scores_zero() -> None:
     out = evaluate(Qrels({"1": {"a": -1}}), Run("r", {"1": {"a": 1.0}}), measures=ALL)
     assert out.queries["1"]["num_rel"] == 0 and out.queries["1"]["num_ret"] == 1
     assert all(v == 0 for k, v in out.queries["1"].items() if k != "num_ret")
+
+
+NDCG_NAMES = ("ndcg", *(f"ndcg_cut_{k}" for k in KS))
+
+
+@settings(max_examples=30, deadline=None)
+@given(trec_pairs(max_queries=1, max_docs=6), OPTIONS)
+def test_tie_averaged_ndcg_is_the_mean_over_every_order_within_the_bounds(
+    pair: tuple, options: dict
+) -> None:
+    """McSherry and Najork's value is the mean of nDCG over every order of the tied documents
+    (all orders equally likely), so it lies between the pessimistic and optimistic bounds."""
+    qrels, run = pair
+    (qid,) = qrels
+    assume(qid in run)
+    cutoffs = {"ndcg_cut": KS}
+    kwargs = {"level": options["level"], "max_ret": options["max_ret"]}
+    every = [query_values(s, qrels[qid], cutoffs, **kwargs) for s in _every_order(run[qid])]
+    values = {
+        order: evaluate(Qrels(qrels), Run("r", run), measures=ALL, order=order, **kwargs).queries[  # type: ignore[arg-type]
+            qid
+        ]
+        for order in ("average", "pessimistic", "optimistic")
+    }
+    for name in NDCG_NAMES:
+        mean = math.fsum(v[name] for v in every) / len(every)
+        assert values["average"][name] == pytest.approx(mean, abs=1e-12), name
+        assert values["pessimistic"][name] - 1e-12 <= values["average"][name]
+        assert values["average"][name] <= values["optimistic"][name] + 1e-12
+
+
+GRADED_TIES = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(-2, 2).map(lambda v: v / 2)), min_size=2, max_size=9
+).filter(lambda docs: any(g > 0 for g, _ in docs))
+
+
+@settings(max_examples=60, deadline=None)
+@given(GRADED_TIES)
+def test_tie_averaged_ndcg_agrees_with_scikit_learn(docs: list[tuple[int, float]]) -> None:
+    """scikit-learn's ``ndcg_score`` (ties averaged by default) on graded levels with many
+    score ties, every document judged and retrieved (so both have the same ideal list)."""
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
+    qrels = {"q": {f"d{i}": g for i, (g, _) in enumerate(docs)}}
+    run = {"q": {f"d{i}": s for i, (_, s) in enumerate(docs)}}
+    y_true, y_score = [[g for g, _ in docs]], [[s for _, s in docs]]
+    ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL, order="average").queries["q"]
+    assert ours["ndcg"] == pytest.approx(sklearn_metrics.ndcg_score(y_true, y_score), abs=1e-12)
+    for k in KS:
+        theirs = sklearn_metrics.ndcg_score(y_true, y_score, k=k)
+        assert ours[f"ndcg_cut_{k}"] == pytest.approx(theirs, abs=1e-12), k

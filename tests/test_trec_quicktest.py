@@ -77,6 +77,13 @@ def test_tie_bounds_add_a_pessimistic_and_an_optimistic_column(
         "map                   \tall\t0.5000\t0.5000\t0.8333",
         "P_1                   \tall\t0.0000\t0.0000\t1.0000",
     ]
+    # nDCG adds its tie-averaged value: ranks 1-2 each hold the mean gain 1/2, ranks 3-4 the
+    # mean gain 1 (of 2 and 0): (1/2 (1 + 1/log2 3) + 1/log2 4 + 1/log2 5) / (2 + 1/log2 3);
+    # the bounds: (1/log2 3 + 2/log2 5) / (2 + 1/log2 3) and (1 + 2/log2 4) / (2 + 1/log2 3).
+    assert main(["trec-eval", "--tie-bounds", "-m", "ndcg", str(qrels), str(run)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "ndcg                  \tall\t0.5672\t0.5672\t0.7602\t0.6637",
+    ]
 
 
 def _readme_commands() -> list[list[str]]:
@@ -100,4 +107,5 @@ def test_the_readme_commands_run_as_written(
         outputs.append(capsys.readouterr().out.splitlines())
     for out, name in zip(outputs[:2], ["out.test", "out.test.aqcM"], strict=True):
         assert out == [line for line in (TREC / name).read_text().splitlines() if _supported(line)]
-    assert all(len(line.split("\t")) == 5 for line in outputs[2])
+    for line in outputs[2]:  # nDCG's lines add the tie-averaged value
+        assert len(line.split("\t")) == (6 if line.startswith("ndcg") else 5), line

@@ -19,7 +19,8 @@ def _value(value: float, count: bool) -> str:
 
 def _line(name: str, qid: str, values: list[float], count: bool) -> str:
     """trec_eval's line: the name left-aligned in 22 columns, a tab, the qid, a tab, the value
-    (``%6.4f``, or an integer for a count); with tie bounds two more columns follow."""
+    (``%6.4f``, or an integer for a count); with tie bounds two more columns follow (three
+    for nDCG: its tie-averaged value last)."""
     return f"{name:<22}\t{qid}\t" + "\t".join(_value(v, count) for v in values)
 
 
@@ -29,21 +30,27 @@ def _names(values: dict[str, float]) -> list[str]:
     return sorted(values, key=lambda n: order[n if n in order else n.rsplit("_", 1)[0]])
 
 
+def _columns(evaluations: list[Evaluation], name: str) -> list[Evaluation]:
+    """The evaluations printed for ``name``: the tie-averaged one (4th) only for nDCG."""
+    return evaluations if name.startswith("ndcg") else evaluations[:3]
+
+
 def trec_lines(evaluations: list[Evaluation], *, per_query: bool, runid: bool) -> list[str]:
     """The output lines: per query (``-q``) in qid order, then ``all``. ``evaluations`` is the
-    trec order alone or followed by the pessimistic and optimistic bounds."""
+    trec order alone or followed by the pessimistic and optimistic bounds and the
+    tie-averaged order (printed for nDCG only)."""
     main = evaluations[0]
     lines: list[str] = []
     if per_query:
         for qid, values in main.queries.items():
             for name in _names(values):
-                row = [e.queries[qid][name] for e in evaluations]
+                row = [e.queries[qid][name] for e in _columns(evaluations, name)]
                 lines.append(_line(name, qid, row, name in main.counts))
     names = _names(main.all)
     if runid:
         lines.append(_line("runid", "all", [], False) + main.run_id)
     for name in names:
-        row = [e.all[name] for e in evaluations]
+        row = [e.all[name] for e in _columns(evaluations, name)]
         lines.append(_line(name, "all", row, name in main.counts))
     return lines
 
@@ -75,7 +82,8 @@ def trec_lines(evaluations: list[Evaluation], *, per_query: bool, runid: bool) -
 @click.option(
     "--tie-bounds",
     is_flag=True,
-    help="Add two columns: the pessimistic and optimistic value over all orders of ties.",
+    help="Add two columns: the pessimistic and optimistic value over all orders of ties "
+    "(nDCG: a third, its tie-averaged value).",
 )
 def trec_eval_command(
     qrels: Path,
@@ -90,7 +98,8 @@ def trec_eval_command(
     """Evaluate a TREC RUN file against QRELS, printing trec_eval's lines."""
     chosen = parse_measures(list(measures))
     judged, ranked = load_qrels(qrels), load_run(run)
-    orders: tuple[Order, ...] = ("trec", "pessimistic", "optimistic") if tie_bounds else ("trec",)
+    bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
+    orders = bounded if tie_bounds else bounded[:1]
     evaluations = [
         evaluate(
             judged,

@@ -16,6 +16,9 @@ key                    dtype / shape               meaning
                                                    relevance_indptr[i+1]]``
 ``relevance_gains``    integer [nnz] (optional)    with the relevance keys only: graded
                                                    relevance, the gain (>= 0) of each entry
+                                                   (float64 when declared, next row)
+``relevance_gains_kind`` str scalar (optional)     ``"float"``: the gains are float64
+                                                   (``"integer"``, the default: integers)
 ``format_version``     integer scalar (optional)   1 or 2; when given, must match the keys
 ``audio_ids``          str [N] (optional)          clip identifiers, e.g. file names
 ``captions``           str [M] (optional)          the texts
@@ -39,7 +42,11 @@ Format versions
 >= 0 per entry of ``relevance_indices`` (at most 2**53). nDCG uses the gains; every other
 measure counts an entry as relevant when its gain is > 0, so an entry of gain 0 is judged not
 relevant (the emptiness rules above apply to the entries of gain > 0). A dump without it is
-read and written exactly as before.
+read and written exactly as before. **Float gains** are declared: ``relevance_gains`` of dtype
+float64 (finite, >= 0, at most 2**53) together with ``relevance_gains_kind = "float"``; a
+float array without the declaration, the declaration with integer gains, or float16/float32
+gains are refused. Every float64 is a dyadic rational, so the engine stays exact (the gains
+enter its sums exactly, as integers do); an integer dump is read and written as before.
 
 Either way :attr:`Dump.relevance` gives the (binary) relevance as CSR over clips, indices ascending
 within a clip (for a version-1 dump derived from ``text_to_audio``), so that every metric has
@@ -68,6 +75,7 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError, param_error
 from audiorepro.core.hashing import check_regular_file, sha256_file
@@ -79,7 +87,10 @@ REQUIRED_KEYS = ("audio_embeds", "text_embeds", "text_to_audio")
 RELEVANCE_KEYS = ("relevance_indptr", "relevance_indices")
 #: Optional with the relevance keys: an integer gain per relevance entry (graded relevance).
 GAINS_KEY = "relevance_gains"
-OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version", GAINS_KEY)
+#: Optional with the gains: ``"float"`` declares float64 gains (``"integer"``: the default).
+GAINS_KIND_KEY = "relevance_gains_kind"
+GAIN_KINDS = ("integer", "float")
+OPTIONAL_KEYS = ("audio_ids", "captions", "meta_json", "format_version", GAINS_KEY, GAINS_KIND_KEY)
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 #: The newest format version (see the module docstring); 1 is ``text_to_audio``.
 FORMAT_VERSION = 2
@@ -160,6 +171,15 @@ class Relevance:
         return t2a
 
 
+class GainLevels(TypedDict):
+    """A graded dump's gains as an auditor reads them (:meth:`Dump.gain_levels`)."""
+
+    #: ``integer`` or ``float`` (declared, ``relevance_gains_kind``)
+    kind: str
+    #: gain (as text: an integer, or a float's repr) -> number of relevance entries
+    levels: dict[str, int]
+
+
 @dataclass(frozen=True)
 class Dump:
     """A validated embedding dump. Arrays are read-only."""
@@ -179,8 +199,8 @@ class Dump:
     #: None: the dump has none (they are refused without a policy). Not stored in the file.
     empty_queries: EmptyPolicy | None = None
     #: Graded relevance (``relevance_gains``): the gain of each entry of :attr:`relevance_csr`
-    #: (int64 >= 0, aligned with its indices); None for binary relevance.
-    gains: npt.NDArray[np.int64] | None = None
+    #: (int64 >= 0, or float64 >= 0 when declared, aligned with its indices); None: binary.
+    gains: npt.NDArray[Any] | None = None
 
     @property
     def format_version(self) -> int:
@@ -203,8 +223,27 @@ class Dump:
         assert self.text_to_audio is not None  # guaranteed by validation
         return Relevance.from_text_to_audio(self.text_to_audio, n_clips=self.n_clips)
 
+    def gain_levels(self) -> GainLevels | None:
+        """What the graded relevance holds, for an auditor: the gains' kind and how many
+        relevance entries have each gain (0 included: judged, not relevant); None if binary.
+
+        >>> d = make_dump(np.eye(2), np.eye(2), relevance_indptr=[0, 2, 2],
+        ...               relevance_indices=[0, 1], relevance_gains=[2, 0], empty_queries="skip")
+        >>> d.gain_levels()
+        {'kind': 'integer', 'levels': {'0': 1, '2': 1}}
+        """
+        if self.gains is None:
+            return None
+        floats = self.gains.dtype.kind == "f"
+        values, counts = np.unique(self.gains, return_counts=True)
+        levels = {
+            (repr(float(v)) if floats else str(int(v))): int(c)
+            for v, c in zip(values.tolist(), counts.tolist(), strict=True)
+        }
+        return {"kind": "float" if floats else "integer", "levels": levels}
+
     @cached_property
-    def relevance_gains(self) -> npt.NDArray[np.int64] | None:
+    def relevance_gains(self) -> npt.NDArray[Any] | None:
         """The gains (all > 0) of :attr:`relevance`'s entries, aligned; None if binary."""
         if self.gains is None:
             return None
@@ -358,6 +397,7 @@ def make_dump(
     relevance_indptr: npt.ArrayLike | None = None,
     relevance_indices: npt.ArrayLike | None = None,
     relevance_gains: npt.ArrayLike | None = None,
+    relevance_gains_kind: str | None = None,
     audio_ids: npt.ArrayLike | None = None,
     captions: npt.ArrayLike | None = None,
     meta: dict[str, Any] | None = None,
@@ -379,6 +419,7 @@ def make_dump(
         ("relevance_indptr", relevance_indptr),
         ("relevance_indices", relevance_indices),
         (GAINS_KEY, relevance_gains),
+        (GAINS_KIND_KEY, relevance_gains_kind),
     ):
         if value is not None:
             arrays[key] = np.asarray(value)
@@ -430,6 +471,57 @@ def _validate(
     def fail(key: str | None, msg: str) -> UserError:
         return UserError(msg, source=where, key=key)
 
+    has_relevance = _check_keys(arrays, fail)
+    audio, text = arrays["audio_embeds"], arrays["text_embeds"]
+    _check_embeddings(audio, text, fail)
+    n, m = audio.shape[0], text.shape[0]
+    t2a64: npt.NDArray[np.int64] | None = None
+    relevance: Relevance | None = None
+    gains: npt.NDArray[Any] | None = None
+    if GAINS_KEY in arrays and not has_relevance:
+        raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
+    if GAINS_KIND_KEY in arrays and GAINS_KEY not in arrays:
+        raise fail(GAINS_KIND_KEY, f"is given without {GAINS_KEY}")
+    if has_relevance:
+        relevance, gains = _relevance(
+            arrays["relevance_indptr"],
+            arrays["relevance_indices"],
+            n,
+            m,
+            fail,
+            accept=accept,
+            gains=arrays.get(GAINS_KEY),
+            kind=_gain_kind(arrays, fail),
+        )
+    else:
+        t2a64 = _text_to_audio(arrays["text_to_audio"], n, m, fail, accept=accept)
+    _check_format_version(arrays, bool(has_relevance), fail)
+    audio_ids = _strings(arrays, "audio_ids", n, fail)
+    captions = _strings(arrays, "captions", m, fail)
+    meta = _meta(arrays, where, fail)
+
+    audio = np.ascontiguousarray(audio)
+    text = np.ascontiguousarray(text)
+    for arr in (audio, text):
+        arr.setflags(write=False)
+    return Dump(
+        audio_embeds=audio,
+        text_embeds=text,
+        text_to_audio=t2a64,
+        audio_ids=audio_ids,
+        captions=captions,
+        meta=meta,
+        source=source,
+        sha256=sha256,
+        relevance_csr=relevance,
+        empty_queries=empty_queries,
+        gains=gains,
+    )
+
+
+def _check_keys(arrays: dict[str, npt.NDArray[Any]], fail: Any) -> list[str]:
+    """The keys present are a dump's: no unknown key, one relevance form; which relevance
+    keys are given (none: ``text_to_audio``, format version 1)."""
     if not arrays:
         raise fail(None, "is empty (expected keys " + ", ".join(REQUIRED_KEYS) + ")")
     unknown = sorted(set(arrays) - set(REQUIRED_KEYS) - set(RELEVANCE_KEYS) - set(OPTIONAL_KEYS))
@@ -449,8 +541,11 @@ def _validate(
     for key in REQUIRED_KEYS:
         if key not in arrays and not (key == "text_to_audio" and has_relevance):
             raise fail(key, "is missing (required)")
+    return has_relevance
 
-    audio, text = arrays["audio_embeds"], arrays["text_embeds"]
+
+def _check_embeddings(audio: npt.NDArray[Any], text: npt.NDArray[Any], fail: Any) -> None:
+    """Both embedding matrices: float32/float64, 2-D, non-empty, finite, alike."""
     for key, arr in (("audio_embeds", audio), ("text_embeds", text)):
         if arr.dtype not in FLOAT_DTYPES:
             raise fail(key, f"has dtype {arr.dtype}, expected float32 or float64")
@@ -472,89 +567,69 @@ def _validate(
             "text_embeds",
             f"has D = {text.shape[1]}, expected D = {audio.shape[1]} like audio_embeds",
         )
-    n, m = audio.shape[0], text.shape[0]
-    t2a64: npt.NDArray[np.int64] | None = None
-    relevance: Relevance | None = None
-    gains: npt.NDArray[np.int64] | None = None
-    if GAINS_KEY in arrays and not has_relevance:
-        raise fail(GAINS_KEY, "is given without relevance_indptr and relevance_indices")
-    if has_relevance:
-        relevance, gains = _relevance(
-            arrays["relevance_indptr"],
-            arrays["relevance_indices"],
-            n,
-            m,
-            fail,
-            accept=accept,
-            gains=arrays.get(GAINS_KEY),
+
+
+def _text_to_audio(
+    t2a: npt.NDArray[Any], n: int, m: int, fail: Any, *, accept: bool
+) -> npt.NDArray[np.int64]:
+    """Validate version 1's ``text_to_audio`` (``accept``: a clip without a caption is
+    accepted under a policy); read-only int64."""
+    if t2a.dtype.kind not in "iu":
+        raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
+    if t2a.shape != (m,):
+        raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
+    if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
+        bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
+        raise fail(
+            "text_to_audio",
+            f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in [0, {n})",
         )
-    else:
-        t2a = arrays["text_to_audio"]
-        if t2a.dtype.kind not in "iu":
-            raise fail("text_to_audio", f"has dtype {t2a.dtype}, expected an integer dtype")
-        if t2a.shape != (m,):
-            raise fail("text_to_audio", f"has shape {t2a.shape}, expected ({m},) (one per caption)")
-        if m and (int(t2a.min()) < 0 or int(t2a.max()) >= n):
-            bad_i = int(np.argmax((t2a < 0) | (t2a >= n)))
-            raise fail(
-                "text_to_audio",
-                f"has value {int(t2a[bad_i])} at caption {bad_i}, expected a clip index in "
-                f"[0, {n})",
-            )
-        t2a64 = t2a.astype(np.int64)
-        counts = np.bincount(t2a64, minlength=n)
-        if bool(np.any(counts == 0)) and not accept:
-            raise fail(
-                "text_to_audio",
-                f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
-                + EMPTY_HINT,
-            )
-        t2a64.setflags(write=False)
-    if "format_version" in arrays:
-        raw_v = arrays["format_version"]
-        derived = 2 if has_relevance else 1
-        if raw_v.dtype.kind not in "iu" or raw_v.ndim != 0:
-            raise fail(
-                "format_version",
-                f"has dtype {raw_v.dtype} and shape {raw_v.shape}, expected an integer scalar",
-            )
-        if int(raw_v) != derived:
-            keys = "relevance_indptr/relevance_indices" if has_relevance else "text_to_audio"
-            raise fail(
-                "format_version",
-                f"is {int(raw_v)}, expected {derived} (the version of a dump with {keys})",
-            )
+    t2a64 = t2a.astype(np.int64)
+    counts = np.bincount(t2a64, minlength=n)
+    if bool(np.any(counts == 0)) and not accept:
+        raise fail(
+            "text_to_audio",
+            f"gives clip {int(np.argmin(counts))} no caption, expected at least one per clip "
+            + EMPTY_HINT,
+        )
+    t2a64.setflags(write=False)
+    return t2a64
 
-    audio_ids = _strings(arrays, "audio_ids", n, fail)
-    captions = _strings(arrays, "captions", m, fail)
-    meta: dict[str, Any] = {}
-    if "meta_json" in arrays:
-        raw = arrays["meta_json"]
-        if raw.dtype.kind != "U" or raw.ndim != 0:
-            raise fail(
-                "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
-            )
-        meta = parse_json(str(raw), source=where, key="meta_json", finite=True)
-        if not isinstance(meta, dict):
-            raise fail("meta_json", "is JSON but not an object, expected {...}")
 
-    audio = np.ascontiguousarray(audio)
-    text = np.ascontiguousarray(text)
-    for arr in (audio, text):
-        arr.setflags(write=False)
-    return Dump(
-        audio_embeds=audio,
-        text_embeds=text,
-        text_to_audio=t2a64,
-        audio_ids=audio_ids,
-        captions=captions,
-        meta=meta,
-        source=source,
-        sha256=sha256,
-        relevance_csr=relevance,
-        empty_queries=empty_queries,
-        gains=gains,
-    )
+def _check_format_version(
+    arrays: dict[str, npt.NDArray[Any]], has_relevance: bool, fail: Any
+) -> None:
+    """A given ``format_version`` is an integer scalar matching the keys' version."""
+    if "format_version" not in arrays:
+        return
+    raw_v = arrays["format_version"]
+    derived = 2 if has_relevance else 1
+    if raw_v.dtype.kind not in "iu" or raw_v.ndim != 0:
+        raise fail(
+            "format_version",
+            f"has dtype {raw_v.dtype} and shape {raw_v.shape}, expected an integer scalar",
+        )
+    if int(raw_v) != derived:
+        keys = "relevance_indptr/relevance_indices" if has_relevance else "text_to_audio"
+        raise fail(
+            "format_version",
+            f"is {int(raw_v)}, expected {derived} (the version of a dump with {keys})",
+        )
+
+
+def _meta(arrays: dict[str, npt.NDArray[Any]], where: str, fail: Any) -> dict[str, Any]:
+    """``meta_json`` as a dict (``{}`` when absent): a str scalar holding a JSON object."""
+    if "meta_json" not in arrays:
+        return {}
+    raw = arrays["meta_json"]
+    if raw.dtype.kind != "U" or raw.ndim != 0:
+        raise fail(
+            "meta_json", f"has dtype {raw.dtype} and shape {raw.shape}, expected a str scalar"
+        )
+    meta = parse_json(str(raw), source=where, key="meta_json", finite=True)
+    if not isinstance(meta, dict):
+        raise fail("meta_json", "is JSON but not an object, expected {...}")
+    return meta
 
 
 def _relevance(
@@ -566,12 +641,14 @@ def _relevance(
     *,
     accept: bool = False,
     gains: npt.NDArray[Any] | None = None,
-) -> tuple[Relevance, npt.NDArray[np.int64] | None]:
+    kind: str = "integer",
+) -> tuple[Relevance, npt.NDArray[Any] | None]:
     """Validate the version-2 relevance keys; indices come back ascending within each clip.
     ``accept``: a clip without a text and a text without a clip are accepted (a policy for
     queries without a relevant item was chosen), but not a relevance without any pair.
     ``gains``: graded relevance, an integer >= 0 per entry; an entry of gain 0 is not
-    relevant (so a clip whose gains are all 0 has no relevant text)."""
+    relevant (so a clip whose gains are all 0 has no relevant text); ``kind`` ``"float"``:
+    float64 gains instead."""
     for key, arr in (("relevance_indptr", indptr), ("relevance_indices", indices)):
         if arr.dtype.kind not in "iu":
             raise fail(key, f"has dtype {arr.dtype}, expected an integer dtype")
@@ -605,7 +682,7 @@ def _relevance(
     ptr64 = indptr.astype(np.int64)
     idx64 = indices.astype(np.int64)
     clip = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr64))
-    positive = np.ones(nnz, bool) if gains is None else _gains(gains, nnz, fail)
+    positive = np.ones(nnz, bool) if gains is None else _gains(gains, nnz, fail, kind)
     per_clip = np.bincount(clip[positive], minlength=n)
     if bool(np.any(per_clip == 0)) and not accept:
         raise fail(
@@ -634,14 +711,40 @@ def _relevance(
         )
     if gains is None:
         return Relevance._frozen(ptr64, idx_sorted, m), None
-    gains64 = np.ascontiguousarray(gains.astype(np.int64)[order])
+    dtype = np.float64 if kind == "float" else np.int64
+    gains64 = np.ascontiguousarray(gains.astype(dtype)[order])
     gains64.setflags(write=False)
     return Relevance._frozen(ptr64, idx_sorted, m), gains64
 
 
-def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any) -> npt.NDArray[np.bool_]:
+def _gain_kind(arrays: dict[str, npt.NDArray[Any]], fail: Any) -> str:
+    """The declared kind of the gains (``relevance_gains_kind``; ``"integer"`` when absent)."""
+    if GAINS_KIND_KEY not in arrays:
+        return "integer"
+    value = arrays[GAINS_KIND_KEY]
+    if value.dtype.kind != "U" or value.shape != () or str(value) not in GAIN_KINDS:
+        raise fail(GAINS_KIND_KEY, f"is {value!r}, expected the string 'integer' or 'float'")
+    return str(value)
+
+
+def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any, kind: str) -> npt.NDArray[np.bool_]:
     """Validate ``relevance_gains``; which entries are relevant (gain > 0)."""
-    if gains.dtype.kind not in "iu":
+    if kind == "float":
+        if gains.dtype != np.float64:
+            raise fail(
+                GAINS_KEY,
+                f"has dtype {gains.dtype}, expected float64 ({GAINS_KIND_KEY} is 'float')",
+            )
+        if not bool(np.all(np.isfinite(gains))):
+            k = int(np.argmax(~np.isfinite(gains)))
+            raise fail(GAINS_KEY, f"has value {gains[k]} at entry {k}, expected a finite gain")
+    elif gains.dtype.kind == "f":
+        raise fail(
+            GAINS_KEY,
+            f"has dtype {gains.dtype}, expected an integer dtype (float64 gains must be "
+            f"declared: {GAINS_KIND_KEY} = 'float')",
+        )
+    elif gains.dtype.kind not in "iu":
         raise fail(GAINS_KEY, f"has dtype {gains.dtype}, expected an integer dtype")
     if gains.shape != (nnz,):
         raise fail(
@@ -650,11 +753,22 @@ def _gains(gains: npt.NDArray[Any], nnz: int, fail: Any) -> npt.NDArray[np.bool_
         )
     if nnz and bool(np.any(gains < 0)):
         k = int(np.argmax(gains < 0))
-        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected an integer >= 0")
-    if nnz and int(gains.max()) > 2**53:  # exact as a float64 in every gain sum's term
+        raise fail(
+            GAINS_KEY, f"has value {_num(gains[k])} at entry {k}, expected {_what(kind)} >= 0"
+        )
+    if nnz and gains.max() > 2**53:  # exact as a float64 in every gain sum's term
         k = int(np.argmax(gains > 2**53))
-        raise fail(GAINS_KEY, f"has value {int(gains[k])} at entry {k}, expected at most 2**53")
+        raise fail(GAINS_KEY, f"has value {_num(gains[k])} at entry {k}, expected at most 2**53")
     return np.asarray(gains > 0)
+
+
+def _num(value: Any) -> str:
+    """A gain as the error line prints it: an integer as an integer, a float by repr."""
+    return repr(float(value)) if isinstance(value, np.floating) else str(int(value))
+
+
+def _what(kind: str) -> str:
+    return "a float" if kind == "float" else "an integer"
 
 
 def _strings(
@@ -686,7 +800,10 @@ def dump_arrays(dump: Dump) -> dict[str, npt.NDArray[Any]]:
         arrays["relevance_indices"] = np.asarray(csr.indices, dtype=np.int64)
         arrays["format_version"] = np.asarray(FORMAT_VERSION, dtype=np.int64)
         if dump.gains is not None:  # absent for binary relevance: bytes unchanged
-            arrays[GAINS_KEY] = np.asarray(dump.gains, dtype=np.int64)
+            floats = dump.gains.dtype.kind == "f"
+            arrays[GAINS_KEY] = np.asarray(dump.gains, dtype=np.float64 if floats else np.int64)
+            if floats:  # declared; an integer dump's bytes are unchanged
+                arrays[GAINS_KIND_KEY] = np.asarray("float")
     if dump.audio_ids is not None:
         arrays["audio_ids"] = np.asarray(dump.audio_ids, dtype=str)
     if dump.captions is not None:

@@ -74,7 +74,34 @@ def parse_esc50_csv(text: str, *, source: str = "<esc50.csv>") -> Esc50Meta:
         raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
     if not rows:
         raise UserError("is empty (expected ESC-50's meta/esc50.csv)", source=source)
-    header = [h.strip() for h in rows[0]]
+    header, col = _header(rows[0], source)
+    names: list[str] = []
+    folds: list[int] = []
+    targets: list[int] = []
+    category_of: dict[int, str] = {}
+    seen: set[str] = set()
+    for n, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        name, fold, target = _row(row, f"row {n}", len(header), col, source, seen, category_of)
+        names.append(name)
+        folds.append(fold)
+        targets.append(target)
+    if not names:
+        raise UserError("lists no clips", source=source)
+    n_classes = _check_classes(category_of, source)
+    return Esc50Meta(
+        filenames=tuple(names),
+        folds=tuple(folds),
+        targets=tuple(targets),
+        classes=tuple(class_name(category_of[t]) for t in range(n_classes)),
+    )
+
+
+def _header(first: list[str], source: str) -> tuple[list[str], dict[str, int]]:
+    """The header's names (every column of :data:`COLUMNS`, none twice) and each column's
+    index."""
+    header = [h.strip() for h in first]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise UserError(
@@ -84,63 +111,65 @@ def parse_esc50_csv(text: str, *, source: str = "<esc50.csv>") -> Esc50Meta:
         )
     if len(set(header)) != len(header):
         raise UserError("repeats a column name", source=source, key="header")
-    col = {c: header.index(c) for c in COLUMNS}
-    names: list[str] = []
-    folds: list[int] = []
-    targets: list[int] = []
-    category_of: dict[int, str] = {}
-    seen: set[str] = set()
-    for n, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        where = f"row {n}"
-        if len(row) != len(header):
-            raise UserError(
-                f"has {len(row)} fields; expected {len(header)} as in the header",
-                source=source,
-                key=where,
-            )
-        name = row[col["filename"]].strip()
-        if not _NAME.match(name):
-            raise UserError(
-                f"is {name!r}; expected a .wav file name (letters, digits, '.', '_', '-')",
-                source=source,
-                key=f"{where}.filename",
-            )
-        if name in seen:
-            raise UserError(f"repeats clip {name!r}", source=source, key=f"{where}.filename")
-        seen.add(name)
-        fold_text = row[col["fold"]].strip()
-        if fold_text not in {str(f) for f in FOLDS}:
-            raise UserError(
-                f"is {fold_text!r}; expected a fold 1..5", source=source, key=f"{where}.fold"
-            )
-        target_text = row[col["target"]].strip()
-        if not target_text.isdigit() or not target_text.isascii() or int(target_text) > 9999:
-            raise UserError(
-                f"is {target_text!r}; expected a class index 0, 1, ...",
-                source=source,
-                key=f"{where}.target",
-            )
-        target = int(target_text)
-        category = row[col["category"]].strip()
-        if not _CATEGORY.match(category):
-            raise UserError(
-                f"is {category!r}; expected a class name (lower-case letters, digits, '_')",
-                source=source,
-                key=f"{where}.category",
-            )
-        if category_of.setdefault(target, category) != category:
-            raise UserError(
-                f"names class {target} {category!r}, an earlier row {category_of[target]!r}",
-                source=source,
-                key=f"{where}.category",
-            )
-        names.append(name)
-        folds.append(int(fold_text))
-        targets.append(target)
-    if not names:
-        raise UserError("lists no clips", source=source)
+    return header, {c: header.index(c) for c in COLUMNS}
+
+
+def _row(
+    row: list[str],
+    where: str,
+    width: int,
+    col: dict[str, int],
+    source: str,
+    seen: set[str],
+    category_of: dict[int, str],
+) -> tuple[str, int, int]:
+    """One clip's row: (file name, fold, target); ``seen`` and ``category_of`` (the class
+    names so far) grow with it, so that a repeated clip or a renamed class is refused."""
+    if len(row) != width:
+        raise UserError(
+            f"has {len(row)} fields; expected {width} as in the header", source=source, key=where
+        )
+    name = row[col["filename"]].strip()
+    if not _NAME.match(name):
+        raise UserError(
+            f"is {name!r}; expected a .wav file name (letters, digits, '.', '_', '-')",
+            source=source,
+            key=f"{where}.filename",
+        )
+    if name in seen:
+        raise UserError(f"repeats clip {name!r}", source=source, key=f"{where}.filename")
+    seen.add(name)
+    fold_text = row[col["fold"]].strip()
+    if fold_text not in {str(f) for f in FOLDS}:
+        raise UserError(
+            f"is {fold_text!r}; expected a fold 1..5", source=source, key=f"{where}.fold"
+        )
+    target_text = row[col["target"]].strip()
+    if not target_text.isdigit() or not target_text.isascii() or int(target_text) > 9999:
+        raise UserError(
+            f"is {target_text!r}; expected a class index 0, 1, ...",
+            source=source,
+            key=f"{where}.target",
+        )
+    target = int(target_text)
+    category = row[col["category"]].strip()
+    if not _CATEGORY.match(category):
+        raise UserError(
+            f"is {category!r}; expected a class name (lower-case letters, digits, '_')",
+            source=source,
+            key=f"{where}.category",
+        )
+    if category_of.setdefault(target, category) != category:
+        raise UserError(
+            f"names class {target} {category!r}, an earlier row {category_of[target]!r}",
+            source=source,
+            key=f"{where}.category",
+        )
+    return name, int(fold_text), target
+
+
+def _check_classes(category_of: dict[int, str], source: str) -> int:
+    """The number of classes: targets 0..n-1 without gaps, each class name once."""
     n_classes = max(category_of) + 1
     gaps = [t for t in range(n_classes) if t not in category_of]
     if gaps:
@@ -157,12 +186,7 @@ def parse_esc50_csv(text: str, *, source: str = "<esc50.csv>") -> Esc50Meta:
                 source=source,
                 key="category",
             )
-    return Esc50Meta(
-        filenames=tuple(names),
-        folds=tuple(folds),
-        targets=tuple(targets),
-        classes=tuple(class_name(category_of[t]) for t in range(n_classes)),
-    )
+    return n_classes
 
 
 def read_esc50_csv(path: str | Path) -> Esc50Meta:

@@ -39,6 +39,10 @@ descending score. Ties are broken by a **tie policy**:
 Ties among relevant items do not matter (they are interchangeable). Every metric below is a
 function of the positions (a :class:`Ranking`); the tie policy decides the positions.
 
+Beside the two bounds, ``ndcg`` and ``ndcg@k`` also have a **tie-averaged** value
+(:func:`ndcg_tie_averaged_per_query`, scikit-learn's ``ndcg_score`` after McSherry and
+Najork: the mean over every order of tied items), reported in the ties summary.
+
 Rounding rule
 -------------
 Each query's value is the float64 nearest to its exact rational value, and a metric is
@@ -56,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import decimal
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -68,7 +73,7 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
-from audiorepro.formats.dump import Dump, EmptyPolicy
+from audiorepro.formats.dump import Dump, EmptyPolicy, GainLevels
 from audiorepro.metrics._exact import (
     ExactStats,
     RankCounts,
@@ -102,8 +107,9 @@ class Ranking:
     #: rank measures (``mean_rank``, ``median_rank``) have no value for them and ignore them.
     n_empty: int = 0
     #: Graded relevance: the gain (> 0) of the relevant item at each of :attr:`pos`; None for
-    #: binary relevance (every gain 1). Only nDCG reads it.
-    gains: npt.NDArray[np.int64] | None = None
+    #: binary relevance (every gain 1). Only nDCG reads it. int64, or float64 (declared float
+    #: gains: dyadic rationals, exact in longdouble and in decimals, as integers are).
+    gains: npt.NDArray[Any] | None = None
 
     @classmethod
     def from_lists(cls, positions: Sequence[Sequence[int]], *, n_empty: int = 0) -> Ranking:
@@ -332,7 +338,7 @@ def _ndcg_decimal(pos: Sequence[int], n_rel: int, limit: int) -> float:
         return float(dcg / ideal)
 
 
-def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -> float:
+def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[float], limit: int) -> float:
     """One graded query's nDCG from 40-digit decimal logarithms, rounded once to float64."""
     with decimal.localcontext() as ctx:
         ctx.prec = _NDCG_DIGITS
@@ -342,15 +348,21 @@ def _ndcg_graded_decimal(pos: Sequence[int], gains: Sequence[int], limit: int) -
             return ln2 / decimal.Decimal(p + 1).ln()
 
         dcg = sum(
-            (g * discount(p) for p, g in zip(pos, gains, strict=True) if p <= limit),
+            (
+                decimal.Decimal(g) * discount(p)
+                for p, g in zip(pos, gains, strict=True)
+                if p <= limit
+            ),
             decimal.Decimal(0),
         )
         best = sorted(gains, reverse=True)[:limit]
-        ideal = sum((g * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0))
+        ideal = sum(
+            (decimal.Decimal(g) * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0)
+        )
         return float(dcg / ideal)
 
 
-def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> FloatArray:
+def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[Any], limit: int) -> FloatArray:
     """:func:`ndcg_per_query` with gains: longdouble with an error bound, else decimals."""
     ld = np.longdouble
     n_rel = ranking.n_relevant
@@ -364,7 +376,8 @@ def _ndcg_graded(ranking: Ranking, gains: npt.NDArray[np.int64], limit: int) -> 
     ideal_terms = np.where(rank_in <= limit, g[best] / np.log2(rank_in.astype(ld) + 1), ld(0))
     ideal = np.add.reduceat(ideal_terms, ranking.ptr[:-1])
     value = dcg / ideal
-    # As for binary gains (integer gains up to 2**53 are exact in longdouble's products).
+    # As for binary gains (integer gains up to 2**53, and float64 gains, are exact in
+    # longdouble, so each product has the same few-ulp error).
     err = ld(4) * (2 * n_rel + 6).astype(ld) * ld(np.finfo(ld).eps)
     lo = (value * (1 - err)).astype(np.float64)
     hi = (value * (1 + err)).astype(np.float64)
@@ -778,7 +791,7 @@ class Graded:
     """Graded relevance of one direction: the gain of each entry of its :class:`RankCounts`
     (aligned with ``greater``), and the vectors, for ordering tied relevant entries exactly."""
 
-    gains: npt.NDArray[np.int64]
+    gains: npt.NDArray[Any]
     queries: npt.NDArray[Any]
     items: npt.NDArray[Any]
 
@@ -827,6 +840,118 @@ def graded_positions(counts: RankCounts, graded: Graded, tie_policy: TiePolicy) 
         gains[a:b] = [g for _, _, g in scored]
     ranking = positions_from_counts(counts, tie_policy=tie_policy)
     return Ranking(ptr=ranking.ptr, pos=ranking.pos, gains=gains)
+
+
+def _is_ndcg(name: str) -> bool:
+    return name == "ndcg" or name.startswith("ndcg@")
+
+
+def _tie_groups(
+    entries: list[tuple[int, int, float, Fraction]],
+) -> list[tuple[int, list[float], int]]:
+    """One query's tie groups in rank order, from its relevant entries ``(greater, equal,
+    gain, exact score)``: ``(non-relevant items above, gains of its relevant items, equal)``.
+
+    An entry with ``equal > 0`` ties exactly with every entry of the same ``greater`` and
+    ``equal > 0`` (between two different scores lies a tied non-relevant item, which would
+    change ``greater``), and lies below the entries of its ``greater`` with ``equal = 0``;
+    those tie only with each other, by exact score."""
+    groups: list[tuple[int, list[float], int]] = []
+    for (above, tied), block in itertools.groupby(
+        sorted(entries, key=lambda e: (e[0], e[1] > 0, -e[3])), key=lambda e: (e[0], e[1] > 0)
+    ):
+        members = list(block)
+        if tied:
+            groups.append((above, [e[2] for e in members], members[0][1]))
+            continue
+        for _, same in itertools.groupby(members, key=lambda e: e[3]):
+            groups.append((above, [e[2] for e in same], 0))
+    return groups
+
+
+def _averaged_ndcg_query(groups: list[tuple[int, list[float], int]], limit: int) -> float:
+    """One query's tie-averaged nDCG from its tie groups, 40-digit decimals, rounded once."""
+    with decimal.localcontext() as ctx:
+        ctx.prec = _NDCG_DIGITS
+        ln2 = decimal.Decimal(2).ln()
+
+        def discount(p: int) -> decimal.Decimal:
+            return ln2 / decimal.Decimal(p + 1).ln()
+
+        dcg, found = decimal.Decimal(0), 0
+        for above, gains, equal in groups:
+            start = above + found  # every item before the group: non-relevant and relevant
+            size = len(gains) + equal
+            if start < limit:
+                total = sum(map(Fraction, gains), Fraction(0))  # exact for float gains too
+                mean = decimal.Decimal(total.numerator) / total.denominator / size
+                dcg += mean * sum(
+                    discount(p) for p in range(start + 1, min(start + size, limit) + 1)
+                )
+            found += len(gains)
+        best = sorted((g for _, gains, _ in groups for g in gains), reverse=True)[:limit]
+        ideal = sum(
+            (decimal.Decimal(g) * discount(i + 1) for i, g in enumerate(best)), decimal.Decimal(0)
+        )
+        return float(dcg / ideal)
+
+
+def ndcg_tie_averaged_per_query(
+    counts: RankCounts,
+    graded: Graded | None = None,
+    *,
+    k: int | None = None,
+) -> FloatArray:
+    """Per query (those with a relevant item) the **tie-averaged** ``ndcg@k``: scikit-learn's
+    ``ndcg_score`` (ties averaged, after McSherry and Najork), the mean of nDCG over every
+    order of the items of equal score. Each group of equal scores that starts after ``s``
+    items and holds ``n`` items gives each of its ranks its mean gain: ``DCG@k = sum_groups
+    (sum of the group's gains / n) * sum_{p = s+1}^{min(s+n, k)} 1 / log2(p + 1)``, ``IDCG@k``
+    as in :func:`ndcg_per_query`. It lies between the pessimistic and optimistic values, and
+    is either where they agree; elsewhere it is computed in 40-digit decimals and rounded
+    once to float64. ``graded``: the gains and vectors (None: binary, every gain 1).
+
+    >>> from audiorepro.metrics._exact import RankCounts
+    >>> rc = RankCounts(ptr=np.array([0, 1]), greater=np.array([0]), equal=np.array([1]))
+    >>> ndcg_tie_averaged_per_query(rc).tolist()  # 1/2 * (1 + 1/log2(3))
+    [0.8154648767857288]
+    """
+    if k is not None:
+        _check_k(k, "ndcg_tie_averaged_per_query")
+    limit = np.iinfo(np.int64).max if k is None else k
+    rankings = [
+        positions_from_counts(counts, tie_policy=p)
+        if graded is None
+        else graded_positions(counts, graded, p)
+        for p in TIE_POLICIES
+    ]
+    keep = np.flatnonzero(np.diff(counts.ptr) > 0)
+    pes, opt = (ndcg_per_query(_nonempty(r, keep), k=k) for r in rankings)
+    out: FloatArray = pes.copy()
+    ptr, greater, equal = counts.ptr.tolist(), counts.greater.tolist(), counts.equal.tolist()
+    gains = [1] * len(greater) if graded is None else graded.gains.tolist()
+    for i in np.flatnonzero(pes != opt).tolist():
+        q = int(keep[i])
+        entries = [
+            (greater[e], equal[e], gains[e], _entry_score(counts, graded, q, e))
+            for e in range(ptr[q], ptr[q + 1])
+        ]
+        out[i] = _averaged_ndcg_query(_tie_groups(entries), limit)
+    return out
+
+
+def _nonempty(ranking: Ranking, keep: npt.NDArray[np.int64]) -> Ranking:
+    """``ranking`` without its queries that have no relevant item (``keep``: the others)."""
+    ptr = np.concatenate([ranking.ptr[:1], ranking.ptr[1:][keep]])
+    return Ranking(ptr=ptr, pos=ranking.pos, gains=ranking.gains)
+
+
+def _entry_score(counts: RankCounts, graded: Graded | None, q: int, e: int) -> Fraction:
+    """The exact score of entry ``e`` of query ``q`` (graded only: binary gains never need
+    the order of relevant items among themselves; 0 then)."""
+    if graded is None or counts.relevant is None:
+        return Fraction(0)
+    return _exact_score(graded.queries[q], graded.items[counts.relevant[e]])
 
 
 @dataclass(frozen=True)
@@ -894,7 +1019,22 @@ class RetrievalResult:
                 if opt[d][name] != pes[d][name]
             }
             out[d] = {"queries_affected": int(queries_tied.size), "bounds": bounds}
+            averaged = {name: self.tie_averaged(d, name) for name in bounds if _is_ndcg(name)}
+            if averaged:
+                out[d]["tie_averaged"] = averaged
         return out
+
+    def tie_averaged(self, direction: str, name: str) -> float:
+        """The tie-averaged value of ``ndcg`` or ``ndcg@k`` (:func:`ndcg_tie_averaged_per_query`),
+        a mean as the other metrics' (queries without a relevant item as :meth:`ranking`)."""
+        metric = metric_by_name(name)
+        if not _is_ndcg(name):
+            raise param_error("name", "RetrievalResult.tie_averaged", "ndcg or ndcg@k", name)
+        graded = None if self.graded is None else self.graded[direction]
+        per_query = ndcg_tie_averaged_per_query(
+            self.counts[direction], graded, k=metric.kwargs.get("k")
+        )
+        return _mean(per_query, self.ranking(direction).n_empty)
 
 
 def compute_retrieval(dump: Dump, *, chunk_rows: int | None = None) -> RetrievalResult:
@@ -952,7 +1092,7 @@ def _graded(dump: Dump, counts: dict[str, RankCounts]) -> dict[str, Graded]:
         order = np.argsort(keys, kind="stable")
         entry_keys = np.repeat(np.arange(c.n_queries), np.diff(c.ptr)) * n_items + c.relevant
         found = order[np.searchsorted(keys[order], entry_keys)]
-        out[d] = Graded(np.asarray(gains[found], np.int64), vecs[0], vecs[1])
+        out[d] = Graded(np.asarray(gains[found]), vecs[0], vecs[1])
     return out
 
 
@@ -962,6 +1102,9 @@ class TieSummary(TypedDict):
 
     queries_affected: int
     bounds: dict[str, list[float]]
+    #: Only where ``ndcg`` or ``ndcg@k`` has bounds: its tie-averaged value (scikit-learn's
+    #: ``ndcg_score``, the mean over every order of ties), between them.
+    tie_averaged: NotRequired[dict[str, float]]
 
 
 class EmptyQueries(TypedDict):
@@ -1000,6 +1143,8 @@ class MetricsReport(TypedDict):
     #: Only for a dump with ``relevance_gains``: true (nDCG uses the gains, every other
     #: measure counts a gain > 0 as relevant).
     graded_relevance: NotRequired[bool]
+    #: Only with ``graded_relevance``: the gains' kind and the relevance entries at each gain.
+    gain_levels: NotRequired[GainLevels]
     #: direction (t2a, a2t) -> metric name -> value
     metrics: dict[str, dict[str, float]]
     ties: dict[str, TieSummary]
@@ -1033,8 +1178,10 @@ def metrics_report(
         report["definitions_minor"] = DEFINITIONS_MINOR
     if dump.format_version != 1:
         report["format_version"] = dump.format_version
-    if dump.gains is not None:
+    levels = dump.gain_levels()
+    if levels is not None:
         report["graded_relevance"] = True
+        report["gain_levels"] = levels
     if result.empty_queries is not None:
         report["empty_queries"] = {
             "policy": result.empty_queries,

@@ -15,6 +15,13 @@ highest over all orders of the tied documents) or the reverse (``pessimistic``: 
 docno descending still orders what remains tied. The bounds are taken before ``max_ret``, so a
 tie that straddles the cut counts at its best and worst.
 
+The ``average`` order keeps trec_eval's order and gives nDCG the **tie-averaged** value
+(scikit-learn's ``ndcg_score``, after McSherry and Najork): every retrieved document of a
+group of equal scores gets the mean gain of its group, so the value is the mean of nDCG over
+every order of the tied documents, between the two bounds. The mean is over the whole group
+before ``max_ret``, so a group that straddles the cut counts its mean gain at the kept ranks.
+The binary measures read the trec order under it (only nDCG has a tie-averaged value here).
+
 A query whose judgements are all negative has no relevant document and no gain: every measure
 is 0 (trec_eval leaves that case undefined: it reuses the previous query's count of levels).
 
@@ -34,8 +41,8 @@ from typing import Literal
 from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Qrels, Run
 
-Order = Literal["trec", "optimistic", "pessimistic"]
-ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic")
+Order = Literal["trec", "optimistic", "pessimistic", "average"]
+ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic", "average")
 #: trec_eval's default cutoffs.
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 SUCCESS_CUTOFFS = (1, 5, 10)
@@ -43,12 +50,14 @@ SUCCESS_CUTOFFS = (1, 5, 10)
 
 @dataclass(frozen=True)
 class Ranked:
-    """One query's ranked list: levels in rank order, ``R`` and the ideal gains."""
+    """One query's ranked list: levels in rank order, ``R`` and the ideal gains; under the
+    ``average`` order also each rank's tie-averaged gain (the mean gain of its tie group)."""
 
     rels: tuple[int, ...]
     num_rel: int
     ideal: tuple[int, ...]
     level: int = 1
+    averaged: tuple[float, ...] | None = None
 
 
 def rank_query(
@@ -67,14 +76,17 @@ def rank_query(
     >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged, order="optimistic").rels
     (1, -1, 0, 2)
     >>> rank_query({"a": 1.0, "b": 1.0}, judged, max_ret=1, order="pessimistic")
-    Ranked(rels=(0,), num_rel=2, ideal=(2, 1), level=1)
+    Ranked(rels=(0,), num_rel=2, ideal=(2, 1), level=1, averaged=None)
+    >>> rank_query({"a": 1.0, "b": 1.0, "c": 0.5}, judged, max_ret=1, order="average").averaged
+    (0.5,)
     """
     levels = {d: judged.get(d, -1) for d in scores}
     docs = sorted(scores, reverse=True)  # docno descending: the last tie-break
-    if order != "trec":
+    if order in ("optimistic", "pessimistic"):
         sign = -1 if order == "optimistic" else 1
         docs.sort(key=lambda d: (sign * max(levels[d], 0), sign * (levels[d] >= level)))
     docs.sort(key=lambda d: -scores[d])  # stable: ties keep the order above
+    averaged = _tie_averaged_gains(docs, scores, levels) if order == "average" else None
     if max_ret is not None:
         docs = docs[:max_ret]
     judged_levels = [v for v in judged.values() if v >= 0]
@@ -83,7 +95,24 @@ def rank_query(
         num_rel=sum(v >= level for v in judged_levels),
         ideal=tuple(sorted((v for v in judged_levels if v > 0), reverse=True)),
         level=level,
+        averaged=None if averaged is None else tuple(averaged[: len(docs)]),
     )
+
+
+def _tie_averaged_gains(
+    docs: list[str], scores: dict[str, float], levels: dict[str, int]
+) -> list[float]:
+    """Each ranked document's mean gain over its group of equal scores (in rank order)."""
+    out: list[float] = []
+    start = 0
+    while start < len(docs):
+        stop = start
+        while stop < len(docs) and scores[docs[stop]] == scores[docs[start]]:
+            stop += 1
+        total = sum(max(levels[d], 0) for d in docs[start:stop])
+        out += [total / (stop - start)] * (stop - start)
+        start = stop
+    return out
 
 
 def _relevant(q: Ranked) -> list[bool]:
@@ -180,7 +209,7 @@ def success_at(q: Ranked, k: int) -> float:
     return 1.0 if any(_relevant(q)[:k]) else 0.0
 
 
-def _dcg(gains: Sequence[int]) -> float:
+def _dcg(gains: Sequence[float]) -> float:
     total = 0.0
     for i, gain in enumerate(gains):
         if gain > 0:
@@ -193,25 +222,35 @@ def ndcg(q: Ranked) -> float:
     ``i`` (gain ``g_i`` = the judged level when positive, else 0) and ``IDCG`` the same sum over
     the ideal gains (all positive judged levels, descending, retrieved or not); 0 when
     ``IDCG = 0``. Tie policy: as :func:`average_precision`; the optimistic bound puts higher
-    gains first among equal scores.
+    gains first among equal scores. Under the ``average`` order (:attr:`Ranked.averaged`)
+    ``g_i`` is the mean gain of rank ``i``'s tie group: ``DCG = sum_groups mean(g) *
+    sum_{i in group} 1 / log2(i + 1)``, the mean over every order of the ties.
 
     >>> # (1/log2(4) + 2/log2(5)) / (2/log2(2) + 1/log2(3))
     >>> round(ndcg(Ranked((-1, 0, 1, 2), num_rel=2, ideal=(2, 1), level=1)), 4)
     0.5174
+    >>> # a gain 1 tied with a gain 0 at ranks 1-2: (1/2) * (1 + 1/log2(3)) / 1
+    >>> round(ndcg(Ranked((0, 1), num_rel=1, ideal=(1,), averaged=(0.5, 0.5))), 4)
+    0.8155
     """
     ideal = _dcg(q.ideal)
-    return _dcg(q.rels) / ideal if ideal > 0 else 0.0
+    gains = q.rels if q.averaged is None else q.averaged
+    return _dcg(gains) / ideal if ideal > 0 else 0.0
 
 
 def ndcg_at(q: Ranked, k: int) -> float:
     """``ndcg_cut_k``: :func:`ndcg` with both sums cut after rank ``k``. Tie policy: as
-    :func:`ndcg`.
+    :func:`ndcg` (the ``average`` order: tie-averaged gains, a group cut at ``k`` keeping its
+    mean gain at the ranks within).
 
     >>> ndcg_at(Ranked((0, 2, 1), num_rel=2, ideal=(2, 1)), 1), ndcg_at(Ranked((2,), 1, (2,)), 3)
     (0.0, 1.0)
+    >>> ndcg_at(Ranked((0, 2), num_rel=1, ideal=(2,), averaged=(1.0, 1.0)), 1)
+    0.5
     """
     ideal = _dcg(q.ideal[:k])
-    return _dcg(q.rels[:k]) / ideal if ideal > 0 else 0.0
+    gains = q.rels if q.averaged is None else q.averaged
+    return _dcg(gains[:k]) / ideal if ideal > 0 else 0.0
 
 
 QueryValue = Callable[[Ranked], float]

@@ -69,22 +69,24 @@ def _entry(name: str, fields: dict[str, Any], tables: dict[str, dict[str, Any]])
 
 def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Path:
     """Write the tiny models, hub cache and registry into ``out``; returns the registry path."""
-    import torch
-
     out = Path(out)
     hub = build_tokenizer_cache(out / "hub", text_model=True)
     activate_hub_cache(hub)
+    laion_path = out / "tiny-laion.pt"
+    state = _save_laion(laion_path, seed, fusion)
+    hf_dir = out / "tiny-hf"
+    _save_hf(hf_dir, state, fusion)
+    path = out / "registry.toml"
+    atomic_write_bytes(path, _registry(seed, fusion, hf_dir, laion_path).encode())
+    return path
+
+
+def _save_laion(laion_path: Path, seed: int, fusion: bool) -> dict[str, Any]:
+    """The seeded laion-clap model's state, written as a laion checkpoint; returns it."""
+    import torch
+
     with contextlib.redirect_stdout(sys.stderr):
         import laion_clap
-        from transformers import (
-            ClapAudioConfig,
-            ClapConfig,
-            ClapFeatureExtractor,
-            ClapModel,
-            ClapProcessor,
-            ClapTextConfig,
-            RobertaTokenizer,
-        )
 
         torch.manual_seed(seed)
         module = laion_clap.CLAP_Module(
@@ -100,12 +102,27 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
         "text_branch.embeddings.position_ids",
         torch.arange(model.text_branch.config.max_position_embeddings).unsqueeze(0),
     )
-    laion_path = out / "tiny-laion.pt"
     laion_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = laion_path.with_name(".tiny-laion.pt.tmp")
     torch.save({"state_dict": dict(sorted(state.items()))}, tmp)
     tmp.replace(laion_path)
+    return state
 
+
+def _save_hf(hf_dir: Path, state: dict[str, Any], fusion: bool) -> None:
+    """The same weights as a transformers ``ClapModel`` with its processor, in ``hf_dir``."""
+    import torch
+
+    with contextlib.redirect_stdout(sys.stderr):
+        from transformers import (
+            ClapAudioConfig,
+            ClapConfig,
+            ClapFeatureExtractor,
+            ClapModel,
+            ClapProcessor,
+            ClapTextConfig,
+            RobertaTokenizer,
+        )
     text = standin_text_config()
     text_config = ClapTextConfig(
         **{
@@ -125,7 +142,6 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
             f"laion -> HF mapping incomplete: missing {missing}, "
             f"unexpected {result.unexpected_keys}"
         )
-    hf_dir = out / "tiny-hf"
     hf.eval().save_pretrained(hf_dir)
     extractor = ClapFeatureExtractor(
         frequency_min=50.0,
@@ -136,9 +152,12 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
     tokenizer = RobertaTokenizer.from_pretrained("roberta-base")
     ClapProcessor(feature_extractor=extractor, tokenizer=tokenizer).save_pretrained(hf_dir)
 
+
+def _registry(seed: int, fusion: bool, hf_dir: Path, laion_path: Path) -> str:
+    """The registry of the two tiny models, with their files' hashes."""
     arch = {"enable_fusion": fusion, "amodel": "HTSAT-tiny", "tmodel": "roberta"}
     hf_files = {p.name: sha256_file(p) for p in sorted(hf_dir.iterdir()) if p.is_file()}
-    registry = (
+    return (
         f'schema = "{SCHEMA}"\n\n'
         + _entry(
             "tiny-hf",
@@ -167,6 +186,3 @@ def build_tiny_models(out: str | Path, seed: int = 0, fusion: bool = True) -> Pa
             {"weights": {"tiny-laion.pt": sha256_file(laion_path)}, "architecture": arch},
         )
     )
-    path = out / "registry.toml"
-    atomic_write_bytes(path, registry.encode())
-    return path

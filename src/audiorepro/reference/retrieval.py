@@ -9,7 +9,10 @@ Written from the definitions only:
    class puts relevant items first (optimistic) or last (pessimistic) among equal scores.
    A query may have any number of relevant items, in either direction (a caption relevant to
    several clips comes with general relevance, format version 2).
-3. Metrics are computed per query from the 1-based positions of the relevant items, exactly
+3. ``tie_policy="average"`` gives only the nDCG measures, tie-averaged: each rank of a group
+   of equal scores (relevant or not) holds the group's mean gain, an exact fraction (the mean
+   of DCG over every order of the group).
+4. Metrics are computed per query from the 1-based positions of the relevant items, exactly
    with ``fractions.Fraction``; each query's value is rounded once to float64, and the metric
    is ``math.fsum`` of those values divided by the number of queries (the rounding rule of the
    definitions).
@@ -50,19 +53,29 @@ def _to_scaled_ints(*arrays: Any) -> list[list[list[int]]]:
     return [[[n * (denom // d) for n, d in row] for row in a] for a in ratios]
 
 
-def _ordered(scores: list[int], gain: dict[int, int], tie_policy: str) -> list[tuple[int, int]]:
+def _ordered(
+    scores: list[int], gain: dict[int, Fraction], tie_policy: str
+) -> list[tuple[int, Fraction]]:
     """(position, gain) of each relevant item (``gain``: item -> gain > 0), ascending. Among
     equal scores: optimistic puts relevant items first and higher gains first (the best
     order), pessimistic relevant items last and lower gains first (the worst)."""
     optimistic = tie_policy == "optimistic"
 
-    def key(j: int) -> tuple[int, int, int, int]:
-        g = gain.get(j, 0)
+    def key(j: int) -> tuple[int, int, Fraction, int]:
+        g = gain.get(j, Fraction(0))
         tie_class = 0 if (g > 0) == optimistic else 1
         return (-scores[j], tie_class, -g if optimistic else g, j)
 
     ordered = sorted(range(len(scores)), key=key)
     return [(p + 1, gain[j]) for p, j in enumerate(ordered) if j in gain]
+
+
+def _cut(name: str) -> int | None:
+    return int(name.partition("@")[2]) if "@" in name else None
+
+
+def _is_ndcg_name(name: str) -> bool:
+    return name.partition("@")[0] == "ndcg"
 
 
 def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
@@ -76,10 +89,15 @@ def _cutoff_names(cutoffs: tuple[int, ...] | None) -> tuple[str, ...]:
     return (*names, "r_precision", "mean_rank", "median_rank")
 
 
-def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> float:
+def _dec(value: Fraction) -> decimal.Decimal:
+    """A gain (an exact fraction: integer or float64) as a decimal of the context's precision."""
+    return decimal.Decimal(value.numerator) / value.denominator
+
+
+def _ndcg(pos: list[int], k: int | None, gains: list[Fraction] | None = None) -> float:
     """nDCG from 50-digit decimal logarithms, rounded once (the definitions ask for the
     float64 nearest to the exact value); ``gains``: each position's gain (binary: all 1)."""
-    g = [1] * len(pos) if gains is None else gains
+    g = [Fraction(1)] * len(pos) if gains is None else gains
     with decimal.localcontext() as ctx:
         ctx.prec = 50
         log2 = decimal.Decimal(2).ln()
@@ -91,15 +109,44 @@ def _ndcg(pos: list[int], k: int | None, gains: list[int] | None = None) -> floa
         dcg = decimal.Decimal(0)
         for p, gp in zip(pos, g, strict=True):
             if k is None or p <= k:
-                dcg += gp * gain_at(p)
+                dcg += _dec(gp) * gain_at(p)
         ideal = decimal.Decimal(0)
         for rank, gp in zip(range(1, depth + 1), sorted(g, reverse=True), strict=False):
-            ideal += gp * gain_at(rank)
+            ideal += _dec(gp) * gain_at(rank)
+        return float(dcg / ideal)
+
+
+def _averaged_ndcg(scores: list[int], gain: dict[int, Fraction], k: int | None) -> float:
+    """Tie-averaged nDCG of one query from its exact scores (``gain``: item -> gain > 0)."""
+    by_score: dict[int, list[Fraction]] = {}
+    for j, s in enumerate(scores):
+        by_score.setdefault(s, []).append(gain.get(j, Fraction(0)))
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        log2 = decimal.Decimal(2).ln()
+        dcg, rank = decimal.Decimal(0), 0
+        for s in sorted(by_score, reverse=True):
+            group = by_score[s]
+            mean = sum(group, Fraction(0)) / len(group)
+            for _ in group:
+                rank += 1
+                if k is None or rank <= k:
+                    dcg += (
+                        mean.numerator
+                        * log2
+                        / ((rank + 1) * decimal.Decimal(1)).ln()
+                        / mean.denominator
+                    )
+        best = sorted(gain.values(), reverse=True)[:k]
+        ideal = sum(
+            (_dec(g) * log2 / decimal.Decimal(r + 1).ln() for r, g in enumerate(best, start=1)),
+            decimal.Decimal(0),
+        )
         return float(dcg / ideal)
 
 
 def _query_metrics(
-    pos: list[int], names: tuple[str, ...], gains: list[int] | None = None
+    pos: list[int], names: tuple[str, ...], gains: list[Fraction] | None = None
 ) -> dict[str, Fraction | float]:
     n_rel = len(pos)
     first = pos[0]
@@ -133,7 +180,7 @@ def _query_metrics(
 def _direction(
     query_vecs: list[list[int]],
     item_vecs: list[list[int]],
-    relevant: list[dict[int, int]],
+    relevant: list[dict[int, Fraction]],
     tie_policy: str,
     names: tuple[str, ...],
     empty_queries: str | None,
@@ -142,7 +189,7 @@ def _direction(
     """A query without a relevant item is refused (no policy), left out (``skip``), or every
     measure's value for it is 0 (``zero``) but the rank measures', which have none."""
     items = np.array(item_vecs, dtype=object)
-    per_query = []
+    per_query: list[dict[str, Fraction | float]] = []
     firsts = []
     zeros = 0
     for q, vec in enumerate(query_vecs):
@@ -152,12 +199,22 @@ def _direction(
             zeros += empty_queries == "zero"
             continue
         scores = [int(s) for s in items.dot(np.array(vec, dtype=object))]
+        if tie_policy == "average":
+            per_query.append(
+                {n: _averaged_ndcg(scores, relevant[q], _cut(n)) for n in names if _is_ndcg_name(n)}
+            )
+            continue
         ordered = _ordered(scores, relevant[q], tie_policy)
         pos = [p for p, _ in ordered]
         per_query.append(_query_metrics(pos, names, [g for _, g in ordered] if graded else None))
         firsts.append(pos[0])
     if not per_query:
         raise ValueError("no query has a relevant item")
+    if tie_policy == "average":
+        return {
+            n: math.fsum(float(m[n]) for m in per_query) / (len(per_query) + zeros)
+            for n in per_query[0]
+        }
     result = {}
     for name in per_query[0]:
         # The zero-valued queries add nothing to the sum; the rank measure has no value there.
@@ -217,28 +274,38 @@ def reference_retrieval_metrics(
     (0.5, 1.0)
     >>> reference_retrieval_metrics(a, t[:1], [0], empty_queries="skip")["a2t"]["r@1"]
     1.0
+
+    ``tie_policy="average"`` (with ``cutoffs``): the tie-averaged nDCG measures only (clip 0's
+    caption ties caption 1 at ranks 1-2: mean gain 1/2 at each):
+
+    >>> reference_retrieval_metrics(a, t, [0, 1, 1], cutoffs=[1], tie_policy="average")["a2t"]
+    {'ndcg': 0.8876626356799113, 'ndcg@1': 0.75}
     """
     if empty_queries not in (None, "skip", "zero"):
         raise ValueError(f"empty_queries must be None, 'skip' or 'zero', got {empty_queries!r}")
     names = _cutoff_names(None if cutoffs is None else tuple(int(k) for k in cutoffs))
-    if tie_policy not in ("pessimistic", "optimistic"):
-        raise ValueError(f"tie_policy must be 'pessimistic' or 'optimistic', got {tie_policy!r}")
+    if tie_policy not in ("pessimistic", "optimistic", "average"):
+        raise ValueError(
+            f"tie_policy must be 'pessimistic', 'optimistic' or 'average', got {tie_policy!r}"
+        )
     csr = relevance_indptr is not None or relevance_indices is not None
     if csr == (text_to_audio is not None):
         raise ValueError("give either text_to_audio or relevance_indptr and relevance_indices")
     audio, text = _to_scaled_ints(audio_embeds, text_embeds)
-    pairs: dict[tuple[int, int], int] = {}  # (clip, text) -> gain
+    pairs: dict[tuple[int, int], Fraction] = {}  # (clip, text) -> gain (integer or float)
     if csr:
         ptr = [int(x) for x in np.asarray(relevance_indptr).tolist()]
         idx = [int(x) for x in np.asarray(relevance_indices).tolist()]
         given = None if relevance_gains is None else np.asarray(relevance_gains).tolist()
         for j in range(len(audio)):
             for e in range(ptr[j], ptr[j + 1]):
-                pairs[(j, idx[e])] = 1 if given is None else int(given[e])
+                pairs[(j, idx[e])] = Fraction(1 if given is None else given[e])
     else:
-        pairs.update(((int(j), i), 1) for i, j in enumerate(np.asarray(text_to_audio).tolist()))
-    captions_of: list[dict[int, int]] = [{} for _ in audio]
-    clips_of: list[dict[int, int]] = [{} for _ in text]
+        pairs.update(
+            ((int(j), i), Fraction(1)) for i, j in enumerate(np.asarray(text_to_audio).tolist())
+        )
+    captions_of: list[dict[int, Fraction]] = [{} for _ in audio]
+    clips_of: list[dict[int, Fraction]] = [{} for _ in text]
     for (j, i), g in pairs.items():
         if g > 0:  # a gain of 0 is judged not relevant
             captions_of[j][i] = g

@@ -9,7 +9,10 @@
    documents with exact fractions, rounded once to float64.
 3. nDCG sums ``gain / log2(rank + 1)`` with ``math.fsum`` (exactly rounded), for the run and
    for the ideal list of every positive judged level.
-4. ``all``: counts are summed; every other value is ``math.fsum`` of the queries' values over
+4. ``average``: the trec order for every measure but nDCG, whose DCG is the mean of the DCG
+   over every order of each group of equal scores: each rank of a group gets the group's mean
+   gain (an exact fraction; the group taken whole, before ``max_ret``).
+5. ``all``: counts are summed; every other value is ``math.fsum`` of the queries' values over
    the number of queries.
 """
 
@@ -32,7 +35,7 @@ def _ordered(scores: dict[str, float], judged: dict[str, int], level: int, order
     def compare(a: str, b: str) -> int:
         if scores[a] != scores[b]:
             return -1 if scores[a] > scores[b] else 1
-        if order != "trec" and gain(a) != gain(b):
+        if order in ("optimistic", "pessimistic") and gain(a) != gain(b):
             better = gain(a) > gain(b)
             return -1 if better == (order == "optimistic") else 1
         return -1 if a > b else (1 if a < b else 0)
@@ -40,8 +43,16 @@ def _ordered(scores: dict[str, float], judged: dict[str, int], level: int, order
     return sorted(scores, key=functools.cmp_to_key(compare))
 
 
-def _dcg(gains: list[int]) -> float:
+def _dcg(gains: list[int] | list[Fraction] | list[Fraction | int]) -> float:
     return math.fsum(g / math.log2(i + 1) for i, g in enumerate(gains, start=1) if g > 0)
+
+
+def _group_means(docs: list[str], scores: dict[str, float], gains: list[int]) -> list[Fraction]:
+    """Each rank's mean gain over all ranked documents of its score (McSherry and Najork)."""
+    by_score: dict[float, list[int]] = {}
+    for d, g in zip(docs, gains, strict=True):
+        by_score.setdefault(scores[d], []).append(g)
+    return [Fraction(sum(by_score[scores[d]]), len(by_score[scores[d]])) for d in docs]
 
 
 def query_values(
@@ -59,11 +70,15 @@ def query_values(
     >>> v["map"], v["P_2"], v["Rprec"], round(v["ndcg"], 4)
     (0.25, 0.5, 0.5, 0.2398)
     """
-    docs = _ordered(scores, judged, level, order)[:max_ret]
+    every = _ordered(scores, judged, level, order)
+    docs = every[:max_ret]
     level_of = [judged.get(d, -1) for d in docs]
     hits = [i for i, v in enumerate(level_of, start=1) if v >= 0 and v >= level]
     big_r = sum(1 for v in judged.values() if v >= 0 and v >= level)
-    gains = [v if v > 0 else 0 for v in level_of]
+    gains: list[int] | list[Fraction] = [v if v > 0 else 0 for v in level_of]
+    if order == "average":
+        all_gains = [max(judged.get(d, 0), 0) for d in every]
+        gains = _group_means(every, scores, all_gains)[: len(docs)]
     ideal = sorted((v for v in judged.values() if v > 0), reverse=True)
 
     def ap(k: int) -> float:

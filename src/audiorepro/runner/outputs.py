@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.parity import ParityBlock
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.formats.dump import EmptyPolicy
+from audiorepro.formats.dump import EmptyPolicy, GainLevels
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
 
 RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
@@ -114,6 +114,9 @@ class BundleCell(TypedDict):
     #: direction -> metric -> value
     metrics: NotRequired[dict[str, dict[str, float]]]
     ties: NotRequired[dict[str, TieSummary]]
+    #: only for a graded dump (``relevance_gains``): the gains' kind and the number of
+    #: relevance entries at each gain (absent for binary relevance)
+    graded_relevance: NotRequired[GainLevels]
     #: profile -> metric -> value
     profiles: NotRequired[dict[str, dict[str, float]]]
     #: direction -> metric -> [low, high] (95% bootstrap)

@@ -625,6 +625,9 @@ def _bundle(
                 "profiles": r.profiles,
                 "intervals": r.intervals,
             }
+            levels = r.dump.gain_levels()
+            if levels is not None:  # absent for binary relevance: bytes unchanged
+                entry["graded_relevance"] = levels
         cells.append(entry)
     bundle: RetrievalBundle = {
         "schema": RETRIEVAL_BUNDLE,
