@@ -235,9 +235,7 @@ def _profile_table(
     body: list[tuple[str, tuple[float | str | None, ...]]] = []
     for r in rows:
         canonical = r.metrics.get(direction, {})
-        body.append(
-            (r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c]) for c in concepts)))
-        )
+        body.append((r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c]) for c in concepts))))
         for p in (p for p in requested if p in r.cell.profiles):
             values = r.profiles.get(p, {})
             body.append(
