@@ -19,6 +19,7 @@ for every kind.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +36,10 @@ from audiorepro.runner.outputs import Outcome, write_outputs
 
 #: Which way a number is better: ``higher``, ``lower``, or None (a count, a setting).
 Better = Literal["higher", "lower"] | None
-#: Its reproducibility tier (:mod:`audiorepro.checks.tiers`): ``a`` exact from stored values,
-#: ``b`` float arithmetic over embedding or prediction values, None not a computed value.
+#: Its reproducibility tier (:mod:`audiorepro.checks.tiers`): ``a`` equal to the last bit on
+#: every machine (the exact engine over a shipped dump, float64 over shipped prediction files),
+#: ``b`` within a derived tolerance (CPU-extracted embeddings, torch float32), None not a
+#: computed value (a count of the inputs, a setting).
 NumberTier = Literal["a", "b"] | None
 
 
@@ -255,13 +258,18 @@ def cell_records(
     bundle: Mapping[str, Any],
     key: str,
     *,
-    classify: Callable[[tuple[str | int, ...]], tuple[Better, NumberTier]],
+    classify: Callable[[Mapping[str, Any], tuple[str | int, ...]], tuple[Better, NumberTier]],
     identities: Callable[[Mapping[str, Any]], Identities],
 ) -> Iterator[NumberRecord]:
-    """The records of every cell (or run) of ``bundle[key]``, named by its ``id``."""
+    """The records of every cell (or run) of ``bundle[key]``, named by its ``id``;
+    ``classify`` gets the cell and the keys below it."""
     for i, cell in enumerate(bundle.get(key, [])):
         yield from records(
-            cell, (key, i), f"{key}/{cell['id']}", classify=classify, identities=identities(cell)
+            cell,
+            (key, i),
+            f"{key}/{cell['id']}",
+            classify=functools.partial(classify, cell),
+            identities=identities(cell),
         )
 
 

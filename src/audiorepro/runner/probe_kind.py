@@ -195,17 +195,19 @@ _DIRECTIONS: dict[str, Better] = {
 }
 
 
-def _classify(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A run's number: recomputed from its predictions or read from its saved files (float
-    arithmetic over prediction values: tier b), or a count (``n``, no direction)."""
-    name = str(below[-1]) if below else ""
-    return _DIRECTIONS.get(name), "b"
+def _classify(run: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A run's number: recomputed from its predictions or read from its saved files (tier a:
+    float64 with order-fixed sums over the shipped files), its direction when the metric's
+    name says it; a count (``n``) has none; a run's config and attributes are settings."""
+    if below and below[0] in ("config", "attributes"):
+        return None, None
+    return _classify_rest(below)
 
 
 def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A study-level number: the leaders' and family means' values (tier b)."""
+    """A study-level number: the leaders' and family means' values (tier a)."""
     name = str(below[-1]) if below else ""
-    return _DIRECTIONS.get(name), "b"
+    return _DIRECTIONS.get(name), "a"
 
 
 def _identities(run: Mapping[str, Any]) -> Identities:

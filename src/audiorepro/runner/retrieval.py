@@ -502,21 +502,23 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 _INPUT_KEYS = ("n_clips", "n_captions", "captions_per_clip", "model_meta")
 
 
-def _classify(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A cell's number: a metric (its direction; tier b for the float laion-clap profile,
-    else a: the exact engine over the dump's vectors), or an input count (no tier)."""
+def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A cell's number: a metric with its direction, tier a over a shipped dump and tier b
+    over an extracted one (its meta names the weights) or in the float32 laion-clap
+    profile; or an input count (no tier)."""
     head = below[0] if below else ""
     if head in _INPUT_KEYS:
         return None, None
-    name = str(below[-1])
+    extracted = "weights_sha256" in (cell.get("model_meta") or {})
+    laion = head == "profiles" and len(below) > 1 and below[1] == "laion-clap"
+    tier: NumberTier = "b" if extracted or laion else "a"
     if head in ("metrics", "profiles") and len(below) >= 3:
-        tier: NumberTier = "b" if head == "profiles" and below[1] == "laion-clap" else "a"
-        return _better(name), tier
+        return _better(str(below[-1])), tier
     if head == "intervals" and len(below) >= 3:
-        return _better(str(below[2])), "a"
+        return _better(str(below[2])), tier
     if head == "curves":
-        return "higher", "a"
-    return None, "a"
+        return "higher", tier
+    return None, tier
 
 
 def _better(name: str) -> Better:

@@ -388,21 +388,22 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
-def _classify(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A cell's number: a canonical metric (exact from the dump's vectors: tier a), one of
-    the laion-clap profile (torch float32: tier b), or an input count or setting."""
+def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A cell's number: a metric (canonical or of the laion-clap profile; tier b: over
+    CPU-extracted embeddings), or an input count or setting (no tier)."""
     if not below or below[0] != "metrics":
         return None, None
-    name = str(below[2] if below[1] == "canonical" and len(below) > 3 else below[-1])
-    better = HIGHER_IS_BETTER.get(name)
-    direction: Better = None if better is None else ("higher" if better else "lower")
-    return direction, ("b" if below[1] == "laion-clap-zeroshot" else "a")
+    # canonical/<tie>/<metric>[/<class>], laion-clap-zeroshot/<metric>
+    at = 3 if below[1] == "canonical" else 2
+    name = str(below[at]) if len(below) > at else ""
+    better = True if name == "per_class_recall" else HIGHER_IS_BETTER.get(name)
+    return (None if better is None else ("higher" if better else "lower")), "b"
 
 
 def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A study-level number: parity rows (exact), counts and settings (no tier)."""
+    """A study-level number: parity rows (of the metrics: tier b), counts and settings."""
     if "metric_parity" in below:
-        return None, "a"
+        return None, "b"
     return None, None
 
 
