@@ -273,6 +273,20 @@ def cell_records(
         )
 
 
+def dump_identities(cell: Mapping[str, Any]) -> Identities:
+    """A dump cell's identities: its dump's and weights' SHA-256 and its preprocessing.
+
+    >>> dump_identities({"dump_sha256": "d", "model_meta": {"preprocessing": {"sr": 48000}}})
+    Identities(dump='d', weights=None, settings=('sr=48000',), files=())
+    """
+    meta = cell.get("model_meta") or {}
+    pre = meta.get("preprocessing")
+    settings = tuple(f"{k}={pre[k]}" for k in sorted(pre)) if isinstance(pre, dict) else ()
+    return Identities(
+        dump=cell.get("dump_sha256"), weights=meta.get("weights_sha256"), settings=settings
+    )
+
+
 def rest_records(
     bundle: Mapping[str, Any],
     skip: tuple[str, ...],

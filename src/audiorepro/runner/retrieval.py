@@ -78,12 +78,12 @@ from audiorepro.runner.kinds import (
     Better,
     BundlePart,
     Context,
-    Identities,
     KindState,
     NumberRecord,
     NumberTier,
     StudyKind,
     cell_records,
+    dump_identities,
     register_kind,
     rest_records,
 )
@@ -494,7 +494,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
         return summarize(golden_rows(study, results))
 
     def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
-        yield from cell_records(bundle, "cells", classify=_classify, identities=_cell_identities)
+        yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
@@ -538,15 +538,6 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     if below and below[0] == "paired_bootstrap":
         return None, "a"
     return None, None
-
-
-def _cell_identities(cell: Mapping[str, Any]) -> Identities:
-    meta = cell.get("model_meta") or {}
-    pre = meta.get("preprocessing")
-    settings = tuple(f"{k}={pre[k]}" for k in sorted(pre)) if isinstance(pre, dict) else ()
-    return Identities(
-        dump=cell.get("dump_sha256"), weights=meta.get("weights_sha256"), settings=settings
-    )
 
 
 def load_cell(res: CellResult, cache: Path, *, empty_queries: EmptyPolicy | None = None) -> None:

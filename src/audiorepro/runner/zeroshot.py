@@ -53,12 +53,12 @@ from audiorepro.runner.kinds import (
     Better,
     BundlePart,
     Context,
-    Identities,
     KindState,
     NumberRecord,
     NumberTier,
     StudyKind,
     cell_records,
+    dump_identities,
     register_kind,
     rest_records,
 )
@@ -384,7 +384,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
         return verify_zeroshot(study, cache)
 
     def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
-        yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
+        yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
@@ -405,15 +405,6 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     if "metric_parity" in below:
         return None, "b"
     return None, None
-
-
-def _identities(cell: Mapping[str, Any]) -> Identities:
-    meta = cell.get("model_meta") or {}
-    pre = meta.get("preprocessing")
-    settings = tuple(f"{k}={pre[k]}" for k in sorted(pre)) if isinstance(pre, dict) else ()
-    return Identities(
-        dump=cell.get("dump_sha256"), weights=meta.get("weights_sha256"), settings=settings
-    )
 
 
 def verify_zeroshot(study: ZeroshotStudy, cache: Path) -> Summary:
