@@ -33,6 +33,15 @@ LAYERS = (
     "audiorepro.cli",  # argument parsing and printing
     "audiorepro",  # entry points only: __init__, __main__
 )
+#: The study kinds: name -> the module whose :class:`audiorepro.runner.kinds.StudyKind` runs it
+#: (registered with ``@register_kind``). A new kind is one such module plus its spec; the
+#: interface and driver (``runner.kinds``) know no kind, and ``runner.study`` imports the
+#: kinds only to register them, never branching on a kind's name.
+KINDS = {
+    "retrieval": "audiorepro.runner.retrieval",
+    "probe": "audiorepro.runner.probe_kind",  # an adapter over runner.probe and probe_saved
+    "zeroshot": "audiorepro.runner.zeroshot",
+}
 #: Dependencies heavy enough to import lazily, inside the function that needs them: the
 #: optional model stack (with fetch's downloaders), Slurm and browser stacks, and scipy.signal
 #: (half a second at every start of the command line, for the few clips that need resampling).
@@ -234,3 +243,38 @@ def test_an_upward_import_is_found(
 ) -> None:
     edges = _toy(tmp_path, {module: text, "models/y.py": "", "runner/y.py": ""})
     assert upward(edges) == [f"{lower} -> audiorepro.{upper}.y"]
+
+
+def test_each_kind_is_registered_by_its_module() -> None:
+    from audiorepro.runner import study  # noqa: F401 (imports the kinds: they register)
+    from audiorepro.runner.kinds import kind_named, kind_names
+
+    assert set(kind_names()) == set(KINDS)
+    for name, module in KINDS.items():
+        assert type(kind_named(name)).__module__ == module
+
+
+def test_the_interface_knows_no_kind() -> None:
+    edges = graph()
+    assert edges["audiorepro.runner.kinds"] & set(KINDS.values()) == set()
+    for module in KINDS.values():
+        assert "audiorepro.runner.kinds" in edges[module], module
+    assert set(KINDS.values()) <= edges["audiorepro.runner.study"]
+
+
+def branches_on_kind(text: str) -> list[int]:
+    """Lines comparing a ``.kind`` with something (``study.kind == "probe"``)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Compare)
+        and any(
+            isinstance(x, ast.Attribute) and x.attr == "kind"
+            for x in (node.left, *node.comparators)
+        )
+    ]
+
+
+def test_the_runner_does_not_branch_on_a_kind() -> None:
+    assert branches_on_kind("if study.kind == 'probe':\n    pass\n") == [1]
+    assert branches_on_kind((PACKAGE / "runner" / "study.py").read_text(encoding="utf-8")) == []

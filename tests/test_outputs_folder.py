@@ -127,7 +127,7 @@ def test_a_run_killed_midway_publishes_nothing(
     def killed(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("audiorepro.runner.retrieval.write_outputs", killed)
+    monkeypatch.setattr("audiorepro.runner.kinds.write_outputs", killed)
     assert _reproduce(_study(tmp_path, value=0.5), out) == 2  # "aborted"
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

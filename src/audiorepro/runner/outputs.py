@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
 
@@ -185,9 +186,9 @@ class ProbeBundle(TypedDict):
 
 def write_outputs(
     out: Path,
-    verification: RetrievalVerification | ProbeVerification,
+    verification: Mapping[str, object],
     report_html: str,
-    bundle: RetrievalBundle | ProbeBundle,
+    bundle: Mapping[str, object],
 ) -> None:
     """The three outputs every study kind writes besides its tables and manifest."""
     atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())

@@ -22,13 +22,12 @@ A declared run whose file is missing, or that has fewer regression targets than 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audiorepro.checks.verify import (
     NOT_VERIFIED,
-    PASS,
     Summary,
     ValueRow,
     summarize,
@@ -39,7 +38,6 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.probe import probe_report
-from audiorepro.render.html import render_probe_report
 from audiorepro.render.markdown import markdown_html
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
@@ -47,37 +45,22 @@ from audiorepro.render.tables import (
     Column,
     Table,
     slug,
-    write_table,
 )
-from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import (
-    PROBE_BUNDLE,
     MetricParity,
-    Outcome,
     ParityCell,
-    ProbeBundle,
-    ProbeVerification,
-    write_outputs,
 )
-from audiorepro.runner.probe_content import attach_notes, figures_html
-from audiorepro.runner.probe_content import content as module_content
 from audiorepro.runner.probe_saved import (
-    completion_problems,
     parity,
-    parity_summary_table,
-    parity_table,
     percent_cell,
     reference_check,
-    saved_tables,
     saved_value,
-    task_leaders,
-    unused_keys,
 )
-from audiorepro.specs.gates import GateResult, check_gate
+from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
-from audiorepro.specs.study import ProbeStudy, Run, SavedFile, present
+from audiorepro.specs.study import ProbeStudy, Run, present
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)
@@ -681,90 +664,3 @@ def verify_probe_saved(
 def verify_probe(study: ProbeStudy) -> Summary:
     """``audiorepro verify`` for a probe study: its published values, recomputed."""
     return summarize(_golden_rows(study, _runs(study)))
-
-
-def run_probe(study: ProbeStudy, out: Path) -> Outcome:
-    """Every stage for a probe study; returns whether it passed, and why not."""
-    out = Path(out)
-    runs = _runs(study)
-    check_output_names(study, runs)
-    failures: list[str] = [r["problem"] for r in runs if r["problem"] is not None]
-    failures += completion_problems(study, runs)
-    gates = [check_gate(g, study.root or study.source.parent) for g in study.gates]
-    failures += [f"gate '{g.name}' failed ({g.file}): {g.problem}" for g in gates if g.problem]
-    complete = not failures
-    metric_parity = _parity(study, runs)
-    # A saved number the predictions refute is the first thing an auditor must read.
-    refuted = [
-        f"saved {c['split']} number of run {c['run']} disagrees with its predictions: "
-        f"{c['metric']} saved {c['saved']!r}, recomputed {c['recomputed']!r}"
-        for c in metric_parity["cells"]
-        if not c["passed"]
-    ] + [
-        f"run {c['run']}: {c['metric']} recomputed {c['recomputed']!r}, the reference "
-        f"definition gives {c['saved']!r}"
-        for c in metric_parity["reference"]
-        if not c["passed"]
-    ]
-    failures = refuted + failures
-    present = [r for r in runs if r["report"] is not None]
-    lead, fam = leaders(present), family_means(present)
-    saved_lead = task_leaders(study, runs)
-    golden = summarize(_golden_rows(study, runs))
-    failures += [
-        f"published {r['cell']} {r['metric']}: {r['status']}"
-        + (f" ({r['reason']})" if r["reason"] else "")
-        for r in golden["rows"]
-        if r["status"] != PASS
-    ]
-    tables = _tables(present, lead, fam, study.event_classes)
-    tables.update(saved_tables(study, runs, saved_lead))
-    if gates:
-        tables["gates"] = gate_table(gates)
-    extra = module_content(study, runs)  # derived numbers, job records, the module's other content
-    tables.update(extra.tables)
-    unused = unused_keys(study, runs)
-    if unused is not None:
-        tables["unused_keys"] = unused
-    if metric_parity["cells"] or metric_parity["reference"]:
-        tables["metric_parity_summary"] = parity_summary_table(metric_parity)
-        tables["metric_parity"] = parity_table(metric_parity)
-    tables = attach_notes(study, tables)
-    _copy_saved(study, out)
-    for name, table in tables.items():
-        write_table(out / "tables", name, table)
-    verification: ProbeVerification = {
-        "probe_complete": complete,
-        "failures": failures,
-        "golden": golden,
-    }
-    if metric_parity["cells"] or metric_parity["reference"]:
-        verification["metric_parity"] = metric_parity
-    bundle: ProbeBundle = {
-        "schema": PROBE_BUNDLE,
-        "kind": "probe",
-        "study": {"name": study.name, "title": study.title, "sha256": sha256_file(study.source)},
-        "runs": [{k: v for k, v in r.items() if k != "documents"} for r in runs],
-        # The typed records as the bundle's JSON objects (the same keys and values).
-        "leaders": [asdict(t) for t in lead],
-        "family_means": [asdict(f) for f in fam],
-        "task_leaders": [asdict(t) for t in saved_lead],
-        "verification": verification,
-    }
-    if extra.derived or extra.manifest.get("job_attempts") is not None:
-        bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
-    narrative = figures_html(extra) + _narrative(study)
-    report = render_probe_report(study, bundle, tables, narrative)
-    write_outputs(out, verification, report, bundle)
-    inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
-    # Saved files by their path from the study's folder: runs often share file names
-    # (runs/m1/test_metrics.json, runs/m2/test_metrics.json).
-    saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
-    saved_refs += [r.config for r in study.runs if r.config is not None]
-    saved_refs += [ref for r in study.runs for ref in r.more_config]
-    saved_refs += list(study.tree_files)
-    saved_refs += [SavedFile(g.path, sha256_file(g.path)) for g in study.gates if g.path.is_file()]
-    saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
-    inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
-    write_manifest(out, study, [], inputs=inputs)
-    return {"passed": not failures, "failures": failures}

@@ -29,6 +29,7 @@ A study with a failing cell still writes everything, says so first, and exits 1.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,16 +76,26 @@ from audiorepro.metrics.retrieval import (
 from audiorepro.models.identity import compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
-from audiorepro.render.tables import Column, Table, slug, write_table
+from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.executors.local import extract_local
-from audiorepro.runner.manifest import write_manifest
+from audiorepro.runner.kinds import (
+    Better,
+    BundlePart,
+    Context,
+    KindState,
+    NumberRecord,
+    NumberTier,
+    StudyKind,
+    cell_records,
+    dump_identities,
+    register_kind,
+    rest_records,
+)
 from audiorepro.runner.outputs import (
     RETRIEVAL_BUNDLE,
     BundleCell,
-    Outcome,
     RetrievalBundle,
     RetrievalVerification,
-    write_outputs,
 )
 from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, Published, RetrievalStudy
@@ -367,88 +378,165 @@ def _tables(
     return tables
 
 
-def run(
-    study: RetrievalStudy, out: Path, *, progress: bool = True, cache: Path | None = None
-) -> Outcome:
-    """Run every stage; returns whether the study passed, and why not. Extractions are cached
-    in ``cache`` (default ``out/cache/dumps``)."""
-    out = Path(out)
-    failures: list[str] = []
-    results = [CellResult(c) for c in study.cells]
+@dataclass
+class RetrievalState(KindState):
+    """A retrieval study between the steps of :class:`RetrievalKind`."""
 
-    for res in _progress(results, "extract", progress):
-        load_cell(res, cache or out / "cache" / "dumps", empty_queries=study.empty_queries)
-        if res.error is not None:
-            failures.append(f"cell {res.cell.id}: {res.error}")
+    study: RetrievalStudy | None = None
+    ctx: Context | None = None
+    results: list[CellResult] = field(default_factory=list)
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    parity: ParityBlock | None = None
+    identity: list[dict[str, Any]] = field(default_factory=list)
 
-    for res in _progress([r for r in results if r.dump is not None], "metrics", progress):
-        _cell_metrics(res, study)
-    paired = _paired(results, study)
+    def loaded(self) -> list[CellResult]:
+        return [r for r in self.results if r.dump is not None]
 
-    parity_cells: list[ParityCell] = []
-    for res in _progress([r for r in results if r.dump is not None], "parity", progress):
-        assert res.dump is not None
-        cell = parity_cell(
-            res.dump,
-            tolerance=DEFAULT_TOLERANCE,
-            tie_policy=study.tie_policy,
-            cutoffs=study.cutoffs,
-        )
-        cell["cell"] = res.cell.id
-        res.parity = cell
-        parity_cells.append(cell)
-        if not cell["passed"]:
-            failures.append(
-                f"metric parity failed for cell {res.cell.id} (worst {cell['worst_abs_delta']:.3g})"
+
+@register_kind
+class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
+    """Audio-text retrieval over dumps (given or extracted through the cache)."""
+
+    name = "retrieval"
+    extracts = True
+    table_progress = True
+
+    def load(self, study: RetrievalStudy, ctx: Context) -> RetrievalState:
+        state = RetrievalState(study=study, ctx=ctx, results=[CellResult(c) for c in study.cells])
+        for res in _progress(state.results, "extract", ctx.progress):
+            load_cell(res, ctx.cache, empty_queries=study.empty_queries)
+            if res.error is not None:
+                state.failures.append(f"cell {res.cell.id}: {res.error}")
+        return state
+
+    def compute(self, state: RetrievalState) -> None:
+        assert state.study is not None and state.ctx is not None
+        for res in _progress(state.loaded(), "metrics", state.ctx.progress):
+            _cell_metrics(res, state.study)
+        state.paired = _paired(state.results, state.study)
+
+    def check_parity(self, state: RetrievalState) -> None:
+        """Harness against the reference per cell, then each identity check (its verdict is
+        checked against the study's ``expect``, like parity against the reference)."""
+        assert state.study is not None and state.ctx is not None
+        study, progress = state.study, state.ctx.progress
+        cells: list[ParityCell] = []
+        for res in _progress(state.loaded(), "parity", progress):
+            assert res.dump is not None
+            cell = parity_cell(
+                res.dump,
+                tolerance=DEFAULT_TOLERANCE,
+                tie_policy=study.tie_policy,
+                cutoffs=study.cutoffs,
             )
-    parity: ParityBlock = {
-        "cells": parity_cells,
-        "n_cells": len(parity_cells),
-        "cells_with_multi_positive_ap": sum(1 for c in parity_cells if c["multi_positive"]),
-        "tolerance": DEFAULT_TOLERANCE,
-        "worst_abs_delta": max((c["worst_abs_delta"] for c in parity_cells), default=0.0),
-        "passed": all(c["passed"] for c in parity_cells) and len(parity_cells) == len(results),
-    }
+            cell["cell"] = res.cell.id
+            res.parity = cell
+            cells.append(cell)
+            if not cell["passed"]:
+                state.failures.append(
+                    f"metric parity failed for cell {res.cell.id} "
+                    f"(worst {cell['worst_abs_delta']:.3g})"
+                )
+        state.parity = {
+            "cells": cells,
+            "n_cells": len(cells),
+            "cells_with_multi_positive_ap": sum(1 for c in cells if c["multi_positive"]),
+            "tolerance": DEFAULT_TOLERANCE,
+            "worst_abs_delta": max((c["worst_abs_delta"] for c in cells), default=0.0),
+            "passed": all(c["passed"] for c in cells) and len(cells) == len(state.results),
+        }
+        for check in _progress(list(study.identity), "identity", progress):
+            block = _identity(check)
+            state.identity.append(block)
+            if check.expect is not None and block["verdict"] != check.expect:
+                state.failures.append(
+                    f"identity {check.a} vs {check.b}: {block['verdict']} (expected {check.expect})"
+                )
 
-    identity_blocks = []
-    for check in _progress(list(study.identity), "identity", progress):
-        block = _identity(check)
-        identity_blocks.append(block)
-        if check.expect is not None and block["verdict"] != check.expect:
-            failures.append(
-                f"identity {check.a} vs {check.b}: {block['verdict']} (expected {check.expect})"
-            )
+    def compare_published(self, state: RetrievalState) -> Summary:
+        assert state.study is not None and state.ctx is not None
+        return summarize(golden_rows(state.study, state.results, state.ctx.progress))
 
-    golden = summarize(golden_rows(study, results, progress))
-    for row in golden["rows"]:
-        if row["status"] != PASS:
-            failures.append(
-                f"published {row['cell']} {row['metric']}: {row['status']}"
-                + (f" ({row['reason']})" if row["reason"] else "")
-            )
+    def tables(self, state: RetrievalState, golden: Summary) -> dict[str, Table]:
+        assert state.study is not None and state.parity is not None
+        study = state.study
+        return _tables(
+            state.results, state.parity["cells"], state.identity, golden, study.tie_policy,
+            metric_names(study.cutoffs),
+        )  # fmt: skip
 
-    tables = _tables(
-        results, parity_cells, identity_blocks, golden, study.tie_policy,
-        metric_names(study.cutoffs),
-    )  # fmt: skip
-    for name, table in _progress(list(tables.items()), "tables", progress):
-        write_table(out / "tables", name, table)
+    def bundle_part(
+        self, state: RetrievalState, golden: Summary, tables: dict[str, Table]
+    ) -> BundlePart:
+        assert state.study is not None and state.parity is not None
+        identity = state.identity
+        verification: RetrievalVerification = {
+            "metric_parity": state.parity,
+            "checkpoint_identity": identity[0] if identity else None,
+            "checkpoint_identities": identity,
+            "metric_parity_passed": state.parity["passed"],
+            "cross_pipeline_comparable": bool(identity)
+            and all(b["verdict"] == "identical" for b in identity),
+            "failures": state.failures,
+            "golden": golden,
+        }
+        bundle = _bundle(state.study, state.results, state.paired, verification)
+        report = render_report(state.study, bundle, tables)
+        dumps = [r.dump for r in state.results if r.dump is not None]
+        return BundlePart(verification, report, bundle, dumps)
 
-    verification: RetrievalVerification = {
-        "metric_parity": parity,
-        "checkpoint_identity": identity_blocks[0] if identity_blocks else None,
-        "checkpoint_identities": identity_blocks,
-        "metric_parity_passed": parity["passed"],
-        "cross_pipeline_comparable": bool(identity_blocks)
-        and all(b["verdict"] == "identical" for b in identity_blocks),
-        "failures": failures,
-        "golden": golden,
-    }
-    bundle = _bundle(study, results, paired, verification)
-    write_outputs(out, verification, render_report(study, bundle, tables), bundle)
+    def verify(self, study: RetrievalStudy, cache: Path) -> Summary:
+        needed = {p.cell for p in study.published}
+        results = [CellResult(c) for c in study.cells if c.id in needed]
+        for res in results:
+            load_cell(res, cache, empty_queries=study.empty_queries)
+        return summarize(golden_rows(study, results))
 
-    write_manifest(out, study, [r.dump for r in results if r.dump is not None])
-    return {"passed": not failures, "failures": failures}
+    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+        yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
+        yield from rest_records(bundle, ("cells",), _classify_rest)
+
+
+#: Parts of a retrieval cell that describe its inputs, not a computed number.
+_INPUT_KEYS = ("n_clips", "n_captions", "captions_per_clip", "model_meta")
+
+
+def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A cell's number: a metric with its direction, tier a over a shipped dump and tier b
+    over an extracted one (its meta names the weights) or in the float32 laion-clap
+    profile; or an input count (no tier)."""
+    head = below[0] if below else ""
+    if head in _INPUT_KEYS:
+        return None, None
+    extracted = "weights_sha256" in (cell.get("model_meta") or {})
+    laion = head == "profiles" and len(below) > 1 and below[1] == "laion-clap"
+    tier: NumberTier = "b" if extracted or laion else "a"
+    if head in ("metrics", "profiles") and len(below) >= 3:
+        return _better(str(below[-1])), tier
+    if head == "intervals" and len(below) >= 3:
+        return _better(str(below[2])), tier
+    if head == "curves":
+        return "higher", tier
+    return None, tier
+
+
+def _better(name: str) -> Better:
+    if not is_metric_name(name):
+        return None
+    return "higher" if metric_by_name(name).higher_is_better else "lower"
+
+
+def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A study-level number: identity cosines and correlation (tier b, higher), parity
+    deltas (lower), paired differences, settings and counts."""
+    name = str(below[-1]) if below else ""
+    if "checkpoint_identities" in below or "checkpoint_identity" in below:
+        return ("higher" if "cosine" in name or "correlation" in name else None), "b"
+    if "worst_abs_delta" in name or name == "abs_delta":
+        return "lower", "a"
+    if below and below[0] == "paired_bootstrap":
+        return None, "a"
+    return None, None
 
 
 def load_cell(res: CellResult, cache: Path, *, empty_queries: EmptyPolicy | None = None) -> None:

@@ -1,7 +1,9 @@
-"""A study of either kind -> its output folder; and re-reading a study or an output folder.
+"""A study of any kind -> its output folder; and re-reading a study or an output folder.
 
-This is the runner's entry: it picks the study kind's stages (:mod:`.retrieval`, :mod:`.probe`)
-and the executor that extracts what is missing (:mod:`.executors`).
+This is the runner's entry: it looks the study's kind up in the registry of kinds
+(:mod:`.kinds`: :mod:`.retrieval`, :mod:`.probe_kind`, :mod:`.zeroshot`), runs the executor
+that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
+steps (:func:`.kinds.run_kind`) into staging and publishes the output folder whole.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from typing import Any
 from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
+
+# The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
+from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
 from audiorepro.runner.attest import sign_folder
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.keys import SigningKey
+from audiorepro.runner.kinds import Context, StudyKind, kind_named, run_kind
 from audiorepro.runner.outputs import Outcome
-from audiorepro.runner.probe import run_probe, verify_probe
 from audiorepro.runner.publish import (
     check_out,
     claim,
@@ -28,10 +33,13 @@ from audiorepro.runner.publish import (
     publish,
     run_files,
 )
-from audiorepro.runner.retrieval import CellResult, golden_rows, load_cell, run
-from audiorepro.runner.zeroshot import run_zeroshot, verify_zeroshot
 from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_record
 from audiorepro.specs.study import Study
+
+
+def study_kind(study: Study) -> StudyKind[Any, Any]:
+    """The registered kind (:mod:`.kinds`) that runs ``study``."""
+    return kind_named(study.kind)
 
 
 def run_study(
@@ -42,39 +50,29 @@ def run_study(
     slurm: SlurmOptions | None = None,
     say: Callable[[str], None] = print,
 ) -> Outcome:
-    """Run a study of either kind (retrieval or probe); returns whether it passed, and why
-    not (the full record is ``verification.json`` in ``out``).
+    """Run a study of any registered kind; returns whether it passed, and why not (the full
+    record is ``verification.json`` in ``out``).
 
     Extraction runs here (the local executor, cell by cell) unless ``slurm`` is given: then
-    a retrieval or zero-shot study's missing extractions first run as Slurm job arrays. If
-    any array task failed, nothing is computed: the result has ``executor_failed`` and names
-    the tasks.
+    the missing extractions of a kind that extracts (retrieval, zero-shot) first run as Slurm
+    job arrays. If any array task failed, nothing is computed: the result has
+    ``executor_failed`` and names the tasks.
     """
-    if study.kind == "probe":
-        return run_probe(study, out)
-    if slurm is not None:
-        outcome = run_slurm(study, out, slurm, say=say)
+    kind = study_kind(study)
+    if slurm is not None and kind.extracts:
+        outcome = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
         if outcome.failed:
             return {"passed": False, "failures": outcome.failed, "executor_failed": True}
-    if study.kind == "zeroshot":
-        return run_zeroshot(study, out, progress=progress)
-    return run(study, out, progress=progress)
+    return run_kind(kind, study, Context(Path(out), Path(out) / "cache" / "dumps", progress))
 
 
 def verify_study(study: Study, cache: Path) -> Summary:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
-    if study.kind == "probe":
-        return verify_probe(study)
-    if study.kind == "zeroshot":
+    kind = study_kind(study)
+    if kind.extracts:
+        # The checkpoints of the cells it extracts: exit 2 before any model is built.
         preflight_study(study, only={p.cell for p in study.published})
-        return verify_zeroshot(study, cache)
-    needed = {p.cell for p in study.published}
-    # The checkpoints of the cells it extracts: exit 2 before any model is built.
-    preflight_study(study, only=needed)
-    results = [CellResult(c) for c in study.cells if c.id in needed]
-    for res in results:
-        load_cell(res, cache, empty_queries=study.empty_queries)
-    return summarize(golden_rows(study, results))
+    return kind.verify(study, cache)
 
 
 def run_studies(
@@ -123,11 +121,9 @@ def _run_claimed(
                 target.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise write_error(exc, target) from None
-            if study.kind == "probe":
-                outcomes[i] = run_probe(study, target)
-                continue
-            if slurm is not None:
-                executed = run_slurm(study, out, slurm, say=say)
+            kind = study_kind(study)
+            if slurm is not None and kind.extracts:
+                executed = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
                 if executed.failed:
                     discard(staging)
                     failed: Outcome = {
@@ -136,11 +132,7 @@ def _run_claimed(
                         "executor_failed": True,
                     }
                     return [(study, out / rel, failed)]
-            cache = out / "cache" / "dumps"
-            if study.kind == "zeroshot":
-                outcomes[i] = run_zeroshot(study, target, cache=cache, progress=progress)
-            else:
-                outcomes[i] = run(study, target, progress=progress, cache=cache)
+            outcomes[i] = run_kind(kind, study, Context(target, out / "cache" / "dumps", progress))
         if sign_key is not None:
             sign_folder(staging, sign_key)
         publish(staging, out)

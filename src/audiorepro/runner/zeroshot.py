@@ -16,6 +16,8 @@ extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
 
@@ -23,14 +25,10 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
-from audiorepro.checks.verify import PASS, Summary, ValueRow, summarize, value_rows
+from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import (
-    atomic_write_bytes,
-    json_dumps,
-    slug,
-)
+from audiorepro.core.io import atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.retrieval import compute_retrieval
@@ -44,10 +42,26 @@ from audiorepro.metrics.zeroshot import (
 )
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
-from audiorepro.render.tables import Column, Table, write_table
-from audiorepro.runner.executors.zeroshot import MissingInputs, cached_cell, study_inputs
-from audiorepro.runner.manifest import write_manifest
-from audiorepro.runner.outputs import Outcome, gzip_bytes
+from audiorepro.render.tables import Column, Table
+from audiorepro.runner.executors.zeroshot import (
+    MissingInputs,
+    ZeroshotInputs,
+    cached_cell,
+    study_inputs,
+)
+from audiorepro.runner.kinds import (
+    Better,
+    BundlePart,
+    Context,
+    KindState,
+    NumberRecord,
+    NumberTier,
+    StudyKind,
+    cell_records,
+    dump_identities,
+    register_kind,
+    rest_records,
+)
 from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import ZeroshotStudy
 
@@ -252,97 +266,145 @@ def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str])
     return "\n".join(parts)
 
 
-def run_zeroshot(
-    study: ZeroshotStudy, out: Path, *, cache: Path | None = None, progress: bool = False
-) -> Outcome:
-    """Run every stage into ``out``; returns whether the study passed, and why not. The
-    dumps come from the extraction cache ``cache`` (default ``out/cache/dumps``);
-    ``progress``: a bar (or stage lines in a log) over the cells on stderr."""
-    out = Path(out)
-    cache = cache or out / "cache" / "dumps"
-    inputs = study_inputs(study)
-    failures: list[str] = []
-    metrics: dict[str, dict[str, Any]] = {}
-    errors: dict[str, str] = {}
-    cells: list[ZeroshotBundleCell] = []
-    parity: list[ZeroshotParityCell] = []
-    for cell in progress_bar(list(study.cells), "zero-shot", progress, unit="cell"):
-        try:
-            cached = cached_cell(cell, inputs, cache)
-        except WriteError:
-            raise  # an output (the cache) that cannot be written stops the run: not a bad cell
-        except UserError as exc:
-            errors[cell.id] = str(exc)
-            failures.append(f"cell {cell.id}: {exc}")
-            continue
-        dump_rel = f"dumps/{slug(cell.id)}.npz"
-        atomic_write_bytes(out / dump_rel, cached.read_bytes())
-        dump = load_dump(out / dump_rel)
-        audio, text, meta = dump.audio_embeds, dump.text_embeds, dump.meta
-        m = cell_metrics(audio, text, inputs.labels)
-        metrics[cell.id] = m
-        p = _parity(
-            cell.id, dump, inputs.labels, m["canonical"][study.tie_policy], study.tie_policy
-        )
-        parity.append(p)
-        if not p["passed"]:
-            failures.append(f"metric parity failed for cell {cell.id}")
-        cells.append(
-            {
-                "id": cell.id,
-                "model": cell.model,
-                "dump": dump_rel,
-                "dump_sha256": sha256_file(out / dump_rel),
-                "n_clips": int(audio.shape[0]),
-                "n_classes": int(text.shape[0]),
-                "metrics": m,
-                "model_meta": meta,
-            }
-        )
-    golden = _golden(study, metrics, errors)
-    for row in golden["rows"]:
-        if row["status"] != PASS:
-            failures.append(
-                f"published {row['cell']} {row['metric']}: {row['status']}"
-                + (f" ({row['reason']})" if row["reason"] else "")
+@dataclass
+class ZeroshotState(KindState):
+    """A zero-shot study between the steps of :class:`ZeroshotKind`."""
+
+    study: ZeroshotStudy | None = None
+    ctx: Context | None = None
+    inputs: ZeroshotInputs | None = None
+    dumps: dict[str, tuple[str, Dump]] = field(default_factory=dict)  #: cell -> (rel, dump)
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    parity: list[ZeroshotParityCell] = field(default_factory=list)
+
+
+@register_kind
+class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
+    """Zero-shot classification: clips against one prompt per class, through the cache."""
+
+    name = "zeroshot"
+    extracts = True
+
+    def load(self, study: ZeroshotStudy, ctx: Context) -> ZeroshotState:
+        """Each cell's dump from the extraction cache, copied to ``dumps/<cell>.npz``."""
+        inputs = study_inputs(study)
+        state = ZeroshotState(study=study, ctx=ctx, inputs=inputs)
+        cells = progress_bar(list(study.cells), "zero-shot", ctx.progress, unit="cell")
+        for cell in cells:
+            try:
+                cached = cached_cell(cell, inputs, ctx.cache)
+            except WriteError:
+                raise  # an output (the cache) that cannot be written stops the run
+            except UserError as exc:
+                state.errors[cell.id] = str(exc)
+                state.failures.append(f"cell {cell.id}: {exc}")
+                continue
+            dump_rel = f"dumps/{slug(cell.id)}.npz"
+            atomic_write_bytes(ctx.out / dump_rel, cached.read_bytes())
+            state.dumps[cell.id] = (dump_rel, load_dump(ctx.out / dump_rel))
+        return state
+
+    def compute(self, state: ZeroshotState) -> None:
+        assert state.inputs is not None
+        for cell_id, (_, dump) in state.dumps.items():
+            state.metrics[cell_id] = cell_metrics(
+                dump.audio_embeds, dump.text_embeds, state.inputs.labels
             )
-    tables = _tables(study, metrics, golden)
-    for name, table in tables.items():
-        write_table(out / "tables", name, table)
-    parity_passed = (
-        bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
-    )
-    verification: ZeroshotVerification = {
-        "metric_parity": {"cells": parity, "passed": parity_passed},
-        "metric_parity_passed": parity_passed,
-        "failures": failures,
-        "golden": golden,
-    }
-    bundle: ZeroshotBundle = {
-        "schema": ZEROSHOT_BUNDLE,
-        "study": {
-            "name": study.name,
-            "title": study.title,
-            "tie_policy": study.tie_policy,
-            "definitions_version": DEFINITIONS_VERSION,
-            "inputs": inputs.record,
-        },
-        "cells": cells,
-        "verification": verification,
-    }
-    selection = selection_record(study.selection)
-    if selection is not None:
-        bundle["selection"] = selection
-    atomic_write_bytes(out / "verification.json", json_dumps(verification).encode())
-    atomic_write_bytes(out / "report.html", _report(study, tables, failures).encode())
-    atomic_write_bytes(out / "bundle.json.gz", gzip_bytes(json_dumps(bundle).encode()))
-    write_manifest(
-        out,
-        study,
-        [],
-        inputs={study.dataset.metadata.name: inputs.record["metadata_sha256"]},
-    )
-    return {"passed": not failures, "failures": failures}
+
+    def check_parity(self, state: ZeroshotState) -> None:
+        assert state.study is not None and state.inputs is not None
+        tie = state.study.tie_policy
+        for cell_id, (_, dump) in state.dumps.items():
+            harness = state.metrics[cell_id]["canonical"][tie]
+            p = _parity(cell_id, dump, state.inputs.labels, harness, tie)
+            state.parity.append(p)
+            if not p["passed"]:
+                state.failures.append(f"metric parity failed for cell {cell_id}")
+
+    def compare_published(self, state: ZeroshotState) -> Summary:
+        assert state.study is not None
+        return _golden(state.study, state.metrics, state.errors)
+
+    def tables(self, state: ZeroshotState, golden: Summary) -> dict[str, Table]:
+        assert state.study is not None
+        return _tables(state.study, state.metrics, golden)
+
+    def bundle_part(
+        self, state: ZeroshotState, golden: Summary, tables: dict[str, Table]
+    ) -> BundlePart:
+        assert state.study is not None and state.ctx is not None and state.inputs is not None
+        study, out, parity = state.study, state.ctx.out, state.parity
+        cells: list[ZeroshotBundleCell] = []
+        for cell in study.cells:
+            if cell.id not in state.dumps:
+                continue
+            dump_rel, dump = state.dumps[cell.id]
+            cells.append(
+                {
+                    "id": cell.id,
+                    "model": cell.model,
+                    "dump": dump_rel,
+                    "dump_sha256": sha256_file(out / dump_rel),
+                    "n_clips": int(dump.audio_embeds.shape[0]),
+                    "n_classes": int(dump.text_embeds.shape[0]),
+                    "metrics": state.metrics[cell.id],
+                    "model_meta": dump.meta,
+                }
+            )
+        parity_passed = (
+            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        )
+        verification: ZeroshotVerification = {
+            "metric_parity": {"cells": parity, "passed": parity_passed},
+            "metric_parity_passed": parity_passed,
+            "failures": state.failures,
+            "golden": golden,
+        }
+        bundle: ZeroshotBundle = {
+            "schema": ZEROSHOT_BUNDLE,
+            "study": {
+                "name": study.name,
+                "title": study.title,
+                "tie_policy": study.tie_policy,
+                "definitions_version": DEFINITIONS_VERSION,
+                "inputs": state.inputs.record,
+            },
+            "cells": cells,
+            "verification": verification,
+        }
+        selection = selection_record(study.selection)
+        if selection is not None:
+            bundle["selection"] = selection
+        report = _report(study, tables, state.failures)
+        metadata = {study.dataset.metadata.name: state.inputs.record["metadata_sha256"]}
+        return BundlePart(verification, report, bundle, [], inputs=metadata)
+
+    def verify(self, study: ZeroshotStudy, cache: Path) -> Summary:
+        return verify_zeroshot(study, cache)
+
+    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+        yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
+        yield from rest_records(bundle, ("cells",), _classify_rest)
+
+
+def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A cell's number: a metric (canonical or of the laion-clap profile; tier b: over
+    CPU-extracted embeddings), or an input count or setting (no tier)."""
+    if not below or below[0] != "metrics":
+        return None, None
+    # canonical/<tie>/<metric>[/<class>], laion-clap-zeroshot/<metric>
+    at = 3 if below[1] == "canonical" else 2
+    name = str(below[at]) if len(below) > at else ""
+    better = True if name == "per_class_recall" else HIGHER_IS_BETTER.get(name)
+    return (None if better is None else ("higher" if better else "lower")), "b"
+
+
+def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A study-level number: parity rows (of the metrics: tier b), counts and settings."""
+    if "metric_parity" in below:
+        return None, "b"
+    return None, None
 
 
 def verify_zeroshot(study: ZeroshotStudy, cache: Path) -> Summary:

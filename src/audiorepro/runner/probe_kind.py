@@ -1,0 +1,233 @@
+"""The probe study kind through the one interface (:mod:`.kinds`): a thin adapter over the
+probe stages of :mod:`.probe` and :mod:`.probe_saved` (loading the runs, parity of saved
+against recomputed numbers, leaders, tables, the bundle), in the order they always ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audiorepro.checks.verify import Summary, summarize
+from audiorepro.core.hashing import sha256_file
+from audiorepro.render.html import render_probe_report
+from audiorepro.render.tables import Table
+from audiorepro.runner.kinds import (
+    Better,
+    BundlePart,
+    Context,
+    Identities,
+    KindState,
+    NumberRecord,
+    NumberTier,
+    StudyKind,
+    cell_records,
+    register_kind,
+    rest_records,
+)
+from audiorepro.runner.outputs import PROBE_BUNDLE, MetricParity, ProbeBundle, ProbeVerification
+from audiorepro.runner.probe import (
+    TASK_METRICS,
+    FamilyMean,
+    Leader,
+    _copy_saved,
+    _golden_rows,
+    _narrative,
+    _parity,
+    _relative,
+    _runs,
+    _tables,
+    check_output_names,
+    family_means,
+    gate_table,
+    leaders,
+    verify_probe,
+)
+from audiorepro.runner.probe_content import ContentResult, attach_notes, figures_html
+from audiorepro.runner.probe_content import content as module_content
+from audiorepro.runner.probe_saved import (
+    SavedLeader,
+    completion_problems,
+    parity_summary_table,
+    parity_table,
+    saved_tables,
+    task_leaders,
+    unused_keys,
+)
+from audiorepro.specs.gates import GateResult, check_gate
+from audiorepro.specs.study import ProbeStudy, SavedFile
+
+
+@dataclass
+class ProbeState(KindState):
+    """A probe study between the steps of :class:`ProbeKind` (the runs as :mod:`.probe`
+    builds them)."""
+
+    study: ProbeStudy | None = None
+    ctx: Context | None = None
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    gates: list[GateResult] = field(default_factory=list)
+    complete: bool = False
+    parity: MetricParity | None = None
+    leaders: list[Leader] = field(default_factory=list)
+    family_means: list[FamilyMean] = field(default_factory=list)
+    task_leaders: list[SavedLeader] = field(default_factory=list)
+    #: Derived numbers, job records and the published module's other content.
+    content: ContentResult | None = None
+
+
+@register_kind
+class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
+    """Probe studies: prediction files recomputed, saved measurements read as they are."""
+
+    name = "probe"
+
+    def load(self, study: ProbeStudy, ctx: Context) -> ProbeState:
+        """The runs, their names checked (exit 2 before anything is written), what is
+        missing and each gate: a study with any of these is incomplete."""
+        runs = _runs(study)
+        check_output_names(study, runs)
+        state = ProbeState(study=study, ctx=ctx, runs=runs)
+        state.failures = [r["problem"] for r in runs if r["problem"] is not None]
+        state.failures += completion_problems(study, runs)
+        state.gates = [check_gate(g, study.root or study.source.parent) for g in study.gates]
+        state.failures += [
+            f"gate '{g.name}' failed ({g.file}): {g.problem}" for g in state.gates if g.problem
+        ]
+        state.complete = not state.failures
+        return state
+
+    def compute(self, state: ProbeState) -> None:
+        assert state.study is not None
+        present = [r for r in state.runs if r["report"] is not None]
+        state.leaders, state.family_means = leaders(present), family_means(present)
+        state.task_leaders = task_leaders(state.study, state.runs)
+
+    def check_parity(self, state: ProbeState) -> None:
+        assert state.study is not None
+        state.parity = parity = _parity(state.study, state.runs)
+        # A saved number the predictions refute is the first thing an auditor must read.
+        refuted = [
+            f"saved {c['split']} number of run {c['run']} disagrees with its predictions: "
+            f"{c['metric']} saved {c['saved']!r}, recomputed {c['recomputed']!r}"
+            for c in parity["cells"]
+            if not c["passed"]
+        ] + [
+            f"run {c['run']}: {c['metric']} recomputed {c['recomputed']!r}, the reference "
+            f"definition gives {c['saved']!r}"
+            for c in parity["reference"]
+            if not c["passed"]
+        ]
+        state.failures[:0] = refuted
+
+    def compare_published(self, state: ProbeState) -> Summary:
+        assert state.study is not None
+        return summarize(_golden_rows(state.study, state.runs))
+
+    def tables(self, state: ProbeState, golden: Summary) -> dict[str, Table]:
+        assert state.study is not None and state.parity is not None
+        study, parity = state.study, state.parity
+        present = [r for r in state.runs if r["report"] is not None]
+        tables = _tables(present, state.leaders, state.family_means, study.event_classes)
+        tables.update(saved_tables(study, state.runs, state.task_leaders))
+        if state.gates:
+            tables["gates"] = gate_table(state.gates)
+        state.content = module_content(study, state.runs)
+        tables.update(state.content.tables)
+        unused = unused_keys(study, state.runs)
+        if unused is not None:
+            tables["unused_keys"] = unused
+        if parity["cells"] or parity["reference"]:
+            tables["metric_parity_summary"] = parity_summary_table(parity)
+            tables["metric_parity"] = parity_table(parity)
+        return attach_notes(study, tables)
+
+    def bundle_part(
+        self, state: ProbeState, golden: Summary, tables: dict[str, Table]
+    ) -> BundlePart:
+        assert state.study is not None and state.ctx is not None and state.parity is not None
+        assert state.content is not None
+        study, parity, extra = state.study, state.parity, state.content
+        _copy_saved(study, state.ctx.out)
+        verification: ProbeVerification = {
+            "probe_complete": state.complete,
+            "failures": state.failures,
+            "golden": golden,
+        }
+        if parity["cells"] or parity["reference"]:
+            verification["metric_parity"] = parity
+        bundle: ProbeBundle = {
+            "schema": PROBE_BUNDLE,
+            "kind": "probe",
+            "study": {
+                "name": study.name,
+                "title": study.title,
+                "sha256": sha256_file(study.source),
+            },
+            "runs": [{k: v for k, v in r.items() if k != "documents"} for r in state.runs],
+            # The typed records as the bundle's JSON objects (the same keys and values).
+            "leaders": [asdict(t) for t in state.leaders],
+            "family_means": [asdict(f) for f in state.family_means],
+            "task_leaders": [asdict(t) for t in state.task_leaders],
+            "verification": verification,
+        }
+        if extra.derived or extra.manifest.get("job_attempts") is not None:
+            bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
+        narrative = figures_html(extra) + _narrative(study)
+        report = render_probe_report(study, bundle, tables, narrative)
+        return BundlePart(verification, report, bundle, [], inputs=_inputs(study))
+
+    def verify(self, study: ProbeStudy, cache: Path) -> Summary:
+        return verify_probe(study)
+
+    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+        yield from cell_records(bundle, "runs", classify=_classify, identities=_identities)
+        yield from rest_records(bundle, ("runs",), _classify_rest)
+
+
+def _inputs(study: ProbeStudy) -> dict[str, str]:
+    """The manifest's inputs: prediction files by name, saved files by their path from the
+    study's folder (runs often share file names: runs/m1/test_metrics.json, runs/m2/...)."""
+    inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
+    saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
+    saved_refs += [r.config for r in study.runs if r.config is not None]
+    saved_refs += [ref for r in study.runs for ref in r.more_config]
+    saved_refs += list(study.tree_files)
+    saved_refs += [SavedFile(g.path, sha256_file(g.path)) for g in study.gates if g.path.is_file()]
+    saved_refs += [SavedFile(s.path, s.sha256) for s in study.sections]
+    inputs.update({_relative(ref.path, study.source.parent): ref.sha256 for ref in saved_refs})
+    return inputs
+
+
+#: Metric names whose direction is known: each task's headline metric, and the usual ones.
+_DIRECTIONS: dict[str, Better] = {
+    **{p.rpartition("/")[2]: ("higher" if up else "lower") for p, _, up in TASK_METRICS.values()},
+    **dict.fromkeys(("mae", "rmse", "raw_mae", "start_mae", "end_mae"), "lower"),
+    **dict.fromkeys(
+        ("accuracy", "macro_f1", "pearson", "spearman", "f1", "precision", "recall"), "higher"
+    ),
+}
+
+
+def _classify(run: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A run's number: recomputed from its predictions or read from its saved files (tier a:
+    float64 with order-fixed sums over the shipped files), its direction when the metric's
+    name says it; a count (``n``) has none; a run's config and attributes are settings."""
+    if below and below[0] in ("config", "attributes"):
+        return None, None
+    return _classify_rest(below)
+
+
+def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A study-level number: the leaders' and family means' values (tier a)."""
+    name = str(below[-1]) if below else ""
+    return _DIRECTIONS.get(name), "a"
+
+
+def _identities(run: Mapping[str, Any]) -> Identities:
+    saved = run.get("saved_sha256") or {}
+    files = tuple(h for h in (run.get("predictions_sha256"), *saved.values()) if h)
+    settings = tuple(f"{k}={v}" for k, v in sorted((run.get("attributes") or {}).items()))
+    return Identities(settings=settings, files=files)
