@@ -87,6 +87,7 @@ OPTIONAL_K_FUNCS = [
     retrieval.average_precision_per_query,
     retrieval.reciprocal_rank_per_query,
     retrieval.ndcg_per_query,
+    retrieval.ndcg_tie_averaged_per_query,
 ]
 
 
