@@ -745,11 +745,13 @@ def render_probe_report(
     bundle: Mapping[str, Any],
     tables: dict[str, Table],
     narrative: Sequence[tuple[str, str]] = (),
+    figures: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The probe study's report, read from the top: the verdict; the leaders and the summaries
-    with their charts; the saved measurements, targets and other results; the per-run panels;
-    saved vs recomputed per run (every compared number on demand); the study's prose,
-    definitions and provenance. ``narrative``: (title, HTML) sections the study supplies."""
+    with their charts, then ``figures`` ((title, HTML): the confusion heatmaps, the history
+    curves); the saved measurements, targets and other results; the per-run panels; saved vs
+    recomputed per run (every compared number on demand); the study's prose, definitions and
+    provenance. ``narrative``: (title, HTML) sections the study supplies."""
     sec = _probe_sections(tables)
     target_panels = "".join(
         f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{_scroll(tables[n], f'table-{n}')}</details>"
@@ -761,6 +763,11 @@ def render_probe_report(
         else ""
     )
     prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
+    # The summaries' plots belong with the summaries, above every per-run result.
+    plots = "".join(
+        f"<h2 id='figure-{i}' class='figure'>{_e(title)}</h2>{text}"
+        for i, (title, text) in enumerate(figures)
+    )
     credits = getattr(study, "credits", None)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -773,6 +780,7 @@ def render_probe_report(
             if sec["summaries"]
             else ""
         )
+        + plots
         + (
             f"<h2>Saved measurements</h2>{_probe_block(tables, sec['saved'])}"
             if sec["saved"]

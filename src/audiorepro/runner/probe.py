@@ -753,8 +753,8 @@ def run_probe(study: ProbeStudy, out: Path) -> Outcome:
     }
     if extra.derived or extra.manifest.get("job_attempts") is not None:
         bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
-    narrative = figures_html(extra) + _narrative(study)
-    report = render_probe_report(study, bundle, tables, narrative)
+    figures = figures_html(extra)  # shown with the summaries, above the per-run panels
+    report = render_probe_report(study, bundle, tables, _narrative(study), figures)
     write_outputs(out, verification, report, bundle)
     inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
     # Saved files by their path from the study's folder: runs often share file names
