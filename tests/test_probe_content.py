@@ -183,6 +183,59 @@ def test_history_class_labels_and_notes(done: tuple[Path, Path, dict[str, Any], 
     assert report.count("not an untouched test") == len(panels)
 
 
+def test_the_validation_summary_across_runs(done: tuple[Path, Path, dict[str, Any], str]) -> None:
+    """``summaries = [{ split = "validation" }]``: one row per run that has a validation file,
+    the module's burst summary columns, each value the saved one."""
+    tree, out, _, report = done
+    expected = []
+    for folder in _runs(tree).values():
+        if not (folder / "validation_metrics.json").is_file():
+            continue
+        x = _read(folder / "validation_metrics.json")
+        loc = x["burst_localization"]
+        expected.append(
+            [
+                x["clips"],
+                100 * x["frame_f1"],
+                *(100 * loc[t]["f1"] for t in ("0.1", "0.3", "0.5")),
+                x["burst_start_mae_s"],
+                x["burst_end_mae_s"],
+                100 * x["burst_class_oracle_span_accuracy"],
+                100 * x["burst_matched_event_class_accuracy"],
+                *(v for n in sorted(x["speaker_cosine"]) for v in x["speaker_cosine"][n].values()),
+                x["cps_raw_mae"],
+            ]
+        )
+    rows = _rows(out, "summary_validation")
+    assert expected and len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        # After the run label and its five attributes (phase, domain, kind, head).
+        assert [float(c) for c in row[5:]] == pytest.approx([float(v) for v in want], rel=1e-9)
+    assert 'id="table-summary_validation"' in report
+    assert report.index('id="table-summary_validation"') < report.index("<h2>Per-run panels</h2>")
+
+
+def test_a_summary_of_chosen_key_paths(tmp_path: Path) -> None:
+    """``metrics`` names the columns by key path, here of the JSONL history."""
+    text = STUDY.read_text().replace(
+        'summaries = [{ split = "validation" }]',
+        'summaries = [{ split = "history", metrics = ["[epoch=1].validation.loss", '
+        '"[epoch=9].validation.loss"] }]',
+    )
+    study = _copy(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    tree = tmp_path / TREE.name
+    expected = []
+    for folder in _runs(tree).values():
+        if (folder / "metrics.jsonl").is_file():
+            lines = list(map(json.loads, (folder / "metrics.jsonl").read_text().splitlines()))
+            expected.append(next(x for x in lines if x["epoch"] == 1)["validation"]["loss"])
+    rows = _rows(out, "summary_history")
+    assert [float(r[-2]) for r in rows] == pytest.approx(expected, rel=1e-12)
+    assert {r[-1] for r in rows} == {""}  # no epoch 9: not recorded (an empty CSV cell)
+
+
 def test_a_listing_of_records_in_a_tree_file(done: tuple[Path, Path, dict[str, Any], str]) -> None:
     tree, out, _, _ = done
     models = _read(tree / "study.json")["models"]
@@ -220,6 +273,15 @@ FORMULA = "{test:cps_raw_mae} / {norm:cps_std}"
         (FORMULA, "-" * 300 + "1", "nests deeper than 100 levels"),
         (FORMULA, "1 + 1" * 500, "a formula has at most 2000"),
         ('table = "provenance"', 'table = "no_such_table"', "names table 'no_such_table'"),
+        ('{ split = "validation" }', '{ split = "valid" }', "names split 'valid', which no"),
+        ('{ split = "validation" }', '{ split = "public" }', "expected a held-out split"),
+        ('{ split = "validation" }', '{ split = "test", metrics = ["a["] }', "key path"),
+        ('{ split = "validation" }', '{ split = "test", metric = ["a"] }', "metric"),
+        (
+            '{ split = "validation" }',
+            '{ split = "test" }, { split = "test" }',
+            "repeats split 'test'",
+        ),
         ('file = "jobs"', 'file = "job"', "names 'job', which is not a file"),
         ('"classes:names"', '"labels:names"', "'labels:names' names 'labels'"),
         ('fixed = "public:crema"', 'fixed = "pub:crema"', "names 'pub'"),
@@ -306,12 +368,12 @@ MODULE_ELEMENTS = {
     "Canonical vocal-burst class labels": "class_labels",
     "Every Slurm attempt": "job_attempts",
     "Gates: complete workflow, final allocations COMPLETED 0:0": "gates",
+    "Full validation quality of the selected best checkpoint (cross-run)": "summary_validation",
 }
 #: Elements the bundled study does not show yet (issue 27, other items): when one appears,
 #: move it above.
 NOT_YET = {
     "Full Whisper tuning: P3 retention before and after": "retention",
-    "Full validation quality of the selected best checkpoint (cross-run)": "validation_summary",
 }
 
 

@@ -683,7 +683,7 @@ LONG_TABLE_ROWS = 50
 _LEADERS = ("task_leaders", "leaders")
 _SUMMARIES = ("families", "family_means")
 _SAVED = ("burst_speaker", "burst_classes", "adapters", "retention", "completion", "training")
-_SAVED_PREFIXES = ("public_", "human_prompts_", "human_dimensions_")
+_SAVED_PREFIXES = ("summary_", "public_", "human_prompts_", "human_dimensions_")
 _AFTER_PANELS = ("metric_parity_summary", "metric_parity", "unused_keys")
 
 

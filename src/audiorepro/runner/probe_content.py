@@ -602,6 +602,7 @@ def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]
         paths += [a.fixed] if a.fixed else []
         if a.adapter:
             paths += [f"{a.adapter}:{k}" for k in ("metrics", "protocol", "parameters", "folds")]
+    paths += [f"{sm.split}:{m}" for sm in c.summaries for m in sm.metrics or []]
     if c.history is not None and c.history.split in documents:
         lines = documents[c.history.split].document
         paths += [f"{c.history.split}:[{i}]" for i in range(len(lines))]

@@ -141,6 +141,7 @@ from audiorepro.specs.probe_content import (
     JobsSpec,
     ListingSpec,
     NoteSpec,
+    SummarySpec,
     load_content,
 )
 from audiorepro.specs.published import (
@@ -451,6 +452,9 @@ class ProbeStudyFile(_StudyFile):
     class_labels: str | None = Field(None, description="alias:key path of the class names")
     note: list[NoteSpec] = Field(default_factory=list, description="[[note]] tables")
     listing: list[ListingSpec] = Field(default_factory=list, description="[[listing]] tables")
+    summaries: list[SummarySpec] = Field(
+        default_factory=list, description="cross-run tables of other splits (summary_<split>)"
+    )
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
@@ -1300,6 +1304,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         class_labels=spec.class_labels,
         note=spec.note,
         listing=spec.listing,
+        summaries=spec.summaries,
         root=_required_path(source, "root", spec.root or ".", must_exist=False),
         splits={s for r in runs for s in r.metrics},
         source=source,
