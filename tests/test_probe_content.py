@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
+from audiorepro.render.tables import slug
 from audiorepro.specs.derived import evaluate, parse_formula, values_at
 from tests.conftest import ROOT
 
@@ -78,6 +79,17 @@ def test_cps_normalized_mae_is_the_raw_mae_over_the_training_sd(
     record = next(d for d in bundle["derived"] if d["name"] == "cps_normalized_mae")
     assert record["formula"] == "{test:cps_raw_mae} / {norm:cps_std}" and record["per_run"]
     assert record["values"] == pytest.approx(expected, rel=1e-12)
+    # The same number inside each run's panel, with its formula, below the per-run heading.
+    panels = report.index("<h2>Per-run panels</h2>")
+    for run, value in expected.items():
+        name = f"panel_{slug(run)}_derived"
+        rows = {label: (float(v), f) for label, v, f in _rows(out, name)}
+        cps = rows[record["label"]]
+        assert cps == (pytest.approx(value, rel=1e-12), record["formula"])
+        at = report.index(f'id="table-{name}"')
+        assert at > panels and report.rfind("<summary>", 0, at) == report.rfind(
+            f"<summary>{run}:", 0, at
+        )
     assert "table-derived_runs" in report and "{test:cps_raw_mae} / {norm:cps_std}" in report
 
 

@@ -654,7 +654,8 @@ def _probe_provenance(bundle: Mapping[str, Any]) -> str:
 
 
 def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
-    """Per run: every recorded number of each saved file, with a link to that exact file."""
+    """Per run: every recorded number of each saved file, with a link to that exact file, and
+    the run's derived numbers with their formulas."""
     out = []
     for run in bundle["runs"]:
         parts = []
@@ -666,6 +667,9 @@ def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
                     f'<p><a href="{_e(path)}">Exact metric JSON</a> (sha256 '
                     f"<code>{_e(run['saved_sha256'][split])}</code>)</p>"
                 )
+        derived = f"panel_{slug(run['id'])}_derived"
+        if derived in tables:
+            parts.append(f"<h4>derived</h4>{_scroll(tables[derived], f'table-{derived}')}")
         if parts:
             attrs = ", ".join(f"{k} {v}" for k, v in run.get("attributes", {}).items())
             out.append(
