@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.render.tables import slug
+from audiorepro.render.tables import MISSING_TEXT, NOT_APPLICABLE_TEXT, slug
 from audiorepro.specs.derived import evaluate, parse_formula, values_at
 from tests.conftest import ROOT
 
@@ -248,6 +248,31 @@ def test_a_summary_of_chosen_key_paths(tmp_path: Path) -> None:
     assert {r[-1] for r in rows} == {""}  # no epoch 9: not recorded (an empty CSV cell)
 
 
+def test_a_config_field_only_some_runs_have_is_a_dash_elsewhere(
+    done: tuple[Path, Path, dict[str, Any], str],
+) -> None:
+    """``config_applies``: the whisper runs' configs have no stages, epochs, clips, parameters
+    by design; their cells are a dash (explained), not "not recorded"; the probes' are their
+    config's values."""
+    tree, out, _, _ = done
+    md = (out / "tables" / "training.md").read_text()
+    assert MISSING_TEXT not in md and "a field this kind of run does not have" in md
+    lines = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in md.splitlines()}
+    whisper = [cells for label, cells in lines.items() if label.startswith("Whisper")]
+    assert len(whisper) == 2 and all(c[:4] == [NOT_APPLICABLE_TEXT] * 4 for c in whisper)
+    rows = _rows(out, "training")
+    probes = [(run, f) for run, f in _runs(tree).items() if run.startswith("probe/")]
+    for row, (_, folder) in zip(rows, probes, strict=False):
+        config = _read(folder / "config.json")
+        assert row[1:5] == [
+            ", ".join(config["stages"]),
+            str(config["epochs_per_stage"]),
+            str(config["train_clips"]),
+            str(config["parameters"]),
+        ]
+    assert [r[1:5] for r in rows[len(probes) :]] == [["", "", "", ""]] * 2  # CSV: empty
+
+
 def test_a_listing_of_records_in_a_tree_file(done: tuple[Path, Path, dict[str, Any], str]) -> None:
     tree, out, _, _ = done
     models = _read(tree / "study.json")["models"]
@@ -286,6 +311,8 @@ FORMULA = "{test:cps_raw_mae} / {norm:cps_std}"
         (FORMULA, "1 + 1" * 500, "a formula has at most 2000"),
         ('table = "provenance"', 'table = "no_such_table"', "names table 'no_such_table'"),
         ('{ split = "validation" }', '{ split = "valid" }', "names split 'valid', which no"),
+        ("config_applies = { stages", "config_applies = { stage", "not one of config_fields"),
+        ('stages = { kind = "', 'stages = { sort = "', "names attribute 'sort', which no run"),
         ('{ split = "validation" }', '{ split = "public" }', "expected a held-out split"),
         ('{ split = "validation" }', '{ split = "test", metrics = ["a["] }', "key path"),
         ('{ split = "validation" }', '{ split = "test", metric = ["a"] }', "metric"),

@@ -44,7 +44,14 @@ import numpy as np
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
-from audiorepro.render.tables import NOT_APPLICABLE, NOT_APPLICABLE_NOTE, Column, Table, slug
+from audiorepro.render.tables import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_NOTE,
+    Cell,
+    Column,
+    Table,
+    slug,
+)
 from audiorepro.runner.outputs import MetricParity, ParityCell
 from audiorepro.runner.probe_content import read_key_paths
 from audiorepro.specs.measurements import Measurements, number_at
@@ -517,14 +524,7 @@ def saved_tables(
         tables["completion"] = completion_table(study, runs)
     configured = [r for r in runs if r.get("config") is not None]
     if study.config_fields and configured:
-        tables["training"] = Table(
-            "Training and provenance (from each run's config)",
-            tuple(Column(f) for f in study.config_fields),
-            tuple(
-                (_label(r), tuple(_config_cell(r["config"].get(f)) for f in study.config_fields))
-                for r in configured
-            ),
-        )
+        tables["training"] = _training_table(study, configured)
     tables.update(_panel_tables(runs))
     return tables
 
@@ -587,6 +587,31 @@ def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
             ),
         )
     return tables
+
+
+def _training_table(study: ProbeStudy, configured: list[dict[str, Any]]) -> Table:
+    """The ``config_fields`` of each run's config; a dash where ``config_applies`` says the
+    field is not one of the run's (its config lacks it by design), "not recorded" where it was
+    expected."""
+
+    def cell(r: dict[str, Any], f: str) -> Cell:
+        where = study.config_applies.get(f, {})
+        if any(r["attributes"].get(k) != v for k, v in where.items()):
+            return NOT_APPLICABLE
+        return _config_cell(r["config"].get(f))
+
+    rows = tuple((_label(r), tuple(cell(r, f) for f in study.config_fields)) for r in configured)
+    dashed = any(NOT_APPLICABLE in cells for _, cells in rows)
+    return Table(
+        "Training and provenance (from each run's config)",
+        tuple(Column(f) for f in study.config_fields),
+        rows,
+        notes=(
+            (NOT_APPLICABLE_NOTE.removesuffix(".") + ": a field this kind of run does not have.",)
+            if dashed
+            else ()
+        ),
+    )
 
 
 def _config_cell(value: Any) -> float | int | str | None:
