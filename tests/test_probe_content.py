@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
+from audiorepro.render.tables import MISSING_TEXT, NOT_APPLICABLE_TEXT, slug
 from audiorepro.specs.derived import evaluate, parse_formula, values_at
 from tests.conftest import ROOT
 
@@ -78,6 +79,17 @@ def test_cps_normalized_mae_is_the_raw_mae_over_the_training_sd(
     record = next(d for d in bundle["derived"] if d["name"] == "cps_normalized_mae")
     assert record["formula"] == "{test:cps_raw_mae} / {norm:cps_std}" and record["per_run"]
     assert record["values"] == pytest.approx(expected, rel=1e-12)
+    # The same number inside each run's panel, with its formula, below the per-run heading.
+    panels = report.index("<h2>Per-run panels</h2>")
+    for run, value in expected.items():
+        name = f"panel_{slug(run)}_derived"
+        rows = {label: (float(v), f) for label, v, f in _rows(out, name)}
+        cps = rows[record["label"]]
+        assert cps == (pytest.approx(value, rel=1e-12), record["formula"])
+        at = report.index(f'id="table-{name}"')
+        assert at > panels and report.rfind("<summary>", 0, at) == report.rfind(
+            f"<summary>{run}:", 0, at
+        )
     assert "table-derived_runs" in report and "{test:cps_raw_mae} / {norm:cps_std}" in report
 
 
@@ -178,9 +190,120 @@ def test_history_class_labels_and_notes(done: tuple[Path, Path, dict[str, Any], 
     assert _read(tree / "consolidated_benchmark/validation_job.json")["publication_recovery"]
     md = (out / "tables" / "provenance.md").read_text()
     assert "publication was recovered on the login node" in md
-    panels = [p for p in (out / "tables").glob("panel_*_validation.md")]
+    panels = [
+        p
+        for p in (out / "tables").glob("panel_*_validation.md")
+        if not p.name.endswith("_p3_validation.md")  # the retention audit's split
+    ]
     assert panels and all("not an untouched test" in p.read_text() for p in panels)
     assert report.count("not an untouched test") == len(panels)
+
+
+def test_the_validation_summary_across_runs(done: tuple[Path, Path, dict[str, Any], str]) -> None:
+    """``summaries = [{ split = "validation" }]``: one row per run that has a validation file,
+    the module's burst summary columns, each value the saved one."""
+    tree, out, _, report = done
+    expected = []
+    for folder in _runs(tree).values():
+        if not (folder / "validation_metrics.json").is_file():
+            continue
+        x = _read(folder / "validation_metrics.json")
+        loc = x["burst_localization"]
+        expected.append(
+            [
+                x["clips"],
+                100 * x["frame_f1"],
+                *(100 * loc[t]["f1"] for t in ("0.1", "0.3", "0.5")),
+                x["burst_start_mae_s"],
+                x["burst_end_mae_s"],
+                100 * x["burst_class_oracle_span_accuracy"],
+                100 * x["burst_matched_event_class_accuracy"],
+                *(v for n in sorted(x["speaker_cosine"]) for v in x["speaker_cosine"][n].values()),
+                x["cps_raw_mae"],
+            ]
+        )
+    rows = _rows(out, "summary_validation")
+    assert expected and len(rows) == len(expected)
+    for row, want in zip(rows, expected, strict=True):
+        # After the run label and its five attributes (phase, domain, kind, head).
+        assert [float(c) for c in row[5:]] == pytest.approx([float(v) for v in want], rel=1e-9)
+    assert 'id="table-summary_validation"' in report
+    assert report.index('id="table-summary_validation"') < report.index("<h2>Per-run panels</h2>")
+
+
+def test_a_summary_of_chosen_key_paths(tmp_path: Path) -> None:
+    """``metrics`` names the columns by key path, here of the JSONL history."""
+    text = STUDY.read_text().replace(
+        'summaries = [{ split = "validation" }]',
+        'summaries = [{ split = "history", metrics = ["[epoch=1].validation.loss", '
+        '"[epoch=9].validation.loss"] }]',
+    )
+    study = _copy(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    tree = tmp_path / TREE.name
+    expected = []
+    for folder in _runs(tree).values():
+        if (folder / "metrics.jsonl").is_file():
+            lines = list(map(json.loads, (folder / "metrics.jsonl").read_text().splitlines()))
+            expected.append(next(x for x in lines if x["epoch"] == 1)["validation"]["loss"])
+    rows = _rows(out, "summary_history")
+    assert [float(r[-2]) for r in rows] == pytest.approx(expected, rel=1e-12)
+    assert {r[-1] for r in rows} == {""}  # no epoch 9: not recorded (an empty CSV cell)
+
+
+def test_a_config_field_only_some_runs_have_is_a_dash_elsewhere(
+    done: tuple[Path, Path, dict[str, Any], str],
+) -> None:
+    """``config_applies``: the whisper runs' configs have no stages, epochs, clips, parameters
+    by design; their cells are a dash (explained), not "not recorded"; the probes' are their
+    config's values."""
+    tree, out, _, _ = done
+    md = (out / "tables" / "training.md").read_text()
+    assert MISSING_TEXT not in md and "a field this kind of run does not have" in md
+    lines = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in md.splitlines()}
+    whisper = [cells for label, cells in lines.items() if label.startswith("Whisper")]
+    assert len(whisper) == 2 and all(c[:4] == [NOT_APPLICABLE_TEXT] * 4 for c in whisper)
+    rows = _rows(out, "training")
+    probes = [(run, f) for run, f in _runs(tree).items() if run.startswith("probe/")]
+    for row, (_, folder) in zip(rows, probes, strict=False):
+        config = _read(folder / "config.json")
+        assert row[1:5] == [
+            ", ".join(config["stages"]),
+            str(config["epochs_per_stage"]),
+            str(config["train_clips"]),
+            str(config["parameters"]),
+        ]
+    assert [r[1:5] for r in rows[len(probes) :]] == [["", "", "", ""]] * 2  # CSV: empty
+
+
+def test_the_p3_retention_before_and_after_tuning(
+    done: tuple[Path, Path, dict[str, Any], str],
+) -> None:
+    """Each whisper phase's encoder on the identical P3 selections, both files kept in the tuned
+    model's folder as the module keeps them: one row per phase and selection, saved values."""
+    tree, out, _, _ = done
+    folder = tree / "whisper/gemini/base"
+    expected = []
+    for domain in ("p3_validation", "p3_test"):
+        for phase in ("legacy", "gemini"):
+            x = _read(folder / f"{phase}_{domain}_metrics.json")
+            expected.append(
+                (
+                    domain,
+                    x["clips"],
+                    100 * x["frame_f1"],
+                    100 * x["burst_localization"]["0.5"]["f1"],
+                    x["burst_start_mae_s"],
+                    x["burst_end_mae_s"],
+                )
+            )
+    rows = _rows(out, "retention")
+    assert [r[0] for r in rows] == ["Whisper Base / legacy / Flash test",
+                                    "Whisper Base / gemini / Flash test"] * 2  # fmt: skip
+    assert [(r[1], int(r[2])) for r in rows] == [e[:2] for e in expected]
+    shown = [[float(c) for c in r[3:7]] for r in rows]
+    assert shown == [pytest.approx(list(e[2:]), rel=1e-9) for e in expected]
 
 
 def test_a_listing_of_records_in_a_tree_file(done: tuple[Path, Path, dict[str, Any], str]) -> None:
@@ -220,6 +343,17 @@ FORMULA = "{test:cps_raw_mae} / {norm:cps_std}"
         (FORMULA, "-" * 300 + "1", "nests deeper than 100 levels"),
         (FORMULA, "1 + 1" * 500, "a formula has at most 2000"),
         ('table = "provenance"', 'table = "no_such_table"', "names table 'no_such_table'"),
+        ('{ split = "validation" }', '{ split = "valid" }', "names split 'valid', which no"),
+        ("config_applies = { stages", "config_applies = { stage", "not one of config_fields"),
+        ('stages = { kind = "', 'stages = { sort = "', "names attribute 'sort', which no run"),
+        ('{ split = "validation" }', '{ split = "public" }', "expected a held-out split"),
+        ('{ split = "validation" }', '{ split = "test", metrics = ["a["] }', "key path"),
+        ('{ split = "validation" }', '{ split = "test", metric = ["a"] }', "metric"),
+        (
+            '{ split = "validation" }',
+            '{ split = "test" }, { split = "test" }',
+            "repeats split 'test'",
+        ),
         ('file = "jobs"', 'file = "job"', "names 'job', which is not a file"),
         ('"classes:names"', '"labels:names"', "'labels:names' names 'labels'"),
         ('fixed = "public:crema"', 'fixed = "pub:crema"', "names 'pub'"),
@@ -306,13 +440,12 @@ MODULE_ELEMENTS = {
     "Canonical vocal-burst class labels": "class_labels",
     "Every Slurm attempt": "job_attempts",
     "Gates: complete workflow, final allocations COMPLETED 0:0": "gates",
+    "Full validation quality of the selected best checkpoint (cross-run)": "summary_validation",
+    "Full Whisper tuning: P3 retention before and after": "retention",
 }
 #: Elements the bundled study does not show yet (issue 27, other items): when one appears,
 #: move it above.
-NOT_YET = {
-    "Full Whisper tuning: P3 retention before and after": "retention",
-    "Full validation quality of the selected best checkpoint (cross-run)": "validation_summary",
-}
+NOT_YET = {}
 
 
 def test_every_element_of_the_module_report_appears(

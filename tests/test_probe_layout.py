@@ -86,13 +86,14 @@ def test_the_documented_command_reads_the_tree_as_it_is(
     run, best = _expected_crema(tree)
     lead = _leader(bundle, "CREMA-D (matched MLP)")
     assert (lead["best_candidate_run"], lead["best_candidate_value"]) == (run, best)
-    # Every file read is hashed into the manifest: all 76 of the tree (the normalization,
-    # class and validation-job files too: derived numbers, class labels and a note read them).
+    # Every file read is hashed into the manifest: all 80 of the tree (the normalization,
+    # class and validation-job files too: derived numbers, class labels and a note read them;
+    # the four P3 retention files the whisper runs read from the tuned model's folder).
     inputs = json.loads((out / "manifest.json").read_text())["inputs"]
     files = [p for p in tree.rglob("*") if p.is_file()]
     read = {f"{TREE.name}/{p.relative_to(tree).as_posix()}": p for p in files}  # study-relative
     recorded = {k: v for k, v in inputs.items() if TREE.name in k}
-    assert len(files) == 76 and len(recorded) == 76
+    assert len(files) == 80 and len(recorded) == 80
     for name, digest in recorded.items():
         assert hashlib.sha256(read[name].read_bytes()).hexdigest() == digest
     unread = {p.relative_to(tree).as_posix() for p in files} - {
@@ -217,7 +218,7 @@ def test_a_lock_file_pins_every_file_read(
     assert "layout.lock does not exist; write it with 'audiorepro lock" in capsys.readouterr().err
     assert main(["lock", str(study)]) == 0
     pinned = json.loads((tmp_path / "layout.lock").read_text())["files"]
-    assert len(pinned) == 76 and f"{TREE.name}/study.json" in pinned
+    assert len(pinned) == 80 and f"{TREE.name}/study.json" in pinned
     assert main(["reproduce", str(study), *out]) == 0
     changed = tmp_path / TREE.name / "probes/gemini/clap/mlp/COMPLETE.json"
     changed.write_text(changed.read_text() + " ")

@@ -68,6 +68,26 @@ def test_the_report_opens_with_the_verdict_then_the_leaders_with_charts(
         assert page.index("<h2>Per-run panels</h2>") < page.index("<h2 id='parity'>")
 
 
+def test_the_heatmaps_and_history_curves_come_with_the_summaries(layout: Path) -> None:
+    """Issue 27 item 6: the confusion heatmaps and the validation-history curves sit with the
+    summaries (after the leaders and family means), before the per-run panels; not among the
+    study's prose at the end."""
+    page = (layout / "report.html").read_text()
+    families = page.index("<h2 id='summaries'>Family means</h2>")
+    panels = page.index("<h2>Per-run panels</h2>")
+    heatmaps = [m.start() for m in re.finditer('class="chart heatmap"', page)]
+    history = page.index('id="history"')
+    assert heatmaps and all(families < at < panels for at in heatmaps)
+    assert page.index("<h2 id='leaders'>") < families < history < panels
+    titles = re.findall(r"<h2 id='figure-\d+' class='figure'>(.*?)</h2>", page)
+    assert titles == ["Validation history", "Confusion matrices (heatmaps)"]
+    assert page.index(f">{titles[0]}</h2>") < history
+    # The same inputs, the same page: the moved figures keep the report byte-deterministic.
+    again = layout.parent / "again"
+    assert main(["reproduce", str(LAYOUT_STUDY), "--out", str(again)]) == 0
+    assert (again / "report.html").read_bytes() == (layout / "report.html").read_bytes()
+
+
 @pytest.mark.parametrize("which", ["demo", "layout"])
 def test_no_long_table_stands_in_the_readers_way(
     which: str, request: pytest.FixtureRequest

@@ -654,7 +654,8 @@ def _probe_provenance(bundle: Mapping[str, Any]) -> str:
 
 
 def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
-    """Per run: every recorded number of each saved file, with a link to that exact file."""
+    """Per run: every recorded number of each saved file, with a link to that exact file, and
+    the run's derived numbers with their formulas."""
     out = []
     for run in bundle["runs"]:
         parts = []
@@ -666,6 +667,9 @@ def _panels(bundle: Mapping[str, Any], tables: dict[str, Table]) -> str:
                     f'<p><a href="{_e(path)}">Exact metric JSON</a> (sha256 '
                     f"<code>{_e(run['saved_sha256'][split])}</code>)</p>"
                 )
+        derived = f"panel_{slug(run['id'])}_derived"
+        if derived in tables:
+            parts.append(f"<h4>derived</h4>{_scroll(tables[derived], f'table-{derived}')}")
         if parts:
             attrs = ", ".join(f"{k} {v}" for k, v in run.get("attributes", {}).items())
             out.append(
@@ -683,7 +687,7 @@ LONG_TABLE_ROWS = 50
 _LEADERS = ("task_leaders", "leaders")
 _SUMMARIES = ("families", "family_means")
 _SAVED = ("burst_speaker", "burst_classes", "adapters", "retention", "completion", "training")
-_SAVED_PREFIXES = ("public_", "human_prompts_", "human_dimensions_")
+_SAVED_PREFIXES = ("summary_", "public_", "human_prompts_", "human_dimensions_")
 _AFTER_PANELS = ("metric_parity_summary", "metric_parity", "unused_keys")
 
 
@@ -745,11 +749,13 @@ def render_probe_report(
     bundle: Mapping[str, Any],
     tables: dict[str, Table],
     narrative: Sequence[tuple[str, str]] = (),
+    figures: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The probe study's report, read from the top: the verdict; the leaders and the summaries
-    with their charts; the saved measurements, targets and other results; the per-run panels;
-    saved vs recomputed per run (every compared number on demand); the study's prose,
-    definitions and provenance. ``narrative``: (title, HTML) sections the study supplies."""
+    with their charts, then ``figures`` ((title, HTML): the confusion heatmaps, the history
+    curves); the saved measurements, targets and other results; the per-run panels; saved vs
+    recomputed per run (every compared number on demand); the study's prose, definitions and
+    provenance. ``narrative``: (title, HTML) sections the study supplies."""
     sec = _probe_sections(tables)
     target_panels = "".join(
         f"<details class='cell'><summary>{_e(tables[n].title)}</summary>{_scroll(tables[n], f'table-{n}')}</details>"
@@ -761,6 +767,11 @@ def render_probe_report(
         else ""
     )
     prose = "".join(f"<h2>{_e(title)}</h2>{text}" for title, text in narrative)
+    # The summaries' plots belong with the summaries, above every per-run result.
+    plots = "".join(
+        f"<h2 id='figure-{i}' class='figure'>{_e(title)}</h2>{text}"
+        for i, (title, text) in enumerate(figures)
+    )
     credits = getattr(study, "credits", None)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -773,6 +784,7 @@ def render_probe_report(
             if sec["summaries"]
             else ""
         )
+        + plots
         + (
             f"<h2>Saved measurements</h2>{_probe_block(tables, sec['saved'])}"
             if sec["saved"]

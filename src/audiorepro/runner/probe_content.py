@@ -3,6 +3,7 @@
 From what the study declares (:mod:`audiorepro.specs.probe_content`) this builds
 
 ``derived_runs``, ``derived``  each ``[[derived]]`` number with its formula (per run; study-wide)
+``panel_<run>_derived``  the run's derived numbers with their formulas (in its panel)
 ``job_attempts``       every Slurm attempt of the job records, final or superseded
 ``provenance``         study completion: runs, attempts, final allocations, the workflow's
                        state and completion time, and every study-wide derived number
@@ -130,6 +131,14 @@ def _derived(study: ProbeStudy, runs: list[dict[str, Any]], out: ContentResult) 
             row_header="run",
             notes=tuple(f"{r['label']} = {_formula(r)}" for r in per_run),
         )
+        # The same numbers inside each run's panel, beside the files they are derived from.
+        for run in runs:
+            out.tables[f"panel_{slug(run['id'])}_derived"] = Table(
+                f"{run['id']}: derived numbers",
+                (Column("value"), Column("formula")),
+                tuple((r["label"], (_shown(r, run["id"]), _formula(r))) for r in per_run),
+                row_header="number",
+            )
     study_wide = [r for r in records if not r["per_run"]]
     if study_wide:
         out.tables["derived"] = Table(
@@ -602,6 +611,7 @@ def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]
         paths += [a.fixed] if a.fixed else []
         if a.adapter:
             paths += [f"{a.adapter}:{k}" for k in ("metrics", "protocol", "parameters", "folds")]
+    paths += [f"{sm.split}:{m}" for sm in c.summaries for m in sm.metrics or []]
     if c.history is not None and c.history.split in documents:
         lines = documents[c.history.split].document
         paths += [f"{c.history.split}:[{i}]" for i in range(len(lines))]

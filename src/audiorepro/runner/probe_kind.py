@@ -175,8 +175,8 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         }
         if extra.derived or extra.manifest.get("job_attempts") is not None:
             bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
-        narrative = figures_html(extra) + _narrative(study)
-        report = render_probe_report(study, bundle, tables, narrative)
+        figures = figures_html(extra)  # shown with the summaries, above the per-run panels
+        report = render_probe_report(study, bundle, tables, _narrative(study), figures)
         return BundlePart(verification, report, bundle, [], inputs=_inputs(study))
 
     def verify(self, study: ProbeStudy, cache: Path) -> Summary:

@@ -15,6 +15,8 @@ saved files alone this module builds
 ``public_<bench>``   per public benchmark: every recorded cut of every run
 ``adapters``         per run: each supervised adapter's accuracy
 ``retention``        one model's runs of different phases on each identical extra split
+``summary_<split>``  per ``summaries`` entry: one row per run that has the split, the
+                     held-out summary columns of ``burst_speaker`` or the declared key paths
 ``completion``       declared vs found runs and targets
 ``training``         the ``config_fields`` the study names, from each run's ``[run.config]``
 ``panel_<run>_<split>``  every recorded number of one saved file
@@ -31,6 +33,7 @@ the report shows, the full list on demand.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,7 +44,14 @@ import numpy as np
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import family_mean
 from audiorepro.reference import probe as ref
-from audiorepro.render.tables import NOT_APPLICABLE, NOT_APPLICABLE_NOTE, Column, Table, slug
+from audiorepro.render.tables import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_NOTE,
+    Cell,
+    Column,
+    Table,
+    slug,
+)
 from audiorepro.runner.outputs import MetricParity, ParityCell
 from audiorepro.runner.probe_content import read_key_paths
 from audiorepro.specs.measurements import Measurements, number_at
@@ -369,6 +379,31 @@ def _burst_speaker_table(held: list[dict[str, Any]], attrs: list[str], split: st
     )
 
 
+def _summary_table(
+    runs: list[dict[str, Any]], attrs: list[str], split: str, metrics: list[str] | None
+) -> Table:
+    """A cross-run table of one split: the held-out summary, or the numbers at ``metrics``."""
+    have = [r for r in runs if split in r["saved" if metrics is None else "documents"]]
+    if metrics is None:
+        table = _burst_speaker_table(have, attrs, split)
+        return dataclasses.replace(table, title=f"Across runs ({split}): {table.title}")
+    return Table(
+        f"Across runs ({split}): {', '.join(metrics)}",
+        (*(Column(a) for a in attrs), *(Column(m) for m in metrics)),
+        tuple(
+            (
+                _label(r),
+                (
+                    *(r["attributes"].get(a) for a in attrs),
+                    *(number_at(r["documents"][split], m) for m in metrics),
+                ),
+            )
+            for r in have
+        ),
+        notes=("One row per run that has the split.",),
+    )
+
+
 def _held_out_tables(held: list[dict[str, Any]], attrs: list[str], split: str) -> dict[str, Table]:
     """burst_speaker, burst_classes and one saved_target table per target of the split."""
     tables = {"burst_speaker": _burst_speaker_table(held, attrs, split)}
@@ -472,6 +507,8 @@ def saved_tables(
         tables["families"] = _families_table(study, held, attrs)
     if held:
         tables.update(_held_out_tables(held, attrs, split))
+    for sm in study.content.summaries:
+        tables[f"summary_{slug(sm.split)}"] = _summary_table(runs, attrs, sm.split, sm.metrics)
     public = [r for r in runs if "public" in r["saved"]]
     benches = list(dict.fromkeys(b for r in public for b in r["saved"]["public"]))
     tables.update({f"public_{slug(b)}": _public_table(public, b) for b in benches})
@@ -487,14 +524,7 @@ def saved_tables(
         tables["completion"] = completion_table(study, runs)
     configured = [r for r in runs if r.get("config") is not None]
     if study.config_fields and configured:
-        tables["training"] = Table(
-            "Training and provenance (from each run's config)",
-            tuple(Column(f) for f in study.config_fields),
-            tuple(
-                (_label(r), tuple(_config_cell(r["config"].get(f)) for f in study.config_fields))
-                for r in configured
-            ),
-        )
+        tables["training"] = _training_table(study, configured)
     tables.update(_panel_tables(runs))
     return tables
 
@@ -557,6 +587,31 @@ def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
             ),
         )
     return tables
+
+
+def _training_table(study: ProbeStudy, configured: list[dict[str, Any]]) -> Table:
+    """The ``config_fields`` of each run's config; a dash where ``config_applies`` says the
+    field is not one of the run's (its config lacks it by design), "not recorded" where it was
+    expected."""
+
+    def cell(r: dict[str, Any], f: str) -> Cell:
+        where = study.config_applies.get(f, {})
+        if any(r["attributes"].get(k) != v for k, v in where.items()):
+            return NOT_APPLICABLE
+        return _config_cell(r["config"].get(f))
+
+    rows = tuple((_label(r), tuple(cell(r, f) for f in study.config_fields)) for r in configured)
+    dashed = any(NOT_APPLICABLE in cells for _, cells in rows)
+    return Table(
+        "Training and provenance (from each run's config)",
+        tuple(Column(f) for f in study.config_fields),
+        rows,
+        notes=(
+            (NOT_APPLICABLE_NOTE.removesuffix(".") + ": a field this kind of run does not have.",)
+            if dashed
+            else ()
+        ),
+    )
 
 
 def _config_cell(value: Any) -> float | int | str | None:

@@ -22,6 +22,9 @@ runs' files no measurement shape knows (per-class recall, confusion matrices, ad
     when = "validation_job:publication_recovery"   # only when this saved value is true
     runs = { kind = "original encoder" }    # panel notes: only these runs'
 
+    summaries = [{ split = "validation" }]  # a cross-run table of another split (summary_<split>)
+    summaries = [{ split = "history", metrics = ["[epoch=3].validation.loss"] }]  # chosen numbers
+
     [[listing]]                             # a table of a list of records in a tree file
     name = "backbones"
     title = "Backbones, exact revisions and native feature widths"
@@ -35,7 +38,7 @@ file alias or split is one line naming the key, exit 2).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +48,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.keypath import KeyPathError, parse
 from audiorepro.specs.derived import Derived, DerivedSpec, load_derived
+from audiorepro.specs.measurements import kind_of
 from audiorepro.specs.schema import Spec, distinct_file_names
 
 SLURM_COLUMNS = ("JobIDRaw", "JobName", "State", "ExitCode", "ElapsedRaw", "AllocTRES")
@@ -101,6 +105,18 @@ class ListingSpec(Spec):
     )
 
 
+class SummarySpec(Spec):
+    """``summaries``: a cross-run table (``summary_<split>``) of one split of the runs that have
+    it: the held-out summary (clips, frame and event F1, timing, span classes, speaker vectors,
+    CPS MAE, as the primary split's ``burst_speaker``) or, with ``metrics``, the numbers at
+    those key paths of each run's file."""
+
+    split: str = Field(min_length=1, description="the runs' split summarized")
+    metrics: list[str] | None = Field(
+        None, min_length=1, description="key paths of the columns (default: the held-out summary)"
+    )
+
+
 class NoteSpec(Spec):
     """``[[note]]``: a note under the table it explains."""
 
@@ -122,6 +138,7 @@ class Content:
     class_labels: tuple[str, str] | None = None
     notes: tuple[NoteSpec, ...] = ()
     listings: tuple[ListingSpec, ...] = ()
+    summaries: tuple[SummarySpec, ...] = ()
 
     def present_files(self) -> list[tuple[Path, str]]:
         """The aliased files that are there, with their SHA-256 (for the manifest and lock)."""
@@ -166,6 +183,7 @@ def load_content(
     note: list[NoteSpec],
     listing: list[ListingSpec],
     root: Path,
+    summaries: Sequence[SummarySpec] = (),
     splits: set[str],
     source: Path,
 ) -> Content:
@@ -219,6 +237,7 @@ def load_content(
     for i, n in enumerate(note):
         if n.when is not None:
             _split_ref(n.when, set(resolved), source, f"note[{i}].when")
+    _check_summaries(summaries, splits, source)
     return Content(
         files=resolved,
         derived=load_derived(derived, resolved, splits, source),
@@ -228,4 +247,35 @@ def load_content(
         class_labels=labels,
         notes=tuple(note),
         listings=tuple(listing),
+        summaries=tuple(summaries),
     )
+
+
+def _check_summaries(summaries: Sequence[SummarySpec], splits: set[str], source: Path) -> None:
+    """Each summary names a split some run has, once; its key paths parse; without ``metrics``
+    the split has the held-out shape (the columns are its fields)."""
+    seen: set[str] = set()
+    for i, sm in enumerate(summaries):
+        key = f"summaries[{i}]"
+        if sm.split not in splits:
+            raise UserError(
+                f"names split {sm.split!r}, which no run has "
+                f"(splits: {', '.join(sorted(splits)) or 'none'})",
+                source=source,
+                key=f"{key}.split",
+            )
+        if sm.split in seen:
+            raise UserError(f"repeats split {sm.split!r}", source=source, key=f"{key}.split")
+        seen.add(sm.split)
+        if sm.metrics is None and kind_of(sm.split) != "held-out":
+            raise UserError(
+                f"split {sm.split!r} is a {kind_of(sm.split)} file; expected a held-out split "
+                "(test, validation...) or a list of key paths in 'metrics'",
+                source=source,
+                key=f"{key}.metrics",
+            )
+        for j, path in enumerate(sm.metrics or []):
+            try:
+                parse(path)
+            except KeyPathError as exc:
+                raise UserError(str(exc), source=source, key=f"{key}.metrics[{j}]") from None

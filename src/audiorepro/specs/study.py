@@ -141,6 +141,7 @@ from audiorepro.specs.probe_content import (
     JobsSpec,
     ListingSpec,
     NoteSpec,
+    SummarySpec,
     load_content,
 )
 from audiorepro.specs.published import (
@@ -451,6 +452,9 @@ class ProbeStudyFile(_StudyFile):
     class_labels: str | None = Field(None, description="alias:key path of the class names")
     note: list[NoteSpec] = Field(default_factory=list, description="[[note]] tables")
     listing: list[ListingSpec] = Field(default_factory=list, description="[[listing]] tables")
+    summaries: list[SummarySpec] = Field(
+        default_factory=list, description="cross-run tables of other splits (summary_<split>)"
+    )
     published: list[PublishedSpec] = Field(
         default_factory=list, description="a list of [[published]] tables"
     )
@@ -474,6 +478,10 @@ class ProbeStudyFile(_StudyFile):
     config_fields: list[str] = Field(
         default_factory=list,
         description="a list of [run.config] fields for the training and provenance table",
+    )
+    config_applies: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="config field -> run attributes: only those runs have it (others: a dash)",
     )
 
     @model_validator(mode="after")
@@ -677,6 +685,8 @@ class ProbeStudy:
     parity_tolerance: float = 1e-6
     credits: str | None = None
     config_fields: tuple[str, ...] = ()
+    #: config field -> the run attributes of the runs it applies to (the others show a dash)
+    config_applies: dict[str, dict[str, str]] = field(default_factory=dict)
     event_classes: tuple[str, ...] = ()
     #: files of the study's tree read to declare its ``[[runs]]`` (hashed when read)
     tree_files: tuple[SavedFile, ...] = ()
@@ -1273,6 +1283,31 @@ def _listed_runs(spec: ProbeStudyFile, source: Path, strict: bool, seen: set[str
     return runs
 
 
+def _config_applies(
+    spec: ProbeStudyFile, runs: list[Run], source: Path
+) -> dict[str, dict[str, str]]:
+    """``config_applies``: each field one of ``config_fields``, each attribute one some run has
+    (a filter no run could match would hide every value behind a dash)."""
+    names = {a for r in runs for a in r.attributes}
+    for name, where in spec.config_applies.items():
+        if name not in spec.config_fields:
+            raise UserError(
+                f"names {name!r}, which is not one of config_fields "
+                f"({', '.join(spec.config_fields) or 'none'})",
+                source=source,
+                key=f"config_applies.{name}",
+            )
+        for attr in where:
+            if attr not in names:
+                raise UserError(
+                    f"names attribute {attr!r}, which no run has "
+                    f"(attributes: {', '.join(sorted(names)) or 'none'})",
+                    source=source,
+                    key=f"config_applies.{name}.{attr}",
+                )
+    return {k: dict(v) for k, v in spec.config_applies.items()}
+
+
 def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
     spec = validate(ProbeStudyFile, doc, source=str(source))
     seen: set[str] = set()
@@ -1300,6 +1335,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         class_labels=spec.class_labels,
         note=spec.note,
         listing=spec.listing,
+        summaries=spec.summaries,
         root=_required_path(source, "root", spec.root or ".", must_exist=False),
         splits={s for r in runs for s in r.metrics},
         source=source,
@@ -1330,6 +1366,7 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         parity_tolerance=spec.parity.tolerance,
         credits=spec.credits,
         config_fields=tuple(spec.config_fields),
+        config_applies=_config_applies(spec, runs, source),
         event_classes=tuple(spec.event_classes),
         tree_files=tree_files,
         lock=_path(source, "lock", spec.lock, must_exist=False),

@@ -15,6 +15,8 @@ such a tree, extra keys included (the module's ``protocol``, ``parameters``, ``f
         ravdess_matched_adapter.json, config.json, COMPLETE.json, metrics.jsonl
     whisper/{phase}/{size}/                 test_metrics.json, public_metrics.json, the two
         adapters, COMPLETE.json
+    whisper/gemini/{size}/                  also {phase}_p3_{validation,test}_metrics.json: both
+        phases' encoders on the identical P3 selections (the module's retention audit)
 
 ``variant`` > 0 writes another tree of the same layout: other numbers (every measured float
 scaled), more extra keys; :func:`write_published_layout` returns every file's path.
@@ -164,6 +166,13 @@ def _tree(variant: int) -> dict[str, Any]:
         for name in ("test_metrics.json", "public_metrics.json", "COMPLETE.json",
                      "crema_matched_adapter.json", "ravdess_matched_adapter.json"):  # fmt: skip
             tree[f"whisper/{phase}/base/{name}"] = whisper[name]
+        # The retention audit: each phase's encoder on the same P3 clips, kept (as the module
+        # keeps them) in the tuned model's folder; tuning loses a little on the old domain.
+        test = whisper["test_metrics.json"]
+        for domain, shift in (("p3_validation", 1.0), ("p3_test", 0.98)):
+            after = 0.94 if phase == "gemini" else 1.0
+            doc = {**_scale(test, shift * after), "split": domain}
+            tree[f"whisper/gemini/base/{phase}_{domain}_metrics.json"] = doc
     return tree
 
 
