@@ -51,6 +51,8 @@ from audiorepro.runner.outputs import (
     ParityCell,
 )
 from audiorepro.runner.probe_saved import (
+    CLASSIFICATION_FIELDS,
+    FieldColumn,
     parity,
     percent_cell,
     reference_check,
@@ -231,24 +233,7 @@ def _class_name(index: str, names: tuple[str, ...]) -> str:
     return names[i] if i < len(names) else f"class {index}"
 
 
-@dataclass(frozen=True)
-class FieldColumn:
-    """A declared column: the report field it shows, its column, and whether the field is a
-    fraction shown as a percentage (:func:`percent_cell`)."""
-
-    field: str
-    column: Column
-    percent: bool = False
-
-
 REG_FIELDS = tuple(FieldColumn(c.name, c) for c in REG_COLUMNS)
-# Accuracy and F1 as percentages, as the published probe report shows them.
-CLASSIFICATION_FIELDS = (
-    FieldColumn("n", Column("n")),
-    FieldColumn("accuracy", Column("accuracy (%)", True), True),
-    FieldColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
-    FieldColumn("macro_f1", Column("macro_f1 (%)", True), True),
-)
 IOU_FIELDS = (
     FieldColumn("precision", Column("precision (%)", True), True),
     FieldColumn("recall", Column("recall (%)", True), True),

@@ -210,9 +210,10 @@ def percent_cell(value: float | int | None, percent: bool) -> float | int | None
 
 
 @dataclass(frozen=True)
-class SavedColumn:
-    """A declared column of a saved-measurement table: the saved field (a key of the split's
-    shape), its column, and whether the fraction is shown as a percentage."""
+class FieldColumn:
+    """A declared column: the field it shows (a key of a run's report section, or of a saved
+    split's shape), its column, and whether the fraction is shown as a percentage
+    (:func:`percent_cell`). The recomputed tables (:mod:`.probe`) and the saved ones share it."""
 
     field: str
     column: Column
@@ -221,12 +222,12 @@ class SavedColumn:
 
 #: burst_speaker's timing columns, after clips, frame F1 and the event F1 at each IoU
 BURST_TIMING = (
-    SavedColumn("burst_start_mae_s", Column("start_mae_s", False)),
-    SavedColumn("burst_end_mae_s", Column("end_mae_s", False)),
-    SavedColumn(
+    FieldColumn("burst_start_mae_s", Column("start_mae_s", False)),
+    FieldColumn("burst_end_mae_s", Column("end_mae_s", False)),
+    FieldColumn(
         "burst_class_oracle_span_accuracy", Column("oracle_span_class_accuracy (%)", True), True
     ),
-    SavedColumn(
+    FieldColumn(
         "burst_matched_event_class_accuracy",
         Column("detected_span_class_accuracy (%)", True),
         True,
@@ -256,24 +257,26 @@ PUBLIC_FIELDS = (
 )
 PUBLIC_NEUTRAL = frozenset({"n", "prompts", "positive_rate"})
 PUBLIC_LOWER = frozenset({"mae", "rmse"})
-ADAPTER_FIELDS = (
-    SavedColumn("n", Column("n")),
-    SavedColumn("accuracy", Column("accuracy (%)", True), True),
-    SavedColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
-    SavedColumn("macro_f1", Column("macro_f1 (%)", True), True),
+# Accuracy and F1 as percentages, as the published probe report shows them: the recomputed
+# classification tables and the saved adapters' alike.
+CLASSIFICATION_FIELDS = (
+    FieldColumn("n", Column("n")),
+    FieldColumn("accuracy", Column("accuracy (%)", True), True),
+    FieldColumn("balanced_accuracy", Column("balanced_accuracy (%)", True), True),
+    FieldColumn("macro_f1", Column("macro_f1 (%)", True), True),
 )
 PROMPT_FIELDS = (
-    SavedColumn("prompt", Column("prompt")),
-    SavedColumn("n", Column("n")),
-    SavedColumn("spearman", Column("spearman", True)),
-    SavedColumn("balanced_accuracy_oracle", Column("balanced_accuracy_oracle", True)),
+    FieldColumn("prompt", Column("prompt")),
+    FieldColumn("n", Column("n")),
+    FieldColumn("spearman", Column("spearman", True)),
+    FieldColumn("balanced_accuracy_oracle", Column("balanced_accuracy_oracle", True)),
 )
 DIMENSION_FIELDS = (
-    SavedColumn("dimension", Column("dimension")),
-    SavedColumn("n", Column("n")),
-    SavedColumn("prompts", Column("prompts")),
-    SavedColumn("mean_prompt_spearman", Column("mean_prompt_spearman", True)),
-    SavedColumn(
+    FieldColumn("dimension", Column("dimension")),
+    FieldColumn("n", Column("n")),
+    FieldColumn("prompts", Column("prompts")),
+    FieldColumn("mean_prompt_spearman", Column("mean_prompt_spearman", True)),
+    FieldColumn(
         "balanced_accuracy_oracle_per_prompt", Column("balanced_accuracy_oracle_per_prompt", True)
     ),
 )
@@ -459,7 +462,7 @@ def _public_table(public: list[dict[str, Any]], bench: str) -> Table:
 def _adapters_table(runs: list[dict[str, Any]], adapters: list[str]) -> Table:
     return Table(
         "Supervised adapters: outer-fold accuracy, balanced accuracy, macro F1 (%)",
-        (Column("adapter"), *(c.column for c in ADAPTER_FIELDS)),
+        (Column("adapter"), *(c.column for c in CLASSIFICATION_FIELDS)),
         tuple(
             (
                 _label(r),
@@ -467,7 +470,7 @@ def _adapters_table(runs: list[dict[str, Any]], adapters: list[str]) -> Table:
                     a,
                     *(
                         percent_cell(r["saved"][a]["metrics"].get(c.field), c.percent)
-                        for c in ADAPTER_FIELDS
+                        for c in CLASSIFICATION_FIELDS
                     ),
                 ),
             )
@@ -530,7 +533,7 @@ def saved_tables(
 
 
 def _listed_rows(
-    cuts: list[tuple[dict[str, Any], str, Any]], key: str, fields: tuple[SavedColumn, ...]
+    cuts: list[tuple[dict[str, Any], str, Any]], key: str, fields: tuple[FieldColumn, ...]
 ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """One row per item of each cut's list ``key`` (per_prompt, per_dimension), the cut named
     in the first column."""
