@@ -146,6 +146,31 @@ class RetrievalBundle(TypedDict):
     selection: NotRequired[dict[str, Any]]
 
 
+class ProbeRun(TypedDict):
+    """A probe run between the stages (loaded by ``runner.probe._runs``; read by the tables,
+    leaders, parity, content and the bundle): the bundle keeps it without ``documents``."""
+
+    id: str
+    model: str
+    family: str
+    corpus: str | None
+    attributes: dict[str, Any]
+    predictions_sha256: str | None
+    #: split -> SHA-256 and copy name of the saved file
+    saved_sha256: dict[str, str]
+    saved_files: dict[str, str]
+    #: the report recomputed from the predictions (None: none, or they failed to load)
+    report: dict[str, Any] | None
+    #: split -> the saved numbers in audiorepro's measurement shape
+    saved: dict[str, Any]
+    config: dict[str, Any] | None
+    problem: str | None
+    #: split -> the whole saved document, for key paths (not in the bundle)
+    documents: dict[str, Any]
+    #: split -> the saved keys no table used (set by ``probe_saved.unused_keys``)
+    unused: NotRequired[dict[str, list[str]]]
+
+
 class ProbeStudyRecord(TypedDict):
     name: str
     title: str

@@ -49,6 +49,7 @@ from audiorepro.render.tables import (
 from audiorepro.runner.outputs import (
     MetricParity,
     ParityCell,
+    ProbeRun,
 )
 from audiorepro.runner.probe_saved import (
     CLASSIFICATION_FIELDS,
@@ -117,7 +118,7 @@ def _get(report: dict[str, Any] | None, *path: str) -> Any:
     return node
 
 
-def _tasks(runs: list[dict[str, Any]]) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+def _tasks(runs: list[ProbeRun]) -> list[tuple[str, str, list[tuple[str, Any]]]]:
     """(task label, metric kind, [(run label, value)]) for every task any run reports."""
     tasks: list[tuple[str, str, list[tuple[str, Any]]]] = []
     targets = list(dict.fromkeys(t for r in runs for t in (_get(r["report"], "regression") or {})))
@@ -184,7 +185,7 @@ class FamilyMean:
     n_targets: int
 
 
-def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[Leader]:
+def leaders(runs: list[ProbeRun], places: int = 3) -> list[Leader]:
     """Per task: runs ordered best first by the task's metric and direction (undefined last)."""
     out = []
     for label, kind, values in _tasks(runs):
@@ -203,7 +204,7 @@ def leaders(runs: list[dict[str, Any]], places: int = 3) -> list[Leader]:
     return out
 
 
-def family_means(runs: list[dict[str, Any]]) -> list[FamilyMean]:
+def family_means(runs: list[ProbeRun]) -> list[FamilyMean]:
     """Per family: mean normalized MAE and Spearman over defined (run, target) pairs."""
     out = []
     for family in dict.fromkeys(r["family"] for r in runs):
@@ -256,7 +257,7 @@ VECTOR_FIELDS = (
 
 
 def _field_rows(
-    runs: list[dict[str, Any]], path: tuple[str, ...], fields: tuple[FieldColumn, ...]
+    runs: list[ProbeRun], path: tuple[str, ...], fields: tuple[FieldColumn, ...]
 ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """One row per run: each declared field at ``path`` of its report."""
     return tuple(
@@ -310,10 +311,10 @@ def _family_means_table(fam: list[FamilyMean]) -> Table:
     )
 
 
-def _target_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+def _target_tables(runs: list[ProbeRun]) -> dict[str, Table]:
     """One table per regression target: every run's numbers for it."""
     reg_runs = [r for r in runs if _get(r["report"], "regression")]
-    targets = list(dict.fromkeys(t for r in reg_runs for t in r["report"]["regression"]))
+    targets = list(dict.fromkeys(t for r in reg_runs for t in (r["report"] or {})["regression"]))
     return {
         f"target_{slug(target)}": Table(
             f"Regression target {target}",
@@ -324,16 +325,18 @@ def _target_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
     }
 
 
-def _classification_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+def _classification_tables(runs: list[ProbeRun]) -> dict[str, Table]:
     """Per corpus: accuracy (with its group-bootstrap interval), balanced accuracy, macro F1."""
     tables = {}
     for corpus in dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")):
         group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
         intervals = tuple(
             tuple(
-                _interval(r["report"]["classification"]["accuracy_ci95_group_bootstrap"], 100.0)
+                _interval(
+                    _get(r["report"], "classification")["accuracy_ci95_group_bootstrap"], 100.0
+                )
                 if f.field == "accuracy"
-                and r["report"]["classification"].get("accuracy_ci95_group_bootstrap")
+                and _get(r["report"], "classification").get("accuracy_ci95_group_bootstrap")
                 else None
                 for f in CLASSIFICATION_FIELDS
             )
@@ -349,7 +352,7 @@ def _classification_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
     return tables
 
 
-def _event_tables(runs: list[dict[str, Any]], event_classes: tuple[str, ...]) -> dict[str, Table]:
+def _event_tables(runs: list[ProbeRun], event_classes: tuple[str, ...]) -> dict[str, Table]:
     """Events at each IoU threshold, frames/timing/span classes, and per-class support."""
     ev_runs = [r for r in runs if _get(r["report"], "events")]
     if not ev_runs:
@@ -390,7 +393,7 @@ def _event_tables(runs: list[dict[str, Any]], event_classes: tuple[str, ...]) ->
 
 
 def _tables(
-    runs: list[dict[str, Any]],
+    runs: list[ProbeRun],
     lead: list[Leader],
     fam: list[FamilyMean],
     event_classes: tuple[str, ...] = (),
@@ -440,7 +443,7 @@ def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     return report, None
 
 
-def _golden_rows(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[ValueRow]:
+def _golden_rows(study: ProbeStudy, runs: list[ProbeRun]) -> list[ValueRow]:
     rows: list[ValueRow] = []
     by_id = {r["id"]: r for r in runs}
     for pub in study.published:
@@ -492,8 +495,8 @@ def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
     return merged, None
 
 
-def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]]:
-    runs = []
+def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[ProbeRun]:
+    runs: list[ProbeRun] = []
     for run in study.runs:
         report, problem = _load_run(run) if predictions else (None, None)
         documents, missing = _load_saved(run)
@@ -524,7 +527,7 @@ def _runs(study: ProbeStudy, *, predictions: bool = True) -> list[dict[str, Any]
     return runs
 
 
-def check_output_names(study: ProbeStudy, runs: list[dict[str, Any]]) -> None:
+def check_output_names(study: ProbeStudy, runs: list[ProbeRun]) -> None:
     """Target and benchmark names of every run name table files (``target_<name>``,
     ``saved_target_<name>``, ``public_<name>``): two that slug alike (``a/b``, ``a_b``), in
     one run or in two, would overwrite each other's tables, and a name over
@@ -546,7 +549,7 @@ def check_output_names(study: ProbeStudy, runs: list[dict[str, Any]]) -> None:
         distinct_file_names(items, source=str(study.source), what=f"{what} name")
 
 
-def _parity(study: ProbeStudy, runs: list[dict[str, Any]]) -> MetricParity:
+def _parity(study: ProbeStudy, runs: list[ProbeRun]) -> MetricParity:
     """Saved vs recomputed for every run with predictions and a saved parity split."""
     cells = []
     for r in runs:

@@ -33,7 +33,7 @@ from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.render.heatmap import heatmap
 from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.outputs import DerivedRecord
+from audiorepro.runner.outputs import DerivedRecord, ProbeRun
 from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
 from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
 from audiorepro.specs.study import ProbeStudy
@@ -69,12 +69,12 @@ class _Files:
         return str(self.paths[alias])
 
 
-def _document(run: dict[str, Any], split: str) -> tuple[Any, str]:
-    m = run.get("documents", {}).get(split)
+def _document(run: ProbeRun | None, split: str) -> tuple[Any, str]:
+    m = None if run is None else run["documents"].get(split)
     return (None, "") if m is None else (m.document, m.source)
 
 
-def _resolver(files: _Files, runs: list[dict[str, Any]], run: dict[str, Any] | None) -> Any:
+def _resolver(files: _Files, runs: list[ProbeRun], run: ProbeRun | None) -> Any:
     def resolve(ref: Ref) -> Value:
         if ref.every_run:
             out: list[float | None] = []
@@ -86,7 +86,7 @@ def _resolver(files: _Files, runs: list[dict[str, Any]], run: dict[str, Any] | N
         if ref.name in files.paths:
             doc, source = files.doc(ref.name), files.source(ref.name)
         else:
-            doc, source = _document(run or {}, ref.name)
+            doc, source = _document(run, ref.name)
         return None if doc is None else values_at(doc, ref.path, source)
 
     return resolve
@@ -99,7 +99,7 @@ def _ratio(value: float | None, of: float | None) -> Cell:
     return f"{value:g}/{of:g}"
 
 
-def _derived(study: ProbeStudy, runs: list[dict[str, Any]], out: ContentResult) -> None:
+def _derived(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult) -> None:
     files = _Files(study)
     records: list[DerivedRecord] = []
     for d in study.content.derived:
@@ -174,9 +174,7 @@ def _cell(value: Any) -> Cell:
     return json.dumps(value, sort_keys=True)
 
 
-def _jobs(
-    study: ProbeStudy, runs: list[dict[str, Any]], out: ContentResult, spec: JobsSpec
-) -> None:
+def _jobs(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult, spec: JobsSpec) -> None:
     files = _Files(study)
     doc = files.doc(spec.file)
     attempts = _field(doc, spec.at) if doc is not None else None
@@ -247,7 +245,7 @@ def _pct(value: Any) -> Cell:
     return 100.0 * value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _classifiers(run: dict[str, Any], spec: ActedSpec) -> list[tuple[str, Any, Any]]:
+def _classifiers(run: ProbeRun, spec: ActedSpec) -> list[tuple[str, Any, Any]]:
     """(protocol, result, adapter document) of a run's fixed mapping and supervised adapter."""
     out: list[tuple[str, Any, Any]] = []
     if spec.fixed is not None:
@@ -264,7 +262,7 @@ def _classifiers(run: dict[str, Any], spec: ActedSpec) -> list[tuple[str, Any, A
     return out
 
 
-def _acted(runs: list[dict[str, Any]], spec: ActedSpec, out: ContentResult) -> None:
+def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
     name = f"acted_{slug(spec.corpus)}"
     summary, classes, confusion, folds, trials = [], [], [], [], []
     for run in runs:
@@ -429,7 +427,7 @@ def _acted_tables(
         )
 
 
-def _history(runs: list[dict[str, Any]], spec: HistorySpec, out: ContentResult) -> None:
+def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> None:
     rows, series, xs = [], [], []
     for run in runs:
         doc, source = _document(run, spec.split)
@@ -519,7 +517,7 @@ def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult) -> None:
     )
 
 
-def content(study: ProbeStudy, runs: list[dict[str, Any]]) -> ContentResult:
+def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
     """Everything above that the study declares (nothing when it declares none of it)."""
     out = ContentResult()
     c = study.content

@@ -27,7 +27,13 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.outputs import PROBE_BUNDLE, MetricParity, ProbeBundle, ProbeVerification
+from audiorepro.runner.outputs import (
+    PROBE_BUNDLE,
+    MetricParity,
+    ProbeBundle,
+    ProbeRun,
+    ProbeVerification,
+)
 from audiorepro.runner.probe import (
     TASK_METRICS,
     FamilyMean,
@@ -67,7 +73,7 @@ class ProbeState(KindState):
 
     study: ProbeStudy | None = None
     ctx: Context | None = None
-    runs: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[ProbeRun] = field(default_factory=list)
     gates: list[GateResult] = field(default_factory=list)
     complete: bool = False
     parity: MetricParity | None = None

@@ -52,7 +52,7 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
-from audiorepro.runner.outputs import MetricParity, ParityCell
+from audiorepro.runner.outputs import MetricParity, ParityCell, ProbeRun
 from audiorepro.runner.probe_content import read_key_paths
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
@@ -135,17 +135,17 @@ def saved_value(
     return node
 
 
-def _label(run: dict[str, Any]) -> str:
+def _label(run: ProbeRun) -> str:
     """A run's row label: its model, phase and domain (one model has runs in several)."""
     parts = [run["model"], *(run["attributes"].get(a) for a in ("phase", "domain"))]
     return " / ".join(str(p) for p in parts if p)
 
 
-def _attribute_names(runs: list[dict[str, Any]]) -> list[str]:
+def _attribute_names(runs: list[ProbeRun]) -> list[str]:
     return list(dict.fromkeys(k for r in runs for k in r["attributes"]))
 
 
-def _matches(run: dict[str, Any], wanted: dict[str, str]) -> bool:
+def _matches(run: ProbeRun, wanted: dict[str, str]) -> bool:
     return all(run["attributes"].get(k) == v for k, v in wanted.items())
 
 
@@ -166,16 +166,16 @@ class SavedLeader:
     highest_measured_run: str | None
 
 
-def task_leaders(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[SavedLeader]:
+def task_leaders(study: ProbeStudy, runs: list[ProbeRun]) -> list[SavedLeader]:
     """Per ``[[leaders]]`` task: best candidate, baselines' values, best observed run."""
     by_id = {r["id"]: r for r in runs}
     out = []
     for lead in study.leaders:
 
-        def value(run: dict[str, Any], metric: str = lead.metric) -> float | int | None:
+        def value(run: ProbeRun, metric: str = lead.metric) -> float | int | None:
             return saved_value(run["saved"], metric, study.families, run.get("documents"))
 
-        def pick(pool: list[dict[str, Any]], higher: bool = lead.higher) -> dict[str, Any] | None:
+        def pick(pool: list[ProbeRun], higher: bool = lead.higher) -> ProbeRun | None:
             defined = [r for r in pool if value(r) is not None]
             if not defined:
                 return None
@@ -283,7 +283,7 @@ DIMENSION_FIELDS = (
 CATEGORY_FIELDS = ("n", "mae", "rmse", "pearson", "spearman")
 
 
-def _task_leaders_table(runs: list[dict[str, Any]], lead: list[SavedLeader]) -> Table:
+def _task_leaders_table(runs: list[ProbeRun], lead: list[SavedLeader]) -> Table:
     """Per task: the best candidate and its value, each baseline's value, the best observed."""
     by_id = {r["id"]: r for r in runs}
     baseline_ids = list(dict.fromkeys(b for t in lead for b in t.baselines))
@@ -323,7 +323,7 @@ def _task_leaders_table(runs: list[dict[str, Any]], lead: list[SavedLeader]) -> 
     )
 
 
-def _families_table(study: ProbeStudy, held: list[dict[str, Any]], attrs: list[str]) -> Table:
+def _families_table(study: ProbeStudy, held: list[ProbeRun], attrs: list[str]) -> Table:
     """Per run of the primary split: each family's mean normalized MAE and Spearman."""
     split = study.parity_split
     cols = [Column(a) for a in attrs]
@@ -346,7 +346,7 @@ def _families_table(study: ProbeStudy, held: list[dict[str, Any]], attrs: list[s
     )
 
 
-def _burst_speaker_table(held: list[dict[str, Any]], attrs: list[str], split: str) -> Table:
+def _burst_speaker_table(held: list[ProbeRun], attrs: list[str], split: str) -> Table:
     """Per run: clips, frame and event F1, timing, span classes, speaker sets, CPS MAE."""
     speakers = list(dict.fromkeys(n for r in held for n in r["saved"][split]["speaker_cosine"]))
     cols = [Column(a) for a in attrs] + [
@@ -383,7 +383,7 @@ def _burst_speaker_table(held: list[dict[str, Any]], attrs: list[str], split: st
 
 
 def _summary_table(
-    runs: list[dict[str, Any]], attrs: list[str], split: str, metrics: list[str] | None
+    runs: list[ProbeRun], attrs: list[str], split: str, metrics: list[str] | None
 ) -> Table:
     """A cross-run table of one split: the held-out summary, or the numbers at ``metrics``."""
     have = [r for r in runs if split in r["saved" if metrics is None else "documents"]]
@@ -407,7 +407,7 @@ def _summary_table(
     )
 
 
-def _held_out_tables(held: list[dict[str, Any]], attrs: list[str], split: str) -> dict[str, Table]:
+def _held_out_tables(held: list[ProbeRun], attrs: list[str], split: str) -> dict[str, Table]:
     """burst_speaker, burst_classes and one saved_target table per target of the split."""
     tables = {"burst_speaker": _burst_speaker_table(held, attrs, split)}
     class_rows = [
@@ -435,7 +435,7 @@ def _held_out_tables(held: list[dict[str, Any]], attrs: list[str], split: str) -
     return tables
 
 
-def _cuts(public: list[dict[str, Any]], bench: str) -> list[tuple[dict[str, Any], str, Any]]:
+def _cuts(public: list[ProbeRun], bench: str) -> list[tuple[ProbeRun, str, Any]]:
     """(run, cut, numbers) of every label cut of a public benchmark (lists are not cuts)."""
     return [
         (r, cut, value)
@@ -445,7 +445,7 @@ def _cuts(public: list[dict[str, Any]], bench: str) -> list[tuple[dict[str, Any]
     ]
 
 
-def _public_table(public: list[dict[str, Any]], bench: str) -> Table:
+def _public_table(public: list[ProbeRun], bench: str) -> Table:
     """A public benchmark's every recorded cut of every run; the fields some run records."""
     cut_rows = _cuts(public, bench)
     fields = [f for f in PUBLIC_FIELDS if any(v.get(f) is not None for _, _, v in cut_rows)]
@@ -459,7 +459,7 @@ def _public_table(public: list[dict[str, Any]], bench: str) -> Table:
     )
 
 
-def _adapters_table(runs: list[dict[str, Any]], adapters: list[str]) -> Table:
+def _adapters_table(runs: list[ProbeRun], adapters: list[str]) -> Table:
     return Table(
         "Supervised adapters: outer-fold accuracy, balanced accuracy, macro F1 (%)",
         (Column("adapter"), *(c.column for c in CLASSIFICATION_FIELDS)),
@@ -481,7 +481,7 @@ def _adapters_table(runs: list[dict[str, Any]], adapters: list[str]) -> Table:
     )
 
 
-def _panel_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
+def _panel_tables(runs: list[ProbeRun]) -> dict[str, Table]:
     """Per run and saved file: every recorded number."""
     return {
         f"panel_{slug(r['id'])}_{slug(name)}": Table(
@@ -496,7 +496,7 @@ def _panel_tables(runs: list[dict[str, Any]]) -> dict[str, Table]:
 
 
 def saved_tables(
-    study: ProbeStudy, runs: list[dict[str, Any]], lead: list[SavedLeader]
+    study: ProbeStudy, runs: list[ProbeRun], lead: list[SavedLeader]
 ) -> dict[str, Table]:
     """Every table built from saved measurements alone (see the module docstring), in the
     order the report shows them."""
@@ -533,7 +533,7 @@ def saved_tables(
 
 
 def _listed_rows(
-    cuts: list[tuple[dict[str, Any], str, Any]], key: str, fields: tuple[FieldColumn, ...]
+    cuts: list[tuple[ProbeRun, str, Any]], key: str, fields: tuple[FieldColumn, ...]
 ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
     """One row per item of each cut's list ``key`` (per_prompt, per_dimension), the cut named
     in the first column."""
@@ -544,7 +544,7 @@ def _listed_rows(
     )
 
 
-def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
+def _human_tables(public: list[ProbeRun], bench: str) -> dict[str, Table]:
     """A public benchmark's per-prompt and per-dimension tables (every label cut's rows, the
     cut named in a column) and each per-category list (``per_emotion``) as its own table."""
     tables: dict[str, Table] = {}
@@ -592,16 +592,16 @@ def _human_tables(public: list[dict[str, Any]], bench: str) -> dict[str, Table]:
     return tables
 
 
-def _training_table(study: ProbeStudy, configured: list[dict[str, Any]]) -> Table:
+def _training_table(study: ProbeStudy, configured: list[ProbeRun]) -> Table:
     """The ``config_fields`` of each run's config; a dash where ``config_applies`` says the
     field is not one of the run's (its config lacks it by design), "not recorded" where it was
     expected."""
 
-    def cell(r: dict[str, Any], f: str) -> Cell:
+    def cell(r: ProbeRun, f: str) -> Cell:
         where = study.config_applies.get(f, {})
         if any(r["attributes"].get(k) != v for k, v in where.items()):
             return NOT_APPLICABLE
-        return _config_cell(r["config"].get(f))
+        return _config_cell((r["config"] or {}).get(f))
 
     rows = tuple((_label(r), tuple(cell(r, f) for f in study.config_fields)) for r in configured)
     dashed = any(NOT_APPLICABLE in cells for _, cells in rows)
@@ -631,7 +631,7 @@ def _config_cell(value: Any) -> float | int | str | None:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
+def _retention(runs: list[ProbeRun], primary: str) -> Table | None:
     """One model before/after: its runs of different phases on each shared extra held-out
     split (same split name = the identical selection)."""
     rows = []
@@ -687,7 +687,7 @@ def _retention(runs: list[dict[str, Any]], primary: str) -> Table | None:
     )
 
 
-def completion_table(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table:
+def completion_table(study: ProbeStudy, runs: list[ProbeRun]) -> Table:
     """Declared vs found: each expected run, whether it was found, and its targets."""
     assert study.completion is not None
     c = study.completion
@@ -706,7 +706,7 @@ def completion_table(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table:
     )
 
 
-def completion_problems(study: ProbeStudy, runs: list[dict[str, Any]]) -> list[str]:
+def completion_problems(study: ProbeStudy, runs: list[ProbeRun]) -> list[str]:
     """What the ``[completion]`` table declares and the saved files do not have."""
     c = study.completion
     if c is None:
@@ -1223,7 +1223,7 @@ def _not_read(doc: Any, where: tuple[Any, ...], read: list[tuple[Any, ...]]) -> 
     return [w for c in children for w in _not_read(doc, (*where, c), inside)]
 
 
-def unused_keys(study: ProbeStudy, runs: list[dict[str, Any]]) -> Table | None:
+def unused_keys(study: ProbeStudy, runs: list[ProbeRun]) -> Table | None:
     """Per saved file, what no table used: the keys its split's shape does not know that no
     key path of the study reads (a run dict gains ``unused``: split -> key paths). None when
     every saved number was used."""
