@@ -80,14 +80,14 @@ def _resolver(files: _Files, runs: list[ProbeRun], run: ProbeRun | None) -> Any:
             out: list[float | None] = []
             for r in runs:
                 doc, source = _document(r, ref.name)
-                v = None if doc is None else values_at(doc, ref.path, source)
+                v = None if doc is None else values_at(doc, ref.path, source, text=ref.in_tres)
                 out.append(v if isinstance(v, int | float) else None)
             return out
         if ref.name in files.paths:
             doc, source = files.doc(ref.name), files.source(ref.name)
         else:
             doc, source = _document(run, ref.name)
-        return None if doc is None else values_at(doc, ref.path, source)
+        return None if doc is None else values_at(doc, ref.path, source, text=ref.in_tres)
 
     return resolve
 
@@ -429,6 +429,7 @@ def _acted_tables(
 
 def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> None:
     rows, series, xs = [], [], []
+    seen: set[str] = set()
     for run in runs:
         doc, source = _document(run, spec.split)
         if not isinstance(doc, list):
@@ -440,7 +441,9 @@ def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> Non
             y = y if isinstance(y, int | float) else None
             rows.append((run["id"], (x, *(_cell(_field(line, c)) for c in spec.columns), y)))
             points[str(x)] = y
-            xs += [str(x)] if str(x) not in xs else []
+            if str(x) not in seen:  # a set: a history of 10**6 lines must not be quadratic
+                seen.add(str(x))
+                xs.append(str(x))
         series.append((run["id"], points))
     if not rows:
         return
