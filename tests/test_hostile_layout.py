@@ -130,3 +130,33 @@ def test_unused_keys_of_a_long_history_are_found_in_linear_time() -> None:
     left = _not_read(doc, ("lines",), read)
     assert time.perf_counter() - start < 5.0
     assert left == [("lines", i, "extra") for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('table = "panel:validation"', 'table = "panel:validaton"'),  # a typo'd split
+        ('table = "provenance", when', 'table = "provenanse", when'),  # while `when` is false
+    ],
+)
+def test_a_note_under_a_table_the_report_lacks_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str
+) -> None:
+    study = _copy(tmp_path)
+    study.write_text(study.read_text().replace(old, new))
+    (tmp_path / TREE.name / "consolidated_benchmark/validation_job.json").write_text(
+        json.dumps({"publication_recovery": False})
+    )
+    _refused(study, capsys, str(study), "key 'note[")
+
+
+@pytest.mark.parametrize(("flag", "shown"), [(True, True), ("false", False), (1, False)])
+def test_a_note_when_shows_only_for_a_saved_true(tmp_path: Path, flag: object, shown: bool) -> None:
+    study = _copy(tmp_path)
+    (tmp_path / TREE.name / "consolidated_benchmark/validation_job.json").write_text(
+        json.dumps({"publication_recovery": flag})
+    )
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    provenance = (out / "tables" / "provenance.md").read_text()
+    assert ("upload step failed" in provenance) is shown

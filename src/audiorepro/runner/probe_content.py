@@ -568,31 +568,43 @@ def attach_notes(study: ProbeStudy, tables: Mapping[str, Table]) -> dict[str, Ta
     out = dict(tables)
     files = _Files(study)
     for i, note in enumerate(study.content.notes):
+        # The table is checked before `when`: a misnamed table must not pass unseen while
+        # its saved flag happens to be false.
+        names = _note_tables(study, out, note.table, note.runs, i)
         if note.when is not None:
             alias, _, path = note.when.partition(":")
             doc = files.doc(alias)
-            if doc is None or not _field(doc, path):
+            # JSON true only: a saved "false" or "no" is text, and text is never false in Python.
+            if doc is None or _field(doc, path) is not True:
                 continue
-        if note.table.startswith("panel:"):
-            split = note.table[len("panel:") :]
-            names = [
-                f"panel_{slug(r.id)}_{slug(split)}"
-                for r in study.runs
-                if all(r.attributes.get(k) == v for k, v in note.runs.items())
-            ]
-            names = [n for n in names if n in out]
-        elif note.table in out:
-            names = [note.table]
-        else:
-            raise UserError(
-                f"names table {note.table!r}, which the report does not have "
-                f"(tables: {', '.join(sorted(n for n in out if not n.startswith('panel_')))})",
-                source=study.source,
-                key=f"note[{i}].table",
-            )
         for n in names:
             out[n] = dataclasses.replace(out[n], notes=(*out[n].notes, note.text))
     return out
+
+
+def _note_tables(
+    study: ProbeStudy, out: Mapping[str, Table], table: str, runs: Mapping[str, Any], i: int
+) -> list[str]:
+    """The tables a note goes under; a table (or a panel split) the report lacks is exit 2."""
+    if table.startswith("panel:"):
+        split = table[len("panel:") :]
+        every = [(r, f"panel_{slug(r.id)}_{slug(split)}") for r in study.runs]
+        if not any(n in out for _, n in every):
+            raise UserError(
+                f"names the panel of split {split!r}, which no run's panel has",
+                source=study.source,
+                key=f"note[{i}].table",
+            )
+        matching = [(r, n) for r, n in every if n in out]
+        return [n for r, n in matching if all(r.attributes.get(k) == v for k, v in runs.items())]
+    if table in out:
+        return [table]
+    raise UserError(
+        f"names table {table!r}, which the report does not have "
+        f"(tables: {', '.join(sorted(n for n in out if not n.startswith('panel_')))})",
+        source=study.source,
+        key=f"note[{i}].table",
+    )
 
 
 def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]:
