@@ -160,3 +160,32 @@ def test_a_note_when_shows_only_for_a_saved_true(tmp_path: Path, flag: object, s
     assert main(["reproduce", str(study), "--out", str(out)]) == 0
     provenance = (out / "tables" / "provenance.md").read_text()
     assert ("upload step failed" in provenance) is shown
+
+
+ADAPTER = "probes/gemini/clap/linear/crema_matched_adapter.json"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "key"),
+    [
+        (("folds",), {"a": 1}, "key 'folds': is dict"),
+        (("folds", 1), "x", "key 'folds[1]': is str"),
+        (("folds", 1, "selected"), [1], "key 'folds[1].selected'"),
+        (("folds", 1, "trials"), 5, "key 'folds[1].trials': is int"),
+        (("metrics", "per_class"), {"a": 1}, "key 'metrics.per_class': is dict"),
+        (("metrics", "accuracy_actor_bootstrap_95ci"), 5, "95ci': is 5"),
+    ],
+)
+def test_an_acted_adapter_record_of_the_wrong_type_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: tuple[object, ...],
+    value: object, key: str,
+) -> None:  # fmt: skip
+    study = _copy(tmp_path)
+    path = tmp_path / TREE.name / ADAPTER
+    doc = json.loads(path.read_text())
+    node = doc
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = value
+    path.write_text(json.dumps(doc))
+    _refused(study, capsys, str(path), key)

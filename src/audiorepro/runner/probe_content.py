@@ -245,29 +245,59 @@ def _pct(value: Any) -> Cell:
     return 100.0 * value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _classifiers(run: ProbeRun, spec: ActedSpec) -> list[tuple[str, Any, Any]]:
-    """(protocol, result, adapter document) of a run's fixed mapping and supervised adapter."""
-    out: list[tuple[str, Any, Any]] = []
+def _classifiers(run: ProbeRun, spec: ActedSpec) -> list[tuple[str, Any, Any, str, str]]:
+    """(protocol, result, adapter document, file, key path of the result) of a run's fixed
+    mapping and supervised adapter."""
+    out: list[tuple[str, Any, Any, str, str]] = []
     if spec.fixed is not None:
         split, _, path = spec.fixed.partition(":")
-        doc, _ = _document(run, split)
+        doc, source = _document(run, split)
         result = _field(doc, path) if doc is not None else None
         if isinstance(result, dict):
-            out.append((spec.fixed_protocol, result, None))
+            out.append((spec.fixed_protocol, result, None, source, f"{path}."))
     if spec.adapter is not None:
-        doc, _ = _document(run, spec.adapter)
+        doc, source = _document(run, spec.adapter)
         if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict):
             protocol = doc.get("protocol") or "Supervised adapter"
-            out.append((f"Supervised: {protocol}", doc["metrics"], doc))
+            out.append((f"Supervised: {protocol}", doc["metrics"], doc, source, "metrics."))
     return out
+
+
+def _records(value: Any, source: str, key: str) -> list[dict[str, Any]]:
+    """A saved list of records the acted tables read (per_class, folds, trials): absent is
+    none; anything but a list of tables is one line naming the file and key, exit 2."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UserError(
+            f"is {type(value).__name__}; expected a list of tables", source=source, key=key
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise UserError(
+                f"is {type(item).__name__}; expected a table", source=source, key=f"{key}[{i}]"
+            )
+    return value
+
+
+def _interval(value: Any, source: str, key: str) -> list[Any]:
+    """A saved [low, high] interval (absent: not recorded)."""
+    if value is None:
+        return [None, None]
+    if not isinstance(value, list) or len(value) != 2:
+        raise UserError(f"is {_cell(value)}; expected [low, high]", source=source, key=key)
+    return value
+
+
+CI_KEY = "accuracy_actor_bootstrap_95ci"
 
 
 def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
     name = f"acted_{slug(spec.corpus)}"
     summary, classes, confusion, folds, trials = [], [], [], [], []
     for run in runs:
-        for protocol, x, adapter in _classifiers(run, spec):
-            ci = x.get("accuracy_actor_bootstrap_95ci") or [None, None]
+        for protocol, x, adapter, source, at in _classifiers(run, spec):
+            ci = _interval(x.get(CI_KEY), source, at + CI_KEY)
             params = 0 if adapter is None else _cell(adapter.get("parameters"))
             summary.append(
                 (
@@ -285,7 +315,7 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                 )
             )
             label = f"{run['id']} / {'fixed' if adapter is None else 'supervised'}"
-            for c in x.get("per_class") or []:
+            for c in _records(x.get("per_class"), source, f"{at}per_class"):
                 classes.append(
                     (
                         label,
@@ -309,8 +339,11 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                         title=f"{spec.corpus}: {label}",
                     )
                 )
-            for f in (adapter or {}).get("folds") or []:
+            for i, f in enumerate(_records((adapter or {}).get("folds"), source, "folds")):
                 sel = f.get("selected") or {}
+                if not isinstance(sel, dict):
+                    raise UserError(f"is {_cell(sel)}; expected a table", source=source,
+                                    key=f"folds[{i}].selected")  # fmt: skip
                 folds.append(
                     (
                         run["id"],
@@ -337,7 +370,7 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                             _pct(t.get("inner_accuracy")),
                         ),
                     )
-                    for t in f.get("trials") or []
+                    for t in _records(f.get("trials"), source, f"folds[{i}].trials")
                 ]
     _acted_tables(spec.corpus, name, summary, classes, confusion, folds, trials, out)
 
