@@ -80,14 +80,14 @@ def _resolver(files: _Files, runs: list[ProbeRun], run: ProbeRun | None) -> Any:
             out: list[float | None] = []
             for r in runs:
                 doc, source = _document(r, ref.name)
-                v = None if doc is None else values_at(doc, ref.path, source)
+                v = None if doc is None else values_at(doc, ref.path, source, text=ref.in_tres)
                 out.append(v if isinstance(v, int | float) else None)
             return out
         if ref.name in files.paths:
             doc, source = files.doc(ref.name), files.source(ref.name)
         else:
             doc, source = _document(run, ref.name)
-        return None if doc is None else values_at(doc, ref.path, source)
+        return None if doc is None else values_at(doc, ref.path, source, text=ref.in_tres)
 
     return resolve
 
@@ -245,29 +245,59 @@ def _pct(value: Any) -> Cell:
     return 100.0 * value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _classifiers(run: ProbeRun, spec: ActedSpec) -> list[tuple[str, Any, Any]]:
-    """(protocol, result, adapter document) of a run's fixed mapping and supervised adapter."""
-    out: list[tuple[str, Any, Any]] = []
+def _classifiers(run: ProbeRun, spec: ActedSpec) -> list[tuple[str, Any, Any, str, str]]:
+    """(protocol, result, adapter document, file, key path of the result) of a run's fixed
+    mapping and supervised adapter."""
+    out: list[tuple[str, Any, Any, str, str]] = []
     if spec.fixed is not None:
         split, _, path = spec.fixed.partition(":")
-        doc, _ = _document(run, split)
+        doc, source = _document(run, split)
         result = _field(doc, path) if doc is not None else None
         if isinstance(result, dict):
-            out.append((spec.fixed_protocol, result, None))
+            out.append((spec.fixed_protocol, result, None, source, f"{path}."))
     if spec.adapter is not None:
-        doc, _ = _document(run, spec.adapter)
+        doc, source = _document(run, spec.adapter)
         if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict):
             protocol = doc.get("protocol") or "Supervised adapter"
-            out.append((f"Supervised: {protocol}", doc["metrics"], doc))
+            out.append((f"Supervised: {protocol}", doc["metrics"], doc, source, "metrics."))
     return out
+
+
+def _records(value: Any, source: str, key: str) -> list[dict[str, Any]]:
+    """A saved list of records the acted tables read (per_class, folds, trials): absent is
+    none; anything but a list of tables is one line naming the file and key, exit 2."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UserError(
+            f"is {type(value).__name__}; expected a list of tables", source=source, key=key
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise UserError(
+                f"is {type(item).__name__}; expected a table", source=source, key=f"{key}[{i}]"
+            )
+    return value
+
+
+def _interval(value: Any, source: str, key: str) -> list[Any]:
+    """A saved [low, high] interval (absent: not recorded)."""
+    if value is None:
+        return [None, None]
+    if not isinstance(value, list) or len(value) != 2:
+        raise UserError(f"is {_cell(value)}; expected [low, high]", source=source, key=key)
+    return value
+
+
+CI_KEY = "accuracy_actor_bootstrap_95ci"
 
 
 def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
     name = f"acted_{slug(spec.corpus)}"
     summary, classes, confusion, folds, trials = [], [], [], [], []
     for run in runs:
-        for protocol, x, adapter in _classifiers(run, spec):
-            ci = x.get("accuracy_actor_bootstrap_95ci") or [None, None]
+        for protocol, x, adapter, source, at in _classifiers(run, spec):
+            ci = _interval(x.get(CI_KEY), source, at + CI_KEY)
             params = 0 if adapter is None else _cell(adapter.get("parameters"))
             summary.append(
                 (
@@ -285,7 +315,7 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                 )
             )
             label = f"{run['id']} / {'fixed' if adapter is None else 'supervised'}"
-            for c in x.get("per_class") or []:
+            for c in _records(x.get("per_class"), source, f"{at}per_class"):
                 classes.append(
                     (
                         label,
@@ -309,8 +339,11 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                         title=f"{spec.corpus}: {label}",
                     )
                 )
-            for f in (adapter or {}).get("folds") or []:
+            for i, f in enumerate(_records((adapter or {}).get("folds"), source, "folds")):
                 sel = f.get("selected") or {}
+                if not isinstance(sel, dict):
+                    raise UserError(f"is {_cell(sel)}; expected a table", source=source,
+                                    key=f"folds[{i}].selected")  # fmt: skip
                 folds.append(
                     (
                         run["id"],
@@ -337,7 +370,7 @@ def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
                             _pct(t.get("inner_accuracy")),
                         ),
                     )
-                    for t in f.get("trials") or []
+                    for t in _records(f.get("trials"), source, f"folds[{i}].trials")
                 ]
     _acted_tables(spec.corpus, name, summary, classes, confusion, folds, trials, out)
 
@@ -429,6 +462,7 @@ def _acted_tables(
 
 def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> None:
     rows, series, xs = [], [], []
+    seen: set[str] = set()
     for run in runs:
         doc, source = _document(run, spec.split)
         if not isinstance(doc, list):
@@ -440,7 +474,9 @@ def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> Non
             y = y if isinstance(y, int | float) else None
             rows.append((run["id"], (x, *(_cell(_field(line, c)) for c in spec.columns), y)))
             points[str(x)] = y
-            xs += [str(x)] if str(x) not in xs else []
+            if str(x) not in seen:  # a set: a history of 10**6 lines must not be quadratic
+                seen.add(str(x))
+                xs.append(str(x))
         series.append((run["id"], points))
     if not rows:
         return
@@ -565,31 +601,43 @@ def attach_notes(study: ProbeStudy, tables: Mapping[str, Table]) -> dict[str, Ta
     out = dict(tables)
     files = _Files(study)
     for i, note in enumerate(study.content.notes):
+        # The table is checked before `when`: a misnamed table must not pass unseen while
+        # its saved flag happens to be false.
+        names = _note_tables(study, out, note.table, note.runs, i)
         if note.when is not None:
             alias, _, path = note.when.partition(":")
             doc = files.doc(alias)
-            if doc is None or not _field(doc, path):
+            # JSON true only: a saved "false" or "no" is text, and text is never false in Python.
+            if doc is None or _field(doc, path) is not True:
                 continue
-        if note.table.startswith("panel:"):
-            split = note.table[len("panel:") :]
-            names = [
-                f"panel_{slug(r.id)}_{slug(split)}"
-                for r in study.runs
-                if all(r.attributes.get(k) == v for k, v in note.runs.items())
-            ]
-            names = [n for n in names if n in out]
-        elif note.table in out:
-            names = [note.table]
-        else:
-            raise UserError(
-                f"names table {note.table!r}, which the report does not have "
-                f"(tables: {', '.join(sorted(n for n in out if not n.startswith('panel_')))})",
-                source=study.source,
-                key=f"note[{i}].table",
-            )
         for n in names:
             out[n] = dataclasses.replace(out[n], notes=(*out[n].notes, note.text))
     return out
+
+
+def _note_tables(
+    study: ProbeStudy, out: Mapping[str, Table], table: str, runs: Mapping[str, Any], i: int
+) -> list[str]:
+    """The tables a note goes under; a table (or a panel split) the report lacks is exit 2."""
+    if table.startswith("panel:"):
+        split = table[len("panel:") :]
+        every = [(r, f"panel_{slug(r.id)}_{slug(split)}") for r in study.runs]
+        if not any(n in out for _, n in every):
+            raise UserError(
+                f"names the panel of split {split!r}, which no run's panel has",
+                source=study.source,
+                key=f"note[{i}].table",
+            )
+        matching = [(r, n) for r, n in every if n in out]
+        return [n for r, n in matching if all(r.attributes.get(k) == v for k, v in runs.items())]
+    if table in out:
+        return [table]
+    raise UserError(
+        f"names table {table!r}, which the report does not have "
+        f"(tables: {', '.join(sorted(n for n in out if not n.startswith('panel_')))})",
+        source=study.source,
+        key=f"note[{i}].table",
+    )
 
 
 def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]:

@@ -1219,8 +1219,13 @@ def _not_read(doc: Any, where: tuple[Any, ...], read: list[tuple[Any, ...]]) -> 
     node = doc
     for part in where:
         node = node[part]
+    # Each child is given only the locations below it: with every line of a 10**5-line JSONL
+    # read, handing all of them to every line would be quadratic.
+    below: dict[Any, list[tuple[Any, ...]]] = {}
+    for r in inside:  # each is longer than `where` (an equal one covers it, above)
+        below.setdefault(r[len(where)], []).append(r)
     children = range(len(node)) if isinstance(node, list) else list(node)
-    return [w for c in children for w in _not_read(doc, (*where, c), inside)]
+    return [w for c in children for w in _not_read(doc, (*where, c), below.get(c, []))]
 
 
 def unused_keys(study: ProbeStudy, runs: list[ProbeRun]) -> Table | None:

@@ -38,7 +38,7 @@ import ast
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,8 @@ class Ref:
     name: str
     path: str
     every_run: bool
+    #: the reference is tres()'s first argument, the one place a formula reads text
+    in_tres: bool = False
 
     @property
     def text(self) -> str:
@@ -88,6 +90,9 @@ class Formula:
     text: str
     refs: tuple[Ref, ...]
     tree: ast.expr
+    #: where the formula was written (the study file and its key), for errors in evaluation
+    source: Path | None = None
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,7 +198,14 @@ def parse_formula(text: str, *, source: Path, key: str) -> Formula:
                     parse(part.strip("."))
         except KeyPathError as exc:
             raise UserError(f"reference {ref.text}: {exc}", source=source, key=key) from None
-    return Formula(text, tuple(refs), tree.body)
+    in_tres = {
+        int(node.args[0].id[5:])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id == "tres" and isinstance(node.args[0], ast.Name)
+    }  # fmt: skip
+    refs = [replace(r, in_tres=True) if i in in_tres else r for i, r in enumerate(refs)]
+    return Formula(text, tuple(refs), tree.body, source, key)
 
 
 def load_derived(
@@ -244,8 +256,11 @@ def read_document(path: Path) -> Any:
     ]
 
 
-def values_at(doc: Any, path: str, source: str) -> Value:
+def values_at(doc: Any, path: str, source: str, *, text: bool = True, at: str = "") -> Value:
     """The value(s) a key path names; ``[*]`` gives a list (None for items lacking it).
+    ``text=False``: a text value is refused too (only tres() reads text), naming the file;
+    ``at``: the key path of ``doc`` in its file, so that an error names the item
+    (``jobs[2].ElapsedRaw``).
 
     >>> values_at({"jobs": [{"s": 2}, {"s": 3}, {}]}, "jobs[*].s", "f")
     [2, 3, None]
@@ -254,24 +269,30 @@ def values_at(doc: Any, path: str, source: str) -> Value:
     try:
         found = locate(doc, head) if head.strip(".") else ((), doc)
     except KeyPathError as exc:
-        raise UserError(str(exc), source=source, key=path) from None
+        raise UserError(str(exc), source=source, key=at + path) from None
     node = None if found is None else found[1]
     if not star:
-        number: Value = _number(node, source, path)
+        number: Value = _number(node, source, at + path, text)
         return number
     if node is None:
         return None
     if not isinstance(node, list):
-        raise UserError(f"is {type(node).__name__}; [*] expects a list", source=source, key=head)
+        raise UserError(
+            f"is {type(node).__name__}; [*] expects a list", source=source, key=at + head
+        )
     out: list[Any] = []
-    for item in node:
-        value = values_at(item, rest.lstrip("."), source) if rest.strip(".") else item
+    for i, item in enumerate(node):
+        value = (
+            values_at(item, rest.lstrip("."), source, text=text, at=f"{at}{head}[{i}].")
+            if rest.strip(".")
+            else item
+        )
         out.append(value if not isinstance(value, list) else None)
     return out
 
 
-def _number(value: Any, source: str, path: str) -> Any:
-    if value is None or isinstance(value, str):  # text: only tres() reads it
+def _number(value: Any, source: str, path: str, text: bool = True) -> Any:
+    if value is None or (text and isinstance(value, str)):  # text: only tres() reads it
         return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UserError(
@@ -359,12 +380,22 @@ def evaluate(formula: Formula, resolve: Callable[[Ref], Value]) -> float | None:
         kind = node.args[1].value if len(node.args) == 2 else None  # type: ignore[attr-defined]
         return _call(node.func.id, walk(node.args[0]), kind)
 
+    def fail(problem: str) -> UserError:  # the study's line (file, key), not the data's
+        return UserError(
+            f"derived formula {formula.text!r} {problem}", source=formula.source, key=formula.key
+        )
+
     try:
         result = walk(formula.tree)
     except ValueError as exc:
-        raise UserError(f"derived formula {formula.text!r}: {exc}") from None
+        raise fail(f"fails: {exc}") from None
+    except OverflowError:  # float() of an integer beyond a float's range
+        raise fail("gives a value too large for a float, not a finite number") from None
     if isinstance(result, list):
-        raise UserError(f"derived formula {formula.text!r} gives a list; sum, count or mean it")
+        raise fail("gives a list; sum, count or mean it")
     if isinstance(result, str):
-        raise UserError(f"derived formula {formula.text!r} gives text, not a number")
+        raise fail("gives text, not a number")
+    if result is not None and not math.isfinite(result):
+        # An overflow (1e308 * 10, a division by a subnormal) is no number to record or show.
+        raise fail(f"gives {result}, not a finite number (a value too large for a float)")
     return None if result is None else float(result)
