@@ -102,6 +102,13 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         state.failures += [
             f"gate '{g.name}' failed ({g.file}): {g.problem}" for g in state.gates if g.problem
         ]
+        # A file the study names by an alias is one its numbers are derived from: without it
+        # they would read "not recorded" with no word of why.
+        state.failures += [
+            f"file '{alias}' ({_relative(path, study.source.parent)}) is missing"
+            for alias, path in study.content.files.items()
+            if not path.is_file()
+        ]
         state.complete = not state.failures
         return state
 

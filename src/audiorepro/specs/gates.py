@@ -79,10 +79,16 @@ def _items(doc: Any, gate: GateSpec) -> list[tuple[str, Any]]:
     if found is None or not isinstance(found[1], list):
         raise ValueError(f"{gate.each} is not a list")
     items = found[1]
-    final: dict[Any, int] = {}
+    if not items:
+        # "every final attempt COMPLETED" over no attempt would pass having checked nothing.
+        raise ValueError(f"{gate.each} is empty: no record to check")
+    final: dict[tuple[str, str], int] = {}
     for i, item in enumerate(items):
-        key = item.get(gate.final_by) if isinstance(item, dict) and gate.final_by else i
-        final[str(key)] = i  # the last item of its group wins
+        named = isinstance(item, dict) and gate.final_by is not None and gate.final_by in item
+        # A record without the field is its own group: it never shadows, nor is shadowed by,
+        # a record whose field happens to equal its index.
+        key = ("field", str(item[gate.final_by])) if named else ("index", str(i))
+        final[key] = i  # the last item of its group wins
     return [(format_path(doc, (*found[0], i)) + ".", items[i]) for i in sorted(final.values())]
 
 
