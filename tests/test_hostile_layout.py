@@ -230,3 +230,40 @@ def test_the_slurm_gate_checks_something_and_groups_by_the_field(
     failures = json.loads((tmp_path / "out" / "verification.json").read_text())["failures"]
     gate = [f for f in failures if "every final Slurm attempt COMPLETED 0:0" in f]
     assert len(gate) == 1 and problem in gate[0], failures
+
+
+def _escape(tmp_path: Path, how: str) -> Path:
+    """The study copied, one of its tree's files read from outside its root."""
+    study = _copy(tmp_path)
+    tree = tmp_path / TREE.name
+    secret = tmp_path / "elsewhere" / "private.json"
+    secret.parent.mkdir()
+    secret.write_text(json.dumps({"cps_std": 1.0}))
+    if how == "symlink":  # a saved file of one run, a link out of the tree
+        target = tree / "probes" / "gemini" / "clap" / "linear" / "test_metrics.json"
+        target.unlink()
+        target.symlink_to(secret)
+    elif how == "files":
+        study.write_text(
+            study.read_text().replace(f'norm = "{NORM}"', 'norm = "../elsewhere/private.json"')
+        )
+    elif how == "gate":
+        study.write_text(
+            study.read_text().replace(
+                'file = "workflow.json"', 'file = "../elsewhere/private.json"'
+            )
+        )
+    return study
+
+
+@pytest.mark.parametrize(
+    ("how", "key"),
+    [("symlink", "runs[0].metrics.test"), ("files", "files.norm"), ("gate", "gate[0].file")],
+)
+def test_a_tree_file_outside_the_root_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, key: str
+) -> None:
+    # An auditor runs a tree someone sent: nothing outside its root is read, hashed or copied
+    # into the output (where it would be published with the report).
+    study = _escape(tmp_path, how)
+    _refused(study, capsys, f"key '{key}'", "outside the study's root", "refused")

@@ -49,6 +49,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.keypath import KeyPathError, parse
 from audiorepro.specs.derived import Derived, DerivedSpec, load_derived
 from audiorepro.specs.measurements import kind_of
+from audiorepro.specs.runpattern import in_root
 from audiorepro.specs.schema import Spec, distinct_file_names
 
 SLURM_COLUMNS = ("JobIDRaw", "JobName", "State", "ExitCode", "ElapsedRaw", "AllocTRES")
@@ -196,7 +197,7 @@ def load_content(
                 source=source,
                 key=f"files.{alias}",
             )
-        resolved[alias] = (root / rel).resolve()
+        resolved[alias] = in_root(root, root / rel, source, f"files.{alias}")
     if jobs is not None:
         _alias(jobs.file, resolved, source, "jobs.file")
         _alias(jobs.workflow, resolved, source, "jobs.workflow")

@@ -38,6 +38,7 @@ from pydantic import Field
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
+from audiorepro.core.paths import is_inside
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.specs.schema import Spec
 
@@ -119,8 +120,8 @@ def fill(template: str, parts: dict[str, str], labels: dict[str, dict[str, str]]
     return _PART.sub(one, template)
 
 
-def _model_values(root: Path, spec: ModelList) -> list[str]:
-    path = root / spec.file
+def _model_values(root: Path, spec: ModelList, source: Path, key: str) -> list[str]:
+    path = in_root(root, root / spec.file, source, f"{key}.models.file")
     doc = parse_json(read_text(path, what="a JSON file of the study's tree"), source=path)
     try:
         found = locate(doc, spec.list)
@@ -170,12 +171,27 @@ def _check_parts(spec: RunPatternSpec, source: Path, key: str) -> list[str]:
     return parts
 
 
+def in_root(root: Path, path: Path, source: Path, key: str) -> Path:
+    """``path`` resolved, if it stays inside the study's ``root`` (symbolic links followed);
+    else one line: a tree sent for audit must not make audiorepro read, hash and copy into its
+    output a file from elsewhere on the machine (``root`` can name a folder that holds both)."""
+    resolved = path.resolve()
+    if not is_inside(root, resolved):
+        raise UserError(
+            f"{path} leads to {resolved}, outside the study's root {root.resolve()}; refused "
+            "(a root above both holds it)",
+            source=source,
+            key=key,
+        )
+    return resolved
+
+
 def expand(spec: RunPatternSpec, root: Path, source: Path, key: str) -> list[PatternRun]:
     """Every run of one ``[[runs]]`` table, in the pattern's order."""
     names = _check_parts(spec, source, key)
     choices = {part: list(values) for part, values in spec.values.items()}
     if spec.models is not None:
-        choices[spec.models.part] = _model_values(root, spec.models)
+        choices[spec.models.part] = _model_values(root, spec.models, source, key)
     runs = []
     for combo in itertools.product(*(choices[p] for p in names)):
         parts = dict(zip(names, combo, strict=True))
@@ -183,7 +199,9 @@ def expand(spec: RunPatternSpec, root: Path, source: Path, key: str) -> list[Pat
         metrics = {}
         for split, ref in spec.metrics.items():
             ref = FileAt(file=ref) if isinstance(ref, str) else ref
-            path = (folder / fill(ref.file, parts, {})).resolve()
+            path = in_root(
+                root, folder / fill(ref.file, parts, {}), source, f"{key}.metrics.{split}"
+            )
             if ref.optional and not path.exists():
                 continue
             at = None if ref.at is None else fill(ref.at, parts, {})
@@ -196,7 +214,10 @@ def expand(spec: RunPatternSpec, root: Path, source: Path, key: str) -> list[Pat
                 family=model if spec.family is None else fill(spec.family, parts, spec.labels),
                 attributes={k: fill(v, parts, spec.labels) for k, v in spec.attributes.items()},
                 metrics=metrics,
-                config=tuple((folder / fill(c, parts, {})).resolve() for c in spec.config),
+                config=tuple(
+                    in_root(root, folder / fill(c, parts, {}), source, f"{key}.config")
+                    for c in spec.config
+                ),
             )
         )
     return runs

@@ -153,7 +153,7 @@ from audiorepro.specs.published import (
     profiles_schema,
     tolerance_problem,
 )
-from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand
+from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand, in_root
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
@@ -1383,7 +1383,10 @@ def _gates(spec: ProbeStudyFile, source: Path) -> tuple[Gate, ...]:
     root = _required_path(source, "root", spec.root or ".", must_exist=False)
     for i, g in enumerate(spec.gate):
         check_gate_spec(g, source, f"gate[{i}]")
-    return tuple(Gate(g.name, (root / g.file).resolve(), g) for g in spec.gate)
+    return tuple(
+        Gate(g.name, in_root(root, root / g.file, source, f"gate[{i}].file"), g)
+        for i, g in enumerate(spec.gate)
+    )
 
 
 LOCK_SCHEMA = "audiorepro.lock/1"
