@@ -171,6 +171,9 @@ def test_a_split_reads_a_sub_table(tmp_path: Path) -> None:
     "edit, code, message",
     [
         (("m1", "a/b"), 2, "study.json: key 'models[0].id': expected a name without '/'"),
+        # A number or a bare item was also "a name without '/'": the message says what it is.
+        (("models", [{"id": 7}]), 2, "study.json: key 'models[0].id': is int; expected a name"),
+        (("models", ["m1"]), 2, "study.json: key 'models[0]': is str; expected a table with 'id'"),
         (
             ('id = "{phase}/{model}"', 'id = "{phase}/{size}"'),
             2,
@@ -188,12 +191,15 @@ def test_a_split_reads_a_sub_table(tmp_path: Path) -> None:
 def test_malformed_patterns(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    edit: tuple[str, str],
+    edit: tuple[str, Any],
     code: int,
     message: str,
 ) -> None:
     if edit[0] == "m1":
         study = _small_tree(tmp_path / "in", model_id=edit[1])
+    elif edit[0] == "models":
+        study = _small_tree(tmp_path / "in")
+        (tmp_path / "in" / "study.json").write_text(json.dumps({"models": edit[1]}))
     else:
         study = _small_tree(tmp_path / "in")
         study.write_text(study.read_text().replace(*edit))

@@ -133,9 +133,15 @@ def _model_values(root: Path, spec: ModelList, source: Path, key: str) -> list[s
                         source=path, key=spec.list)  # fmt: skip
     out = []
     for i, item in enumerate(items):
-        value = item.get(spec.field) if isinstance(item, dict) else None
+        if not isinstance(item, dict):
+            raise UserError(f"is {type(item).__name__}; expected a table with {spec.field!r}",
+                            source=path, key=f"{spec.list}[{i}]")  # fmt: skip
+        value = item.get(spec.field)
         where = f"{spec.list}[{i}].{spec.field}"
-        if not isinstance(value, str) or not _safe(value):
+        if not isinstance(value, str):
+            raise UserError(f"is {type(value).__name__}; expected a name (a folder of the tree)",
+                            source=path, key=where)  # fmt: skip
+        if not _safe(value):
             raise UserError("expected a name without '/' (a folder of the tree)", source=path,
                             key=where)  # fmt: skip
         out.append(value)
