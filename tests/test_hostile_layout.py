@@ -16,6 +16,7 @@ import pytest
 
 from audiorepro.cli import main
 from audiorepro.runner.probe_saved import _not_read
+from audiorepro.specs.gates import Gate, GateSpec, check_gate
 from tests.conftest import ROOT
 
 STUDY = ROOT / "studies" / "probe_published_layout.toml"
@@ -207,14 +208,10 @@ def test_a_missing_aliased_file_makes_the_study_incomplete(
     [
         ([], "jobs is empty: no record to check"),
         # Records without JobName are each their own group: a later one does not hide a
-        # failed one (both were grouped under "None"), nor a non-record job "0"'s attempt.
+        # failed one (both were grouped under "None").
         (
             [{"State": "FAILED", "ExitCode": "1:0"}, {"State": "COMPLETED", "ExitCode": "0:0"}],
             "jobs[0].State is 'FAILED', expected 'COMPLETED'",
-        ),
-        (
-            ["a text, not a record", {"JobName": "0", "State": "COMPLETED", "ExitCode": "0:0"}],
-            "jobs[0].State is None, expected 'COMPLETED'",
         ),
     ],
 )
@@ -267,3 +264,31 @@ def test_a_tree_file_outside_the_root_is_refused(
     # into the output (where it would be published with the report).
     study = _escape(tmp_path, how)
     _refused(study, capsys, f"key '{key}'", "outside the study's root", "refused")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "key", "what"),
+    [
+        ({"records": []}, "jobs", "is missing"),  # the list the study's `at` names is not there
+        ({"jobs": ["a text"]}, "jobs[0]", "is str"),  # an attempt that is no record
+    ],
+)
+def test_job_records_the_attempt_table_cannot_read_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: object, key: str, what: str
+) -> None:
+    # Both left the attempt table silently short ("no attempt" for a typo).
+    study = _copy(tmp_path)
+    (tmp_path / TREE.name / JOBS).write_text(json.dumps(jobs))
+    _refused(study, capsys, JOBS, f"key '{key}'", what, "expected the list of job attempts")
+
+
+def test_a_gate_item_that_is_no_record_is_not_hidden_by_a_job_named_by_its_index(
+    tmp_path: Path,
+) -> None:
+    # A study without `jobs` still gates the file: item 0 (no record) and job "0" were one group.
+    path = tmp_path / "audit.json"
+    path.write_text(json.dumps({"jobs": ["text", {"JobName": "0", "State": "COMPLETED"}]}))
+    spec = GateSpec(name="g", file="audit.json", each="jobs", final_by="JobName",
+                    equals={"State": "COMPLETED"})  # fmt: skip
+    result = check_gate(Gate("g", path, spec), tmp_path)
+    assert result.checked == 2 and result.problem == "jobs[0].State is None, expected 'COMPLETED'"

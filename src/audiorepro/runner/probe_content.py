@@ -177,17 +177,29 @@ def _cell(value: Any) -> Cell:
 def _jobs(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult, spec: JobsSpec) -> None:
     files = _Files(study)
     doc = files.doc(spec.file)
-    attempts = _field(doc, spec.at) if doc is not None else None
-    if attempts is not None and not isinstance(attempts, list):
-        raise UserError(
-            f"is {type(attempts).__name__}; expected the list of job attempts",
-            source=files.source(spec.file),
-            key=spec.at,
+    found = _field(doc, spec.at) if doc is not None else []
+    # A missing list, or an item that is no record, would leave the attempt table silently
+    # short (a typo in `at` read as "no attempt").
+    bad = (
+        (spec.at, found)
+        if not isinstance(found, list)
+        else next(
+            ((f"{spec.at}[{i}]", a) for i, a in enumerate(found) if not isinstance(a, dict)), None
         )
-    attempts = [a for a in attempts or [] if isinstance(a, dict)]
-    last: dict[str, int] = {}
+    )
+    if bad is not None:
+        raise UserError(
+            ("is missing" if bad[1] is None else f"is {type(bad[1]).__name__}")
+            + "; expected the list of job attempts (tables)",
+            source=files.source(spec.file),
+            key=bad[0],
+        )
+    attempts: list[dict[str, Any]] = found
+    last: dict[tuple[str, str], int] = {}
     for i, a in enumerate(attempts):
-        last[str(a.get(spec.final_by))] = i
+        # An attempt without the field is its own allocation (as the gates group them).
+        named = spec.final_by in a
+        last[("field", str(a[spec.final_by])) if named else ("index", str(i))] = i
     final = set(last.values())
     out.tables["job_attempts"] = Table(
         f"Every Slurm attempt ({study.content.files[spec.file].name}): repaired failures, "

@@ -341,6 +341,8 @@ def _call(func: str, arg: Any, kind: str | None) -> Any:
     if func == "tres":
         assert kind is not None
         return [_tres(x, kind) for x in arg] if isinstance(arg, list) else _tres(arg, kind)
+    if arg is None:  # a list not recorded (a missing key before [*]): so is its sum
+        return None
     if not isinstance(arg, list):
         raise ValueError(f"{func}() of one number; it takes a list ([*] or {{*split:...}})")
     known = [x for x in arg if x is not None]
