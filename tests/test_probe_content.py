@@ -13,6 +13,7 @@ import gzip
 import json
 import re
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -460,3 +461,28 @@ def test_every_element_of_the_module_report_appears(
     # The figures and the bundle's parts: heatmaps, history curves, the result manifest.
     assert 'class="chart heatmap"' in report and 'id="history"' in report
     assert {"derived", "result_manifest"} <= set(bundle)
+
+
+def test_the_documented_study_keys_are_the_bundled_studys(tmp_path: Path) -> None:
+    # docs/probe-layout.md shows `files`, `derived`, `note` and `[[gate]]` as excerpts of the
+    # bundled study (which the tests run): each excerpt must be what the study declares, so
+    # that a reader who copies one copies a tested declaration (labels and note texts aside).
+    page = (ROOT / "docs" / "probe-layout.md").read_text()
+    blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", page, re.S)]
+    study = tomllib.loads(STUDY.read_text())
+    keys = {k for b in blocks for k in b}
+    assert keys == {"gate", "files", "derived", "note"}, keys
+    for block in blocks:
+        for alias, path in block.get("files", {}).items():
+            assert study["files"][alias] == path, alias
+        for entry in block.get("derived", []):
+            declared = {
+                d["name"]: {k: v for k, v in d.items() if k != "label"} for d in study["derived"]
+            }
+            assert declared[entry["name"]] == entry, entry["name"]
+        for entry in block.get("note", []):
+            assert entry["text"] == "..."
+            shown = [{**n, "text": "..."} for n in study["note"]]
+            assert entry in shown, entry
+        for gate in block.get("gate", []):
+            assert gate in study["gate"], gate["name"]
