@@ -134,69 +134,6 @@ def table_html(table: Table, table_id: str) -> str:
     )
 
 
-def svg_lines(series: dict[str, list[float | None]], *, title: str, xlabels: list[str]) -> str:
-    """A small line chart (values in [0, 1]) as inline SVG."""
-    width, height, pad = 320, 180, 30
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
-    n = max((len(v) for v in series.values()), default=0)
-    step = (width - 2 * pad) / max(n - 1, 1)
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(title)}"><title>{_e(title)}</title>',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>',
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#999"/>',
-        f'<text x="{pad - 4}" y="{pad + 3}" text-anchor="end">1</text>',
-        f'<text x="{pad - 4}" y="{height - pad + 3}" text-anchor="end">0</text>',
-    ]
-    for i, label in enumerate(xlabels):
-        parts.append(
-            f'<text x="{pad + i * step:.1f}" y="{height - pad + 14}" text-anchor="middle">{_e(label)}</text>'
-        )
-    for c, (name, values) in enumerate(series.items()):
-        points = [
-            f"{pad + i * step:.1f},{height - pad - v * (height - 2 * pad):.1f}"
-            for i, v in enumerate(values)
-            if v is not None
-        ]
-        color = colors[c % len(colors)]
-        parts.append(
-            f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(points)}"/>'
-        )
-        parts.append(
-            f'<text x="{width - pad}" y="{pad + 12 * c}" fill="{color}" text-anchor="end">{_e(name)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def svg_bars(
-    values: list[float], labels: list[str], *, title: str, lo: float = 0.0, hi: float = 1.0
-) -> str:
-    """A bar chart of values in ``[lo, hi]`` as inline SVG."""
-    width, height, pad = max(160, 24 * len(values) + 60), 180, 30
-    step = (width - 2 * pad) / max(len(values), 1)
-    span = hi - lo if hi > lo else 1.0
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(title)}"><title>{_e(title)}</title>',
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#999"/>',
-        f'<text x="{pad - 4}" y="{pad + 3}" text-anchor="end">{hi:g}</text>',
-        f'<text x="{pad - 4}" y="{height - pad + 3}" text-anchor="end">{lo:g}</text>',
-    ]
-    for i, (v, label) in enumerate(zip(values, labels, strict=True)):
-        h = max(0.0, min(1.0, (v - lo) / span)) * (height - 2 * pad)
-        x = pad + i * step + 2
-        parts.append(
-            f'<rect x="{x:.1f}" y="{height - pad - h:.1f}" width="{max(step - 4, 1):.1f}" '
-            f'height="{h:.1f}" fill="#1f77b4"><title>{_e(label)}: {v:.6f}</title></rect>'
-        )
-        parts.append(
-            f'<text x="{x + step / 2 - 2:.1f}" y="{height - pad + 12}" text-anchor="middle">{i + 1}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def _summary(bundle: Mapping[str, Any]) -> str:
     v = bundle["verification"]
     counts = v["golden"]["counts"]
