@@ -50,6 +50,8 @@ class ContentResult:
     heatmaps: list[str] = field(default_factory=list)
     derived: list[DerivedRecord] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: the aliased files as read for these tables (the notes read the same documents)
+    files: _Files | None = None
 
 
 class _Files:
@@ -99,8 +101,7 @@ def _ratio(value: float | None, of: float | None) -> Cell:
     return f"{value:g}/{of:g}"
 
 
-def _derived(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult) -> None:
-    files = _Files(study)
+def _derived(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult, files: _Files) -> None:
     records: list[DerivedRecord] = []
     for d in study.content.derived:
         scopes = [(r["id"], r) for r in runs] if d.per_run else [("", None)]
@@ -174,8 +175,9 @@ def _cell(value: Any) -> Cell:
     return json.dumps(value, sort_keys=True)
 
 
-def _jobs(study: ProbeStudy, runs: list[ProbeRun], out: ContentResult, spec: JobsSpec) -> None:
-    files = _Files(study)
+def _jobs(
+    study: ProbeStudy, runs: list[ProbeRun], out: ContentResult, spec: JobsSpec, files: _Files
+) -> None:
     doc = files.doc(spec.file)
     found = _field(doc, spec.at) if doc is not None else []
     # A missing list, or an item that is no record, would leave the attempt table silently
@@ -519,10 +521,9 @@ def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> Non
         )
 
 
-def _class_labels(study: ProbeStudy, out: ContentResult) -> None:
+def _class_labels(study: ProbeStudy, out: ContentResult, files: _Files) -> None:
     assert study.content.class_labels is not None
     alias, path = study.content.class_labels
-    files = _Files(study)
     doc = files.doc(alias)
     names = None if doc is None else _field(doc, path)
     if names is None:
@@ -541,8 +542,7 @@ def _class_labels(study: ProbeStudy, out: ContentResult) -> None:
     )
 
 
-def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult) -> None:
-    files = _Files(study)
+def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult, files: _Files) -> None:
     doc = files.doc(spec.file)
     items = None if doc is None else _field(doc, spec.at)
     if items is None:
@@ -567,19 +567,21 @@ def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult) -> None:
 
 def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
     """Everything above that the study declares (nothing when it declares none of it)."""
-    out = ContentResult()
+    # Each aliased file is read and parsed once for every section (and the notes).
+    files = _Files(study)
+    out = ContentResult(files=files)
     c = study.content
-    _derived(study, runs, out)
+    _derived(study, runs, out, files)
     if c.jobs is not None:
-        _jobs(study, runs, out, c.jobs)
+        _jobs(study, runs, out, c.jobs, files)
     for spec in c.acted:
         _acted(runs, spec, out)
     if c.history is not None:
         _history(runs, c.history, out)
     if c.class_labels is not None:
-        _class_labels(study, out)
+        _class_labels(study, out, files)
     for listing in c.listings:
-        _listing(study, listing, out)
+        _listing(study, listing, out, files)
     out.manifest = {
         "runs": len(runs),
         "run_ids": [r["id"] for r in runs],
@@ -606,12 +608,14 @@ def figures_html(result: ContentResult) -> list[tuple[str, str]]:
     return out
 
 
-def attach_notes(study: ProbeStudy, tables: Mapping[str, Table]) -> dict[str, Table]:
+def attach_notes(
+    study: ProbeStudy, tables: Mapping[str, Table], files: _Files | None = None
+) -> dict[str, Table]:
     """Each ``[[note]]`` under the table it explains: ``panel:<split>`` under each matching
     run's panel; a note with ``when`` only where that saved value is true. A note naming a
     table the report does not have is exit 2."""
     out = dict(tables)
-    files = _Files(study)
+    files = files if files is not None else _Files(study)
     for i, note in enumerate(study.content.notes):
         # The table is checked before `when`: a misnamed table must not pass unseen while
         # its saved flag happens to be false.

@@ -155,7 +155,7 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         if parity["cells"] or parity["reference"]:
             tables["metric_parity_summary"] = parity_summary_table(parity)
             tables["metric_parity"] = parity_table(parity)
-        return attach_notes(study, tables)
+        return attach_notes(study, tables, state.content.files)
 
     def bundle_part(
         self, state: ProbeState, golden: Summary, tables: dict[str, Table]
