@@ -35,6 +35,7 @@ from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.outputs import DerivedRecord, ProbeRun
 from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
+from audiorepro.specs.gates import final_items
 from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
 from audiorepro.specs.study import ProbeStudy
 
@@ -197,12 +198,7 @@ def _jobs(
             key=bad[0],
         )
     attempts: list[dict[str, Any]] = found
-    last: dict[tuple[str, str], int] = {}
-    for i, a in enumerate(attempts):
-        # An attempt without the field is its own allocation (as the gates group them).
-        named = spec.final_by in a
-        last[("field", str(a[spec.final_by])) if named else ("index", str(i))] = i
-    final = set(last.values())
+    final = set(final_items(attempts, spec.final_by))  # as the gates pick them
     out.tables["job_attempts"] = Table(
         f"Every Slurm attempt ({study.content.files[spec.file].name}): repaired failures, "
         "replacements and final receipts",

@@ -82,14 +82,25 @@ def _items(doc: Any, gate: GateSpec) -> list[tuple[str, Any]]:
     if not items:
         # "every final attempt COMPLETED" over no attempt would pass having checked nothing.
         raise ValueError(f"{gate.each} is empty: no record to check")
-    final: dict[tuple[str, str], int] = {}
+    final = final_items(items, gate.final_by)
+    return [(format_path(doc, (*found[0], i)) + ".", items[i]) for i in final]
+
+
+def final_items(items: list[Any], final_by: str | None) -> list[int]:
+    """The indices of the last item of each group of equal ``final_by`` (every index without
+    it), in order: Slurm's final attempt of each job name.
+
+    A record without the field is its own group: it never shadows, nor is shadowed by, a
+    record whose field happens to equal its index.
+
+    >>> final_items([{"J": "a"}, {"J": "b"}, {"J": "a"}, {}, "text"], "J")
+    [1, 2, 3, 4]
+    """
+    last: dict[tuple[str, str], int] = {}
     for i, item in enumerate(items):
-        named = isinstance(item, dict) and gate.final_by is not None and gate.final_by in item
-        # A record without the field is its own group: it never shadows, nor is shadowed by,
-        # a record whose field happens to equal its index.
-        key = ("field", str(item[gate.final_by])) if named else ("index", str(i))
-        final[key] = i  # the last item of its group wins
-    return [(format_path(doc, (*found[0], i)) + ".", items[i]) for i in sorted(final.values())]
+        named = isinstance(item, dict) and final_by is not None and final_by in item
+        last[("field", str(item[final_by])) if named else ("index", str(i))] = i
+    return sorted(last.values())
 
 
 def _problem(where: str, item: Any, gate: GateSpec) -> str | None:
