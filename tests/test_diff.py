@@ -7,6 +7,7 @@ comparison's bounds; the runs that extract with tiny models are in ``test_diff_r
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -41,9 +42,15 @@ def read_bundle(out: Path) -> dict[str, Any]:
 
 
 def write_bundle(out: Path, bundle: dict[str, Any]) -> None:
-    """Rewrite a run's bundle as a run that recorded these values would have."""
+    """Rewrite a run's bundle as a run that recorded these values would have (its hash in
+    the manifest too: ``diff`` compares only folders that hold what their run wrote)."""
     data = json.dumps(bundle, sort_keys=True).encode()
     (out / "bundle.json.gz").write_bytes(gzip.compress(data, mtime=0))
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["outputs"]["bundle.json.gz"] = hashlib.sha256(
+        (out / "bundle.json.gz").read_bytes()
+    ).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest))
 
 
 def diff(a: Path, b: Path, *args: str) -> int:
@@ -94,7 +101,7 @@ def test_rerun_is_identical_and_another_thread_count_moves_nothing(
     assert diff(synthetic, tmp_path / "again") == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].endswith(": identical")
-    assert re.search(r"threads +run: .*OMP_NUM_THREADS.*: moved nothing", out)
+    assert re.search(r"threads +run: .*OMP_NUM_THREADS.*: moved nothing", out, re.S)
     assert "0 of " in out
 
 
@@ -126,11 +133,12 @@ def test_a_bumped_definitions_version_names_definitions(
     assert diff(synthetic, b, "--json", str(tmp_path / "d.json")) == 1
     out = capsys.readouterr().out
     assert out.splitlines()[0].endswith(": changed, explained")
-    assert re.search(r"definitions +run: 1 -> 2: moved 1 number\(s\), largest \|delta\| 0.25", out)
+    assert re.search(r"definitions +run: 1 -> 2: moved 2 number\(s\), largest \|delta\| 1", out)
     doc = json.loads((tmp_path / "d.json").read_text())
     moved = [n for n in doc["numbers"] if n["verdict"] != "identical"]
-    assert [(n["path"], n["causes"]) for n in moved] == [
-        ("five/metrics/t2a/map", ["run:definitions"])
+    assert [(n["path"], n["causes"]) for n in moved] == [  # the version is a number too
+        ("definitions_version", ["run:definitions"]),
+        ("five/metrics/t2a/map", ["run:definitions"]),
     ]
 
 
@@ -275,8 +283,6 @@ def test_a_probe_study_whose_saved_file_changed_names_inputs_of_that_run(
     record["burst_end_mae_s"] += 0.01
     saved.write_text(json.dumps(record))
     text = (inputs / "study.toml").read_text()
-    import hashlib
-
     text = text.replace(
         hashlib.sha256(old).hexdigest(), hashlib.sha256(saved.read_bytes()).hexdigest()
     )
@@ -385,7 +391,10 @@ def test_a_bundle_alone_is_compared_with_the_top_level_study_of_a_folder(
     folder = copy_run(synthetic, tmp_path, "nested")
     shutil.copytree(probe_run[1], folder / "probe")
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["outputs"]["probe/bundle.json.gz"] = "0" * 64
+    for path in sorted((folder / "probe").rglob("*")):  # as a run with a nested study writes
+        if path.is_file() and "cache" not in path.relative_to(folder).parts:
+            rel = path.relative_to(folder).as_posix()
+            manifest["outputs"][rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     (folder / "manifest.json").write_text(json.dumps(manifest))
     both = load_run(folder).view
     assert any(p.startswith("probe/clap-linear/legacy/") for p in both.numbers)
@@ -409,3 +418,183 @@ def test_counts_of_ranks_follow_the_cell_tier_and_counts_of_inputs_are_exact(
     assert numbers["five/n_clips"].tier == "a" and numbers["five/metrics/t2a/r@1"].tier == "b"
     assert "run:hardware" in numbers["five/metrics/t2a/r@1"].depends_on
     assert {n.tier for p, n in numbers.items() if p.startswith("one/")} == {"a"}
+
+
+# ---------------------------------------------------------------- verified ground (issue 35)
+
+
+def test_a_tampered_folder_is_not_compared_and_its_file_is_named(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A table edited after its run, and a bundle number edited without its manifest: the
+    folder fails its manifest, so the verdict is that (exit 1), never ``identical``."""
+    b = copy_run(synthetic, tmp_path)
+    table = next(iter(sorted((b / "tables").glob("*.csv"))))
+    table.write_text(table.read_text() + "edited,1\n")
+    capsys.readouterr()
+    assert diff(synthetic, b, "--json", str(tmp_path / "d.json")) == 1
+    out = capsys.readouterr().out
+    rel = table.relative_to(b).as_posix()
+    assert f"NOT COMPARED: {b} fails its manifest: {rel}: SHA-256 differs" in out
+    assert "identical" not in out and "DEFECT" not in out
+    assert not (tmp_path / "d.json").exists()  # nothing compared, nothing written
+    c = copy_run(synthetic, tmp_path, "c")
+    bundle = read_bundle(c)
+    bundle["cells"][0]["metrics"]["t2a"]["r@1"] += 0.5
+    (c / "bundle.json.gz").write_bytes(gzip.compress(json.dumps(bundle).encode(), mtime=0))
+    assert diff(c, synthetic) == 1
+    assert f"{c} fails its manifest: bundle.json.gz: SHA-256" in capsys.readouterr().out
+
+
+def test_a_folder_whose_signature_fails_under_key_is_not_compared(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --key, each folder must be signed by it: an unsigned one is named."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    public = Ed25519PrivateKey.generate().public_key()
+    key = tmp_path / "key.pub.pem"
+    key.write_bytes(
+        public.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    capsys.readouterr()
+    assert diff(synthetic, synthetic, "--key", str(key)) == 1
+    out = capsys.readouterr().out
+    assert "fails its manifest: attestation.intoto.json: missing" in out
+
+
+def _pools(out: Path, pools: list[dict[str, Any]]) -> None:
+    """Record these BLAS thread pools in OUT's manifest (the manifest lists no hash of
+    itself), in this order."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["environment"]["blas"]["threadpools"] = pools
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+POOLS = [
+    {"architecture": "SkylakeX", "internal_api": "openblas", "num_threads": 2,
+     "user_api": "blas", "version": "0.3.30"},
+    {"architecture": "Cooperlake", "internal_api": "openblas", "num_threads": 2,
+     "user_api": "blas", "version": "0.3.23.dev"},
+]  # fmt: skip
+
+
+def test_thread_pools_in_another_import_order_are_no_cause_and_a_move_stays_unexplained(
+    synthetic: Path, tmp_path: Path
+) -> None:
+    """threadpoolctl lists pools in import order, which differs between two runs on one
+    machine: compared as a set, so the runs differ in nothing, and a number that moved is
+    ``changed, unexplained`` (a bug), never blamed on another machine."""
+    a, b = copy_run(synthetic, tmp_path, "a"), copy_run(synthetic, tmp_path, "b")
+    _pools(a, POOLS)
+    _pools(b, POOLS[::-1])
+    assert diff(a, b, "--json", str(tmp_path / "d.json")) == 0
+    assert json.loads((tmp_path / "d.json").read_text())["causes"] == []
+    bundle = read_bundle(b)
+    bundle["cells"][0]["model_meta"] = {"model": "m", "weights_sha256": {"w.pt": "a" * 64}}
+    write_bundle(b, bundle)  # now tier b: it depends on the machine
+    bundle_a = read_bundle(a)
+    bundle_a["cells"][0]["model_meta"] = bundle["cells"][0]["model_meta"]
+    write_bundle(a, bundle_a)
+    bundle["cells"][0]["metrics"]["t2a"]["r@1"] += 0.001
+    write_bundle(b, bundle)
+    assert diff(a, b, "--json", str(tmp_path / "d.json")) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, unexplained" and doc["causes"] == []
+
+
+def test_values_in_causes_are_shown_whole(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = copy_run(synthetic, tmp_path)
+    manifest = json.loads((b / "manifest.json").read_text())
+    cpu = "CPU " + " ".join(f"flag{i}" for i in range(80)) + " END"
+    manifest["environment"]["cpu"] = cpu
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert diff(synthetic, b, "--json", str(tmp_path / "d.json")) == 0
+    out = capsys.readouterr().out
+    assert "..." not in out
+    words = [w.strip('",{}:') for line in out.splitlines() for w in line.split()]
+    assert all(f"flag{i}" in words for i in range(80)) and "END" in words
+    assert max(len(line) for line in out.splitlines() if "flag" in line) <= 100  # wrapped
+    (hardware,) = [c for c in json.loads((tmp_path / "d.json").read_text())["causes"]
+                   if c["kind"] == "hardware"]  # fmt: skip
+    assert cpu in hardware["b"]
+
+
+def test_every_number_of_the_typed_view_is_compared() -> None:
+    """diff's numbers are the kind's typed view: every number of the bundle, once."""
+    from audiorepro.runner.kinds import typed_numbers
+
+    bundle = _zeroshot_bundle()
+    view = bundle_view(bundle, typed=typed_numbers)
+    assert len(view.numbers) == len(list(typed_numbers(bundle)))
+    assert bundle_view(bundle).numbers.keys() == view.numbers.keys()
+
+
+@pytest.fixture(scope="module")
+def layout_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The probe layout study (derived numbers, a result manifest, no predictions), run once
+    from a copy of its tree; returns (the copy's study file, OUT)."""
+    from tests.test_probe_layout import STUDY, TREE
+
+    work = tmp_path_factory.mktemp("layout")
+    shutil.copytree(TREE, work / TREE.name)
+    shutil.copy(STUDY, work / STUDY.name)
+    out = work / "layout-out"
+    assert main(["reproduce", str(work / STUDY.name), "--out", str(out)]) == 0
+    return work / STUDY.name, out
+
+
+def test_two_runs_of_one_command_on_one_machine_have_no_cause(
+    layout_run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    study, base = layout_run
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "again")]) == 0
+    assert diff(base, tmp_path / "again", "--json", str(tmp_path / "d.json")) == 0
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "identical" and doc["causes"] == []
+    paths = {n["path"] for n in doc["numbers"]}
+    assert any(p.startswith("derived/") for p in paths)
+    assert any(p.startswith("result_manifest/") for p in paths)
+
+
+def test_a_moved_derived_number_names_its_file(
+    layout_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A job's ElapsedRaw times 10 and the training SD times 3, rerun: tracked GPU-hours and
+    every CPS normalized MAE move, each with the file it is derived from as its cause."""
+    study, base = layout_run
+    work = tmp_path / "work"
+    shutil.copytree(study.parent, work, ignore=shutil.ignore_patterns("layout-out"))
+    jobs = work / "probe_published_layout" / "consolidated_benchmark" / "job_audit.json"
+    record = json.loads(jobs.read_text())
+    record["jobs"][2]["ElapsedRaw"] *= 10
+    jobs.write_text(json.dumps(record))
+    norm = work / "probe_published_layout" / "release" / "training_normalization.json"
+    sd = json.loads(norm.read_text())
+    sd["cps_std"] *= 3
+    norm.write_text(json.dumps(sd))
+    assert main(["reproduce", str(work / study.name), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert diff(base, tmp_path / "b", "--json", str(tmp_path / "d.json")) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, explained"
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    jobs_key = "probe_published_layout/consolidated_benchmark/job_audit.json:inputs"
+    norm_key = "probe_published_layout/release/training_normalization.json:inputs"
+    gpu = moved["derived/1/values/"]  # gpu_hours, the study's second [[derived]]
+    assert gpu["b"] > gpu["a"] and jobs_key in gpu["causes"] and norm_key not in gpu["causes"]
+    cps = [n for p, n in moved.items() if p.startswith("derived/0/values/")]
+    assert len(cps) == 10
+    for n in cps:
+        assert abs(n["b"] * 3 - n["a"]) < 1e-9 and norm_key in n["causes"], n
+        assert jobs_key not in n["causes"]
+    assert any(p.startswith("result_manifest/") and jobs_key in n["causes"]
+               for p, n in moved.items())  # fmt: skip
+    out = capsys.readouterr().out
+    assert "consolidated_benchmark/job_audit.json" in out and "DEFECT" not in out

@@ -346,3 +346,35 @@ def test_published_values_by_key_path_are_verified_against_the_tree(tmp_path: Pa
         "history:[epoch=3].validation.loss": "PASS",
         "adapter_crema:metrics.accuracy": "FAIL",
     }
+
+
+def test_the_verdict_names_what_it_rests_on_and_every_table_shows_leaders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No run of the layout study has predictions: its verdict rests on completion and the
+    gates, says so with their counts, and claims nothing recomputed; the terminal summary
+    and ``verify OUT`` show the task leaders (no empty table), the verdict last."""
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["reproduce", str(STUDY), "--out", str(out)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(said) if "probe-published-layout: PASSED" in line)
+    table = said[head + 1 :]
+    assert table[0].split() == ["task", "metric", "leader", "value"]
+    run, best = _expected_crema(TREE)
+    assert any(run in line and f"{best:.4f}" in line for line in table), table
+    page = (out / "report.html").read_text()
+    summary = page[page.index('id="summary"') : page.index("</div>", page.index('id="summary"'))]
+    assert "recomputed from the predictions" not in summary
+    gates = 2  # the workflow's and Slurm's records
+    assert f"Rests on: completion of 10 declared run(s), {gates} gate(s), 0 number(s)" in summary
+    assert _bundle(out)["verification"]["rests_on"] == {
+        "completion": 10, "gates": gates, "parity": 0, "published": 0,
+    }  # fmt: skip
+    assert not (out / "tables" / "leaders.csv").exists()
+    assert "<tbody></tbody>" not in page  # no empty table
+    assert main(["verify", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("PASS  0 passed, 0 failed, 0 not verified; checked ")
+    assert f"completion 10 run(s), gates {gates}" in lines[-1]
+    assert any(run in line for line in lines[:-1])

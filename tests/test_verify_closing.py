@@ -1,5 +1,6 @@
-"""``verify OUT`` ends, after its verdict, with the headline numbers of each study of the
-folder, as ``reproduce`` does (:func:`audiorepro.cli.closing.say_folder_results`)."""
+"""``verify OUT`` shows the headline numbers of each study of the folder, as ``reproduce``
+does (:func:`audiorepro.cli.closing.say_folder_results`), above its verdict: the last line is
+the verdict (``| tail -1``), as docs/studies.md says."""
 
 from __future__ import annotations
 
@@ -20,25 +21,25 @@ def _verify(out: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[st
     return code, captured.out.splitlines(), captured.err
 
 
-def test_verify_ends_with_the_results_table(
+def test_verify_ends_with_its_verdict_after_the_results_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
     assert main(["reproduce", str(_dump_study(tmp_path)), "--out", str(out)]) == 0
     code, lines, _ = _verify(out, capsys)
     assert code == 0
-    verdict = next(i for i, line in enumerate(lines) if line.startswith("PASS  "))
-    assert lines[verdict + 1] == "core: results (bundle.json.gz)"
+    assert lines[-1].startswith("PASS  ")
+    table = lines.index("core: results (bundle.json.gz)")
     assert (
-        lines[verdict + 2].split()
+        lines[table + 1].split()
         == "cell t2a R@1 t2a R@10 t2a mAP@10 a2t R@1 a2t R@10 a2t mAP@10".split()
     )
     metrics = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))["cells"][0][
         "metrics"
     ]
     expected = [f"{metrics[d][m]:.4f}" for d in ("t2a", "a2t") for m in ("r@1", "r@10", "map@10")]
-    assert lines[verdict + 3].split() == ["s/1cap", *expected]
-    assert len(lines) == verdict + 4
+    assert lines[table + 2].split() == ["s/1cap", *expected]
+    assert table + 3 <= len(lines) - 1
 
 
 def test_a_damaged_bundle_fails_verify_without_a_table(

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal, Protocol, get_args
 
+from audiorepro.checks.numbers import NumberRecord as TypedRecord
+from audiorepro.checks.numbers import numeric_leaves, readable
 from audiorepro.checks.tiers import Tier
 from audiorepro.metrics.profiles import find_profile
 
@@ -156,106 +159,214 @@ def _keys(cell: str, kinds: Sequence[str], *, tier: Tier) -> frozenset[str]:
     return frozenset(own | run)
 
 
-def _record(
-    cell: str, path: str, value: Number, kinds: Sequence[str], tier: Tier, **rule: Any
-) -> NumberRecord:
-    if isinstance(value, int) and rule.get("rule") != "ranks":
-        tier = "a"  # a count of clips, captions, samples: exact on every machine
-    return NumberRecord(
-        path=f"{cell}/{path}",
-        cell=cell,
-        value=value,
-        higher_is_better=higher_is_better(path),
-        tier=tier,
-        depends_on=_keys(cell, kinds, tier=tier),
-        **(rule if tier == "b" else {}),
-    )
+class TypedNumber(Protocol):
+    """A number of the one typed view (:class:`audiorepro.checks.numbers.NumberRecord`, what a
+    study kind's ``numbers`` yields): the comparison reads these fields."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def where(self) -> tuple[str | int, ...]: ...
+    @property
+    def value(self) -> float | int: ...
+    @property
+    def direction(self) -> Literal["higher", "lower"] | None: ...
+
+
+#: A bundle's typed view: every number, as its kind's ``numbers`` yields them.
+TypedView = Callable[[Mapping[str, Any]], Iterable[TypedNumber]]
+#: Where a number of a bundle part that no cell owns is said to be (the leaders, derived
+#: numbers, result manifests, parity rows, counts): it depends on every cell and run.
+STUDY_CELL: Final = "(study)"
+#: The bundle parts that hold one entry per cell (retrieval, zero-shot) or run (probe).
+_PER_CELL: Final = ("cells", "runs")
+
+
+def plain_view(bundle: Mapping[str, Any]) -> Iterator[TypedRecord]:
+    """Every number of ``bundle`` under the typed view's paths (cells and runs by id), for a
+    bundle read without its kind (:func:`bundle_view` is normally handed the kind's view)."""
+    for where, value in numeric_leaves(bundle):
+        head = where[0]
+        if head in _PER_CELL and len(where) > 1 and isinstance(where[1], int):
+            entry = bundle[str(head)][where[1]]
+            path = f"{head}/{entry['id']}/{readable(where[2:])}" if len(where) > 2 else ""
+        else:
+            path = readable(where)
+        yield TypedRecord(path.rstrip("/"), where, value, None, None)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """How a number is compared: its cell, tier, rule and what it depends on."""
+
+    cell: str
+    tier: Tier
+    depends_on: frozenset[str]
+    rule: str | None = None
+    metric: str = ""
+    float32: bool = False
+
+
+def _extracted(cell: Mapping[str, Any]) -> bool:
+    return "weights_sha256" in (cell.get("model_meta") or {})
+
+
+def _every(bundle: Mapping[str, Any], kinds: Sequence[str], extra: Sequence[str] = ()) -> _Part:
+    """A number no cell owns: it depends on every cell's (or run's) identities, and on the
+    run's environment when any cell is tier b (the tier of a whole-study number is the
+    worst of its cells')."""
+    cells = [c for key in _PER_CELL for c in bundle.get(key, [])]
+    tier: Tier = "b" if any(_extracted(c) for c in cells) else "a"
+    keys = frozenset().union(*(_keys(str(c["id"]), kinds, tier=tier) for c in cells))
+    return _Part(STUDY_CELL, tier, keys | _keys("run", (), tier=tier) | frozenset(extra))
+
+
+def _retrieval_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A retrieval number: a cell's metric (tier a over a shipped dump, b over an extracted
+    one; the laion-clap profile's float32 logits b always), its rank counts (rank rule),
+    its input counts (tier a); a paired difference depends on both cells."""
+    if where[0] == "paired_bootstrap" and len(where) > 2 and isinstance(where[1], int):
+        pair = bundle["paired_bootstrap"][where[1]]
+        a, b = str(pair["a"]), str(pair["b"])
+        cells = {str(c["id"]): c for c in bundle["cells"]}
+        tier: Tier = "b" if any(_extracted(cells.get(x, {})) for x in (a, b)) else "a"
+        deps = _keys(a, _CELL_KINDS, tier=tier) | _keys(b, _CELL_KINDS, tier=tier)
+        return _Part(f"{a} | {b}", tier, deps, rule="ranks")
+    if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
+        return _every(bundle, _CELL_KINDS)
+    cell = bundle["cells"][where[1]]
+    cid, below = str(cell["id"]), where[2:]
+    tier = "b" if _extracted(cell) else "a"
+    head = below[0]
+    rest = "/".join(map(str, below[1:]))
+    if head == "metrics":
+        return _Part(cid, tier, _keys(cid, _CELL_KINDS, tier=tier), "retrieval", rest)
+    if head == "profiles" and len(below) > 2:
+        declared = find_profile(str(below[1]))  # its tier rule, as checks.tiers reads it
+        own = declared is not None and declared.float32_scores
+        tier = "b" if own else tier
+        name = "/".join(map(str, below[2:]))
+        return _Part(cid, tier, _keys(cid, _CELL_KINDS, tier=tier), "retrieval", name, own)
+    if head == "curves" and len(below) == 3 and isinstance(below[2], int):
+        metric = f"{below[1]}/r@{below[2] + 1}"
+        return _Part(cid, tier, _keys(cid, _CELL_KINDS, tier=tier), "retrieval", metric)
+    if head in ("intervals", "rank_histogram", "ties"):
+        return _Part(cid, tier, _keys(cid, _CELL_KINDS, tier=tier), "ranks")
+    # input counts, settings: exact on every machine
+    return _Part(cid, "a", _keys(cid, _CELL_KINDS, tier="a"))
+
+
+def _zeroshot_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A zero-shot number: a cell's metric tier b (the embeddings are extracted here, rank
+    rule), its counts and settings tier a."""
+    if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
+        return _every(bundle, _CELL_KINDS)
+    cid = str(bundle["cells"][where[1]]["id"])
+    if where[2] == "metrics":
+        return _Part(cid, "b", _keys(cid, _CELL_KINDS, tier="b"), "ranks")
+    return _Part(cid, "a", _keys(cid, _CELL_KINDS, tier="a"))
+
+
+_ALIAS = re.compile(r"\{\*?([A-Za-z_][A-Za-z0-9_-]*):")
+
+
+def file_key(rel: str) -> str:
+    """The identity key of a file a study names (its path as the manifest names it)."""
+    return f"{rel}:inputs"
+
+
+def _probe_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A probe number (tier a: float64 over the shipped files, order-fixed sums): a run's
+    depends on its own files and config; a derived number on the files its formula names
+    (and, per run, that run's); the result manifest, leaders and means on every run and
+    every aliased file."""
+    files = (bundle.get("study") or {}).get("files") or {}
+    every_file = [file_key(str(f["path"])) for f in files.values()]
+    if where[0] == "runs" and len(where) > 2 and isinstance(where[1], int):
+        rid = str(bundle["runs"][where[1]]["id"])
+        return _Part(rid, "a", _keys(rid, ("inputs",), tier="a"))
+    if where[0] == "derived" and len(where) > 1 and isinstance(where[1], int):
+        entry = bundle["derived"][where[1]]
+        text = f"{entry.get('formula', '')} {entry.get('of') or ''}"
+        named = [file_key(str(files[a]["path"])) for a in _ALIAS.findall(text) if a in files]
+        values = entry.get("per_run") and len(where) > 3 and where[2] in ("values", "of_values")
+        if values and str(where[3]) in {str(r["id"]) for r in bundle["runs"]}:
+            rid = str(where[3])
+            return _Part(rid, "a", _keys(rid, ("inputs",), tier="a") | frozenset(named))
+        return _every(bundle, ("inputs",), named)
+    return _every(bundle, ("inputs",), every_file)
+
+
+def _numbers(
+    bundle: Mapping[str, Any],
+    typed: Iterable[TypedNumber] | None,
+    part: Callable[[Mapping[str, Any], tuple[str | int, ...]], _Part],
+) -> list[NumberRecord]:
+    """Every number of the typed view (``typed``, else :func:`plain_view`), as compared:
+    a cell's (or run's) under its id, a study-level one under its path in the bundle."""
+    out = []
+    for number in plain_view(bundle) if typed is None else typed:
+        p = part(bundle, number.where)
+        path = number.path
+        if number.where[0] in _PER_CELL and p.cell != STUDY_CELL:
+            path = path.split("/", 1)[1]  # cells/<id>/... -> <id>/...
+        tier = p.tier
+        if isinstance(number.value, int) and p.rule != "ranks":
+            tier = "a"  # a count of clips, captions, samples: exact on every machine
+        better = {"higher": True, "lower": False}.get(number.direction or "")
+        out.append(
+            NumberRecord(
+                path=path,
+                cell=p.cell,
+                value=number.value,
+                higher_is_better=higher_is_better(path) if better is None else better,
+                tier=tier,
+                depends_on=p.depends_on if tier == p.tier else _demote(p),
+                rule=p.rule if tier == "b" else None,
+                metric=p.metric if tier == "b" else "",
+                float32=p.float32 and tier == "b",
+            )
+        )
+    return out
+
+
+def _demote(p: _Part) -> frozenset[str]:
+    """A tier-a count of a tier-b cell does not depend on the machine."""
+    return frozenset(k for k in p.depends_on if k.rpartition(":")[2] not in ENVIRONMENT)
 
 
 _CELL_KINDS: Final = ("weights", "preprocessing", "inputs", "software")
 
 
-def _retrieval_cell(cell: Mapping[str, Any]) -> Iterator[NumberRecord]:
-    cid = str(cell["id"])
-    extracted = "weights_sha256" in cell.get("model_meta", {})
-    tier: Tier = "b" if extracted else "a"
-    for direction, values in cell.get("metrics", {}).items():
-        for name, v in leaves(values):
-            m = f"{direction}/{name}"
-            yield _record(cid, f"metrics/{m}", v, _CELL_KINDS, tier, rule="retrieval", metric=m)
-    for profile, values in cell.get("profiles", {}).items():
-        declared = find_profile(profile)  # its tier rule, as checks.tiers reads it
-        own = declared is not None and declared.float32_scores
-        for name, v in leaves(values):
-            yield _record(
-                cid, f"profiles/{profile}/{name}", v, _CELL_KINDS, "b" if own else tier,
-                rule="retrieval", metric=name, float32=own,
-            )  # fmt: skip
-    for direction, curve in cell.get("curves", {}).items():
-        for k, v in enumerate(curve, start=1):
-            m = f"{direction}/r@{k}"
-            yield _record(cid, f"curves/{m}", v, _CELL_KINDS, tier, rule="retrieval", metric=m)
-    for group in ("intervals", "rank_histogram", "ties"):
-        for name, v in leaves(cell.get(group, {})):
-            yield _record(cid, f"{group}/{name}", v, _CELL_KINDS, tier, rule="ranks")
-    for name in ("n_clips", "n_captions", "captions_per_clip"):
-        if name in cell:
-            yield _record(cid, name, cell[name], _CELL_KINDS, "a")
-
-
-def flatten_retrieval(bundle: Mapping[str, Any]) -> list[NumberRecord]:
-    """Every number of a retrieval bundle (``audiorepro.bundle/1``).
+def flatten_retrieval(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
+    """Every number of a retrieval bundle (``audiorepro.bundle/1``), from its typed view.
 
     A cell's numbers are tier a over a shipped dump and tier b over an extracted one (its
     vectors follow the CPU); the ``laion-clap`` profile is tier b always, counts tier a
-    (:func:`audiorepro.checks.tiers.tier_cell`). The paired bootstrap depends on both cells.
+    (:func:`audiorepro.checks.tiers.tier_cell`). The paired bootstrap depends on both cells;
+    a number of no cell (parity rows, study counts) on every cell.
     """
-    records = [r for cell in bundle["cells"] for r in _retrieval_cell(cell)]
-    tiers = {str(c["id"]): "weights_sha256" in c.get("model_meta", {}) for c in bundle["cells"]}
-    for p in bundle.get("paired_bootstrap", []):
-        a, b = str(p["a"]), str(p["b"])
-        tier: Tier = "b" if tiers.get(a) or tiers.get(b) else "a"
-        name = f"paired/{p['dataset']}/{a} - {b}/{p['direction']}/{p['metric']}"
-        for field in ("difference", "low", "high", "fraction_not_better"):
-            one = _record("paired", f"{name[7:]}/{field}", p[field], (), tier, rule="ranks")
-            deps = _keys(a, _CELL_KINDS, tier=one.tier) | _keys(b, _CELL_KINDS, tier=one.tier)
-            records.append(_with(one, depends_on=deps, cell=f"{a} | {b}"))
-    return records
+    return _numbers(bundle, typed, _retrieval_part)
 
 
-def _with(record: NumberRecord, **changes: Any) -> NumberRecord:
-    return NumberRecord(**{**record.__dict__, **changes})
-
-
-def flatten_probe(bundle: Mapping[str, Any]) -> list[NumberRecord]:
+def flatten_probe(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
     """Every number of a probe bundle (``audiorepro.probe-bundle/1``): each run's recomputed
-    report and saved measurements (tier a: float64 over the shipped files, order-fixed sums),
-    and the leaders and family means, which depend on every run."""
-    records: list[NumberRecord] = []
-    for run in bundle["runs"]:
-        rid = str(run["id"])
-        for group in ("report", "saved"):
-            for name, v in leaves(run.get(group) or {}):
-                records.append(_record(rid, f"{group}/{name}", v, ("inputs",), "a"))
-    every = frozenset().union(*(_keys(str(r["id"]), ("inputs",), tier="a") for r in bundle["runs"]))
-    for group in ("leaders", "family_means", "task_leaders"):
-        for name, v in leaves(bundle.get(group, [])):
-            one = _record(group, name, v, (), "a")
-            records.append(_with(one, depends_on=every, cell="(all runs)"))
-    return records
+    report, saved measurements and config (tier a: float64 over the shipped files,
+    order-fixed sums); the derived numbers (on the files their formulas name), the result
+    manifest, the leaders and family means (on every run and aliased file)."""
+    return _numbers(bundle, typed, _probe_part)
 
 
-def flatten_zeroshot(bundle: Mapping[str, Any]) -> list[NumberRecord]:
+def flatten_zeroshot(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
     """Every number of a zero-shot bundle (``audiorepro.zeroshot-bundle/1``): tier b (the
     embeddings are extracted here), counts tier a."""
-    records: list[NumberRecord] = []
-    for cell in bundle["cells"]:
-        cid = str(cell["id"])
-        for name, v in leaves(cell["metrics"]):
-            records.append(_record(cid, f"metrics/{name}", v, _CELL_KINDS, "b", rule="ranks"))
-        for name in ("n_clips", "n_classes"):
-            records.append(_record(cid, name, cell[name], _CELL_KINDS, "a"))
-    return records
+    return _numbers(bundle, typed, _zeroshot_part)
 
 
 # ---------------------------------------------------------------------------- identities
@@ -313,6 +424,11 @@ def probe_identities(bundle: Mapping[str, Any]) -> list[Identity]:
     for run in bundle["runs"]:
         value = _pick(run, ("predictions_sha256", "saved_sha256", "saved_files", "config"))
         out.append(_identity(str(run["id"]), "inputs", value))
+    # Each aliased file (job records, normalization, workflow, ...) is an identity of its
+    # own, named by its path: a derived number that moves names the file that changed.
+    files = (bundle.get("study") or {}).get("files") or {}
+    for record in files.values():
+        out.append(_identity(str(record["path"]), "inputs", record.get("sha256")))
     return out
 
 
@@ -340,7 +456,12 @@ def manifest_identities(manifest: Mapping[str, Any]) -> list[Identity]:
     dispatch, CPU and GPU (hardware), thread settings and pools (threads), the image."""
     env = manifest.get("environment", {})
     blas = dict(env.get("blas") or {})
-    pools = blas.pop("threadpools", None) or []
+    # threadpoolctl lists the pools in import order, which differs between two runs on one
+    # machine: compared as a set (sorted by everything recorded), not as a list.
+    pools = sorted(
+        (p for p in blas.pop("threadpools", None) or [] if isinstance(p, Mapping)),
+        key=lambda p: json.dumps(p, sort_keys=True, default=str),
+    )
     software = {
         "packages": env.get("packages"),
         "python": env.get("python"),
@@ -372,7 +493,7 @@ KIND_VIEWS: Final[
     dict[
         str,
         tuple[
-            Callable[[Mapping[str, Any]], list[NumberRecord]],
+            Callable[[Mapping[str, Any], Iterable[TypedNumber] | None], list[NumberRecord]],
             Callable[[Mapping[str, Any]], list[Identity]],
         ],
     ]
@@ -383,11 +504,16 @@ KIND_VIEWS: Final[
 }
 
 
-def bundle_view(bundle: Mapping[str, Any], prefix: str = "") -> RunView:
-    """A bundle's numbers and identities; ``prefix`` (``probe/``) names a nested study's."""
+def bundle_view(
+    bundle: Mapping[str, Any], prefix: str = "", typed: TypedView | None = None
+) -> RunView:
+    """A bundle's numbers and identities; ``prefix`` (``probe/``) names a nested study's.
+    ``typed``: the bundle's typed view (its kind's ``numbers``): every number of it is
+    compared; without it, every number of the bundle under the same paths."""
     flatten, identities = KIND_VIEWS[str(bundle["schema"])]
     ids = [prefixed_identity(i, prefix) for i in identities(bundle)]
-    numbers = [prefixed_number(n, prefix) for n in flatten(bundle)]
+    view = None if typed is None else list(typed(bundle))
+    numbers = [prefixed_number(n, prefix) for n in flatten(bundle, view)]
     return RunView(
         kind=str(bundle["schema"]),
         study=str(bundle["study"]["name"]),
@@ -422,6 +548,10 @@ def merge_views(views: Sequence[RunView]) -> RunView:
         numbers={k: n for v in views for k, n in v.numbers.items()},
         identities={k: i for v in views for k, i in v.identities.items()},
     )
+
+
+def _with(record: NumberRecord, **changes: Any) -> NumberRecord:
+    return NumberRecord(**{**record.__dict__, **changes})
 
 
 def is_nan(value: Number) -> bool:

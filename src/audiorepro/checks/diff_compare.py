@@ -90,8 +90,8 @@ def _words(value: Any) -> str:
 
 
 def _short(value: Any) -> str:
-    text = _words(value)
-    return text if len(text) <= 160 else text[:157] + "..."
+    """A recorded value in words, whole: never cut (the terminal wraps it, :mod:`.diff_report`)."""
+    return _words(value)
 
 
 def _flat(value: Any, path: str = "") -> dict[str, Any]:

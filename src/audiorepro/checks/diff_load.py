@@ -23,6 +23,7 @@ from audiorepro.checks.diff import (
     KIND_VIEWS,
     NumberRecord,
     RunView,
+    TypedView,
     bundle_view,
     manifest_identities,
     merge_views,
@@ -98,10 +99,10 @@ def read_bundle(path: Path) -> dict[str, Any]:
     return bundle
 
 
-def _view(bundle: Mapping[str, Any], path: Path, prefix: str) -> RunView:
+def _view(bundle: Mapping[str, Any], path: Path, prefix: str, typed: TypedView | None) -> RunView:
     """The bundle's view; a bundle of a known schema that lacks what it must hold is one line."""
     try:
-        return bundle_view(bundle, prefix)
+        return bundle_view(bundle, prefix, typed)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise UserError(
@@ -166,10 +167,16 @@ def _dumps(
     return out
 
 
-def _folder(folder: Path, prefix: str, views: list[RunView], dumps: dict[str, Path]) -> None:
+def _folder(
+    folder: Path,
+    prefix: str,
+    views: list[RunView],
+    dumps: dict[str, Path],
+    typed: TypedView | None,
+) -> None:
     path = folder / BUNDLE
     bundle = read_bundle(path)
-    view = _view(bundle, path, prefix)
+    view = _view(bundle, path, prefix, typed)
     manifest = _manifest(folder)
     if manifest is not None:
         env = [prefixed_identity(i, prefix) for i in manifest_identities(manifest)]
@@ -185,25 +192,27 @@ def _folder(folder: Path, prefix: str, views: list[RunView], dumps: dict[str, Pa
         views.append(view)
         for rel in nested:
             if (folder / rel / BUNDLE).is_file():
-                _folder(folder / rel, prefix + rel, views, dumps)
+                _folder(folder / rel, prefix + rel, views, dumps, typed)
         return
     views.append(view)
 
 
-def load_run(path: Path) -> LoadedRun:
-    """A run: an output folder (bundle, manifest, nested studies, dumps) or a bundle alone."""
+def load_run(path: Path, typed: TypedView | None = None) -> LoadedRun:
+    """A run: an output folder (bundle, manifest, nested studies, dumps) or a bundle alone;
+    ``typed``: each bundle's typed view (its kind's ``numbers``), whose every number is
+    compared."""
     path = Path(path)
     if path.is_dir():
         if not (path / BUNDLE).is_file():
             raise UserError(f"holds no {BUNDLE}; {EXPECTED}", source=path)
         views: list[RunView] = []
         dumps: dict[str, Path] = {}
-        _folder(path, "", views, dumps)
+        _folder(path, "", views, dumps, typed)
         return LoadedRun(path, merge_views(views), views[0], dumps, folder=True)
     if not path.exists():
         raise UserError(f"does not exist; {EXPECTED}", source=path)
     bundle = read_bundle(path)
-    view = _view(bundle, path, "")
+    view = _view(bundle, path, "", typed)
     return LoadedRun(path, view, view)
 
 

@@ -8,13 +8,14 @@ Exit codes: 0 when every number is identical or within its tier, 1 when any chan
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
 from typing_extensions import TypedDict
 
-from audiorepro.checks.diff import Kind, Number, Verdict
+from audiorepro.checks.diff import Kind, Number, TypedView, Verdict
 from audiorepro.checks.diff_compare import Cause, DiffResult, NumberDiff, compare_runs
 from audiorepro.checks.diff_load import check_comparable, load_run, tolerance_from, views
 from audiorepro.checks.tiers import Tier
@@ -120,14 +121,25 @@ def _num(value: Number | None) -> str:
     return "absent" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
-def _cause_line(c: Cause) -> str:
+#: Terminal lines are wrapped at this width; a value is shown whole, on as many lines as
+#: it takes (never cut to "...": two values that differ late would look the same).
+WIDTH: Final = 100
+
+
+def _cause_lines(c: Cause) -> list[str]:
     d = c.difference
     moved = (
         f"moved {len(c.numbers)} number(s), largest |delta| {_num(c.largest_delta)}"
         if c.numbers
         else "moved nothing"
     )
-    return f"  {d.kind:<13} {d.scope}: {d.a} -> {d.b}: {moved}"
+    return textwrap.wrap(
+        f"  {d.kind:<13} {d.scope}: {d.a} -> {d.b}: {moved}",
+        width=WIDTH,
+        subsequent_indent=" " * 18,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def _pair(a: Number, b: Number) -> str:
@@ -162,7 +174,7 @@ def text_lines(result: DiffResult, a: str, b: str) -> list[str]:
         lines += [_number_line(n) for n in defects[:SHOWN]]
     if result.causes:
         lines.append("causes (what differs between the runs):")
-        lines += [_cause_line(c) for c in result.causes]
+        lines += [line for c in result.causes for line in _cause_lines(c)]
     lines.append("cells:")
     lines += [f"  {c.verdict:<21} {c.cell} ({c.moved} of {c.numbers} moved)" for c in result.cells]
     others = [n for n in moved if n.verdict != "changed, unexplained"]
@@ -243,6 +255,31 @@ def exit_code(result: DiffResult) -> int:
     return EXIT_CHECK_FAILED if changed else EXIT_OK
 
 
+#: A folder's check against its manifest (and signature): the first failing file and why,
+#: or None when it holds exactly what its run wrote (``audiorepro.runner.study``).
+FolderCheck = Callable[[Path], str | None]
+
+
+def unverified(
+    a: Path, b: Path, check: FolderCheck | None, say: Callable[[str], None]
+) -> int | None:
+    """Each side that is a folder checked against its manifest before anything is compared:
+    a side that fails is the verdict (exit 1), named with its first failing file."""
+    if check is None:
+        return None
+    for side in (a, b):
+        if Path(side).is_dir():
+            problem = check(Path(side))
+            if problem is not None:
+                say(f"diff {a} -> {b}: NOT COMPARED: {side} fails its manifest: {problem}")
+                say(
+                    f"  a folder that does not hold what its run wrote proves nothing; run "
+                    f"audiorepro verify {side} for every problem"
+                )
+                return EXIT_CHECK_FAILED
+    return None
+
+
 def run_diff(
     a: Path,
     b: Path,
@@ -251,9 +288,16 @@ def run_diff(
     json_out: Path | None = None,
     html_out: Path | None = None,
     say: Callable[[str], None] = print,
+    check: FolderCheck | None = None,
+    typed: TypedView | None = None,
 ) -> int:
-    """Read both runs (bad input: a UserError before anything is written), compare, report."""
-    run_a, run_b = load_run(a), load_run(b)
+    """Read both runs (bad input: a UserError before anything is written), check each
+    folder against its manifest (``check``: a failing side is the verdict, nothing is
+    compared), compare every number of their typed views (``typed``), report."""
+    failed = unverified(a, b, check, say)
+    if failed is not None:
+        return failed
+    run_a, run_b = load_run(a, typed), load_run(b, typed)
     check_comparable(run_a, run_b)
     view_a, view_b = views(run_a, run_b)
     result = compare_runs(view_a, view_b, tolerance=tolerance_from(run_a, run_b), strict=strict)

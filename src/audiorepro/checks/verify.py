@@ -21,6 +21,14 @@ Status = Literal["PASS", "FAIL", "NOT VERIFIED"]
 PASS: Status = "PASS"
 FAIL: Status = "FAIL"
 NOT_VERIFIED: Status = "NOT VERIFIED"
+#: A verdict, never a row's status: no value and no other check was there to check (exit 1).
+Verdict = Literal["PASS", "FAIL", "NOT VERIFIED", "NOTHING CHECKED"]
+NOTHING_CHECKED: Verdict = "NOTHING CHECKED"
+#: What gives ``verify`` something to check, said when it had nothing.
+TO_CHECK = (
+    "give it a published value to recompute ([[published]] in the study, or --golden FILE); "
+    "reproduce's output folder adds metric parity, checkpoint identity, completion and gates"
+)
 
 
 class ValueRow(TypedDict):
@@ -47,6 +55,11 @@ class Summary(TypedDict):
     passed: bool
     #: What ``verify OUT`` checked besides the rows ("23 files against the manifest, ...").
     checked: NotRequired[str]
+    #: How many checks besides the rows the verdict rests on (parity, identity, completion,
+    #: gates); with no row and none of these, nothing was checked (never a PASS).
+    checks: NotRequired[int]
+    #: What would give it something to check, said when nothing was.
+    to_check: NotRequired[str]
 
 
 def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summary:
@@ -182,17 +195,34 @@ def summarize(rows: list[ValueRow]) -> Summary:
     return {"rows": rows, "counts": counts, "passed": counts[PASS] == len(rows)}
 
 
-def verdict(counts: dict[str, int]) -> Status:
-    """PASS when every value passed, FAIL when any failed, else NOT VERIFIED: nothing failed
-    but something could not be checked here (both exit 1).
+def verdict(counts: dict[str, int], checks: int = 0) -> Verdict:
+    """PASS when every value passed, FAIL when any failed, NOT VERIFIED when nothing failed
+    but something could not be checked here, NOTHING CHECKED when there was no value and no
+    other check (``checks``) at all: PASS is never said of nothing (all but PASS exit 1).
 
     >>> verdict({"PASS": 0, "FAIL": 0, "NOT VERIFIED": 32}), verdict({"PASS": 3, "FAIL": 0,
     ... "NOT VERIFIED": 0}), verdict({"PASS": 1, "FAIL": 1, "NOT VERIFIED": 1})
     ('NOT VERIFIED', 'PASS', 'FAIL')
+    >>> verdict({"PASS": 0, "FAIL": 0, "NOT VERIFIED": 0}), verdict(
+    ... {"PASS": 0, "FAIL": 0, "NOT VERIFIED": 0}, checks=2)
+    ('NOTHING CHECKED', 'PASS')
     """
     if counts[FAIL]:
         return FAIL
-    return NOT_VERIFIED if counts[NOT_VERIFIED] else PASS
+    if counts[NOT_VERIFIED]:
+        return NOT_VERIFIED
+    return PASS if counts[PASS] or checks else NOTHING_CHECKED
+
+
+def settle(report: Summary, checks: int = 0, to_check: str = TO_CHECK) -> Summary:
+    """``report`` with the checks besides its rows counted; ``passed`` only when its verdict
+    is PASS (a report with no row and no other check has checked nothing: not passed, and
+    ``to_check`` says what would give it something to check)."""
+    report["checks"] = checks
+    if verdict(report["counts"], checks) == NOTHING_CHECKED:
+        report["passed"] = False
+        report["to_check"] = to_check
+    return report
 
 
 def verify_lines(report: Summary) -> list[str]:
@@ -226,8 +256,11 @@ def verify_lines(report: Summary) -> list[str]:
             line += f"  ({r['reason']})"
         lines.append(line)
     c = report["counts"]
-    last = f"{verdict(c)}  {c[PASS]} passed, {c[FAIL]} failed, {c[NOT_VERIFIED]} not verified"
+    said = verdict(c, report.get("checks", 0))
+    last = f"{said}  {c[PASS]} passed, {c[FAIL]} failed, {c[NOT_VERIFIED]} not verified"
     if "checked" in report:
         last += f"; checked {report['checked']}"
+    if said == NOTHING_CHECKED:
+        last += f"; {report.get('to_check', TO_CHECK)}"
     lines.append(last)
     return lines

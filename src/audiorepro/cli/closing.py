@@ -65,6 +65,8 @@ def say_folder_results(out: Path, say: Callable[[str], None]) -> None:
             lines = results_table(bundle)
         except (AttributeError, TypeError, KeyError, ValueError):  # a bundle of another shape
             continue
+        if not lines:  # no headline numbers: no empty table
+            continue
         study = bundle.get("study")
         name = study.get("name") if isinstance(study, dict) else None
         rel = folder.relative_to(out).as_posix()

@@ -19,7 +19,7 @@ from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
-from audiorepro.checks.verify import summarize, verify_lines, verify_published
+from audiorepro.checks.verify import settle, summarize, verify_lines, verify_published
 from audiorepro.cli.closing import say_folder_results, say_results
 from audiorepro.core.errors import (
     EXIT_BAD_INPUT,
@@ -57,9 +57,16 @@ from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.keys import SigningKey, load_signing_key, load_trusted_keys
+from audiorepro.runner.kinds import typed_numbers
 from audiorepro.runner.probe import verify_probe_saved
 from audiorepro.runner.publish import ATTESTATION, check_out, claim
-from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
+from audiorepro.runner.study import (
+    OUT_TO_CHECK,
+    folder_problem,
+    run_studies,
+    verify_output_dir,
+    verify_study,
+)
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
 from audiorepro.specs.selection import check_device, select
@@ -409,22 +416,24 @@ def verify(
     elif golden is not None:
         report = verify_published(load_published(golden), dumps_dir)
     elif target is not None and target.is_dir():
-        report = verify_output_dir(target)
+        folder = verify_output_dir(target)
         signature = check_signature(target, trusted)
         click.echo(signature.line)
-        checked = report.get("checked")
-        report = summarize(report["rows"] + signature.rows)
-        if checked is not None:
-            report["checked"] = checked
+        report = summarize(folder["rows"] + signature.rows)
+        if "checked" in folder:
+            report["checked"] = folder["checked"]
+        report = settle(report, folder.get("checks", 0), folder.get("to_check", OUT_TO_CHECK))
+        # The headline numbers first: the last line is the verdict (`| tail -1`).
+        say_folder_results(target, click.echo)
     else:
         assert target is not None
         study = select(load_study(target, strict=False), cells=cells, device=run_device)
         with tempfile.TemporaryDirectory(prefix="audiorepro-verify-") as cache:
             report = verify_study(study, Path(cache))
+    if "checks" not in report:
+        report = settle(report)  # no value and no other check: NOTHING CHECKED, exit 1
     for line in verify_lines(report):
         click.echo(line)
-    if target is not None and target.is_dir() and golden is None:
-        say_folder_results(target, click.echo)  # the headline numbers, after the verdict
     if json_out is not None:
         write_json(json_out, report)
     if not report["passed"]:
@@ -806,7 +815,11 @@ def reproduce(
         passed = _reproduce_into(
             target, study_file, executor, slurm_folder, wait_timeout, slurm_kw, selection, signer
         )
-    changed = against is not None and run_diff(against, target, say=click.echo) != EXIT_OK
+    changed = (
+        against is not None
+        and run_diff(against, target, say=click.echo, check=folder_problem, typed=typed_numbers)
+        != EXIT_OK
+    )
     if not passed or changed:
         raise SystemExit(EXIT_CHECK_FAILED)
 
@@ -826,7 +839,7 @@ def _reproduce_into(
     jobs: list[tuple[Path, str]] = []
     if study_file is None:
         # The demo: a retrieval study in OUT and a probe study in OUT/probe.
-        jobs.append((prepare_demo(target / "cache" / "demo"), "."))
+        jobs.append((prepare_demo(target / "cache" / "demo", say=click.echo), "."))
         jobs.append((prepare_probe_demo(target / "cache" / "probe-demo"), "probe"))
     else:
         jobs.append((study_file, "."))

@@ -8,6 +8,9 @@ import click
 
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.cli.commands import cli
+from audiorepro.runner.keys import load_trusted_keys
+from audiorepro.runner.kinds import typed_numbers
+from audiorepro.runner.study import folder_problem
 
 
 @cli.command(name="diff")
@@ -28,13 +31,40 @@ from audiorepro.cli.commands import cli
     help="Write one self-contained HTML page of the comparison.",
 )
 @click.option("--strict", is_flag=True, help="Count tier-b moves within tolerance as changes.")
-def diff(a: Path, b: Path, json_out: Path | None, html_out: Path | None, strict: bool) -> None:
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A trusted Ed25519 public key that must have signed each folder (repeatable).",
+)
+@click.option(
+    "--trusted-keys",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A file of trusted public keys, one per line (ssh-ed25519 lines or PEM blocks).",
+)
+def diff(
+    a: Path,
+    b: Path,
+    json_out: Path | None,
+    html_out: Path | None,
+    strict: bool,
+    keys: tuple[Path, ...],
+    trusted_keys: Path | None,
+) -> None:
     """Compare two runs (output folders of reproduce, or their bundle.json.gz): every number
     equal or moved, the cause of each move from the runs' records, and a verdict.
 
-    Exit 0 when every number is identical or within its tier, 1 when any changed, 2 on bad
-    input.
+    Each folder is first checked against its manifest (and, with --key or --trusted-keys,
+    its signature): a folder that fails is the verdict, naming its first failing file, and
+    nothing is compared. Exit 0 when every number is identical or within its tier, 1 when
+    any changed or a folder fails its check, 2 on bad input.
     """
-    code = run_diff(a, b, strict=strict, json_out=json_out, html_out=html_out, say=click.echo)
+    trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
+    code = run_diff(
+        a, b, strict=strict, json_out=json_out, html_out=html_out, say=click.echo,
+        check=lambda folder: folder_problem(folder, trusted), typed=typed_numbers,
+    )  # fmt: skip
     if code:
         raise SystemExit(code)

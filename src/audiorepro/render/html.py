@@ -516,25 +516,43 @@ def _folder_index(tables: Mapping[str, Table]) -> str:
     )
 
 
+def _rests_on(v: Mapping[str, Any]) -> dict[str, int]:
+    """What the verdict rests on (``verification.json``'s ``rests_on``), each a count."""
+    rests = v.get("rests_on")
+    if isinstance(rests, Mapping):
+        return {k: int(rests.get(k, 0)) for k in ("completion", "gates", "parity", "published")}
+    parity = v.get("metric_parity") or {}
+    return {
+        "completion": 0,
+        "gates": 0,
+        "parity": len(parity.get("cells", [])) + len(parity.get("reference", [])),
+        "published": sum(v["golden"]["counts"].values()),
+    }
+
+
 def _probe_summary(bundle: Mapping[str, Any]) -> str:
+    """The probe verdict: what it rests on, each with its count (completion, gates, parity
+    with the predictions, published values), and what was read; nothing checked is never a
+    pass."""
     v = bundle["verification"]
     runs = bundle["runs"]
-    targets = max((len((r["report"] or {}).get("regression", {})) for r in runs), default=0)
-    checked = (
-        f"{len(runs)} run(s) of {len({r['model'] for r in runs})} model(s): regression "
-        f"({targets} targets), classification, events and speaker vectors recomputed from the "
-        f"predictions; {sum(v['golden']['counts'].values())} published value(s)."
-    )
-    parity = v.get("metric_parity")
+    rests = _rests_on(v)
+    predicted = sum(1 for r in runs if r.get("predictions_sha256"))
     saved = sum(len(r.get("saved_files", {})) for r in runs)
-    if saved:
-        checked += f" {saved} saved measurement file(s)"
-        checked += (
-            f"; {len(parity['cells'])} saved number(s) compared with the predictions, "
-            f"{len(parity['reference'])} recomputed number(s) with the reference definitions."
-            if parity
-            else "; no run has predictions to compare them with."
-        )
+    read = f"{len(runs)} run(s) of {len({r['model'] for r in runs})} model(s)"
+    read += (
+        f": {predicted} with predictions (their metrics recomputed from them)"
+        if predicted
+        else ": none with predictions (no metric is recomputed)"
+    )
+    read += f", {saved} saved measurement file(s) read as they are" if saved else ""
+    parity = v.get("metric_parity")
+    rests_on = (
+        f"completion of {rests['completion']} declared run(s), {rests['gates']} gate(s), "
+        f"{rests['parity']} number(s) compared with the predictions or the reference "
+        f"definitions, {rests['published']} published value(s)"
+    )
+    checked = f"Rests on: {rests_on}. Read: {read}."
     # The comparison is summarized per run after the panels: the verdict points to it.
     link = " <a href='#parity'>Saved vs recomputed, per run</a>." if parity else ""
     if v["failures"]:
@@ -542,9 +560,15 @@ def _probe_summary(bundle: Mapping[str, Any]) -> str:
         title = "INCOMPLETE" if not v["probe_complete"] else "FAILED"
         return (
             f'<div class="fail" id="summary"><strong>{title}: {len(v["failures"])} problem(s).</strong>'
-            f"<ul>{items}</ul><p>Checked: {_e(checked)}{link}</p></div>"
+            f"<ul>{items}</ul><p>{_e(checked)}{link}</p></div>"
         )
-    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>Checked: {_e(checked)}{link}</p></div>'
+    if not any(rests.values()):
+        return (
+            '<div class="fail" id="summary"><strong>NOTHING CHECKED: no completion rule, gate, '
+            "predictions or published value to check the runs against.</strong>"
+            f"<p>{_e(checked)}</p></div>"
+        )
+    return f'<div class="pass" id="summary"><strong>PASSED: every declared run is complete and every check holds.</strong><p>{_e(checked)}{link}</p></div>'
 
 
 def _confusion(run: dict[str, Any]) -> str:
@@ -715,7 +739,11 @@ def render_probe_report(
         f"<title>{_e(study.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_e(study.title)}</h1><p class='sub'>audiorepro report of study "
         f"<code>{_e(bundle['study']['name'])}</code></p>{_probe_summary(bundle)}"
-        + f"<h2 id='leaders'>Task leaders</h2>{_charted(tables, sec['leaders'])}"
+        + (
+            f"<h2 id='leaders'>Task leaders</h2>{_charted(tables, sec['leaders'])}"
+            if sec["leaders"]
+            else ""
+        )
         + (
             f"<h2 id='summaries'>Family means</h2>{_charted(tables, sec['summaries'])}"
             if sec["summaries"]
@@ -727,8 +755,12 @@ def render_probe_report(
             if sec["saved"]
             else ""
         )
-        + f"<h2>Regression targets</h2>{target_panels}"
-        + f"<h2>Classification, events, speaker vectors</h2>{_probe_block(tables, sec['other'])}"
+        + (f"<h2>Regression targets</h2>{target_panels}" if target_panels else "")
+        + (
+            f"<h2>Classification, events, speaker vectors</h2>{_probe_block(tables, sec['other'])}"
+            if sec["other"]
+            else ""
+        )
         + f"{''.join(_confusion(r) for r in bundle['runs'])}"
         + (f"<h2>Per-run panels</h2>{_panels(bundle, tables)}" if sec["panels"] else "")
         + _probe_parity(tables)

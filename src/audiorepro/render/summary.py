@@ -78,13 +78,19 @@ def _zeroshot(bundle: Mapping[str, Any]) -> list[str]:
 
 
 def _probe(bundle: Mapping[str, Any]) -> list[str]:
+    """Each task's leader: recomputed from predictions (``leaders``) and over saved
+    measurements (``task_leaders``, the best candidate); no table when there is none."""
     rows = []
     for lead in bundle.get("leaders", []):
         ranking = lead.get("ranking") or []
         best = ranking[0] if ranking else {}
         task, metric = str(lead.get("task")), str(lead.get("metric"))
         rows.append([task, metric, str(best.get("model", "-")), _fmt(best.get("value"))])
-    return _columns(["task", "metric", "leader", "value"], rows)
+    for lead in bundle.get("task_leaders", []):
+        task, metric = str(lead.get("task")), str(lead.get("label") or lead.get("metric"))
+        run = lead.get("best_candidate_run")
+        rows.append([task, metric, str(run or "-"), _fmt(lead.get("best_candidate_value"))])
+    return _columns(["task", "metric", "leader", "value"], rows) if rows else []
 
 
 def results_table(bundle: Mapping[str, Any]) -> list[str]:

@@ -15,8 +15,13 @@ The tiny models (about 330 MB a seed) are built once per user, outside OUT, in
 :func:`model_cache` (``$XDG_CACHE_HOME/audiorepro/demo-models``, else
 ``~/.cache/audiorepro/demo-models``), in a folder named by a hash of what decides their bytes
 (the source of the modules that build them and the versions of the libraries they are built
-with), and ``OUT/cache/demo/tiny`` is a symbolic link to it: an output folder is then a few
-MB, and the study's bytes and every output are what they were. A folder is built in a
+with). The folder lists its files' SHA-256 in ``CONTENTS.sha256`` (``sha256sum -c`` reads
+it), its files are read-only, and it is checked against that list on every use: a folder
+that does not match (a file changed, missing or added) is rebuilt, with one line saying so.
+``OUT/cache/demo/tiny`` is a real folder, never a link into the cache: each checked file is
+hard-linked into it (read-only; a copy where the cache is on another file system), so a copy
+of OUT (``cp -a``) shares nothing with the cache and a change made in it cannot reach the
+cache, and the study's bytes and every output are what they were. A folder is built in a
 temporary folder beside it and renamed into place whole, so a concurrent run never sees a
 half-built one. Where that cache cannot be written (a read-only HOME in a container), the
 models are built in OUT as before.
@@ -37,6 +42,7 @@ import audiorepro.models.offline
 import audiorepro.models.seeded
 import audiorepro.models.tiny
 from audiorepro.core.errors import WriteError
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
@@ -132,12 +138,94 @@ def models_key(seed: int) -> str:
     return f"seed{seed}-{digest.hexdigest()[:20]}"
 
 
-def _shared_models(seed: int, build: Callable[..., Path]) -> Path | None:
-    """The shared folder of this seed's models, built whole if missing; None where the cache
+#: The list of a model folder's files and their SHA-256 (``sha256sum`` format).
+CONTENTS = "CONTENTS.sha256"
+
+
+def _listing(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` but the list itself: its path (POSIX, relative) -> SHA-256."""
+    return {
+        p.relative_to(folder).as_posix(): sha256_file(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name != CONTENTS
+    }
+
+
+def _write_contents(folder: Path) -> None:
+    """Write ``CONTENTS.sha256`` and make every file of ``folder`` read-only."""
+    listing = _listing(folder)
+    text = "".join(f"{digest}  {rel}\n" for rel, digest in listing.items())
+    atomic_write_bytes(folder / CONTENTS, text.encode())
+    for rel in [*listing, CONTENTS]:
+        (folder / rel).chmod(0o444)
+
+
+def _contents(folder: Path) -> dict[str, str] | None:
+    """The recorded list of ``folder`` (None: there is none, or it is not one)."""
+    path = folder / CONTENTS
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    out = {}
+    for line in lines:
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64 or not rel:
+            return None
+        out[rel] = digest
+    return out or None
+
+
+def mismatch(folder: Path) -> str | None:
+    """What in ``folder`` differs from its ``CONTENTS.sha256`` (None: every file matches,
+    and no file is missing, added or a link)."""
+    listed = _contents(folder)
+    if listed is None:
+        return f"{CONTENTS} is missing or unreadable"
+    found = {
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if (p.is_file() or p.is_symlink()) and p.name != CONTENTS
+    }
+    for rel in sorted(found - set(listed)):
+        return f"{rel} is not in {CONTENTS}"
+    for rel, digest in listed.items():
+        path = folder / rel
+        if path.is_symlink() or not path.is_file():
+            return f"{rel} is missing"
+        if sha256_file(path) != digest:
+            return f"{rel} differs from its SHA-256 in {CONTENTS}"
+    return None
+
+
+def _remove(folder: Path) -> None:
+    """Remove a folder of read-only files (its folders are writable, so unlinking works)."""
+    aside = folder.with_name(f".stale-{folder.name}-{os.getpid()}")
+    try:
+        folder.rename(aside)
+    except OSError:
+        aside = folder
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _shared_models(
+    seed: int, build: Callable[..., Path], say: Callable[[str], None]
+) -> Path | None:
+    """The shared folder of this seed's models, checked against its list (rebuilt whole,
+    saying so, when it does not match) or built whole if missing; None where the cache
     cannot be written (the caller builds in OUT instead)."""
     final = model_cache() / models_key(seed)
-    if (final / "registry.toml").is_file():
-        return final
+    if final.is_dir() and not final.is_symlink():
+        problem = mismatch(final)
+        if problem is None:
+            return final
+        say(f"demo model cache {final} does not match its {CONTENTS} ({problem}); rebuilding it")
+        _remove(final)
+    elif final.is_symlink() or final.exists():
+        say(f"demo model cache {final} is not a folder; rebuilding it")
+        final.unlink(missing_ok=True)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         building = Path(tempfile.mkdtemp(prefix=".building-", dir=final.parent))
@@ -145,10 +233,11 @@ def _shared_models(seed: int, build: Callable[..., Path]) -> Path | None:
         return None
     try:
         build(building, seed=seed)
+        _write_contents(building)
         try:
             building.rename(final)
         except OSError:
-            if not (final / "registry.toml").is_file():  # not a concurrent run that won
+            if mismatch(final) is not None:  # not a concurrent run that won
                 raise
     except (OSError, WriteError):  # e.g. the cache's disk is full: build in OUT instead
         return None
@@ -157,27 +246,64 @@ def _shared_models(seed: int, build: Callable[..., Path]) -> Path | None:
     return final
 
 
-def place_models(folder: Path, seed: int, build: Callable[..., Path]) -> None:
-    """Make ``folder`` (``OUT/cache/demo/tiny``) hold this seed's models: a link to the shared
-    folder (:func:`_shared_models`), or, where that cannot be, models built in it. A real
-    folder an earlier version built in OUT is kept and used."""
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _fill(folder: Path, shared: Path) -> None:
+    """``folder`` made to hold the files of ``shared`` (checked): each hard-linked (the
+    cache's files are read-only), or copied where a link cannot be made (another file
+    system); built beside it and swapped in whole."""
+    listed = _contents(shared) or {}
+    if folder.is_dir() and not folder.is_symlink() and _contents(folder) == listed:
+        if all(_same_file(folder / r, shared / r) for r in listed) or mismatch(folder) is None:
+            return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    placing = Path(tempfile.mkdtemp(prefix=f".{folder.name}.placing-", dir=folder.parent))
+    try:
+        for rel in [*listed, CONTENTS]:
+            target = placing / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(shared / rel, target)
+            except OSError:
+                shutil.copyfile(shared / rel, target)
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.exists():
+            _remove(folder)
+        placing.rename(folder)
+    finally:
+        shutil.rmtree(placing, ignore_errors=True)
+
+
+def place_models(
+    folder: Path, seed: int, build: Callable[..., Path], say: Callable[[str], None] = print
+) -> None:
+    """Make ``folder`` (``OUT/cache/demo/tiny``) hold this seed's models: the checked files
+    of the shared folder (:func:`_shared_models`) linked or copied in (:func:`_fill`), or,
+    where that cannot be, models built in it. A real folder an earlier version built in OUT
+    (no ``CONTENTS.sha256``) is kept and used."""
     if not folder.is_symlink() and (folder / "registry.toml").is_file():
-        return
-    shared = _shared_models(seed, build)
+        if _contents(folder) is None:
+            return
+    shared = _shared_models(seed, build, say)
     if shared is None:
         if folder.is_symlink():
             folder.unlink()
+        if _contents(folder) is not None and mismatch(folder) is None:
+            return
         build(folder, seed=seed)
         return
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    link = folder.with_name(f".{folder.name}.link")
-    link.unlink(missing_ok=True)
-    link.symlink_to(shared.resolve(), target_is_directory=True)
-    link.replace(folder)  # atomic: a link that pointed elsewhere (another machine) is replaced
+    _fill(folder, shared)
 
 
-def prepare_demo(work: Path) -> Path:
-    """Write the demo's inputs and ``study.toml`` into ``work``; returns the study path."""
+def prepare_demo(work: Path, say: Callable[[str], None] = print) -> Path:
+    """Write the demo's inputs and ``study.toml`` into ``work``; returns the study path
+    (``say``: the line said when the model cache is rebuilt)."""
     work = Path(work)
     dumps = fixtures()
     hashes = {}
@@ -187,7 +313,7 @@ def prepare_demo(work: Path) -> Path:
         hashes[name] = hashlib.sha256(data).hexdigest()
     build_audio(work / "audio")
     for folder, seed in (("tiny", 0), ("tiny-seed1", 1)):
-        place_models(work / folder, seed, build_tiny_models)
+        place_models(work / folder, seed, build_tiny_models, say)
     values = ", ".join(f'"{k}" = {v!r}' for k, v in golden_5cap().items())
     text = _STUDY.format(cells=_cells(hashes), values=values)
     path = work / "study.toml"

@@ -24,8 +24,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+# The typed view's record and walk live with the checks that read it (``diff``); every kind
+# here writes them.
+from audiorepro.checks.numbers import Better as Better
+from audiorepro.checks.numbers import Identities as Identities
+from audiorepro.checks.numbers import NumberRecord as NumberRecord
+from audiorepro.checks.numbers import NumberTier as NumberTier
+from audiorepro.checks.numbers import numeric_leaves as numeric_leaves
+from audiorepro.checks.numbers import readable as readable
 from audiorepro.checks.verify import PASS, Summary
 from audiorepro.core.errors import UserError
 from audiorepro.core.progress import progress_bar
@@ -33,40 +41,6 @@ from audiorepro.formats.dump import Dump
 from audiorepro.render.tables import Table, write_table
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import Outcome, write_outputs
-
-#: Which way a number is better: ``higher``, ``lower``, or None (a count, a setting).
-Better = Literal["higher", "lower"] | None
-#: Its reproducibility tier (:mod:`audiorepro.checks.tiers`): ``a`` equal to the last bit on
-#: every machine (the exact engine over a shipped dump, float64 over shipped prediction files),
-#: ``b`` within a derived tolerance (CPU-extracted embeddings, torch float32), None not a
-#: computed value (a count of the inputs, a setting).
-NumberTier = Literal["a", "b"] | None
-
-
-@dataclass(frozen=True)
-class Identities:
-    """What a number depends on: the dump's SHA-256, the weights' SHA-256, the settings that
-    made it (a preprocessing or study setting, as ``key=value``), the input files' SHA-256.
-    Empty for a study-level number."""
-
-    dump: str | None = None
-    weights: str | None = None
-    settings: tuple[str, ...] = ()
-    files: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NumberRecord:
-    """One number of a run: its readable ``path`` (unique within a bundle, cells by id), its
-    ``where`` (the keys and list indices that reach it in the bundle), value, direction, tier
-    and identities."""
-
-    path: str
-    where: tuple[str | int, ...]
-    value: float | int
-    direction: Better
-    tier: NumberTier
-    identities: Identities = field(default_factory=Identities)
 
 
 @dataclass(frozen=True)
@@ -111,6 +85,8 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     extracts: ClassVar[bool] = False
     #: Whether the driver shows a progress bar while it writes the tables.
     table_progress: ClassVar[bool] = False
+    #: The ``schema`` of the bundle it writes (how a bundle read back finds its kind).
+    bundle_schema: ClassVar[str] = ""
 
     @abstractmethod
     def load(self, study: StudyT, ctx: Context) -> StateT:
@@ -201,6 +177,19 @@ def kind_named(name: str) -> StudyKind[Any, Any]:
         ) from None
 
 
+def typed_numbers(bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    """Every number of a bundle read back, as the kind that wrote it (its ``schema``) yields
+    them: the one typed view that ``audiorepro diff`` compares."""
+    schema = bundle.get("schema")
+    kind = next((k for k in _KINDS.values() if k.bundle_schema == schema), None)
+    if kind is None:
+        raise UserError(
+            f"no study kind writes bundles of schema {schema!r}. Available: "
+            + ", ".join(sorted(k.bundle_schema for k in _KINDS.values() if k.bundle_schema))
+        )
+    return kind.numbers(bundle)
+
+
 def kind_names() -> tuple[str, ...]:
     """The registered kinds, sorted."""
     return tuple(sorted(_KINDS))
@@ -208,33 +197,8 @@ def kind_names() -> tuple[str, ...]:
 
 # The typed view: helpers the kinds' ``numbers`` share.
 
-Leaf = tuple[tuple[str | int, ...], float | int]
-
-
-def numeric_leaves(node: Any, where: tuple[str | int, ...] = ()) -> Iterator[Leaf]:
-    """Every int or float (not a bool, not None) under ``node``, with the keys and indices
-    that reach it, in the bundle's order.
-
-    >>> list(numeric_leaves({"a": [1, True, None, {"b": 0.5}], "c": "x"}))
-    [(('a', 0), 1), (('a', 3, 'b'), 0.5)]
-    """
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from numeric_leaves(value, (*where, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from numeric_leaves(value, (*where, i))
-    elif isinstance(node, int | float) and not isinstance(node, bool):
-        yield where, node
-
-
-def readable(where: tuple[str | int, ...]) -> str:
-    """A ``where`` as a path: keys and indices joined by ``/``.
-
-    >>> readable(("cells", 0, "metrics", "t2a", "r@1"))
-    'cells/0/metrics/t2a/r@1'
-    """
-    return "/".join(str(part) for part in where)
+#: The identities of a study-level number: none.
+_NONE = Identities()
 
 
 def records(
@@ -243,7 +207,7 @@ def records(
     path: str,
     *,
     classify: Callable[[tuple[str | int, ...]], tuple[Better, NumberTier]],
-    identities: Identities = Identities(),
+    identities: Identities = _NONE,
 ) -> Iterator[NumberRecord]:
     """The :class:`NumberRecord` of every number under ``node`` (found at ``where`` in the
     bundle, named ``path`` in the view); ``classify`` gets the keys below ``node`` and says

@@ -61,6 +61,17 @@ class MetricParity(TypedDict):
     reference: list[ParityCell]
 
 
+class RestsOn(TypedDict):
+    """What a probe study's verdict rests on, each a count of checks made: the declared runs
+    held to a completion rule, the gates, the saved and recomputed numbers compared (parity
+    with the predictions and with the reference definitions) and the published values."""
+
+    completion: int
+    gates: int
+    parity: int
+    published: int
+
+
 class ProbeVerification(TypedDict):
     """``verification.json`` of a probe study."""
 
@@ -68,6 +79,7 @@ class ProbeVerification(TypedDict):
     failures: list[str]
     golden: Summary
     metric_parity: NotRequired[MetricParity]
+    rests_on: NotRequired[RestsOn]
 
 
 class Outcome(TypedDict):
@@ -171,10 +183,21 @@ class ProbeRun(TypedDict):
     unused: NotRequired[dict[str, list[str]]]
 
 
+class AliasedFile(TypedDict):
+    """A file the study names by an alias (``files``): its path from the study's folder (as
+    the manifest's inputs name it) and its SHA-256 (None: missing)."""
+
+    path: str
+    sha256: str | None
+
+
 class ProbeStudyRecord(TypedDict):
     name: str
     title: str
     sha256: str
+    #: the study's aliased files (``files = {...}``), what its derived numbers and result
+    #: manifest read: each an identity of those numbers (``audiorepro diff``)
+    files: NotRequired[dict[str, AliasedFile]]
 
 
 class DerivedRecord(TypedDict):

@@ -400,7 +400,10 @@ def _tables(
 ) -> dict[str, Table]:
     """Every table recomputed from the predictions (see the module docstring), in the order
     the report shows them."""
-    tables = {"leaders": _leaders_table(lead), "family_means": _family_means_table(fam)}
+    # No run with predictions: no leader or family mean to show (no empty table).
+    tables = {"leaders": _leaders_table(lead)} if lead else {}
+    if fam:
+        tables["family_means"] = _family_means_table(fam)
     tables.update(_target_tables(runs))
     tables.update(_classification_tables(runs))
     tables.update(_event_tables(runs, event_classes))

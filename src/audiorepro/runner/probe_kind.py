@@ -89,6 +89,7 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
     """Probe studies: prediction files recomputed, saved measurements read as they are."""
 
     name = "probe"
+    bundle_schema = PROBE_BUNDLE
 
     def load(self, study: ProbeStudy, ctx: Context) -> ProbeState:
         """The runs, their names checked (exit 2 before anything is written), what is
@@ -168,6 +169,12 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
             "probe_complete": state.complete,
             "failures": state.failures,
             "golden": golden,
+            "rests_on": {
+                "completion": len(state.runs) if study.completion is not None else 0,
+                "gates": len(state.gates),
+                "parity": len(parity["cells"]) + len(parity["reference"]),
+                "published": len(golden["rows"]),
+            },
         }
         if parity["cells"] or parity["reference"]:
             verification["metric_parity"] = parity
@@ -188,6 +195,14 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         }
         if extra.derived or extra.manifest.get("job_attempts") is not None:
             bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
+        if study.content.files:
+            bundle["study"]["files"] = {
+                alias: {
+                    "path": _relative(path, study.source.parent),
+                    "sha256": sha256_file(path) if path.is_file() else None,
+                }
+                for alias, path in sorted(study.content.files.items())
+            }
         figures = figures_html(extra)  # shown with the summaries, above the per-run panels
         report = render_probe_report(study, bundle, tables, _narrative(study), figures)
         return BundlePart(verification, report, bundle, [], inputs=_inputs(study))

@@ -398,6 +398,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
     """Audio-text retrieval over dumps (given or extracted through the cache)."""
 
     name = "retrieval"
+    bundle_schema = RETRIEVAL_BUNDLE
     extracts = True
     table_progress = True
 

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, summarize
+from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, settle, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 
 # The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
 from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
-from audiorepro.runner.attest import sign_folder
+from audiorepro.runner.attest import TrustedKey, check_signature, sign_folder
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.keys import SigningKey
@@ -66,13 +66,22 @@ def run_study(
     return run_kind(kind, study, Context(Path(out), Path(out) / "cache" / "dumps", progress))
 
 
+#: What gives ``verify STUDY`` something to check, said when a study has none.
+STUDY_TO_CHECK = (
+    "the study has no published value to recompute: add a [[published]] table "
+    "(docs/studies.md); reproduce runs its metric parity{more} and verify OUT re-reads them"
+)
+
+
 def verify_study(study: Study, cache: Path) -> Summary:
-    """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
+    """Recompute only what the study's published values need (``audiorepro verify STUDY``);
+    a study with none has nothing to check (never a PASS: :func:`.checks.verify.settle`)."""
     kind = study_kind(study)
     if kind.extracts:
         # The checkpoints of the cells it extracts: exit 2 before any model is built.
         preflight_study(study, only={p.cell for p in study.published})
-    return kind.verify(study, cache)
+    more = ", gates and completion" if study.kind == "probe" else " and identity checks"
+    return settle(kind.verify(study, cache), 0, STUDY_TO_CHECK.format(more=more))
 
 
 def run_studies(
@@ -139,6 +148,15 @@ def _run_claimed(
     finally:
         discard(staging)  # published: already gone; failed or killed: nothing left behind
     return [(study, out / rel, outcomes[i]) for i, (study, rel) in enumerate(jobs)]
+
+
+def folder_problem(out: Path, trusted: list[TrustedKey] | None = None) -> str | None:
+    """The first file of ``out`` that does not hold what its run wrote (against the
+    manifest's SHA-256; against the signature too with ``trusted`` keys), as ``file: why``;
+    None when every file does. What ``diff`` checks of each side before comparing."""
+    rows = [r for r in verify_output_dir(out)["rows"] if r["cell"] == "output"]
+    rows += check_signature(out, trusted).rows if trusted is not None else []
+    return next((f"{r['metric']}: {r['reason']}" for r in rows), None)
 
 
 def _output_row(rel: str, reason: str) -> ValueRow:
@@ -225,14 +243,23 @@ def _verify_output_dir(out: Path) -> Summary:
             rows += _check_rows(rel, nested)
             records.append(nested_raw)
     summary = summarize(rows)
-    summary["checked"] = _checked(len(intact), len(outputs), records)
-    return summary
+    summary["checked"], checks = _checked(len(intact), len(outputs), records)
+    return settle(summary, checks, OUT_TO_CHECK)
 
 
-def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> str:
+#: What gives ``verify OUT`` something to check, said when its run recorded no check.
+OUT_TO_CHECK = (
+    "its run recorded no published value, metric parity, identity check, gate or completion "
+    "rule; add published values to the study (or predictions for parity) and run it again"
+)
+
+
+def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> tuple[str, int]:
     """What ``verify OUT`` checked, for its verdict line: files against the manifest, and
-    what the run's records (the nested studies' too) say passed of parity, identity and
-    published values. The records were written by a run: read as they are."""
+    what the run's records (the nested studies' too) say passed of parity, identity,
+    completion rules, gates and published values; and how many such checks there were
+    besides the published values (the files alone check no number). The records were
+    written by a run: read as they are."""
 
     def items(record: dict[str, Any], *keys: str) -> list[Any]:
         value: Any = record
@@ -248,8 +275,20 @@ def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> str:
     )
     golden = [g for r in records for g in items(r, "golden", "rows")]
     golden_ok = sum(1 for g in golden if isinstance(g, dict) and g.get("status") == PASS)
-    return (
+    rests = [r.get("rests_on") for r in records]
+    probe = {
+        what: sum(v.get(what, 0) for v in rests if isinstance(v, dict) and _count(v.get(what)))
+        for what in ("completion", "gates")
+    }
+    text = (
         f"{intact}/{listed} files against the manifest, parity {parity_ok}/{len(parity)}, "
         f"identity {len(identity) - identity_failed}/{len(identity)}, "
         f"published {golden_ok}/{len(golden)}"
     )
+    if any(isinstance(v, dict) for v in rests):
+        text += f", completion {probe['completion']} run(s), gates {probe['gates']}"
+    return text, len(parity) + len(identity) + probe["completion"] + probe["gates"]
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

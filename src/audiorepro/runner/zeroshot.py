@@ -284,6 +284,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     """Zero-shot classification: clips against one prompt per class, through the cache."""
 
     name = "zeroshot"
+    bundle_schema = ZEROSHOT_BUNDLE
     extracts = True
 
     def load(self, study: ZeroshotStudy, ctx: Context) -> ZeroshotState:
