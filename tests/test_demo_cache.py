@@ -1,4 +1,5 @@
-"""The demo's tiny models live outside OUT, built once per user and linked into OUT/cache/demo
+"""The demo's tiny models live outside OUT, built once per user, checked against their list on
+every use, and hard-linked (read-only) or copied into OUT/cache/demo, never linked to
 (:func:`audiorepro.runner.demo.place_models`); where that cache cannot be written, in OUT.
 
 The builder here writes a registry and one weights file and counts its calls: what is tested
@@ -9,12 +10,13 @@ are the business of tests/test_reproduce.py, whose goldens are unchanged by the 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from audiorepro.core.errors import WriteError
-from audiorepro.runner.demo import model_cache, models_key, place_models
+from audiorepro.runner.demo import CONTENTS, mismatch, model_cache, models_key, place_models
 
 
 class Builder:
@@ -44,9 +46,12 @@ def test_two_output_folders_share_one_build(
     assert len(build.calls) == 1 and build.calls[0].parent == model_cache()
     shared = model_cache() / models_key(0)
     for folder in (first, second):
-        assert folder.is_symlink() and folder.resolve() == shared.resolve()
+        assert folder.is_dir() and not folder.is_symlink()
         assert (folder / "registry.toml").read_text() == "seed 0\n"
+        assert os.path.samefile(folder / "weights.bin", shared / "weights.bin")  # a hard link
+        assert mismatch(folder) is None
     assert [p.name for p in model_cache().iterdir()] == [models_key(0)]  # no leftover
+    assert [p.name for p in first.parent.iterdir()] == ["tiny"]
 
 
 def test_a_cache_that_cannot_be_written_builds_in_out(
@@ -116,3 +121,51 @@ def test_models_an_earlier_version_built_in_out_are_kept(
     place_models(folder, 0, build := Builder())
     assert build.calls == [] and not folder.is_symlink()
     assert not (tmp_path / "xdg").exists()
+
+
+def _links(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_symlink()]
+
+
+def test_a_copied_out_cannot_change_the_users_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cp -a OUT copy`` and a checkpoint replaced in the copy (an experiment before
+    ``diff``): the cache is untouched, and the next demo uses it as it was."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    out = tmp_path / "out"
+    place_models(out / "cache" / "demo" / "tiny", 0, build := Builder())
+    assert _links(out) == []  # nothing in OUT leads into a shared place
+    shared = model_cache() / models_key(0)
+    before = (shared / "weights.bin").read_bytes()
+    subprocess.run(["cp", "-a", str(out), str(tmp_path / "copy")], check=True)
+    weights = tmp_path / "copy" / "cache" / "demo" / "tiny" / "weights.bin"
+    weights.chmod(0o644)
+    weights.write_bytes(b"another checkpoint")
+    assert (shared / "weights.bin").read_bytes() == before and mismatch(shared) is None
+    lines: list[str] = []
+    place_models(tmp_path / "later" / "tiny", 0, build, lines.append)
+    assert len(build.calls) == 1 and lines == []
+
+
+def test_a_cache_that_does_not_match_its_list_is_rebuilt_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed in the cache (written through OUT's hard link by root, or by hand):
+    the next use rebuilds it, says so in one line, and OUT holds the rebuilt files."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "out" / "tiny"
+    place_models(folder, 0, build := Builder())
+    shared = model_cache() / models_key(0)
+    assert (shared / "weights.bin").stat().st_mode & 0o222 == 0  # read-only
+    assert (shared / CONTENTS).read_text().count("\n") == 2
+    (folder / "weights.bin").chmod(0o644)
+    with open(folder / "weights.bin", "r+b") as f:  # through the link: the cache changes
+        f.write(b"X")
+    lines: list[str] = []
+    place_models(folder, 0, build, lines.append)
+    assert len(build.calls) == 2 and len(lines) == 1
+    assert str(shared) in lines[0] and "weights.bin differs" in lines[0]
+    assert "rebuilding" in lines[0]
+    assert mismatch(shared) is None and mismatch(folder) is None
+    assert (folder / "weights.bin").read_bytes() == bytes([0]) * 1000
