@@ -4,6 +4,7 @@ line on stderr naming the file, no traceback, and nothing written."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -36,6 +37,10 @@ def _other_study(run: Path, tmp: Path) -> Path:
     bundle = _bundle(run)
     bundle["study"] = {**bundle["study"], "name": "another"}  # type: ignore[dict-item]
     _gz(tmp / "other" / "bundle.json.gz", bundle)
+    manifest = json.loads((tmp / "other" / "manifest.json").read_text())  # as its run wrote it
+    digest = hashlib.sha256((tmp / "other" / "bundle.json.gz").read_bytes()).hexdigest()
+    manifest["outputs"]["bundle.json.gz"] = digest
+    (tmp / "other" / "manifest.json").write_text(json.dumps(manifest))
     return tmp / "other"
 
 

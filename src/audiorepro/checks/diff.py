@@ -304,6 +304,7 @@ def _numbers(
 ) -> list[NumberRecord]:
     """Every number of the typed view (``typed``, else :func:`plain_view`), as compared:
     a cell's (or run's) under its id, a study-level one under its path in the bundle."""
+    _shape(bundle)
     out = []
     for number in plain_view(bundle) if typed is None else typed:
         p = part(bundle, number.where)
@@ -328,6 +329,28 @@ def _numbers(
             )
         )
     return out
+
+
+#: The parts of a cell or run that are tables (of numbers, or of tables) in every bundle.
+_TABLES: Final = ("metrics", "profiles", "curves", "intervals", "report", "saved", "model_meta")
+
+
+def _shape(bundle: Mapping[str, Any]) -> None:
+    """A ValueError unless every cell (or run) is a table with an id and its parts that are
+    tables are tables (or null): a bundle of another shape is bad input, not numbers."""
+    for key in _PER_CELL:
+        entries = bundle.get(key, [])
+        if not isinstance(entries, list):
+            raise ValueError(f"{key} is a {type(entries).__name__}; expected a list")
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, Mapping) or "id" not in entry:
+                raise ValueError(f"{key}[{i}] is not a table with an id")
+            for part in _TABLES:
+                value = entry.get(part)
+                if value is not None and not isinstance(value, Mapping):
+                    raise ValueError(
+                        f"{key}[{i}].{part} is a {type(value).__name__}; expected a table"
+                    )
 
 
 def _demote(p: _Part) -> frozenset[str]:

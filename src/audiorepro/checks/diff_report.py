@@ -294,15 +294,21 @@ def run_diff(
     """Read both runs (bad input: a UserError before anything is written), check each
     folder against its manifest (``check``: a failing side is the verdict, nothing is
     compared), compare every number of their typed views (``typed``), report."""
+    run_a, run_b = load_run(a, typed), load_run(b, typed)  # bad input: exit 2 first
     failed = unverified(a, b, check, say)
     if failed is not None:
         return failed
-    run_a, run_b = load_run(a, typed), load_run(b, typed)
     check_comparable(run_a, run_b)
     view_a, view_b = views(run_a, run_b)
     result = compare_runs(view_a, view_b, tolerance=tolerance_from(run_a, run_b), strict=strict)
     for line in text_lines(result, str(a), str(b)):
         say(line)
+    for side in (run_a, run_b):
+        if check is not None and not side.folder:
+            say(
+                f"  {side.source}: a bundle alone, checked against no manifest (give its "
+                "output folder to check it)"
+            )
     if json_out is not None:
         atomic_write_bytes(json_out, json_dumps(document(result, str(a), str(b))).encode())
     if html_out is not None:

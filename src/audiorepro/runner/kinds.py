@@ -87,6 +87,9 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     table_progress: ClassVar[bool] = False
     #: The ``schema`` of the bundle it writes (how a bundle read back finds its kind).
     bundle_schema: ClassVar[str] = ""
+    #: What ``reproduce`` checks of the kind besides published values, said when ``verify
+    #: STUDY`` has nothing to check.
+    run_checks: ClassVar[str] = "metric parity"
 
     @abstractmethod
     def load(self, study: StudyT, ctx: Context) -> StateT:

@@ -90,6 +90,7 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
 
     name = "probe"
     bundle_schema = PROBE_BUNDLE
+    run_checks = "completion rule, gates and parity with the predictions"
 
     def load(self, study: ProbeStudy, ctx: Context) -> ProbeState:
         """The runs, their names checked (exit 2 before anything is written), what is

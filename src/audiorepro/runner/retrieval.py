@@ -399,6 +399,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 
     name = "retrieval"
     bundle_schema = RETRIEVAL_BUNDLE
+    run_checks = "metric parity and identity checks"
     extracts = True
     table_progress = True
 

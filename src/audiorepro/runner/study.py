@@ -18,10 +18,10 @@ from audiorepro.core.hashing import sha256_file
 
 # The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
 from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
-from audiorepro.runner.attest import TrustedKey, check_signature, sign_folder
+from audiorepro.runner.attest import check_signature, sign_folder
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
-from audiorepro.runner.keys import SigningKey
+from audiorepro.runner.keys import SigningKey, TrustedKey
 from audiorepro.runner.kinds import Context, StudyKind, kind_named, run_kind
 from audiorepro.runner.outputs import Outcome
 from audiorepro.runner.publish import (
@@ -69,7 +69,7 @@ def run_study(
 #: What gives ``verify STUDY`` something to check, said when a study has none.
 STUDY_TO_CHECK = (
     "the study has no published value to recompute: add a [[published]] table "
-    "(docs/studies.md); reproduce runs its metric parity{more} and verify OUT re-reads them"
+    "(docs/studies.md); reproduce runs its {more} and verify OUT re-reads them"
 )
 
 
@@ -80,8 +80,7 @@ def verify_study(study: Study, cache: Path) -> Summary:
     if kind.extracts:
         # The checkpoints of the cells it extracts: exit 2 before any model is built.
         preflight_study(study, only={p.cell for p in study.published})
-    more = ", gates and completion" if study.kind == "probe" else " and identity checks"
-    return settle(kind.verify(study, cache), 0, STUDY_TO_CHECK.format(more=more))
+    return settle(kind.verify(study, cache), 0, STUDY_TO_CHECK.format(more=kind.run_checks))
 
 
 def run_studies(
