@@ -27,10 +27,10 @@ from audiorepro.checks.diff import (
     RunView,
     bundle_view,
     flatten_zeroshot,
-    leaves,
 )
 from audiorepro.checks.diff_compare import compare_runs
 from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.numbers import numeric_leaves, readable
 from audiorepro.cli import main
 from audiorepro.runner.demo import prepare_probe_demo
 from tests.conftest import ROOT
@@ -77,7 +77,7 @@ def test_retrieval_numbers_of_shipped_dumps_are_tier_a_and_depend_on_their_dump(
     view = load_run(synthetic).view
     five = bundle["cells"][0]
     assert five["id"] == "five"
-    expected = {f"five/metrics/{p}" for p, _ in leaves(five["metrics"])}
+    expected = {f"five/metrics/{readable(w)}" for w, _ in numeric_leaves(five["metrics"])}
     assert expected <= set(view.numbers)
     r1 = view.numbers["five/metrics/t2a/r@1"]
     assert r1.value == five["metrics"]["t2a"]["r@1"] and r1.tier == "a"

@@ -4,6 +4,7 @@ and the cause each names."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -171,6 +172,12 @@ def test_a_zero_shot_run_is_flattened_with_its_dumps_and_a_tampered_number_is_a_
     (tmp_path / "b" / "bundle.json.gz").write_bytes(
         gzip.compress(json.dumps(bundle).encode(), mtime=0)
     )
+    assert main(["diff", str(out), str(tmp_path / "b")]) == 1  # fails its manifest first
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    manifest["outputs"]["bundle.json.gz"] = hashlib.sha256(
+        (tmp_path / "b" / "bundle.json.gz").read_bytes()
+    ).hexdigest()
+    (tmp_path / "b" / "manifest.json").write_text(json.dumps(manifest))  # as a run wrote it
     doc = _diff(out, tmp_path / "b", tmp_path, 1)
     assert doc["verdict"] == "changed, unexplained"
     assert doc["numbers"][0]["path"] == accuracy and doc["numbers"][0]["causes"] == []

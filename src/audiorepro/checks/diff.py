@@ -4,8 +4,11 @@ Three pure stages, each over typed records:
 
 1. **Flatten** a bundle into :class:`NumberRecord` s (one function per study kind:
    :func:`flatten_retrieval`, :func:`flatten_probe`, :func:`flatten_zeroshot`): every number
-   with its path, its direction, its reproducibility tier (:mod:`audiorepro.checks.tiers`) and
-   the keys of the identities it depends on.
+   of the kind's typed view (:class:`audiorepro.checks.numbers.NumberRecord`, what the kind's
+   ``numbers`` yields; the same walk without it), with its path, its direction, its
+   reproducibility tier (:mod:`audiorepro.checks.tiers`) and the keys of the identities it
+   depends on (a number no cell owns depends on every cell; a probe study's derived number
+   on the aliased files its formula reads, each an identity of its own).
 2. **Identities** (:class:`Identity`): what each cell's numbers depend on, each of one kind of
    :data:`KINDS`, from the bundle (and, for an output folder, its manifest:
    :func:`manifest_identities`).
@@ -126,29 +129,6 @@ def higher_is_better(name: str) -> bool | None:
     if leaf.startswith(("n_", "num_")) or leaf in ("n", "support", "count", "counts"):
         return None
     return True
-
-
-def _label(item: Mapping[str, Any], index: int) -> str:
-    names = [str(item[k]) for k in ("id", "task", "metric", "family", "name", "model") if k in item]
-    return "/".join(n for n in names if n) or str(index)
-
-
-def leaves(data: Any, path: str = "") -> Iterator[tuple[str, Number]]:
-    """Every number under ``data`` with its path (a list of records is keyed by their names;
-    strings and booleans are not numbers).
-
-    >>> list(leaves({"b": [1, 2.5], "a": {"x": None, "s": "text"}, "ok": True}))
-    [('a/x', None), ('b/0', 1), ('b/1', 2.5)]
-    """
-    if isinstance(data, Mapping):
-        for key in sorted(data, key=str):
-            yield from leaves(data[key], f"{path}/{key}" if path else str(key))
-    elif isinstance(data, list | tuple):
-        for i, item in enumerate(data):
-            name = _label(item, i) if isinstance(item, Mapping) else str(i)
-            yield from leaves(item, f"{path}/{name}" if path else name)
-    elif data is None or (isinstance(data, int | float) and not isinstance(data, bool)):
-        yield path, data
 
 
 def _keys(cell: str, kinds: Sequence[str], *, tier: Tier) -> frozenset[str]:
