@@ -385,7 +385,9 @@ def verify(
     against the manifest's hashes); or give --golden FILE with --dumps DIR. With a published
     probe values file (audiorepro.probe-published/1), give --golden FILE and the probe STUDY:
     each value is compared with the study's saved measurements. Exit 0 only when every value
-    passes; 1 when any fails or cannot be verified here; 2 for bad input.
+    passes; 1 when any fails or cannot be verified here, or when there was nothing to check
+    (NOTHING CHECKED: no published value and no recorded check); 2 for bad input. The last
+    line is the verdict (for OUT, the headline numbers come above it).
 
     For OUT, one line says whether it is signed (`audiorepro sign`) and by which key; with
     --key or --trusted-keys the signature must verify under a trusted key and the signed files
