@@ -201,6 +201,19 @@ def _every(bundle: Mapping[str, Any], kinds: Sequence[str], extra: Sequence[str]
     return _Part(STUDY_CELL, tier, keys | _keys("run", (), tier=tier) | frozenset(extra))
 
 
+def _owner(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> Mapping[str, Any] | None:
+    """The cell a study-level number belongs to, when a table on its way names it (a parity
+    row's or a published value's ``cell``): its numbers follow that cell."""
+    cells = {str(c.get("id")): c for c in bundle.get("cells", []) if isinstance(c, Mapping)}
+    node: Any = bundle
+    owner = None
+    for key in where[:-1]:
+        node = node[key]
+        if isinstance(node, Mapping) and str(node.get("cell")) in cells:
+            owner = cells[str(node["cell"])]
+    return owner
+
+
 def _retrieval_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
     """A retrieval number: a cell's metric (tier a over a shipped dump, b over an extracted
     one; the laion-clap profile's float32 logits b always), its rank counts (rank rule),
@@ -213,7 +226,11 @@ def _retrieval_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> 
         deps = _keys(a, _CELL_KINDS, tier=tier) | _keys(b, _CELL_KINDS, tier=tier)
         return _Part(f"{a} | {b}", tier, deps, rule="ranks")
     if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
-        return _every(bundle, _CELL_KINDS)
+        owner = _owner(bundle, where)
+        if owner is None:
+            return _every(bundle, _CELL_KINDS)
+        oid, tier = str(owner["id"]), "b" if _extracted(owner) else "a"
+        return _Part(oid, tier, _keys(oid, _CELL_KINDS, tier=tier))
     cell = bundle["cells"][where[1]]
     cid, below = str(cell["id"]), where[2:]
     tier = "b" if _extracted(cell) else "a"
@@ -240,7 +257,10 @@ def _zeroshot_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _
     """A zero-shot number: a cell's metric tier b (the embeddings are extracted here, rank
     rule), its counts and settings tier a."""
     if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
-        return _every(bundle, _CELL_KINDS)
+        owner = _owner(bundle, where)
+        if owner is None:
+            return _every(bundle, _CELL_KINDS)
+        return _Part(str(owner["id"]), "b", _keys(str(owner["id"]), _CELL_KINDS, tier="b"))
     cid = str(bundle["cells"][where[1]]["id"])
     if where[2] == "metrics":
         return _Part(cid, "b", _keys(cid, _CELL_KINDS, tier="b"), "ranks")
