@@ -594,7 +594,7 @@ def test_a_moved_derived_number_names_its_file(
     for n in cps:
         assert abs(n["b"] * 3 - n["a"]) < 1e-9 and norm_key in n["causes"], n
         assert jobs_key not in n["causes"]
-    assert any(p.startswith("result_manifest/") and jobs_key in n["causes"]
-               for p, n in moved.items())  # fmt: skip
+    assert moved["result_manifest/derived/gpu_hours"]["causes"] == [jobs_key]
+    assert jobs_key in moved["result_manifest/attempts/2/ElapsedRaw"]["causes"]
     out = capsys.readouterr().out
     assert "consolidated_benchmark/job_audit.json" in out and "DEFECT" not in out

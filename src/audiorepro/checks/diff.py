@@ -285,6 +285,10 @@ def _probe_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Par
     if where[0] == "runs" and len(where) > 2 and isinstance(where[1], int):
         rid = str(bundle["runs"][where[1]]["id"])
         return _Part(rid, "a", _keys(rid, ("inputs",), tier="a"))
+    if where[:2] == ("result_manifest", "derived") and len(where) > 2:
+        # the manifest's copy of a derived number: on what that number reads
+        at = [i for i, d in enumerate(bundle.get("derived") or []) if d.get("name") == where[2]]
+        where = ("derived", *at[:1], "values", "")
     if where[0] == "derived" and len(where) > 1 and isinstance(where[1], int):
         entry = bundle["derived"][where[1]]
         text = f"{entry.get('formula', '')} {entry.get('of') or ''}"
