@@ -28,7 +28,7 @@ from audiorepro.core.errors import (
     WRITE_ERRNOS,
     UserError,
 )
-from audiorepro.core.io import json_dumps, write_json
+from audiorepro.core.io import check_output_file, json_dumps, write_json
 from audiorepro.core.progress import quiet_library_bars
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
@@ -69,11 +69,23 @@ from audiorepro.specs.study import ProbeStudy, RetrievalStudy, ZeroshotStudy, lo
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
 
+class OutputFile(click.Path):
+    """An output file option: a path that is not there or a regular file. A symbolic link,
+    a FIFO, a device node or a folder is refused when the option is read, before any work
+    (:func:`~audiorepro.core.io.check_output_file`): the write would replace it."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        check_output_file(path)
+        return path
+
+
 def json_option(help_text: str) -> Any:
     """The ``--json OUT`` option every command shares (written atomically, sorted keys)."""
-    return click.option(
-        "--json", "json_out", type=click.Path(path_type=Path), default=None, help=help_text
-    )
+    return click.option("--json", "json_out", type=OutputFile(), default=None, help=help_text)
 
 
 def cutoffs_option(help_text: str) -> Any:
@@ -484,7 +496,7 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 @click.option(
     "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
 )
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 @click.option(
     "--set",
     "settings",
@@ -542,7 +554,7 @@ def extract(
 
 @cli.command()
 @click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 def merge(parts: tuple[Path, ...], out: Path) -> None:
     """Join the parts of one sharded extraction (extract --shard i/n) into one dump."""
     meta = run_merge(list(parts), out)
@@ -608,7 +620,7 @@ def _identity_lines(block: dict[str, Any]) -> list[str]:
 )
 @click.option(
     "--write-golden",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Store --a's fixture embeddings as a golden reference file.",
 )
@@ -869,7 +881,7 @@ def _extractable_study(path: Path) -> RetrievalStudy | ZeroshotStudy:
 @click.option("--cell", "cell_id", required=True, help="The cell's id in the study.")
 @click.option("--shard", required=True, help="i/n: which part of the cell's extraction.")
 @click.option("--key", required=True, help="The cache key the submitter computed.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: Path) -> None:
     """One array task of `reproduce --executor slurm` (and of `slurm-template` scripts): a
     shard of a cell's extraction, written atomically with a SHA-256 record."""
@@ -894,6 +906,8 @@ def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     study = _extractable_study(study_file)
     preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
     target = out or Path(f"reproduce-{study.name}")
+    if target.exists() and not target.is_dir():  # a FIFO, a device: no folder to run into
+        raise UserError("is not a folder; expected an output folder (--out)", source=target)
     click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
 
 

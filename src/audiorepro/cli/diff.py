@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from audiorepro.checks.diff_report import run_diff
-from audiorepro.cli.commands import cli
+from audiorepro.cli.commands import OutputFile, cli
 
 
 @cli.command(name="diff")
@@ -16,14 +16,14 @@ from audiorepro.cli.commands import cli
 @click.option(
     "--json",
     "json_out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Write the comparison (schema audiorepro.diff/1) to this file.",
 )
 @click.option(
     "--html",
     "html_out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Write one self-contained HTML page of the comparison.",
 )

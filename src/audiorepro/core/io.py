@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import tomllib
@@ -39,8 +40,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     naming it (:func:`~audiorepro.core.errors.write_error`), and leaves nothing behind: the
     temporary file is removed and ``path`` keeps what it held before."""
     path = Path(path)
-    if path.is_dir():
-        raise WriteError("is a folder; expected a file path to write", source=path)
+    check_output_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -65,6 +65,46 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output_file(path: str | Path) -> None:
+    """Refuse an output path that exists and is not a regular file (its own entry, not what
+    a link points at): a symbolic link, a folder, a FIFO, a device node or a socket. An
+    output is written beside it and renamed over it, which would replace the link, the FIFO
+    or the device itself (as root, ``--json /dev/null`` replaced the system's /dev/null).
+    A :class:`~audiorepro.core.errors.WriteError` naming it, before anything is written.
+
+    >>> try:
+    ...     check_output_file("/")
+    ... except WriteError as exc:
+    ...     print(str(exc)[:50])
+    /: is a folder; expected a regular file to write (
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return  # not there (or not reachable): the writer says what refuses it
+    if not stat.S_ISREG(mode):
+        raise WriteError(
+            f"is {_kind_of(mode)}; expected a regular file to write (audiorepro replaces only "
+            "regular files; choose another output path)",
+            source=path,
+        )
 
 
 def _remove(tmp: str) -> None:

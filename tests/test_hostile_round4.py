@@ -1,0 +1,159 @@
+"""Hostile round 4 (issue 35, item 5): every class the round found, each with a test that
+failed before its fix. Each bad input is one line on stderr naming the file (or the argument),
+exit 2, no traceback, nothing written; the Python API raises :class:`audiorepro.UserError` (a
+``ValueError``) naming the argument.
+
+:data:`ROUND4` is the registry: every class of the round, and the test (here or in the
+registries of :mod:`tests.test_hostile`, :mod:`tests.test_hostile_diff` and
+:mod:`tests.test_hostile_trec`) that runs it. ``test_every_round4_class_has_a_test`` keeps it
+honest: each test it names exists.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from audiorepro.cli import main
+from tests.conftest import FIXTURES
+from tests.test_hostile import PREDICTIONS, _golden, _one_line, _run
+
+DUMP = FIXTURES / "dumps" / "synthetic_5cap.npz"
+
+# --- writes never replace a non-regular file ------------------------------------------------
+
+
+def _symlink(path: Path) -> Callable[[], bool]:
+    """A symbolic link to a file holding ``keep``: still a link, and the file unchanged."""
+    target = path.with_name(path.name + ".target")
+    target.write_text("keep")
+    path.symlink_to(target.name)
+    return lambda: path.is_symlink() and target.read_text() == "keep"
+
+
+def _dangling(path: Path) -> Callable[[], bool]:
+    path.symlink_to(path.name + ".nowhere")
+    return lambda: path.is_symlink() and not path.with_name(path.name + ".nowhere").exists()
+
+
+def _fifo(path: Path) -> Callable[[], bool]:
+    os.mkfifo(path)
+    return lambda: stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
+def _folder(path: Path) -> Callable[[], bool]:
+    path.mkdir()
+    return lambda: path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+def _device(path: Path) -> Callable[[], bool]:
+    """A character device like /dev/null (1, 3), made in the test's folder (root only): the
+    real /dev/null is never touched."""
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root")
+    return lambda: stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+#: What an output path is: name -> (make it, then a check that it is still what it was).
+NON_REGULAR: dict[str, Callable[[Path], Callable[[], bool]]] = {
+    "symlink": _symlink,
+    "dangling-symlink": _dangling,
+    "fifo": _fifo,
+    "folder": _folder,
+    "device": _device,
+}
+
+#: Every output-file option: name -> argv given the output path and a work folder.
+OUTPUT_OPTIONS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "metrics --json": lambda p, t: ["metrics", str(DUMP), "--json", str(p)],
+    "parity --json": lambda p, t: ["parity", str(DUMP), "--json", str(p)],
+    "explain --json": lambda p, t: ["explain", str(DUMP), "--json", str(p)],
+    "probe-metrics --json": lambda p, t: ["probe-metrics", str(PREDICTIONS), "--json", str(p)],
+    "verify --json": lambda p, t: [
+        "verify", "--golden", str(_golden(t, DUMP)), "--dumps", str(DUMP.parent), "--json", str(p),
+    ],
+    "list --json": lambda p, t: ["list", "profiles", "--json", str(p)],
+    "diff --json": lambda p, t: ["diff", str(t / "a.json.gz"), str(t / "b.json.gz"), "--json",
+                                 str(p)],
+    "diff --html": lambda p, t: ["diff", str(t / "a.json.gz"), str(t / "b.json.gz"), "--html",
+                                 str(p)],
+    "extract --out": lambda p, t: ["extract", "--model", "m", "--audio", str(t), "--captions",
+                                   str(t / "c.csv"), "--out", str(p)],
+    "extract-part --out": lambda p, t: ["extract-part", str(t / "s.toml"), "--cell", "c",
+                                        "--shard", "0/2", "--key", "k", "--out", str(p)],
+    "merge --out": lambda p, t: ["merge", str(DUMP), "--out", str(p)],
+    "identity --write-golden": lambda p, t: ["identity", "--a", "m", "--write-golden", str(p)],
+    "identity --json": lambda p, t: ["identity", "--a", "m", "--b", "n", "--json", str(p)],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(NON_REGULAR))
+@pytest.mark.parametrize("option", sorted(OUTPUT_OPTIONS))
+def test_an_output_path_that_is_no_regular_file_is_refused_not_replaced(
+    tmp_path: Path, option: str, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--json PATH`` (every output option) wrote beside PATH and renamed over it: a
+    symbolic link, a FIFO or a device node (as root, ``--json /dev/null``: the system's
+    /dev/null) became a regular file. Refused when the option is read, before any work."""
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out.json"
+    unchanged = NON_REGULAR[kind](out)
+    code, err = _run(OUTPUT_OPTIONS[option](out, work), capsys)
+    assert code == 2, err
+    _one_line(err, "out.json", "expected a regular file")
+    assert unchanged(), f"{option} replaced the {kind}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["work", "out.json", *(["out.json.target"] if kind == "symlink" else [])]
+    ), "something was written"
+
+
+def test_the_writer_itself_refuses_a_non_regular_file(tmp_path: Path) -> None:
+    """Below the command line (the Python API, a run's own outputs), the one writer refuses
+    too, and leaves no temporary file."""
+    from audiorepro.core.errors import WriteError
+    from audiorepro.core.io import atomic_write_bytes
+
+    for kind, make in sorted(NON_REGULAR.items()):
+        path = tmp_path / kind
+        unchanged = make(path)
+        with pytest.raises(WriteError, match="expected a regular file"):
+            atomic_write_bytes(path, b"x")
+        assert unchanged(), kind
+    atomic_write_bytes(tmp_path / "plain", b"x")  # a regular file is replaced as before
+    atomic_write_bytes(tmp_path / "plain", b"y")
+    assert (tmp_path / "plain").read_bytes() == b"y"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+#: Output-folder options: a FIFO, a device or a link to a file is no folder.
+OUTPUT_FOLDERS: dict[str, Callable[[Path, Path], list[str]]] = {
+    "reproduce --out": lambda p, t: ["reproduce", str(t / "s.toml"), "--out", str(p)],
+    "slurm-template --out": lambda p, t: ["slurm-template", str(t / "s.toml"), "--out", str(p)],
+    "tiny-models --out": lambda p, t: ["tiny-models", "--out", str(p)],
+    "evaluate --out": lambda p, t: ["evaluate", "m", "d", "--out", str(p)],
+}
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "device"])
+@pytest.mark.parametrize("option", sorted(OUTPUT_FOLDERS))
+def test_an_output_folder_that_is_no_folder_is_refused(
+    tmp_path: Path, option: str, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.test_outputs_folder import _study
+
+    work = tmp_path / "work"
+    work.mkdir()
+    _study(work).rename(work / "s.toml")
+    out = tmp_path / "out"
+    unchanged = NON_REGULAR[kind](out)
+    code, err = _run(OUTPUT_FOLDERS[option](out, work), capsys)
+    assert code == 2, err
+    _one_line(err, "out")
+    assert unchanged(), f"{option} replaced the {kind}"
