@@ -1610,6 +1610,12 @@ CHECKPOINT_CLASSES: dict[str, tuple[str, str, CkptBreak, tuple[str, ...]]] = {
     "laion-zip-directory-cut": (
         "laion", "", _cut(lambda n: n - 30), ("model.pt", "central directory"),
     ),
+    # Round 4 (issue 35): a laion: file without a pickle's suffix was not looked at, and
+    # failed after the models loaded ("" above is the .pt; a name is a file beside it).
+    "laion-text-file": (
+        "laion", "notes.txt", lambda p: p.write_text("my notes\n", encoding="utf-8"),
+        ("notes.txt", "neither a zip archive nor a pickle"),
+    ),
     "hf-config-missing": ("hf", "config.json", _remove, ("hf", "no config.json")),
     "hf-config-not-json": (
         "hf", "config.json", lambda p: p.write_text("{not json", encoding="utf-8"),
@@ -1722,7 +1728,9 @@ def _checkpoint(case: str, folder: Path) -> tuple[str, Path]:
     """The broken checkpoint of ``case``: its spec and the file that was broken."""
     kind, name, make, _ = CHECKPOINT_CLASSES[case]
     base = _valid_laion(folder) if kind == "laion" else _valid_hf(folder)
-    target = base / name if name else base
+    if kind == "laion" and name:  # another file beside the checkpoint is given instead
+        base = base.with_name(name)
+    target = base / name if name and kind == "hf" else base
     make(target)
     return f"{kind}:{base}", target
 
