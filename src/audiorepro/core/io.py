@@ -18,6 +18,7 @@ import sys
 import tempfile
 import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -250,14 +251,37 @@ def _check_strings(value: Any, depth: int = 0) -> None:
         _check_strings(item, depth + 1)
 
 
+def _counter(limit: int) -> Callable[[str], str]:
+    """Passes a number's text through, refusing the one after the ``limit``-th."""
+    seen = [0]
+
+    def count(text: str) -> str:
+        seen[0] += 1
+        if seen[0] > limit:
+            raise _JSONRefused(
+                f"holds more than {limit} numbers; expected at most {limit} (refused while "
+                "reading, before any is used)"
+            )
+        return text
+
+    return count
+
+
 def parse_json(
-    text: str, *, source: str | Path, key: str | None = None, finite: bool = False
+    text: str,
+    *,
+    source: str | Path,
+    key: str | None = None,
+    finite: bool = False,
+    max_numbers: int | None = None,
 ) -> Any:
     """The one JSON reader for what a user gives (and what verify reads back), or a
     :class:`UserError` naming ``source`` (and ``key``, or the duplicated key) in one line:
     invalid JSON, a key twice in one object, an integer of more than
     :data:`JSON_MAX_DIGITS` digits, nesting deeper than :data:`JSON_MAX_DEPTH`, a lone
-    surrogate; with ``finite``, also ``NaN``/``Infinity``.
+    surrogate; with ``finite``, also ``NaN``/``Infinity``; with ``max_numbers``, more numbers
+    than that (a few KiB of gzip can hold a million numbers, each of which a reader of the
+    document then walks).
 
     >>> parse_json('{"a": [1, 2.5, null]}', source="x.json")
     {'a': [1, 2.5, None]}
@@ -273,11 +297,18 @@ def parse_json(
             source=source,
             key=key,
         )
+    parse_int: Callable[[str], Any] = _bounded_int
+    parse_float: Callable[[str], Any] = float
+    if max_numbers is not None:
+        count = _counter(max_numbers)
+        parse_int = lambda t: _bounded_int(count(t))  # noqa: E731
+        parse_float = lambda t: float(count(t))  # noqa: E731
     try:
         value = json.loads(
             text,
             object_pairs_hook=_pairs,
-            parse_int=_bounded_int,
+            parse_int=parse_int,
+            parse_float=parse_float,
             parse_constant=_constant if finite else None,
         )
         _check_strings(value)
