@@ -157,3 +157,71 @@ def test_an_output_folder_that_is_no_folder_is_refused(
     assert code == 2, err
     _one_line(err, "out")
     assert unchanged(), f"{option} replaced the {kind}"
+
+
+# --- trec-eval: numbers as trec_eval's atol/atof read them, or a refusal -----------------------
+
+_QRELS = "1 0 a {a}\n1 0 b 2\n1 0 c 0\n"
+_RUN = "1 Q0 a 1 {a} r\n1 Q0 b 2 0.5 r\n1 Q0 c 3 0.25 r\n"
+#: A hostile field, and the ASCII text trec_eval's atol/atof read it as: Python's int() and
+#: float() read ``1_0`` as 10 and an Arabic-Indic or fullwidth digit as that digit.
+TREC_NUMBERS = {
+    "qrels-underscore-level": ("qrels", "1_0", "1"),
+    "qrels-arabic-indic-level": ("qrels", "\u0661", "0"),
+    "qrels-fullwidth-level": ("qrels", "\uff11", "0"),
+    "qrels-400-digit-level": ("qrels", "1" * 400, None),
+    "run-underscore-score": ("run", "0_9", "0"),
+    "run-arabic-indic-score": ("run", "\u0660.\u0669", "0"),
+    "run-fullwidth-score": ("run", "\uff10.9", "0"),
+}
+
+
+def _trec(tmp: Path, which: str, value: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    qrels, run = tmp / "qrels.txt", tmp / "run.txt"
+    qrels.write_text(_QRELS.format(a=value if which == "qrels" else "1"), encoding="utf-8")
+    run.write_text(_RUN.format(a=value if which == "run" else "0.9"), encoding="utf-8")
+    code = main(["trec-eval", "-q", "-m", "ndcg", "-m", "map", str(qrels), str(run)])
+    captured = capsys.readouterr()
+    return code, captured.out if code == 0 else captured.err
+
+
+@pytest.mark.parametrize("case", sorted(TREC_NUMBERS))
+def test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Either the values trec_eval gives (the field read by atol/atof: the same output as the
+    ASCII text it reads) or one line naming the file, the line and the field; never another
+    number (``1_0`` was 10, exit 0) or a traceback (400 digits: OverflowError)."""
+    which, value, as_read = TREC_NUMBERS[case]
+    code, text = _trec(tmp_path, which, value, capsys)
+    if code == 2:
+        field = "rel" if which == "qrels" else "score"
+        _one_line(text, f"{which}.txt", "line 1", f"'{field}'")
+        return
+    assert code == 0, text
+    assert as_read is not None, f"{value[:20]!r} was read as a number: {text}"
+    _, expected = _trec(tmp_path, which, as_read, capsys)
+    assert text == expected, f"{value!r} was not read as trec_eval reads it ({as_read!r})"
+
+
+def test_ascii_trec_numbers_read_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base of the classes: ASCII levels and scores (a sign, an exponent) evaluate."""
+    code, text = _trec(tmp_path, "run", "+9e-1", capsys)
+    assert code == 0, text
+    assert text == _trec(tmp_path, "run", "0.9", capsys)[1]
+    assert "ndcg" in text
+
+
+def test_a_measure_set_with_parameters_names_the_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-m official.5`` said "measure 'official.5' takes no cutoffs; expected runid": the
+    first measure of the set, not what was given."""
+    qrels, run = tmp_path / "q", tmp_path / "r"
+    qrels.write_text(_QRELS.format(a="1"))
+    run.write_text(_RUN.format(a="0.9"))
+    for spec in ("official.5", "all_trec.10"):
+        assert main(["trec-eval", "-m", spec, str(qrels), str(run)]) == 2
+        err = capsys.readouterr().err
+        _one_line(err, "-m", repr(spec.partition(".")[0]))
+        assert "runid" not in err, err
