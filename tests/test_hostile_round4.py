@@ -225,3 +225,80 @@ def test_a_measure_set_with_parameters_names_the_set(
         err = capsys.readouterr().err
         _one_line(err, "-m", repr(spec.partition(".")[0]))
         assert "runid" not in err, err
+
+
+# --- the Python API: audiorepro.UserError (a ValueError) naming the argument -------------------
+
+_E = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+_S = [[0.9, 0.1, 0.5], [0.2, 0.2, 0.7]]
+#: name -> (the call, the argument its error must name). Each returned a number or raised
+#: another exception (TypeError, IndexError, ZeroDivisionError, numpy's ValueError) before.
+API_CASES: dict[str, tuple[Callable[[], object], str]] = {
+    "relevance-float-indices": (lambda: _api().retrieval_metrics(_E, _E, relevance=[[0.9], [1.2], [2.0]]), "relevance"),
+    "relevance-float-array": (lambda: _api().retrieval_metrics(_E, _E, relevance=_np().array([[0.0], [1.0], [2.0]])), "relevance"),
+    "relevance-a-number": (lambda: _api().retrieval_metrics(_E, _E, relevance=5), "relevance"),
+    "relevance-none-item": (lambda: _api().retrieval_metrics(_E, _E, relevance=[None, [1], [2]]), "relevance"),
+    "relevance-text": (lambda: _api().retrieval_metrics(_E, _E, relevance="abc"), "relevance"),
+    "relevance-negative": (lambda: _api().retrieval_metrics(_E, _E, relevance=[[0], [1], [-1]]), "relevance"),
+    "audio-ragged": (lambda: _api().retrieval_metrics([[1.0, 0.0], [1.0]], _E, text_to_audio=[0, 1, 2]), "audio_embeds"),
+    "text-to-audio-ragged": (lambda: _api().retrieval_metrics(_E, _E, text_to_audio=[[0], [1, 2], 2]), "text_to_audio"),
+    "explain-float-relevance": (lambda: _api().explain(_E, _E, relevance=[[0.5], [1], [2]]), "relevance"),
+    "parity-float-relevance": (lambda: _api().parity(_E, _E, relevance=[[0.5], [1], [2]]), "relevance"),
+    "scores-nan": (lambda: _api().score_metrics([[float("nan"), 0.5, 0.1]], [[0]]), "scores"),
+    "scores-inf": (lambda: _api().score_metrics([[float("inf"), 0.5, 0.1]], [[1]]), "scores"),
+    "scores-ragged": (lambda: _api().score_metrics([[0.1, 0.2], [0.3]], [[0], [0]]), "scores"),
+    "scores-empty": (lambda: _api().score_metrics([], []), "scores"),
+    "scores-0-d": (lambda: _api().score_metrics(0.5, [[0]]), "scores"),
+    "scores-3-d": (lambda: _api().score_metrics([[[0.5]]], [[0]]), "scores"),
+    "scores-text": (lambda: _api().score_metrics([["a", "b"]], [[0]]), "scores"),
+    "relevant-shorter-than-scores": (lambda: _api().score_metrics(_S, [[0]]), "relevant"),
+    "relevant-longer-than-scores": (lambda: _api().score_metrics(_S, [[0], [1], [2]]), "relevant"),
+    "relevant-negative-index": (lambda: _api().score_metrics(_S, [[-1], [1]]), "relevant"),
+    "relevant-index-beyond": (lambda: _api().score_metrics(_S, [[3], [1]]), "relevant"),
+    "relevant-float-index": (lambda: _api().score_metrics(_S, [[0.0], [1.0]]), "relevant"),
+    "relevant-bool-index": (lambda: _api().score_metrics(_S, [[True], [1]]), "relevant"),
+    "relevant-a-number": (lambda: _api().score_metrics(_S, 5), "relevant"),
+    "relevant-none-item": (lambda: _api().score_metrics(_S, [None, [1]]), "relevant"),
+    "relevant-empty-query": (lambda: _api().score_metrics(_S, [[0], []]), "relevant"),
+    "relevant-repeated-index": (lambda: _api().score_metrics(_S, [[0, 0], [1]]), "relevant"),
+    "parity-tolerance-negative": (lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=-1), "tolerance"),
+    "parity-tolerance-nan": (lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=float("nan")), "tolerance"),
+}  # fmt: skip
+
+
+def _api() -> object:
+    import audiorepro
+
+    return audiorepro
+
+
+def _np() -> object:
+    import numpy
+
+    return numpy
+
+
+@pytest.mark.parametrize("case", sorted(API_CASES))
+def test_a_malformed_api_argument_raises_user_error_naming_it(case: str) -> None:
+    import audiorepro
+
+    call, argument = API_CASES[case]
+    with pytest.raises(audiorepro.UserError, match=f"'{argument}'") as info:
+        call()
+    assert isinstance(info.value, ValueError)
+    assert len(str(info.value).splitlines()) == 1
+
+
+def test_the_api_still_takes_what_it_took() -> None:
+    """The base of the classes: lists, tuples and numpy arrays of integer indices."""
+    import numpy as np
+
+    import audiorepro
+
+    a = audiorepro.score_metrics(_S, [[0], [1]])
+    assert audiorepro.score_metrics(np.array(_S), np.array([[0], [1]])).metrics == a.metrics
+    assert audiorepro.score_metrics(_S, ((0,), (np.int64(1),))).metrics == a.metrics
+    e = audiorepro.retrieval_metrics(_E, _E, relevance=np.array([[0], [1], [2]]))
+    assert e.metrics == audiorepro.retrieval_metrics(_E, _E, text_to_audio=[0, 1, 2]).metrics
+    assert audiorepro.parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=0).passed
+    assert issubclass(audiorepro.UserError, ValueError)
