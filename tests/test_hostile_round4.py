@@ -302,3 +302,30 @@ def test_the_api_still_takes_what_it_took() -> None:
     assert e.metrics == audiorepro.retrieval_metrics(_E, _E, text_to_audio=[0, 1, 2]).metrics
     assert audiorepro.parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=0).passed
     assert issubclass(audiorepro.UserError, ValueError)
+
+
+# --- minors: one line, exit 2, nothing written -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "formula",
+    ["sum({jobs:jobs[*]})", "mean({jobs:jobs[*]}) / 2", "sum({jobs:jobs[*]} * 2)",
+     "sum({jobs:jobs[*].ElapsedRaw}) + sum({jobs:jobs[*]})"],
+)  # fmt: skip
+def test_a_formula_over_whole_records_is_one_line(
+    tmp_path: Path, formula: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sum({jobs:jobs[*]})`` summed the job records with Python's sum: a TypeError
+    traceback. Now the study's formula key, and what it met."""
+    from tests.test_hostile_layout import _copy, _refused
+
+    study = _copy(tmp_path, formula)
+    _refused(study, capsys, str(study), "key 'derived[0].formula'", "a record where a number")
+
+
+def test_count_of_records_still_counts() -> None:
+    from audiorepro.specs.derived import evaluate, parse_formula, values_at
+
+    doc = {"jobs": [{"a": 1}, {"a": 2}, None]}
+    f = parse_formula("count({j:jobs[*]})", source=Path("s.toml"), key="k")
+    assert evaluate(f, lambda r: values_at(doc, r.path, "j.json")) == 2.0
