@@ -128,6 +128,20 @@ def _manifest_huge_integer(run: Path, tmp: Path) -> Path:
     return tmp / "mi"
 
 
+def _nested_loop(run: Path, tmp: Path) -> Path:
+    """Round 4 (issue 35): a nested study's folder that links back to the run was followed
+    40 levels deep."""
+    import hashlib
+
+    shutil.copytree(run, tmp / "loop")
+    (tmp / "loop" / "again").symlink_to(".")
+    manifest = json.loads((tmp / "loop" / "manifest.json").read_text())
+    sha = hashlib.sha256((run / "bundle.json.gz").read_bytes()).hexdigest()
+    manifest["outputs"]["again/bundle.json.gz"] = sha
+    (tmp / "loop" / "manifest.json").write_text(json.dumps(manifest))
+    return tmp / "loop"
+
+
 #: class -> (make the hostile B, what the one line says)
 CLASSES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "a folder of another study": (_other_study, "of study 'another'"),
@@ -143,6 +157,7 @@ CLASSES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "a cell of the wrong shape": (_bad_cell, "is not a well-formed audiorepro.bundle/1 bundle"),
     "a malformed manifest": (_bad_manifest, "manifest.json: is not valid JSON"),
     "a bundle of a million numbers": (_million_numbers, "more than 100000 numbers"),
+    "a nested study linking back": (_nested_loop, "again: is a symbolic link"),
     "a 5000-digit integer in a bundle": (_huge_integer, "5000 digits"),
     "a bundle nested 5000 deep": (_deep, "nested more than 64 levels"),
     "a 5000-digit integer in a manifest": (_manifest_huge_integer, "5000 digits"),
@@ -168,7 +183,11 @@ def test_hostile_run_is_one_line_exit_2_and_nothing_written(
     assert not out.exists() and not (tmp_path / "d.html").exists()
 
 
-@pytest.mark.parametrize("name", ["a truncated bundle", "a non-gzip file", "a missing path"])
+@pytest.mark.parametrize(
+    "name",
+    ["a truncated bundle", "a non-gzip file", "a missing path", "a folder of another study",
+     "a bundle of another schema", "a bundle of a million numbers"],
+)  # fmt: skip
 def test_a_hostile_baseline_stops_reproduce_before_any_work(
     run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:

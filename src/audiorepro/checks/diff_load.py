@@ -172,6 +172,20 @@ def _dumps(
     return out
 
 
+def _not_linked(folder: Path, rel: str) -> None:
+    """A nested study's folder is a folder of the run, never reached through a symbolic link:
+    a link to ``.`` was followed 40 levels deep (until the system's own limit)."""
+    at = folder
+    for part in Path(rel).parts:
+        at = at / part
+        if at.is_symlink():
+            raise UserError(
+                "is a symbolic link; expected a nested study's folder inside the run (a link "
+                "is not followed: it could lead back into the run, or out of it)",
+                source=at,
+            )
+
+
 def _folder(folder: Path, prefix: str, views: list[RunView], dumps: dict[str, Path]) -> None:
     path = folder / BUNDLE
     bundle = read_bundle(path)
@@ -190,6 +204,7 @@ def _folder(folder: Path, prefix: str, views: list[RunView], dumps: dict[str, Pa
         )
         views.append(view)
         for rel in nested:
+            _not_linked(folder, rel)
             if (folder / rel / BUNDLE).is_file():
                 _folder(folder / rel, prefix + rel, views, dumps)
         return
@@ -235,6 +250,20 @@ def check_comparable(a: LoadedRun, b: LoadedRun) -> None:
             f"is a run of study {va.study!r}, {b.source} of study {vb.study!r}; "
             "diff compares two runs of the same study",
             source=a.source,
+        )
+
+
+def check_baseline(baseline: LoadedRun, study: str, kind: str) -> None:
+    """``reproduce --against``: the baseline is a run of the study about to run (its name
+    and kind), or a UserError naming it, before the run (it failed only after the whole
+    run was published)."""
+    top = baseline.top
+    was = _KIND_NAMES.get(top.kind, top.kind).replace("-", "")
+    if top.study != study or was != kind:
+        raise UserError(
+            f"is a {was} run of study {top.study!r}; the study to run is the {kind} study "
+            f"{study!r} (--against compares two runs of the same study)",
+            source=baseline.source,
         )
 
 

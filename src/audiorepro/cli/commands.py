@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from audiorepro import __version__
-from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.diff_load import check_baseline, load_run
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
@@ -803,13 +803,15 @@ def reproduce(
     baseline as `audiorepro diff` does (exit 1 when a number changed).
     """
     signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
-    if against is not None:
-        load_run(against)  # a bad baseline is exit 2 before any work
+    baseline = load_run(against) if against is not None else None  # bad: exit 2 before work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
     else:
         target = out or Path(f"reproduce-{load_study(study_file).name}")
+    if baseline is not None:  # a baseline of another study: exit 2 before the run, not after
+        name, kind = ("demo", "retrieval") if study_file is None else _name_kind(study_file)
+        check_baseline(baseline, name, kind)
     if study_file is not None:  # --cells/--device checked before OUT is touched
         select(load_study(study_file), cells=cells, device=run_device)
     with claim(target):  # one run per OUT, held before the demo writes OUT/cache
@@ -821,6 +823,11 @@ def reproduce(
     changed = against is not None and run_diff(against, target, say=click.echo) != EXIT_OK
     if not passed or changed:
         raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _name_kind(study_file: Path) -> tuple[str, str]:
+    study = load_study(study_file)
+    return study.name, study.kind
 
 
 def _reproduce_into(
