@@ -329,3 +329,39 @@ def test_count_of_records_still_counts() -> None:
     doc = {"jobs": [{"a": 1}, {"a": 2}, None]}
     f = parse_formula("count({j:jobs[*]})", source=Path("s.toml"), key="k")
     assert evaluate(f, lambda r: values_at(doc, r.path, "j.json")) == 2.0
+
+
+def _openssh_key(cipher: str) -> str:
+    """An OpenSSH private key file naming ``cipher`` (with bcrypt as ssh-keygen writes an
+    encrypted one; the encrypted part is random bytes: it is never decrypted)."""
+    import base64
+    import struct
+
+    def string(data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + data
+
+    public = string(b"ssh-ed25519") + string(bytes(32))
+    kdf = (b"bcrypt", string(bytes(16)) + struct.pack(">I", 24)) if cipher != "none" else (
+        b"none", b"")  # fmt: skip
+    blob = b"openssh-key-v1\0" + string(cipher.encode()) + string(kdf[0]) + string(kdf[1])
+    blob += struct.pack(">I", 1) + string(public) + string(os.urandom(160))
+    body = base64.b64encode(blob).decode()
+    lines = [body[i : i + 70] for i in range(0, len(body), 70)]
+    return "\n".join(["-----BEGIN OPENSSH PRIVATE KEY-----", *lines,
+                      "-----END OPENSSH PRIVATE KEY-----"]) + "\n"  # fmt: skip
+
+
+@pytest.mark.parametrize("cipher", ["chacha20-poly1305@openssh.com", "aes256-ctr", "aes256-gcm@openssh.com"])
+def test_an_encrypted_openssh_key_says_encrypted_whole(
+    tmp_path: Path, cipher: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """chacha20-poly1305 was "cannot be read as a key (Unsupported cipher:
+    b'chacha20-poly1305@openssh)": cut at its first '.', and not saying "encrypted"."""
+    key = tmp_path / "id_ed25519"
+    key.write_text(_openssh_key(cipher))
+    out = tmp_path / "out"
+    out.mkdir()
+    code, err = _run(["sign", str(out), "--key", str(key)], capsys)
+    assert code == 2, err
+    _one_line(err, "id_ed25519", "encrypted", cipher, "decrypt a copy")
+    assert not any(out.iterdir())
