@@ -365,3 +365,33 @@ def test_an_encrypted_openssh_key_says_encrypted_whole(
     assert code == 2, err
     _one_line(err, "id_ed25519", "encrypted", cipher, "decrypt a copy")
     assert not any(out.iterdir())
+
+
+def test_evaluate_takes_a_plain_local_model_folder_as_its_help_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evaluate PATH``: --help says MODEL is "hf:ORG/NAME[@REV], laion:PATH, a registry name
+    or a local folder"; a plain folder was refused as "neither a registry name nor hf:...".
+    A folder is a Hugging Face model, a file a laion-clap checkpoint, both absolute in the
+    study file (it lives in OUT/cache); a registry name still wins over a folder of its name."""
+    from audiorepro.runner.evaluate import study_model
+
+    (tmp_path / "my-model").mkdir()
+    (tmp_path / "my-model" / "config.json").write_text("{}")
+    (tmp_path / "clap.pt").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    assert study_model("my-model", None) == f"hf:{tmp_path / 'my-model'}"
+    assert study_model(str(tmp_path / "my-model"), None) == f"hf:{tmp_path / 'my-model'}"
+    assert study_model("clap.pt", None) == f"laion:{tmp_path / 'clap.pt'}"
+    (tmp_path / "630k-audioset-best").mkdir()
+    assert study_model("630k-audioset-best", None) == "630k-audioset-best"
+    help_text = _help("evaluate")
+    assert "a local folder" in " ".join(help_text.split())
+
+
+def _help(command: str) -> str:
+    from click.testing import CliRunner
+
+    from audiorepro.cli.commands import cli
+
+    return CliRunner().invoke(cli, [command, "--help"]).output
