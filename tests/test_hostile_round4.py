@@ -395,3 +395,94 @@ def _help(command: str) -> str:
     from audiorepro.cli.commands import cli
 
     return CliRunner().invoke(cli, [command, "--help"]).output
+
+
+@pytest.mark.parametrize("clip", ["silent", "rate-2147483647"])
+@pytest.mark.parametrize("command", ["reproduce", "verify-study"])
+def test_a_silent_or_absurd_rate_esc50_clip_is_one_line_before_any_model(
+    tmp_path: Path,
+    command: str,
+    clip: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The zero-shot study's clips go through the same pre-check (it failed after the
+    models loaded, or asked the resampler for a 320 GiB filter)."""
+    import numpy as np
+    import soundfile
+
+    from tests.test_hostile import (
+        _ESC50_VALID,
+        ESC50_COMMANDS,
+        _fresh,
+        _no_model_building,
+        _tone,
+        _wav_bytes,
+        _zeroshot_study,
+    )
+
+    _no_model_building(monkeypatch)
+    folder, work = _fresh(tmp_path / "in"), _fresh(tmp_path / "work")
+    (folder / "esc50.csv").write_text(_ESC50_VALID)
+    study = _zeroshot_study(folder)
+    tone = np.sin(np.arange(4410) / 7.0).astype(np.float32) * 0.5
+    soundfile.write(folder / "audio" / "1-100-A-0.wav", tone, 44100)
+    bad = folder / "audio" / "1-200-A-1.wav"
+    if clip == "silent":
+        soundfile.write(bad, np.zeros(4410, np.float32), 44100, subtype="PCM_16")
+    else:
+        bad.write_bytes(_wav_bytes(_tone(), rate=2147483647))
+    cmd = ESC50_COMMANDS[command]
+    code, err = _run(cmd.argv(study, work), capsys)
+    assert code == 2, err
+    _one_line(err, "1-200-A-1.wav", "silent" if clip == "silent" else "2147483647 Hz")
+    assert not any(p.exists() for p in cmd.outputs(work))
+
+
+# --- the registry of round 4 -------------------------------------------------------------------
+
+#: Every class of hostile round 4 (issue 35) but the critical diff-derived-numbers one and the
+#: verdicts (items 1-7): class -> (major or minor, the module, the test function that runs
+#: it, and its case in that test's registry: "" when the test runs only this class).
+ROUND4: dict[str, tuple[str, str, str, str]] = {
+    "write-replaces-symlink-fifo-device": ("major", "test_hostile_round4.py", "test_an_output_path_that_is_no_regular_file_is_refused_not_replaced", ""),
+    "writer-replaces-non-regular-file": ("major", "test_hostile_round4.py", "test_the_writer_itself_refuses_a_non_regular_file", ""),
+    "output-folder-not-a-folder": ("major", "test_hostile_round4.py", "test_an_output_folder_that_is_no_folder_is_refused", ""),
+    "sample-rate-2147483647": ("major", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-rate-2147483647"),
+    "sample-rate-1e8": ("major", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-rate-1e8"),
+    "sample-rate-zero-shot": ("major", "test_hostile_round4.py", "test_a_silent_or_absurd_rate_esc50_clip_is_one_line_before_any_model", ""),
+    "bundle-million-numbers": ("major", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a bundle of a million numbers"),
+    "trec-underscore-and-other-digits": ("major", "test_hostile_round4.py", "test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused", ""),
+    "api-float-relevance-indices": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevance-float-indices"),
+    "api-nan-scores": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "scores-nan"),
+    "api-relevant-shorter-than-scores": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevant-shorter-than-scores"),
+    "api-negative-index": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevant-negative-index"),
+    "trec-400-digit-level": ("minor", "test_hostile_round4.py", "test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused", "qrels-400-digit-level"),
+    "bundle-5000-digit-integer": ("minor", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a 5000-digit integer in a bundle"),
+    "formula-sum-of-records": ("minor", "test_hostile_round4.py", "test_a_formula_over_whole_records_is_one_line", ""),
+    "api-ragged-empty-0d-float-index": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", ""),
+    "api-relevance-5-or-none": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevance-a-number"),
+    "diff-nested-symlink-loop": ("minor", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a nested study linking back"),
+    "against-another-study-after-publish": ("minor", "test_hostile_diff.py", "test_a_hostile_baseline_stops_reproduce_before_any_work", "a folder of another study"),
+    "encrypted-openssh-key": ("minor", "test_hostile_round4.py", "test_an_encrypted_openssh_key_says_encrypted_whole", ""),
+    "captions-unterminated-quote": ("minor", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "captions-unterminated-quote"),
+    "all-zero-clip": ("minor", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-all-zero"),
+    "text-file-as-laion": ("minor", "test_hostile.py", "test_every_malformed_checkpoint_is_one_line_before_any_model", "laion-text-file"),
+    "evaluate-plain-local-folder": ("minor", "test_hostile_round4.py", "test_evaluate_takes_a_plain_local_model_folder_as_its_help_says", ""),
+    "parity-tolerance-negative-or-nan": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "parity-tolerance-nan"),
+    "trec-measure-set-with-cutoffs": ("minor", "test_hostile_round4.py", "test_a_measure_set_with_parameters_names_the_set", ""),
+}  # fmt: skip
+
+
+def test_every_round4_class_has_a_test() -> None:
+    """Each class names a test function that exists and, where it is one case of a registry,
+    a class that registry holds (its quoted name in the module)."""
+    import ast
+
+    assert len(ROUND4) == 26
+    for name, (severity, module, func, case) in ROUND4.items():
+        assert severity in ("major", "minor"), name
+        text = (Path(__file__).parent / module).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        assert func in {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}, name
+        assert not case or f'"{case}"' in text, (name, case)
