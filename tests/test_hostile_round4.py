@@ -204,7 +204,9 @@ def test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused(
     assert text == expected, f"{value!r} was not read as trec_eval reads it ({as_read!r})"
 
 
-def test_ascii_trec_numbers_read_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ascii_trec_numbers_read_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The base of the classes: ASCII levels and scores (a sign, an exponent) evaluate."""
     code, text = _trec(tmp_path, "run", "+9e-1", capsys)
     assert code == 0, text
@@ -234,16 +236,40 @@ _S = [[0.9, 0.1, 0.5], [0.2, 0.2, 0.7]]
 #: name -> (the call, the argument its error must name). Each returned a number or raised
 #: another exception (TypeError, IndexError, ZeroDivisionError, numpy's ValueError) before.
 API_CASES: dict[str, tuple[Callable[[], object], str]] = {
-    "relevance-float-indices": (lambda: _api().retrieval_metrics(_E, _E, relevance=[[0.9], [1.2], [2.0]]), "relevance"),
-    "relevance-float-array": (lambda: _api().retrieval_metrics(_E, _E, relevance=_np().array([[0.0], [1.0], [2.0]])), "relevance"),
+    "relevance-float-indices": (
+        lambda: _api().retrieval_metrics(_E, _E, relevance=[[0.9], [1.2], [2.0]]),
+        "relevance",
+    ),
+    "relevance-float-array": (
+        lambda: _api().retrieval_metrics(_E, _E, relevance=_np().array([[0.0], [1.0], [2.0]])),
+        "relevance",
+    ),
     "relevance-a-number": (lambda: _api().retrieval_metrics(_E, _E, relevance=5), "relevance"),
-    "relevance-none-item": (lambda: _api().retrieval_metrics(_E, _E, relevance=[None, [1], [2]]), "relevance"),
+    "relevance-none-item": (
+        lambda: _api().retrieval_metrics(_E, _E, relevance=[None, [1], [2]]),
+        "relevance",
+    ),
     "relevance-text": (lambda: _api().retrieval_metrics(_E, _E, relevance="abc"), "relevance"),
-    "relevance-negative": (lambda: _api().retrieval_metrics(_E, _E, relevance=[[0], [1], [-1]]), "relevance"),
-    "audio-ragged": (lambda: _api().retrieval_metrics([[1.0, 0.0], [1.0]], _E, text_to_audio=[0, 1, 2]), "audio_embeds"),
-    "text-to-audio-ragged": (lambda: _api().retrieval_metrics(_E, _E, text_to_audio=[[0], [1, 2], 2]), "text_to_audio"),
-    "explain-float-relevance": (lambda: _api().explain(_E, _E, relevance=[[0.5], [1], [2]]), "relevance"),
-    "parity-float-relevance": (lambda: _api().parity(_E, _E, relevance=[[0.5], [1], [2]]), "relevance"),
+    "relevance-negative": (
+        lambda: _api().retrieval_metrics(_E, _E, relevance=[[0], [1], [-1]]),
+        "relevance",
+    ),
+    "audio-ragged": (
+        lambda: _api().retrieval_metrics([[1.0, 0.0], [1.0]], _E, text_to_audio=[0, 1, 2]),
+        "audio_embeds",
+    ),
+    "text-to-audio-ragged": (
+        lambda: _api().retrieval_metrics(_E, _E, text_to_audio=[[0], [1, 2], 2]),
+        "text_to_audio",
+    ),
+    "explain-float-relevance": (
+        lambda: _api().explain(_E, _E, relevance=[[0.5], [1], [2]]),
+        "relevance",
+    ),
+    "parity-float-relevance": (
+        lambda: _api().parity(_E, _E, relevance=[[0.5], [1], [2]]),
+        "relevance",
+    ),
     "scores-nan": (lambda: _api().score_metrics([[float("nan"), 0.5, 0.1]], [[0]]), "scores"),
     "scores-inf": (lambda: _api().score_metrics([[float("inf"), 0.5, 0.1]], [[1]]), "scores"),
     "scores-ragged": (lambda: _api().score_metrics([[0.1, 0.2], [0.3]], [[0], [0]]), "scores"),
@@ -261,9 +287,15 @@ API_CASES: dict[str, tuple[Callable[[], object], str]] = {
     "relevant-none-item": (lambda: _api().score_metrics(_S, [None, [1]]), "relevant"),
     "relevant-empty-query": (lambda: _api().score_metrics(_S, [[0], []]), "relevant"),
     "relevant-repeated-index": (lambda: _api().score_metrics(_S, [[0, 0], [1]]), "relevant"),
-    "parity-tolerance-negative": (lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=-1), "tolerance"),
-    "parity-tolerance-nan": (lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=float("nan")), "tolerance"),
-}  # fmt: skip
+    "parity-tolerance-negative": (
+        lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=-1),
+        "tolerance",
+    ),
+    "parity-tolerance-nan": (
+        lambda: _api().parity(_E, _E, text_to_audio=[0, 1, 2], tolerance=float("nan")),
+        "tolerance",
+    ),
+}
 
 
 def _api() -> object:
@@ -351,7 +383,9 @@ def _openssh_key(cipher: str) -> str:
                       "-----END OPENSSH PRIVATE KEY-----"]) + "\n"  # fmt: skip
 
 
-@pytest.mark.parametrize("cipher", ["chacha20-poly1305@openssh.com", "aes256-ctr", "aes256-gcm@openssh.com"])
+@pytest.mark.parametrize(
+    "cipher", ["chacha20-poly1305@openssh.com", "aes256-ctr", "aes256-gcm@openssh.com"]
+)
 def test_an_encrypted_openssh_key_says_encrypted_whole(
     tmp_path: Path, cipher: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -444,34 +478,84 @@ def test_a_silent_or_absurd_rate_esc50_clip_is_one_line_before_any_model(
 #: Every class of hostile round 4 (issue 35) but the critical diff-derived-numbers one and the
 #: verdicts (items 1-7): class -> (major or minor, the module, the test function that runs
 #: it, and its case in that test's registry: "" when the test runs only this class).
+_R4, _H, _D = "test_hostile_round4.py", "test_hostile.py", "test_hostile_diff.py"
+_INPUTS = "test_every_malformed_input_is_one_line_for_every_command"
+_API = "test_a_malformed_api_argument_raises_user_error_naming_it"
+_DIFF = "test_hostile_run_is_one_line_exit_2_and_nothing_written"
+_TREC = "test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused"
 ROUND4: dict[str, tuple[str, str, str, str]] = {
-    "write-replaces-symlink-fifo-device": ("major", "test_hostile_round4.py", "test_an_output_path_that_is_no_regular_file_is_refused_not_replaced", ""),
-    "writer-replaces-non-regular-file": ("major", "test_hostile_round4.py", "test_the_writer_itself_refuses_a_non_regular_file", ""),
-    "output-folder-not-a-folder": ("major", "test_hostile_round4.py", "test_an_output_folder_that_is_no_folder_is_refused", ""),
-    "sample-rate-2147483647": ("major", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-rate-2147483647"),
-    "sample-rate-1e8": ("major", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-rate-1e8"),
-    "sample-rate-zero-shot": ("major", "test_hostile_round4.py", "test_a_silent_or_absurd_rate_esc50_clip_is_one_line_before_any_model", ""),
-    "bundle-million-numbers": ("major", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a bundle of a million numbers"),
-    "trec-underscore-and-other-digits": ("major", "test_hostile_round4.py", "test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused", ""),
-    "api-float-relevance-indices": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevance-float-indices"),
-    "api-nan-scores": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "scores-nan"),
-    "api-relevant-shorter-than-scores": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevant-shorter-than-scores"),
-    "api-negative-index": ("major", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevant-negative-index"),
-    "trec-400-digit-level": ("minor", "test_hostile_round4.py", "test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused", "qrels-400-digit-level"),
-    "bundle-5000-digit-integer": ("minor", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a 5000-digit integer in a bundle"),
-    "formula-sum-of-records": ("minor", "test_hostile_round4.py", "test_a_formula_over_whole_records_is_one_line", ""),
-    "api-ragged-empty-0d-float-index": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", ""),
-    "api-relevance-5-or-none": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "relevance-a-number"),
-    "diff-nested-symlink-loop": ("minor", "test_hostile_diff.py", "test_hostile_run_is_one_line_exit_2_and_nothing_written", "a nested study linking back"),
-    "against-another-study-after-publish": ("minor", "test_hostile_diff.py", "test_a_hostile_baseline_stops_reproduce_before_any_work", "a folder of another study"),
-    "encrypted-openssh-key": ("minor", "test_hostile_round4.py", "test_an_encrypted_openssh_key_says_encrypted_whole", ""),
-    "captions-unterminated-quote": ("minor", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "captions-unterminated-quote"),
-    "all-zero-clip": ("minor", "test_hostile.py", "test_every_malformed_input_is_one_line_for_every_command", "clip-all-zero"),
-    "text-file-as-laion": ("minor", "test_hostile.py", "test_every_malformed_checkpoint_is_one_line_before_any_model", "laion-text-file"),
-    "evaluate-plain-local-folder": ("minor", "test_hostile_round4.py", "test_evaluate_takes_a_plain_local_model_folder_as_its_help_says", ""),
-    "parity-tolerance-negative-or-nan": ("minor", "test_hostile_round4.py", "test_a_malformed_api_argument_raises_user_error_naming_it", "parity-tolerance-nan"),
-    "trec-measure-set-with-cutoffs": ("minor", "test_hostile_round4.py", "test_a_measure_set_with_parameters_names_the_set", ""),
-}  # fmt: skip
+    "write-replaces-symlink-fifo-device": (
+        "major",
+        _R4,
+        "test_an_output_path_that_is_no_regular_file_is_refused_not_replaced",
+        "",
+    ),
+    "writer-replaces-non-regular-file": (
+        "major",
+        _R4,
+        "test_the_writer_itself_refuses_a_non_regular_file",
+        "",
+    ),
+    "output-folder-not-a-folder": (
+        "major",
+        _R4,
+        "test_an_output_folder_that_is_no_folder_is_refused",
+        "",
+    ),
+    "sample-rate-2147483647": ("major", _H, _INPUTS, "clip-rate-2147483647"),
+    "sample-rate-1e8": ("major", _H, _INPUTS, "clip-rate-1e8"),
+    "sample-rate-zero-shot": (
+        "major",
+        _R4,
+        "test_a_silent_or_absurd_rate_esc50_clip_is_one_line_before_any_model",
+        "",
+    ),
+    "bundle-million-numbers": ("major", _D, _DIFF, "a bundle of a million numbers"),
+    "trec-underscore-and-other-digits": ("major", _R4, _TREC, ""),
+    "api-float-relevance-indices": ("major", _R4, _API, "relevance-float-indices"),
+    "api-nan-scores": ("major", _R4, _API, "scores-nan"),
+    "api-relevant-shorter-than-scores": ("major", _R4, _API, "relevant-shorter-than-scores"),
+    "api-negative-index": ("major", _R4, _API, "relevant-negative-index"),
+    "trec-400-digit-level": ("minor", _R4, _TREC, "qrels-400-digit-level"),
+    "bundle-5000-digit-integer": ("minor", _D, _DIFF, "a 5000-digit integer in a bundle"),
+    "formula-sum-of-records": ("minor", _R4, "test_a_formula_over_whole_records_is_one_line", ""),
+    "api-ragged-empty-0d-float-index": ("minor", _R4, _API, ""),
+    "api-relevance-5-or-none": ("minor", _R4, _API, "relevance-a-number"),
+    "diff-nested-symlink-loop": ("minor", _D, _DIFF, "a nested study linking back"),
+    "against-another-study-after-publish": (
+        "minor",
+        _D,
+        "test_a_hostile_baseline_stops_reproduce_before_any_work",
+        "a folder of another study",
+    ),
+    "encrypted-openssh-key": (
+        "minor",
+        _R4,
+        "test_an_encrypted_openssh_key_says_encrypted_whole",
+        "",
+    ),
+    "captions-unterminated-quote": ("minor", _H, _INPUTS, "captions-unterminated-quote"),
+    "all-zero-clip": ("minor", _H, _INPUTS, "clip-all-zero"),
+    "text-file-as-laion": (
+        "minor",
+        _H,
+        "test_every_malformed_checkpoint_is_one_line_before_any_model",
+        "laion-text-file",
+    ),
+    "evaluate-plain-local-folder": (
+        "minor",
+        _R4,
+        "test_evaluate_takes_a_plain_local_model_folder_as_its_help_says",
+        "",
+    ),
+    "parity-tolerance-negative-or-nan": ("minor", _R4, _API, "parity-tolerance-nan"),
+    "trec-measure-set-with-cutoffs": (
+        "minor",
+        _R4,
+        "test_a_measure_set_with_parameters_names_the_set",
+        "",
+    ),
+}
 
 
 def test_every_round4_class_has_a_test() -> None:

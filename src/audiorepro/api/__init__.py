@@ -114,7 +114,8 @@ def _index_lists(value: object, param: str, func: str) -> list[list[int]]:
     if not _sequence(value, ndim=None):
         raise _bad(param, func, expected, _short(value))
     rows: list[list[int]] = []
-    for i, items in enumerate(value):  # type: ignore[arg-type]
+    listed: Sequence[Any] = value  # type: ignore[assignment]
+    for i, items in enumerate(listed):
         if not _sequence(items, ndim=1):
             raise _bad(param, func, expected, f"{param}[{i}] = {_short(items)}")
         row: list[int] = []

@@ -105,7 +105,9 @@ def parse_bundle(data: bytes, path: Path) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(f"is not valid JSON (not UTF-8: {exc.reason}); {EXPECTED}", source=path)
+        raise UserError(
+            f"is not valid JSON (not UTF-8: {exc.reason}); {EXPECTED}", source=path
+        ) from None
     return parse_json(text, source=path, max_numbers=MAX_BUNDLE_NUMBERS)
 
 

@@ -6,6 +6,7 @@ traceback).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -79,7 +80,7 @@ class OutputFile(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         path = super().convert(value, param, ctx)
-        check_output_file(path)
+        check_output_file(Path(os.fsdecode(path)))
         return path
 
 

@@ -104,7 +104,7 @@ def _fields(
 
 #: The most digits of an integer field: a C ``long`` (trec_eval's ``atol``) holds 18.
 MAX_INT_DIGITS = 18
-_INT = re.compile(r"[+-]?[0-9]{1,%d}" % MAX_INT_DIGITS)
+_INT = re.compile(rf"[+-]?[0-9]{{1,{MAX_INT_DIGITS}}}")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _NOT_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
 
