@@ -165,11 +165,11 @@ _QRELS = "1 0 a {a}\n1 0 b 2\n1 0 c 0\n"
 _RUN = "1 Q0 a 1 {a} r\n1 Q0 b 2 0.5 r\n1 Q0 c 3 0.25 r\n"
 #: A hostile field, and the ASCII text trec_eval's atol/atof read it as: Python's int() and
 #: float() read ``1_0`` as 10 and an Arabic-Indic or fullwidth digit as that digit.
-TREC_NUMBERS = {
+TREC_NUMBERS: dict[str, tuple[str, str, str]] = {
     "qrels-underscore-level": ("qrels", "1_0", "1"),
     "qrels-arabic-indic-level": ("qrels", "\u0661", "0"),
     "qrels-fullwidth-level": ("qrels", "\uff11", "0"),
-    "qrels-400-digit-level": ("qrels", "1" * 400, None),
+    "qrels-400-digit-level": ("qrels", "1" * 400, "9223372036854775807"),  # strtol: LONG_MAX
     "run-underscore-score": ("run", "0_9", "0"),
     "run-arabic-indic-score": ("run", "\u0660.\u0669", "0"),
     "run-fullwidth-score": ("run", "\uff10.9", "0"),
@@ -199,7 +199,6 @@ def test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused(
         _one_line(text, f"{which}.txt", "line 1", f"'{field}'")
         return
     assert code == 0, text
-    assert as_read is not None, f"{value[:20]!r} was read as a number: {text}"
     _, expected = _trec(tmp_path, which, as_read, capsys)
     assert text == expected, f"{value!r} was not read as trec_eval reads it ({as_read!r})"
 

@@ -102,7 +102,8 @@ def _fields(
         )
 
 
-#: The most digits of an integer field: a C ``long`` (trec_eval's ``atol``) holds 18.
+#: The most digits of an integer field: a C ``long`` (trec_eval's ``atol``) holds every
+#: integer of 18 digits; a longer one is refused rather than saturated.
 MAX_INT_DIGITS = 18
 _INT = re.compile(rf"[+-]?[0-9]{{1,{MAX_INT_DIGITS}}}")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
