@@ -405,8 +405,9 @@ def test_evaluate_takes_a_plain_local_model_folder_as_its_help_says(
 ) -> None:
     """``evaluate PATH``: --help says MODEL is "hf:ORG/NAME[@REV], laion:PATH, a registry name
     or a local folder"; a plain folder was refused as "neither a registry name nor hf:...".
-    A folder is a Hugging Face model, a file a laion-clap checkpoint, both absolute in the
-    study file (it lives in OUT/cache); a registry name still wins over a folder of its name."""
+    A folder is a Hugging Face model, absolute in the study file (it lives in OUT/cache); a
+    registry name still wins over a folder of its name."""
+    from audiorepro.core.errors import UserError
     from audiorepro.runner.evaluate import study_model
 
     (tmp_path / "my-model").mkdir()
@@ -415,7 +416,8 @@ def test_evaluate_takes_a_plain_local_model_folder_as_its_help_says(
     monkeypatch.chdir(tmp_path)
     assert study_model("my-model", None) == f"hf:{tmp_path / 'my-model'}"
     assert study_model(str(tmp_path / "my-model"), None) == f"hf:{tmp_path / 'my-model'}"
-    assert study_model("clap.pt", None) == f"laion:{tmp_path / 'clap.pt'}"
+    with pytest.raises(UserError, match="neither a registry name"):
+        study_model("clap.pt", None)  # a file names its kind: laion:clap.pt
     (tmp_path / "630k-audioset-best").mkdir()
     assert study_model("630k-audioset-best", None) == "630k-audioset-best"
     help_text = _help("evaluate")

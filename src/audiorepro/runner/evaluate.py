@@ -146,10 +146,10 @@ def study_model(model: str, registry: Path | None) -> str:
     write): a registry name or a pinned hub id as given, a local folder or file absolute (the
     study file lives in OUT/cache, not where the command ran)."""
     known = load_registry([registry] if registry is not None else [])
-    if model not in known and not model.startswith(("hf:", "laion:")) and Path(model).exists():
-        # A plain path, as --help says: a folder is a Hugging Face model, a file a laion-clap
-        # checkpoint (it was refused as "neither a registry name nor hf:... nor laion:...").
-        model = f"{'hf' if Path(model).is_dir() else 'laion'}:{model}"
+    if model not in known and ":" not in model and Path(model).is_dir():
+        # A plain local folder, as --help says, is a Hugging Face model folder (it was
+        # refused as "neither a registry name nor hf:... nor laion:...").
+        model = f"hf:{model}"
     spec = resolve_spec(model, known)
     if model == spec.name and not model.startswith(("hf:", "laion:")):
         return model  # a registry name
