@@ -124,7 +124,7 @@ LAYERS = {
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
-        "test_study_kinds.py", "test_hostile_layout.py",
+        "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -52,7 +52,8 @@ def _fetch(tmp_path: Path, *extra: str) -> tuple[int, str, str, Path]:
     audio = tmp_path / "clips"
     audio.mkdir(exist_ok=True)
     for ytid in IDS[:3]:  # the fourth clip is missing
-        soundfile.write(audio / f"{ytid}.wav", np.zeros(1600, np.float32), 16000)
+        # not silent: a silent clip is refused when a study loads (issue 35, round 4)
+        soundfile.write(audio / f"{ytid}.wav", np.full(1600, 0.25, np.float32), 16000)
     with FileServer({CSV_URL: data}) as srv:
         r = run_cli(
             ["fetch", "audiocaps-test", "--registry", str(reg), "--mirror", srv.url,

@@ -708,12 +708,13 @@ def _wav_bytes(
     channels: int = 1,
     bits: int = 16,
     declared: int | None = None,
+    rate: int = _RATE,
 ) -> bytes:
     """A RIFF/WAVE file written field by field, so that each field can be made wrong."""
     import struct
 
     block = channels * bits // 8
-    fmt = struct.pack("<HHIIHH", tag, channels, _RATE, _RATE * block, block, bits)
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, min(rate * block, 2**32 - 1), block, bits)
     size = len(data) if declared is None else declared
     body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
     body += b"data" + struct.pack("<I", size) + data
@@ -884,6 +885,12 @@ INPUT_CLASSES: dict[str, tuple[Break, tuple[str, ...]]] = {
     "clip-without-caption": (_extra_clip, ("captions.csv", "file_name", "d.wav")),
     "captions-per-clip": (_captions_per_clip, ("captions.csv", "captions_per_clip", "b.wav")),
     "dataset-json-not-json": (_dataset_json, ("dataset.json", "JSON")),
+    # Round 4 (issue 35): read to the end of the file as one caption, it was reported as
+    # clips without a caption.
+    "captions-unterminated-quote": (
+        _captions(_clotho(_VALID_ROWS).replace("caption 0 of b.wav", '"caption 0 of b.wav', 1)),
+        ("captions.csv", "line 3", "never closed"),
+    ),
     "captions-huge-line": (
         _captions("file_name,caption\na.wav," + "x" * 200_000 + "\n"),
         ("captions.csv", "line", "field limit"),
@@ -924,6 +931,18 @@ INPUT_CLASSES: dict[str, tuple[Break, tuple[str, ...]]] = {
         ("b.wav", "samples"),
     ),
     "clip-symlink-loop": (_clip("b.wav", _loop), ("b.wav", "symbolic links")),
+    # Round 4 (issue 35): a header's sample rate sized the resampler's filter (2147483647 Hz:
+    # 320 GiB); a silent clip passed the pre-checks and failed after the models loaded.
+    "clip-rate-2147483647": (
+        _clip_bytes("b.wav", _wav_bytes(_tone(), rate=2147483647)),
+        ("b.wav", "2147483647 Hz", "expected 1000 to 384000 Hz"),
+    ),
+    "clip-rate-1e8": (
+        _clip_bytes("b.wav", _wav_bytes(_tone(), rate=100_000_000)),
+        ("b.wav", "100000000 Hz"),
+    ),
+    "clip-rate-100": (_clip_bytes("b.wav", _wav_bytes(_tone(), rate=100)), ("b.wav", "100 Hz")),
+    "clip-all-zero": (_clip_bytes("b.wav", _wav_bytes(bytes(4000))), ("b.wav", "silent")),
     "clip-folder": (_clip("b.wav", lambda p: p.mkdir()), ("b.wav", "folder")),
     "clip-fifo": (_clip("b.wav", os.mkfifo), ("b.wav", "FIFO")),
 }
@@ -1460,7 +1479,8 @@ def test_an_undecodable_esc50_clip_is_one_line_before_any_model(
     work = _fresh(tmp_path / "work")
     (folder / "esc50.csv").write_text(_ESC50_VALID)
     study = _zeroshot_study(folder)
-    soundfile.write(folder / "audio" / "1-100-A-0.wav", np.zeros(4410, np.float32), 44100)
+    tone = np.sin(np.arange(4410) / 7.0).astype(np.float32) * 0.5
+    soundfile.write(folder / "audio" / "1-100-A-0.wav", tone, 44100)
     (folder / "audio" / "1-200-A-1.wav").write_bytes(b"" if clip == "empty" else b"not audio\n")
     cmd = ESC50_COMMANDS[command]
     code, err = _run(cmd.argv(study, work), capsys)
@@ -1590,6 +1610,12 @@ CHECKPOINT_CLASSES: dict[str, tuple[str, str, CkptBreak, tuple[str, ...]]] = {
     "laion-zip-directory-cut": (
         "laion", "", _cut(lambda n: n - 30), ("model.pt", "central directory"),
     ),
+    # Round 4 (issue 35): a laion: file without a pickle's suffix was not looked at, and
+    # failed after the models loaded ("" above is the .pt; a name is a file beside it).
+    "laion-text-file": (
+        "laion", "notes.txt", lambda p: p.write_text("my notes\n", encoding="utf-8"),
+        ("notes.txt", "neither a zip archive nor a pickle"),
+    ),
     "hf-config-missing": ("hf", "config.json", _remove, ("hf", "no config.json")),
     "hf-config-not-json": (
         "hf", "config.json", lambda p: p.write_text("{not json", encoding="utf-8"),
@@ -1702,7 +1728,9 @@ def _checkpoint(case: str, folder: Path) -> tuple[str, Path]:
     """The broken checkpoint of ``case``: its spec and the file that was broken."""
     kind, name, make, _ = CHECKPOINT_CLASSES[case]
     base = _valid_laion(folder) if kind == "laion" else _valid_hf(folder)
-    target = base / name if name else base
+    if kind == "laion" and name:  # another file beside the checkpoint is given instead
+        base = base.with_name(name)
+    target = base / name if name and kind == "hf" else base
     make(target)
     return f"{kind}:{base}", target
 

@@ -101,6 +101,52 @@ def _bad_manifest(run: Path, tmp: Path) -> Path:
     return tmp / "m"
 
 
+def _million_numbers(run: Path, tmp: Path) -> Path:
+    """Round 4 (issue 35): a few KiB of gzip holding a million numbers took diff 86 s and
+    2.4 GB (the decompressed-size cap bounded nothing useful)."""
+    bundle = _bundle(run)
+    bundle["cells"][0]["per_query"] = [0.5] * 1_000_000  # type: ignore[index]
+    path = _gz(tmp / "n.json.gz", bundle)
+    assert path.stat().st_size < 16 << 10
+    return path
+
+
+def _huge_integer(run: Path, tmp: Path) -> Path:
+    """Round 4: a 5000-digit integer (Python's int() refuses above 4300) was a traceback."""
+    text = json.dumps(_bundle(run)).replace('"n_clips": ', '"n_clips": 1' + "0" * 4999 + ", "
+                                            '"x": ', 1)  # fmt: skip
+    path = tmp / "i.json.gz"
+    path.write_bytes(gzip.compress(text.encode(), mtime=0))
+    return path
+
+
+def _deep(run: Path, tmp: Path) -> Path:
+    text = '{"zz": ' + "[" * 5000 + "]" * 5000 + ", " + json.dumps(_bundle(run))[1:]
+    (tmp / "d.json.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+    return tmp / "d.json.gz"
+
+
+def _manifest_huge_integer(run: Path, tmp: Path) -> Path:
+    shutil.copytree(run, tmp / "mi")
+    text = (tmp / "mi" / "manifest.json").read_text()
+    (tmp / "mi" / "manifest.json").write_text('{"zz": 1' + "0" * 4999 + ", " + text.lstrip()[1:])
+    return tmp / "mi"
+
+
+def _nested_loop(run: Path, tmp: Path) -> Path:
+    """Round 4 (issue 35): a nested study's folder that links back to the run was followed
+    40 levels deep."""
+    import hashlib
+
+    shutil.copytree(run, tmp / "loop")
+    (tmp / "loop" / "again").symlink_to(".")
+    manifest = json.loads((tmp / "loop" / "manifest.json").read_text())
+    sha = hashlib.sha256((run / "bundle.json.gz").read_bytes()).hexdigest()
+    manifest["outputs"]["again/bundle.json.gz"] = sha
+    (tmp / "loop" / "manifest.json").write_text(json.dumps(manifest))
+    return tmp / "loop"
+
+
 #: class -> (make the hostile B, what the one line says)
 CLASSES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "a folder of another study": (_other_study, "of study 'another'"),
@@ -115,6 +161,11 @@ CLASSES: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "a bundle without cells": (_no_cells, "is not a well-formed audiorepro.bundle/1 bundle"),
     "a cell of the wrong shape": (_bad_cell, "is not a well-formed audiorepro.bundle/1 bundle"),
     "a malformed manifest": (_bad_manifest, "manifest.json: is not valid JSON"),
+    "a bundle of a million numbers": (_million_numbers, "more than 100000 numbers"),
+    "a nested study linking back": (_nested_loop, "again: is a symbolic link"),
+    "a 5000-digit integer in a bundle": (_huge_integer, "5000 digits"),
+    "a bundle nested 5000 deep": (_deep, "nested more than 64 levels"),
+    "a 5000-digit integer in a manifest": (_manifest_huge_integer, "5000 digits"),
 }
 
 
@@ -137,7 +188,11 @@ def test_hostile_run_is_one_line_exit_2_and_nothing_written(
     assert not out.exists() and not (tmp_path / "d.html").exists()
 
 
-@pytest.mark.parametrize("name", ["a truncated bundle", "a non-gzip file", "a missing path"])
+@pytest.mark.parametrize(
+    "name",
+    ["a truncated bundle", "a non-gzip file", "a missing path", "a folder of another study",
+     "a bundle of another schema", "a bundle of a million numbers"],
+)  # fmt: skip
 def test_a_hostile_baseline_stops_reproduce_before_any_work(
     run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
 ) -> None:

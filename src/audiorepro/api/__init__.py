@@ -29,6 +29,7 @@ one line the command line would print.
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,11 +79,60 @@ __all__ = [
 ArrayLike = npt.ArrayLike
 
 
+def _bad(param: str, func: str, expected: str, got: str) -> UserError:
+    """The one message of a malformed argument (:func:`~audiorepro.core.errors.param_error`'s
+    form), with what was found where."""
+    return UserError(f"The '{param}' parameter of {func} must be {expected}. Got {got}.")
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _array(value: object, param: str, func: str) -> npt.NDArray[Any]:
+    """``value`` as an array; a ragged nesting (rows of different lengths) is refused."""
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError):
+        raise _bad(param, func, "a rectangular array (every row the same length)",
+                   _short(value)) from None  # fmt: skip
+
+
+def _sequence(value: object, *, ndim: int | None) -> bool:
+    """A list, tuple or array (of ``ndim`` dimensions when given), not text."""
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1 if ndim is None else value.ndim == ndim
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _index_lists(value: object, param: str, func: str) -> list[list[int]]:
+    """One list of integer indices (>= 0) per row: a float index (``0.9`` was truncated to
+    0), a bool, None, a negative index (``-1`` was the last item) or a number or text instead
+    of a list is refused, naming where."""
+    expected = "a list with one list of integer indices (>= 0) per row"
+    if not _sequence(value, ndim=None):
+        raise _bad(param, func, expected, _short(value))
+    rows: list[list[int]] = []
+    listed: Sequence[Any] = value  # type: ignore[assignment]
+    for i, items in enumerate(listed):
+        if not _sequence(items, ndim=1):
+            raise _bad(param, func, expected, f"{param}[{i}] = {_short(items)}")
+        row: list[int] = []
+        for x in items:
+            if isinstance(x, bool | np.bool_) or not isinstance(x, int | np.integer) or x < 0:
+                raise _bad(param, func, expected, f"{param}[{i}] = {_short(items)}")
+            row.append(int(x))
+        rows.append(row)
+    return rows
+
+
 def _dump(
     audio_embeds: ArrayLike | Dump,
     text_embeds: ArrayLike | None,
     text_to_audio: ArrayLike | None,
     relevance: Sequence[Sequence[int]] | None,
+    func: str,
 ) -> Dump:
     """A validated dump from a :class:`Dump` or arrays: ``text_to_audio`` (each text's one
     clip) or ``relevance`` (each clip's relevant texts), not both."""
@@ -97,12 +147,14 @@ def _dump(
             "give exactly one of text_to_audio (each text's clip) or relevance (each clip's texts)",
             key="relevance",
         )
+    audio = _array(audio_embeds, "audio_embeds", func)
+    text = _array(text_embeds, "text_embeds", func)
     if text_to_audio is not None:
-        return make_dump(audio_embeds, text_embeds, text_to_audio)
-    assert relevance is not None
-    indptr = np.cumsum([0, *(len(r) for r in relevance)], dtype=np.int64)
-    indices = np.asarray([t for r in relevance for t in r], dtype=np.int64)
-    return make_dump(audio_embeds, text_embeds, relevance_indptr=indptr, relevance_indices=indices)
+        return make_dump(audio, text, _array(text_to_audio, "text_to_audio", func))
+    rows = _index_lists(relevance, "relevance", func)
+    indptr = np.cumsum([0, *(len(r) for r in rows)], dtype=np.int64)
+    indices = np.asarray([t for r in rows for t in r], dtype=np.int64)
+    return make_dump(audio, text, relevance_indptr=indptr, relevance_indices=indices)
 
 
 @dataclass(frozen=True)
@@ -141,7 +193,7 @@ def retrieval_metrics(
     >>> tied.bounds["t2a"]["r@1"]  # both clips tie for every caption
     (1.0, 0.0)
     """
-    dump = _dump(audio_embeds, text_embeds, text_to_audio, relevance)
+    dump = _dump(audio_embeds, text_embeds, text_to_audio, relevance, "retrieval_metrics")
     result = compute_retrieval(dump)
     report = metrics_report(dump, result, tie_policy=tie_policy)
     bounds = {
@@ -169,6 +221,29 @@ class ScoreMetrics:
         }
 
 
+def _score_inputs(scores: ArrayLike, relevant: object) -> tuple[npt.NDArray[Any], list[list[int]]]:
+    """``scores`` a finite 2-D matrix of numbers with a row and an item at least; ``relevant``
+    one non-empty list of distinct item indices per row (a NaN score ranked first, a query
+    without its list was dropped, ``-1`` was the last item)."""
+    func = "score_metrics"
+    matrix = _array(scores, "scores", func)
+    if matrix.ndim != 2 or 0 in matrix.shape or matrix.dtype.kind not in "iuf":
+        raise _bad("scores", func, "a 2-D matrix of numbers [queries, items], not empty",
+                   f"shape {matrix.shape}, dtype {matrix.dtype}")  # fmt: skip
+    if not np.all(np.isfinite(matrix)):
+        q, i = np.argwhere(~np.isfinite(matrix))[0]
+        raise _bad("scores", func, "finite numbers", f"scores[{q}, {i}] = {matrix[q, i]}")
+    rows = _index_lists(relevant, "relevant", func)
+    if len(rows) != matrix.shape[0]:
+        raise _bad("relevant", func, f"one list per row of scores ({matrix.shape[0]})",
+                   f"{len(rows)} lists")  # fmt: skip
+    for q, row in enumerate(rows):
+        if not row or len(set(row)) != len(row) or max(row) >= matrix.shape[1]:
+            raise _bad("relevant", func, "non-empty lists of distinct item indices in "
+                       f"[0, {matrix.shape[1]})", f"relevant[{q}] = {_short(row)}")  # fmt: skip
+    return matrix.astype(np.float64), rows
+
+
 def score_metrics(
     scores: ArrayLike,
     relevant: Sequence[Sequence[int]],
@@ -185,7 +260,8 @@ def score_metrics(
     >>> m.bounds["mrr"]  # query 1's item ties item 0 for second place
     (0.75, 0.6666666666666666)
     """
-    counts = counts_from_scores(scores, relevant)
+    matrix, rows = _score_inputs(scores, relevant)
+    counts = counts_from_scores(matrix, rows)
     values = {
         p: all_metrics(positions_from_counts(counts, tie_policy=p))
         for p in ("optimistic", "pessimistic")
@@ -230,7 +306,10 @@ def parity(
     >>> parity(a, t, text_to_audio=np.repeat(np.arange(5), 2)).passed
     True
     """
-    dump = _dump(audio_embeds, text_embeds, text_to_audio, relevance)
+    tol = tolerance
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < math.inf:
+        raise _bad("tolerance", "parity", "a finite number >= 0", _short(tolerance))
+    dump = _dump(audio_embeds, text_embeds, text_to_audio, relevance, "parity")
     cell = parity_cell(dump, tolerance=tolerance, tie_policy=tie_policy)
     return ParityResult(cell["passed"], cell["worst_abs_delta"], cell)
 
@@ -254,7 +333,8 @@ def explain(
     relevance: Sequence[Sequence[int]] | None = None,
 ) -> ExplainResult:
     """How each peer's definitions differ from the canonical ones on these embeddings."""
-    return ExplainResult(_explain(_dump(audio_embeds, text_embeds, text_to_audio, relevance)))
+    dump = _dump(audio_embeds, text_embeds, text_to_audio, relevance, "explain")
+    return ExplainResult(_explain(dump))
 
 
 @dataclass(frozen=True)

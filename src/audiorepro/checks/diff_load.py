@@ -9,7 +9,6 @@ foreign file is one line naming it (exit 2), never a traceback.
 from __future__ import annotations
 
 import gzip
-import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,13 +37,18 @@ from audiorepro.checks.tiers import (
 )
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import TEXT_MAX_BYTES, parse_json, read_text
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.specs.records import safe_relative
 
 BUNDLE: Final = "bundle.json.gz"
 MANIFEST: Final = "manifest.json"
 #: A bundle decompresses to a few MB; more is not a bundle (and not read whole).
-MAX_BUNDLE_BYTES: Final = 512 << 20
+MAX_BUNDLE_BYTES: Final = TEXT_MAX_BYTES
+#: A bundle holds a few thousand numbers (a probe study of 40 runs: 3543); a few KiB of gzip
+#: can hold a million, which diff's view then walked for minutes. Refused while parsing, as
+#: are an integer of more than JSON_MAX_DIGITS digits and nesting deeper than JSON_MAX_DEPTH.
+MAX_BUNDLE_NUMBERS: Final = 100_000
 _KIND_NAMES: Final = {
     "audiorepro.bundle/1": "retrieval",
     "audiorepro.probe-bundle/1": "probe",
@@ -83,10 +87,7 @@ def read_bundle(path: Path) -> dict[str, Any]:
         raise UserError(
             f"decompresses to over {MAX_BUNDLE_BYTES >> 20} MiB; {EXPECTED}", source=path
         )
-    try:
-        bundle = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(f"is not valid JSON ({exc}); {EXPECTED}", source=path) from None
+    bundle = parse_bundle(data, path)
     if not isinstance(bundle, dict):
         raise UserError(f"is a JSON {type(bundle).__name__}; expected an object", source=path)
     schema = bundle.get("schema")
@@ -97,6 +98,18 @@ def read_bundle(path: Path) -> dict[str, Any]:
             key="schema",
         )
     return bundle
+
+
+def parse_bundle(data: bytes, path: Path) -> Any:
+    """A decompressed bundle's JSON, bounded (:data:`MAX_BUNDLE_NUMBERS`, and
+    :func:`~audiorepro.core.io.parse_json`'s digits and depth), or one line naming it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"is not valid JSON (not UTF-8: {exc.reason}); {EXPECTED}", source=path
+        ) from None
+    return parse_json(text, source=path, max_numbers=MAX_BUNDLE_NUMBERS)
 
 
 def _view(bundle: Mapping[str, Any], path: Path, prefix: str, typed: TypedView | None) -> RunView:
@@ -116,12 +129,7 @@ def _manifest(folder: Path) -> dict[str, Any] | None:
     path = folder / MANIFEST
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise UserError(
-            f"is not valid JSON ({exc}); expected a run's manifest", source=path
-        ) from None
+    data = parse_json(read_text(path, what="a run's manifest"), source=path)
     if not isinstance(data, dict) or not isinstance(data.get("environment", {}), dict):
         raise UserError(
             "is not a run's manifest (expected an object)", source=path, key="environment"
@@ -167,6 +175,20 @@ def _dumps(
     return out
 
 
+def _not_linked(folder: Path, rel: str) -> None:
+    """A nested study's folder is a folder of the run, never reached through a symbolic link:
+    a link to ``.`` was followed 40 levels deep (until the system's own limit)."""
+    at = folder
+    for part in Path(rel).parts:
+        at = at / part
+        if at.is_symlink():
+            raise UserError(
+                "is a symbolic link; expected a nested study's folder inside the run (a link "
+                "is not followed: it could lead back into the run, or out of it)",
+                source=at,
+            )
+
+
 def _folder(
     folder: Path,
     prefix: str,
@@ -191,6 +213,7 @@ def _folder(
         )
         views.append(view)
         for rel in nested:
+            _not_linked(folder, rel)
             if (folder / rel / BUNDLE).is_file():
                 _folder(folder / rel, prefix + rel, views, dumps, typed)
         return
@@ -238,6 +261,20 @@ def check_comparable(a: LoadedRun, b: LoadedRun) -> None:
             f"is a run of study {va.study!r}, {b.source} of study {vb.study!r}; "
             "diff compares two runs of the same study",
             source=a.source,
+        )
+
+
+def check_baseline(baseline: LoadedRun, study: str, kind: str) -> None:
+    """``reproduce --against``: the baseline is a run of the study about to run (its name
+    and kind), or a UserError naming it, before the run (it failed only after the whole
+    run was published)."""
+    top = baseline.top
+    was = _KIND_NAMES.get(top.kind, top.kind).replace("-", "")
+    if top.study != study or was != kind:
+        raise UserError(
+            f"is a {was} run of study {top.study!r}; the study to run is the {kind} study "
+            f"{study!r} (--against compares two runs of the same study)",
+            source=baseline.source,
         )
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from audiorepro.checks.diff_load import MAX_BUNDLE_BYTES, parse_bundle
+from audiorepro.core.errors import UserError
 from audiorepro.render.summary import results_table
 from audiorepro.runner.outputs import Outcome
 from audiorepro.specs.study import Study
@@ -33,20 +35,18 @@ def say_results(results: Sequence[tuple[Study, Path, Outcome]], say: Callable[[s
     return passed
 
 
-#: The most bytes ``verify`` decompresses from a bundle for its closing table.
-_MAX_BUNDLE_BYTES = 1 << 30
-
-
 def _read_bundle(path: Path) -> Any:
     """A bundle's content, or None when it cannot be read as one (``verify`` has already
-    said what is wrong with a damaged output; the table is then left out)."""
+    said what is wrong with a damaged output; the table is then left out). Bounded as diff
+    reads it (:func:`~audiorepro.checks.diff_load.parse_bundle`): a small gzip holding a
+    million numbers is left out, not walked."""
     try:
         with gzip.open(path, "rb") as f:
-            data = f.read(_MAX_BUNDLE_BYTES + 1)
-        if len(data) > _MAX_BUNDLE_BYTES:
+            data = f.read(MAX_BUNDLE_BYTES + 1)
+        if len(data) > MAX_BUNDLE_BYTES:
             return None
-        return json.loads(data)
-    except (OSError, EOFError, zlib.error, ValueError, RecursionError):
+        return parse_bundle(data, path)
+    except (OSError, EOFError, zlib.error, UserError):
         return None
 
 

@@ -6,6 +6,7 @@ traceback).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import click
 
 from audiorepro import __version__
-from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.diff_load import check_baseline, load_run
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
@@ -28,7 +29,7 @@ from audiorepro.core.errors import (
     WRITE_ERRNOS,
     UserError,
 )
-from audiorepro.core.io import json_dumps, write_json
+from audiorepro.core.io import check_output_file, json_dumps, write_json
 from audiorepro.core.progress import quiet_library_bars
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
@@ -76,11 +77,23 @@ from audiorepro.specs.study import ProbeStudy, RetrievalStudy, ZeroshotStudy, lo
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
 
+class OutputFile(click.Path):
+    """An output file option: a path that is not there or a regular file. A symbolic link,
+    a FIFO, a device node or a folder is refused when the option is read, before any work
+    (:func:`~audiorepro.core.io.check_output_file`): the write would replace it."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        check_output_file(Path(os.fsdecode(path)))
+        return path
+
+
 def json_option(help_text: str) -> Any:
     """The ``--json OUT`` option every command shares (written atomically, sorted keys)."""
-    return click.option(
-        "--json", "json_out", type=click.Path(path_type=Path), default=None, help=help_text
-    )
+    return click.option("--json", "json_out", type=OutputFile(), default=None, help=help_text)
 
 
 def cutoffs_option(help_text: str) -> Any:
@@ -495,7 +508,7 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 @click.option(
     "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
 )
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 @click.option(
     "--set",
     "settings",
@@ -553,7 +566,7 @@ def extract(
 
 @cli.command()
 @click.argument("parts", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 def merge(parts: tuple[Path, ...], out: Path) -> None:
     """Join the parts of one sharded extraction (extract --shard i/n) into one dump."""
     meta = run_merge(list(parts), out)
@@ -619,7 +632,7 @@ def _identity_lines(block: dict[str, Any]) -> list[str]:
 )
 @click.option(
     "--write-golden",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Store --a's fixture embeddings as a golden reference file.",
 )
@@ -802,13 +815,15 @@ def reproduce(
     baseline as `audiorepro diff` does (exit 1 when a number changed).
     """
     signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
-    if against is not None:
-        load_run(against)  # a bad baseline is exit 2 before any work
+    baseline = load_run(against) if against is not None else None  # bad: exit 2 before work
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
     else:
         target = out or Path(f"reproduce-{load_study(study_file).name}")
+    if baseline is not None:  # a baseline of another study: exit 2 before the run, not after
+        name, kind = ("demo", "retrieval") if study_file is None else _name_kind(study_file)
+        check_baseline(baseline, name, kind)
     if study_file is not None:  # --cells/--device checked before OUT is touched
         select(load_study(study_file), cells=cells, device=run_device)
     with claim(target):  # one run per OUT, held before the demo writes OUT/cache
@@ -824,6 +839,11 @@ def reproduce(
     )
     if not passed or changed:
         raise SystemExit(EXIT_CHECK_FAILED)
+
+
+def _name_kind(study_file: Path) -> tuple[str, str]:
+    study = load_study(study_file)
+    return study.name, study.kind
 
 
 def _reproduce_into(
@@ -884,7 +904,7 @@ def _extractable_study(path: Path) -> RetrievalStudy | ZeroshotStudy:
 @click.option("--cell", "cell_id", required=True, help="The cell's id in the study.")
 @click.option("--shard", required=True, help="i/n: which part of the cell's extraction.")
 @click.option("--key", required=True, help="The cache key the submitter computed.")
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@click.option("--out", type=OutputFile(), required=True)
 def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: Path) -> None:
     """One array task of `reproduce --executor slurm` (and of `slurm-template` scripts): a
     shard of a cell's extraction, written atomically with a SHA-256 record."""
@@ -909,6 +929,8 @@ def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     study = _extractable_study(study_file)
     preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
     target = out or Path(f"reproduce-{study.name}")
+    if target.exists() and not target.is_dir():  # a FIFO, a device: no folder to run into
+        raise UserError("is not a folder; expected an output folder (--out)", source=target)
     click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from audiorepro.checks.diff_report import run_diff
-from audiorepro.cli.commands import cli
+from audiorepro.cli.commands import OutputFile, cli
 from audiorepro.runner.keys import load_trusted_keys
 from audiorepro.runner.kinds import typed_numbers
 from audiorepro.runner.study import folder_problem
@@ -19,14 +19,14 @@ from audiorepro.runner.study import folder_problem
 @click.option(
     "--json",
     "json_out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Write the comparison (schema audiorepro.diff/1) to this file.",
 )
 @click.option(
     "--html",
     "html_out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=OutputFile(),
     default=None,
     help="Write one self-contained HTML page of the comparison.",
 )

@@ -15,8 +15,11 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
-class UserError(Exception):
-    """Bad input: reported as one line, exit code 2."""
+class UserError(ValueError):
+    """Bad input: reported as one line, exit code 2. A ``ValueError``, so that a caller of
+    the Python API catches a malformed argument as Python's own functions raise it (a code
+    path that catches ``ValueError`` around a call that may raise this one must let it
+    through: it already names the file or the argument)."""
 
     def __init__(self, message: str, *, source: str | Path | None = None, key: str | None = None):
         self.source = None if source is None else str(source)

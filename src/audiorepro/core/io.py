@@ -13,10 +13,12 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +41,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     naming it (:func:`~audiorepro.core.errors.write_error`), and leaves nothing behind: the
     temporary file is removed and ``path`` keeps what it held before."""
     path = Path(path)
-    if path.is_dir():
-        raise WriteError("is a folder; expected a file path to write", source=path)
+    check_output_file(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -65,6 +66,46 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output_file(path: str | Path) -> None:
+    """Refuse an output path that exists and is not a regular file (its own entry, not what
+    a link points at): a symbolic link, a folder, a FIFO, a device node or a socket. An
+    output is written beside it and renamed over it, which would replace the link, the FIFO
+    or the device itself (as root, ``--json /dev/null`` replaced the system's /dev/null).
+    A :class:`~audiorepro.core.errors.WriteError` naming it, before anything is written.
+
+    >>> try:
+    ...     check_output_file("/")
+    ... except WriteError as exc:
+    ...     print(str(exc)[:50])
+    /: is a folder; expected a regular file to write (
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return  # not there (or not reachable): the writer says what refuses it
+    if not stat.S_ISREG(mode):
+        raise WriteError(
+            f"is {_kind_of(mode)}; expected a regular file to write (audiorepro replaces only "
+            "regular files; choose another output path)",
+            source=path,
+        )
 
 
 def _remove(tmp: str) -> None:
@@ -210,14 +251,37 @@ def _check_strings(value: Any, depth: int = 0) -> None:
         _check_strings(item, depth + 1)
 
 
+def _counter(limit: int) -> Callable[[str], str]:
+    """Passes a number's text through, refusing the one after the ``limit``-th."""
+    seen = [0]
+
+    def count(text: str) -> str:
+        seen[0] += 1
+        if seen[0] > limit:
+            raise _JSONRefused(
+                f"holds more than {limit} numbers; expected at most {limit} (refused while "
+                "reading, before any is used)"
+            )
+        return text
+
+    return count
+
+
 def parse_json(
-    text: str, *, source: str | Path, key: str | None = None, finite: bool = False
+    text: str,
+    *,
+    source: str | Path,
+    key: str | None = None,
+    finite: bool = False,
+    max_numbers: int | None = None,
 ) -> Any:
     """The one JSON reader for what a user gives (and what verify reads back), or a
     :class:`UserError` naming ``source`` (and ``key``, or the duplicated key) in one line:
     invalid JSON, a key twice in one object, an integer of more than
     :data:`JSON_MAX_DIGITS` digits, nesting deeper than :data:`JSON_MAX_DEPTH`, a lone
-    surrogate; with ``finite``, also ``NaN``/``Infinity``.
+    surrogate; with ``finite``, also ``NaN``/``Infinity``; with ``max_numbers``, more numbers
+    than that (a few KiB of gzip can hold a million numbers, each of which a reader of the
+    document then walks).
 
     >>> parse_json('{"a": [1, 2.5, null]}', source="x.json")
     {'a': [1, 2.5, None]}
@@ -233,11 +297,18 @@ def parse_json(
             source=source,
             key=key,
         )
+    parse_int: Callable[[str], Any] = _bounded_int
+    parse_float: Callable[[str], Any] = float
+    if max_numbers is not None:
+        count = _counter(max_numbers)
+        parse_int = lambda t: _bounded_int(count(t))  # noqa: E731
+        parse_float = lambda t: float(count(t))  # noqa: E731
     try:
         value = json.loads(
             text,
             object_pairs_hook=_pairs,
-            parse_int=_bounded_int,
+            parse_int=parse_int,
+            parse_float=parse_float,
             parse_constant=_constant if finite else None,
         )
         _check_strings(value)

@@ -17,10 +17,12 @@ embedding (both pipelines would embed padding), so it is refused rather than sil
 :func:`check_audio` refuses a bad clip before any model work, from its header (and, for float
 samples, a streaming scan for NaN/inf): not a regular file (a FIFO, a folder, a symlink loop),
 not decodable, no frames, more than :data:`MAX_CHANNELS` channels or :data:`MAX_SAMPLES`
-samples (a clip is decoded whole, as float64: this bounds its memory), and for WAV files a
+samples (a clip is decoded whole, as float64: this bounds its memory), a sample rate outside
+:data:`MIN_SAMPLE_RATE` to :data:`MAX_SAMPLE_RATE`, and for WAV files a
 header that libsndfile would read leniently: a sample width other than 8/16/24/32-bit integer
 or 32/64-bit float, or a data chunk declaring more bytes than the file holds (a truncated or
-forged file, which libsndfile silently reads short).
+forged file, which libsndfile silently reads short); with ``scan``, a clip whose every sample
+is 0 (streamed until the first block that is not).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ MAX_CHANNELS = 64
 #: this bounds one clip's memory at 512 MiB (23 minutes of 48 kHz mono, 11 of stereo;
 #: evaluation clips are 10-30 s).
 MAX_SAMPLES = 1 << 26
+#: The sample rates a clip may declare, in Hz (both ends accepted): from below telephone
+#: audio (8 kHz) to above the highest rate audio interfaces record (384 kHz). A clip is
+#: resampled to :data:`SAMPLE_RATE` by the reduced ratio, whose polyphase filter grows with
+#: the rate: a header claiming 2147483647 Hz asked :func:`resample` for a 320 GiB filter.
+MIN_SAMPLE_RATE = 1_000
+MAX_SAMPLE_RATE = 384_000
 #: WAV sample widths libsndfile reads exactly, by format tag (1 integer PCM, 3 IEEE float).
 _WAV_WIDTHS = {1: (8, 16, 24, 32), 3: (32, 64)}
 _WAV_EXTENSIBLE = 0xFFFE
@@ -154,10 +162,35 @@ def check_audio(path: str | Path, *, scan: bool = True) -> None:
             "before reading)",
             source=path,
         )
-    if scan and info.subtype in ("FLOAT", "DOUBLE"):
-        for block in soundfile.blocks(str(path), blocksize=1 << 16, dtype="float64"):
-            if not np.all(np.isfinite(block)):
-                raise UserError("holds NaN or infinite samples", source=path)
+    if not MIN_SAMPLE_RATE <= info.samplerate <= MAX_SAMPLE_RATE:
+        raise UserError(
+            f"declares a sample rate of {info.samplerate} Hz; expected {MIN_SAMPLE_RATE} to "
+            f"{MAX_SAMPLE_RATE} Hz (refused from the header, before resampling to "
+            f"{SAMPLE_RATE} Hz)",
+            source=path,
+        )
+    if scan:
+        _scan_samples(path, floating=info.subtype in ("FLOAT", "DOUBLE"))
+
+
+def _scan_samples(path: Path, *, floating: bool) -> None:
+    """Stream the samples in blocks: float samples are checked for NaN/inf to the end; a
+    clip whose every sample is 0 is refused (read until the first block that is not silent,
+    usually the first: an ordinary clip costs one block)."""
+    import soundfile
+
+    audible = False
+    for block in soundfile.blocks(str(path), blocksize=1 << 16, dtype="float64"):
+        if floating and not np.all(np.isfinite(block)):
+            raise UserError("holds NaN or infinite samples", source=path)
+        audible = audible or bool(np.any(block))
+        if audible and not floating:
+            return
+    if not audible:
+        raise UserError(
+            "is silent (every sample is 0): a silent clip has no meaningful embedding",
+            source=path,
+        )
 
 
 def _undecodable(path: Path, exc: Exception) -> UserError:

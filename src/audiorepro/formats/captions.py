@@ -49,6 +49,32 @@ class Captions:
 _CAPTION_COLUMN = re.compile(r"caption_(\d+)$")
 
 
+def _check_quotes_closed(text: str, source: str) -> None:
+    """Refuse a quoted field that is never closed: csv reads it, leniently, to the end of the
+    file as one caption, so the clips after it looked like missing captions.
+
+    >>> try:
+    ...     _check_quotes_closed('file_name,caption\\na.wav,"a dog\\nb.wav,rain\\n', "c.csv")
+    ... except UserError as exc:
+    ...     print(str(exc)[:60])
+    c.csv: key 'line 2': opens a quoted field that is never clos
+    """
+    reader = csv.reader(io.StringIO(text), strict=True)
+    start = 1
+    try:
+        for _ in reader:
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        if str(exc) != "unexpected end of data":
+            return  # other quoting csv reads leniently, as before
+        raise UserError(
+            "opens a quoted field that is never closed (an unterminated quote: the rest of "
+            "the file would be one caption); expected each '\"' closed by another",
+            source=source,
+            key=f"line {start}",
+        ) from None
+
+
 def parse_captions(text: str, *, source: str = "<captions>") -> Captions:
     """Parse a caption CSV in either layout.
 
@@ -61,6 +87,7 @@ def parse_captions(text: str, *, source: str = "<captions>") -> Captions:
     except csv.Error as exc:
         # A NUL byte, a field beyond csv's size limit (a huge single line), bad quoting.
         raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
+    _check_quotes_closed(text, source)
     if not rows:
         raise UserError("is empty (expected a header row and captions)", source=source)
     header = [h.strip() for h in rows[0]]

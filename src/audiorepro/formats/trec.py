@@ -20,6 +20,7 @@ whole) is one :class:`UserError` naming the file, the line number and the field.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,28 +102,50 @@ def _fields(
         )
 
 
+#: The most digits of an integer field: a C ``long`` (trec_eval's ``atol``) holds every
+#: integer of 18 digits; a longer one is refused rather than saturated.
+MAX_INT_DIGITS = 18
+_INT = re.compile(rf"[+-]?[0-9]{{1,{MAX_INT_DIGITS}}}")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NOT_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+
+
+def ascii_number(text: str, *, integer: bool) -> int | float | None:
+    """A field read as a number in trec_eval's ASCII syntax, or None when it is not one:
+    an optional sign and ASCII digits (at most :data:`MAX_INT_DIGITS`), or a decimal with an
+    optional exponent. Python's ``int``/``float`` also take ``1_0`` (10) and other scripts'
+    digits (Arabic-Indic ``١`` is 1), where trec_eval's ``atol``/``atof`` read 1 and 0:
+    such a field is refused, never read as another number.
+
+    >>> ascii_number("-12", integer=True), ascii_number("2.5e-1", integer=False)
+    (-12, 0.25)
+    >>> [ascii_number(t, integer=True) for t in ("1_0", "\u0661", "1" * 19, "0.5")]
+    [None, None, None, None]
+    """
+    if integer:
+        return int(text) if _INT.fullmatch(text) else None
+    return float(text) if _DECIMAL.fullmatch(text) else None
+
+
 def _integer(value: str, field: str, number: int, source: Path) -> int:
-    try:
-        return int(value)
-    except ValueError:
+    read = ascii_number(value, integer=True)
+    if read is None:
         raise UserError(
-            f"line {number}: field '{field}' is {value[:40]!r}; expected an integer",
+            f"line {number}: field '{field}' is {value[:40]!r}; expected an integer (ASCII "
+            f"digits, at most {MAX_INT_DIGITS}, as trec_eval's atol reads them)",
             source=source,
-        ) from None
+        )
+    return int(read)
 
 
 def _score(value: str, number: int, source: Path) -> float:
-    try:
-        score = float(value)
-    except ValueError:
-        score = math.nan
-        kind = "not a number"
-    else:
-        kind = "not finite"
+    read = ascii_number(value, integer=False)
+    score = math.nan if read is None else float(read)
+    kind = "not finite" if read is not None or _NOT_FINITE.fullmatch(value) else "not a number"
     if not math.isfinite(score):
         raise UserError(
             f"line {number}: field 'score' is {value[:40]!r} ({kind}); expected a finite "
-            "decimal number",
+            "decimal number (ASCII, as trec_eval's atof reads it)",
             source=source,
         )
     return score

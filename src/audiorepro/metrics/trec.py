@@ -305,6 +305,12 @@ def parse_measures(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
     chosen: dict[str, set[int]] = {}
     for spec in specs or ["official"]:
         name, dot, params = spec.partition(".")
+        if dot and name in ("official", "all_trec"):
+            raise UserError(
+                f"{spec!r}: the measure set {name!r} takes no cutoffs; expected {name}, or "
+                "cutoffs on one measure (e.g. P.5,10)",
+                key="-m",
+            )
         names = {"official": OFFICIAL, "all_trec": tuple(BY_NAME)}.get(name, (name,))
         for one in names:
             _add_measure(chosen, one, params if dot else None, spec)

@@ -108,15 +108,20 @@ def check_pickled_file(path: Path) -> None:
     load_weights_only(path)
 
 
-def check_weight_file(path: Path, *, what: str = "a checkpoint file") -> None:
-    """File type, size, then the check of its format (pickled or safetensors)."""
+def check_weight_file(
+    path: Path, *, what: str = "a checkpoint file", pickled: bool = False
+) -> None:
+    """File type, size, then the check of its format (pickled or safetensors). ``pickled``:
+    the loader unpickles the file whatever its name (laion-clap's ``torch.load``), so a file
+    that is not ``.safetensors`` is checked as pickled even without a pickle's suffix (a
+    text file given as ``laion:notes.txt`` passed, and failed after the models loaded)."""
     check_regular_file(path, what=what)
     if path.stat().st_size == 0:
         raise UserError(f"is empty; expected {what}", source=path)
     suffix = path.suffix.lower()
     if suffix == ".safetensors":
         check_safetensors(path)
-    elif suffix in PICKLED:
+    elif suffix in PICKLED or pickled:
         check_pickled_file(path)
 
 
@@ -146,7 +151,7 @@ def preflight(spec: ModelSpec) -> None:
         if not os.path.lexists(path) and spec.hub_repo is not None:
             path = _laion_from_hub_cache(spec) or path
         if os.path.lexists(path):
-            check_weight_file(path, what="a laion-clap checkpoint file")
+            check_weight_file(path, what="a laion-clap checkpoint file", pickled=True)
         return
     folder = Path(spec.location)
     if spec.is_hub or not os.path.lexists(folder):

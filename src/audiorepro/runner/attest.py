@@ -202,8 +202,9 @@ def read_envelope(path: Path) -> ReadEnvelope:
     what = "the DSSE envelope `audiorepro sign` writes"
     if path.is_symlink():
         raise UserError(f"is a symbolic link; expected {what}", source=path)
+    text = read_text(path, what=what)  # its own one line (a FIFO, too large, not UTF-8)
     try:
-        data = json.loads(read_text(path, what=what))
+        data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # bad JSON, a 5000-digit integer, deep nesting
         raise UserError(f"is not valid JSON ({exc}); expected {what}", source=path) from None
     if not isinstance(data, dict) or set(data) != {"payloadType", "payload", "signatures"}:

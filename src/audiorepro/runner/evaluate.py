@@ -145,7 +145,12 @@ def study_model(model: str, registry: Path | None) -> str:
     """The model spec as the study file should name it, checked now (exit 2 before any
     write): a registry name or a pinned hub id as given, a local folder or file absolute (the
     study file lives in OUT/cache, not where the command ran)."""
-    spec = resolve_spec(model, load_registry([registry] if registry is not None else []))
+    known = load_registry([registry] if registry is not None else [])
+    if model not in known and ":" not in model and Path(model).is_dir():
+        # A plain local folder, as --help says, is a Hugging Face model folder (it was
+        # refused as "neither a registry name nor hf:... nor laion:...").
+        model = f"hf:{model}"
+    spec = resolve_spec(model, known)
     if model == spec.name and not model.startswith(("hf:", "laion:")):
         return model  # a registry name
     if spec.format == "hf" and spec.is_hub:

@@ -19,7 +19,9 @@ prints, for either format.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,8 @@ from audiorepro.core.io import read_text
 #: A key file is a few hundred bytes; a trusted-keys file of many keys stays far below this.
 KEY_MAX_BYTES = 1 << 20
 
+_OPENSSH_BEGIN = "-----BEGIN OPENSSH PRIVATE KEY-----"
+_OPENSSH_MAGIC = b"openssh-key-v1\0"
 _PEM_PUBLIC = ("-----BEGIN PUBLIC KEY-----", "-----END PUBLIC KEY-----")
 _DECRYPT_HINT = (
     "decrypt a copy first (`ssh-keygen -p -N '' -f COPY` or "
@@ -82,6 +86,35 @@ def _text(path: Path, what: str) -> str:
     return read_text(path, what=what, max_bytes=KEY_MAX_BYTES)
 
 
+def _whole(exc: Exception) -> str:
+    """An exception's message whole, on one line (it was cut at its first '.', which cut
+    ``b'chacha20-poly1305@openssh.com'`` to ``b'chacha20-poly1305@openssh``)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _openssh_cipher(text: str) -> str | None:
+    """The cipher an OpenSSH private key file names (``none`` when not encrypted), read from
+    its header (``openssh-key-v1``, then the cipher's name); None when that cannot be read.
+
+    >>> body = base64.b64encode(_OPENSSH_MAGIC + struct.pack(">I", 4) + b"none").decode()
+    >>> _openssh_cipher(f"{_OPENSSH_BEGIN}\\n{body}\\n-----END OPENSSH PRIVATE KEY-----")
+    'none'
+    """
+    lines = text.strip().splitlines()
+    try:
+        blob = base64.b64decode("".join(ln.strip() for ln in lines[1:-1]), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not blob.startswith(_OPENSSH_MAGIC) or len(blob) < len(_OPENSSH_MAGIC) + 4:
+        return None
+    at = len(_OPENSSH_MAGIC)
+    (length,) = struct.unpack(">I", blob[at : at + 4])
+    name = blob[at + 4 : at + 4 + length]
+    if len(name) != length or not name.isascii():
+        return None
+    return name.decode("ascii")
+
+
 def load_signing_key(path: Path) -> SigningKey:
     """The private Ed25519 key in ``path`` (PEM PKCS#8 or OpenSSH), or one line naming it."""
     what = "an Ed25519 private key (openssl genpkey -algorithm ed25519, or ssh-keygen -t ed25519)"
@@ -89,8 +122,14 @@ def load_signing_key(path: Path) -> SigningKey:
     head = text.lstrip()
     if head.startswith(("ssh-", _PEM_PUBLIC[0])):
         raise UserError(f"is a public key; expected {what}", source=path)
+    cipher = _openssh_cipher(head) if head.startswith(_OPENSSH_BEGIN) else None
+    if cipher not in (None, "none"):  # cryptography names only some ciphers "encrypted"
+        raise UserError(
+            f"is an encrypted private key (OpenSSH, cipher {cipher}); {_DECRYPT_HINT}",
+            source=path,
+        )
     try:
-        if head.startswith("-----BEGIN OPENSSH PRIVATE KEY-----"):
+        if head.startswith(_OPENSSH_BEGIN):
             key: object = serialization.load_ssh_private_key(text.encode(), None)
         elif head.startswith("-----BEGIN ") and "PRIVATE KEY-----" in head.split("\n", 1)[0]:
             key = serialization.load_pem_private_key(text.encode(), None)
@@ -99,9 +138,8 @@ def load_signing_key(path: Path) -> SigningKey:
     except TypeError:  # cryptography's signal for "encrypted, and no password given"
         raise UserError(f"is an encrypted private key; {_DECRYPT_HINT}", source=path) from None
     except (ValueError, UnsupportedAlgorithm) as exc:
-        reason = str(exc).split(".")[0]
         raise UserError(
-            f"cannot be read as a key ({reason}); expected {what}", source=path
+            f"cannot be read as a key ({_whole(exc)}); expected {what}", source=path
         ) from None
     if not isinstance(key, Ed25519PrivateKey):
         raise UserError(f"is an {_kind(key)} key; expected {what}", source=path)
@@ -117,8 +155,7 @@ def _public(data: bytes, source: str, where: str) -> TrustedKey:
         else:
             key = serialization.load_ssh_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        reason = str(exc).split(".")[0]
-        raise UserError(f"{where}cannot be read as a key ({reason}); expected {expected}",
+        raise UserError(f"{where}cannot be read as a key ({_whole(exc)}); expected {expected}",
                         source=source) from None  # fmt: skip
     if not isinstance(key, Ed25519PublicKey):
         raise UserError(f"{where}is an {_kind(key)} key; expected {expected}", source=source)

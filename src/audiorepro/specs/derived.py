@@ -316,6 +316,20 @@ def _tres(text: Any, kind: str) -> float | None:
     return 0.0
 
 
+def _scalar(value: Any) -> Any:
+    """A number, None or text (tres()'s), as arithmetic and sum/mean take; a record, a list
+    or a boolean (what ``{jobs:jobs[*]}`` gives) is a ValueError, never Python's own sum
+    of dicts (a TypeError traceback)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(
+            f"a {'record' if isinstance(value, dict) else type(value).__name__} where a number "
+            "is expected (name a number in each item, e.g. {file:list[*].field})"
+        )
+    return value
+
+
 def _arith(op: ast.operator, a: Any, b: Any) -> Any:
     if isinstance(a, list) or isinstance(b, list):
         left = a if isinstance(a, list) else [a] * len(b)
@@ -323,6 +337,7 @@ def _arith(op: ast.operator, a: Any, b: Any) -> Any:
         if len(left) != len(right):
             raise ValueError(f"lists of {len(left)} and {len(right)} items")
         return [_arith(op, x, y) for x, y in zip(left, right, strict=True)]
+    a, b = _scalar(a), _scalar(b)
     if a is None or b is None:
         return None
     for v in (a, b):
@@ -346,10 +361,11 @@ def _call(func: str, arg: Any, kind: str | None) -> Any:
     if not isinstance(arg, list):
         raise ValueError(f"{func}() of one number; it takes a list ([*] or {{*split:...}})")
     known = [x for x in arg if x is not None]
+    if func == "count":  # of any recorded items, records too
+        return float(len(known))
+    known = [_scalar(x) for x in known]
     if any(isinstance(x, str) for x in known):
         raise ValueError(f"{func}() of text")
-    if func == "count":
-        return float(len(known))
     if func == "sum":
         return float(sum(known))
     return float(sum(known) / len(known)) if known else None
