@@ -303,3 +303,16 @@ def test_slurm_container_tasks_get_the_weights_in_the_emulated_sif(
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert part_finished(first) and not part_finished(second)
+
+
+def test_install_lines_name_a_checkout_or_a_wheel_never_the_index() -> None:
+    """audiorepro is not on the package index: every documented pip install of it is from a
+    checkout (``-e '.[extra]'``, ``.``) or a built wheel, as the tests install it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{page.name}: {line.strip()}"
+        for page in pages
+        for line in page.read_text().splitlines()
+        if re.search(r"pip install(\s+-\S+)*\s+['\"]?audiorepro(\[[^\]]*\])?['\"]?(\s|$)", line)
+    ]
+    assert found == []
