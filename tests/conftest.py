@@ -95,7 +95,8 @@ def tree_digest(folder: Path) -> str:
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    files = [Path(d) / f for d, _, names in os.walk(folder, followlinks=True) for f in names]
+    for path in sorted(files):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -169,23 +170,32 @@ def foreign_lines(stderr: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def tiny_models() -> Callable[..., Path]:
+def tiny_models() -> Iterator[Callable[..., Path]]:
     """``tiny_models(seed=0, fusion=True)``: the registry of the tiny tiny-hf and tiny-laion
     pair (``audiorepro tiny-models``), built once per run for each seed and fusion and shared
     read-only (a test that changes a checkpoint copies the folder first)."""
     pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
     pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
     from audiorepro.models.tiny import build_tiny_models
+    from audiorepro.runner.demo import place_models
+
+    used: set[str] = set()
 
     def get(seed: int = 0, fusion: bool = True) -> Path:
         name = f"tiny-seed{seed}-{'fusion' if fusion else 'plain'}"
 
         def build(folder: Path) -> None:
-            build_tiny_models(folder, seed=seed, fusion=fusion)
+            if fusion:  # the demo's own models (its per-user cache, here the run's): one build
+                place_models(folder / "models", seed, build_tiny_models)
+            else:
+                build_tiny_models(folder / "models", seed=seed, fusion=False)
 
-        return shared_once(name, build) / "registry.toml"
+        used.add(name)
+        return shared_once(name, build) / "models" / "registry.toml"
 
-    return get
+    yield get
+    for name in sorted(used):
+        check_untouched(name)
 
 
 def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,11 +44,8 @@ def _esc50_form(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
-    from audiorepro.models.tiny import build_tiny_models
-
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"), seed=0, fusion=False)
+def tiny(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=0, fusion=False)  # the run's shared ones (tests/conftest.py)
 
 
 def _bundle(out: Path) -> dict:

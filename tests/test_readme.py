@@ -138,3 +138,50 @@ def test_first_paragraph_states_the_install_and_the_cache_it_names(
     assert "`rm -rf ~/.cache/audiorepro`" in first and "$XDG_CACHE_HOME/audiorepro" in first
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert model_cache().parent == Path.home() / ".cache" / "audiorepro"
+
+
+def _ci_run(tmp_path: Path, apt_works_after_update: bool) -> list[str]:
+    """.ci/run's output on a machine where apt-get install fails until the package lists are
+    refreshed (or always), with stand-ins for id, apt-get and python3 (tox is not run)."""
+    (tmp_path / ".ci").mkdir(parents=True)
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    scripts = {
+        "id": "echo 0",
+        "apt-get": (
+            'if [ "$1" = update ]; then touch "$STATE/updated"; exit 0; fi\n'
+            f'[ -f "$STATE/updated" ] && {"true" if apt_works_after_update else "false"}'
+        ),
+        "python3": (
+            "mkdir -p .venv-tox/bin\n"
+            "for t in pip tox; do printf '#!/bin/sh\\nexit 0\\n' > .venv-tox/bin/$t; "
+            "chmod +x .venv-tox/bin/$t; done"
+        ),
+    }
+    for name, body in scripts.items():
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "STATE": str(tmp_path)}
+    proc = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "run")], env=env, capture_output=True, text=True,
+        check=False, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_ci_run_refreshes_the_package_lists_once_and_says_what_skips(tmp_path: Path) -> None:
+    lines = _ci_run(tmp_path / "a", apt_works_after_update=True)
+    assert lines == [
+        "ci: an install failed; refreshing the package lists (apt-get update) and trying again"
+    ]
+    lines = _ci_run(tmp_path / "b", apt_works_after_update=False)
+    assert lines[0].startswith("ci: an install failed; refreshing the package lists")
+    skips = lines[1:]
+    assert [line.split(" (")[0] for line in skips] == [
+        "ci: skip: the LaTeX compile test",
+        "ci: skip: the report browser test",
+        "ci: skip: the scale-out tests on a real Slurm",
+        "ci: skip: the container check",
+    ]
