@@ -52,8 +52,14 @@ ENV PYTHONHASHSEED=0 \
 # (its CUDA build of the torch trio) are kept, everything else is installed from the lock of
 # this architecture, with hash checking on. The build backend comes first, from its own lock,
 # and builds every source distribution without build isolation, so nothing unhashed is fetched.
+# A build that mounts a pip cache at /opt/pip-cache (tools/container.py mounts the host's, which
+# the tox envs filled with the same pinned files) installs from it; a mount is not part of the
+# image, and without one pip keeps no cache (PIP_NO_CACHE_DIR), so the layer is the same.
 COPY requirements/build.txt requirements/image-linux-*.txt /opt/audiorepro/requirements/
 RUN set -eu; \
+    if [ -d /opt/pip-cache ] && [ -w /opt/pip-cache ]; then \
+        unset PIP_NO_CACHE_DIR; export PIP_CACHE_DIR=/opt/pip-cache; \
+    fi; \
     lock="/opt/audiorepro/requirements/image-linux-$(uname -m).txt"; \
     if [ ! -f "$lock" ]; then echo "no lock for $(uname -m): see tools/lock.py" >&2; exit 1; fi; \
     ln -s "$lock" /opt/audiorepro/lock.txt; \
