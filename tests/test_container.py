@@ -167,3 +167,14 @@ def test_the_build_installs_the_pip_layer_from_this_machines_pip_cache(
     assert "if [ -d /opt/pip-cache ]" in layer and "unset PIP_NO_CACHE_DIR" in layer
     assert layer.count("--require-hashes") == 2
     assert "PIP_NO_CACHE_DIR=1" in DOCKERFILE  # without the mount: no cache in the layer
+
+
+def test_a_new_commit_reuses_the_pip_layer() -> None:
+    """The revision (a build argument that changes with every commit) is declared after the
+    lock's pip layer: an ARG takes part in the cache key of every RUN after it, so above the
+    layer each commit rebuilt its ~8 GB."""
+    pip_layer = DOCKERFILE.index('--no-build-isolation -r "$lock"')
+    assert DOCKERFILE.index("ARG REVISION") > pip_layer
+    assert DOCKERFILE.index("AUDIOREPRO_REVISION=${REVISION}") > pip_layer
+    before = DOCKERFILE[:pip_layer]
+    assert "REVISION" not in before.replace("# ", "")  # nothing above it names the revision
