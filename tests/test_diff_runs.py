@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,11 @@ def _study(
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from audiorepro.models.tiny import build_tiny_models
-
+def inputs(tmp_path_factory: pytest.TempPathFactory, tiny_models: Callable[..., Path]) -> Path:
     folder = tmp_path_factory.mktemp("tiny-diff")
-    build_tiny_models(folder / "tiny", seed=0)
-    build_tiny_models(folder / "tiny-seed1", seed=1)
+    # The run's shared tiny models (read-only), linked as the demo links its own.
+    for name, seed in (("tiny", 0), ("tiny-seed1", 1)):
+        (folder / name).symlink_to(tiny_models(seed=seed).parent, target_is_directory=True)
     build_audio(folder / "audio", names=IDENTITY_CLIPS)
     build_audio(folder / "audio4", names=IDENTITY_CLIPS[:4])
     return folder
