@@ -191,7 +191,9 @@ def tiny_models() -> Iterator[Callable[..., Path]]:
                 build_tiny_models(folder / "models", seed=seed, fusion=False)
 
         used.add(name)
-        return shared_once(name, build) / "models" / "registry.toml"
+        # Resolved: the fused ones are a link into the demo's cache, and a command names the
+        # real path of a checkpoint it was given.
+        return (shared_once(name, build) / "models").resolve() / "registry.toml"
 
     yield get
     for name in sorted(used):
