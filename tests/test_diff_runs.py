@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +45,12 @@ def _study(
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory, tiny_models: Callable[..., Path]) -> Path:
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from audiorepro.models.tiny import build_tiny_models
+
     folder = tmp_path_factory.mktemp("tiny-diff")
-    # The run's shared tiny models (read-only), linked as the demo links its own.
-    for name, seed in (("tiny", 0), ("tiny-seed1", 1)):
-        (folder / name).symlink_to(tiny_models(seed=seed).parent, target_is_directory=True)
+    build_tiny_models(folder / "tiny", seed=0)
+    build_tiny_models(folder / "tiny-seed1", seed=1)
     build_audio(folder / "audio", names=IDENTITY_CLIPS)
     build_audio(folder / "audio4", names=IDENTITY_CLIPS[:4])
     return folder
