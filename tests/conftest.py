@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import importlib.util
 import ipaddress
 import os
+import re
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +29,26 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # Tests read stderr line by line (one line per error): no stage lines there, except in
 # tests/test_progress.py, which turns them on for its own runs.
 os.environ["AUDIOREPRO_PROGRESS"] = "off"
+#: pip's cache of the user who runs the suite, taken before XDG_CACHE_HOME is moved below:
+#: the fresh-virtualenv tests install from it, as a second install on the same machine does.
+PIP_CACHE = Path(
+    os.environ.get("PIP_CACHE_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
+)
+# What the whole run builds once and shares, read-only (the tiny models, the demo's output):
+# one folder per run, made by the first process and removed at its end. pytest-xdist's workers
+# inherit the controller's environment and find it there; each builds what is missing under a
+# file lock (shared_once), so two workers never build the same thing.
+if "PYTEST_XDIST_WORKER" not in os.environ or "AUDIOREPRO_SUITE_SHARED" not in os.environ:
+    _SHARED = Path(tempfile.mkdtemp(prefix="audiorepro-suite-"))
+    atexit.register(shutil.rmtree, _SHARED, ignore_errors=True)
+    os.environ["AUDIOREPRO_SUITE_SHARED"] = str(_SHARED)
+SHARED = Path(os.environ["AUDIOREPRO_SUITE_SHARED"])
 # The demo's tiny models are cached per user (audiorepro.runner.demo.model_cache): the suite
-# gets its own cache, built once per session and removed at its end, never the user's.
-_XDG_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-xdg-"))
-atexit.register(shutil.rmtree, _XDG_CACHE, ignore_errors=True)
+# gets its own cache, built once per run (by whichever worker needs it first: the cache
+# builds a folder whole and renames it into place) and removed at its end, never the user's.
+_XDG_CACHE = SHARED / "xdg"
+_XDG_CACHE.mkdir(exist_ok=True)
 os.environ["XDG_CACHE_HOME"] = str(_XDG_CACHE)
 # laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
@@ -68,16 +90,114 @@ def fixture_dumps() -> list[Path]:
     return DUMPS
 
 
+def tree_digest(folder: Path) -> str:
+    """SHA-256 over every file's relative path and bytes under ``folder``."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = [Path(d) / f for d, _, names in os.walk(folder, followlinks=True) for f in names]
+    for path in sorted(files):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def shared_once(name: str, build: Callable[[Path], None]) -> Path:
+    """``SHARED/name``, built by ``build(folder)`` once per run (across xdist workers too: the
+    first one builds under a file lock, the others wait and reuse it). Tests read it and
+    never write into it: :func:`check_untouched` fails a run whose tests changed it."""
+    folder, done = SHARED / name, SHARED / f"{name}.sha256"
+    with _exclusive(SHARED / f"{name}.lock"):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that died half-way
+            folder.mkdir(parents=True)
+            build(folder)
+            done.write_text(tree_digest(folder))
+    return folder
+
+
+def check_untouched(name: str) -> None:
+    """Fails when a test wrote into a shared folder (it must copy it first)."""
+    folder, done = SHARED / name, SHARED / f"{name}.sha256"
+    assert tree_digest(folder) == done.read_text(), (
+        f"a test changed the shared {folder}: copy it (shutil.copytree) before changing it"
+    )
+
+
 @pytest.fixture(scope="session")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundled demo study, reproduced once per session with the local executor."""
+def demo() -> Iterator[Path]:
+    """The bundled demo study, reproduced once per run with the local executor and shared
+    read-only by every test (and every xdist worker) that asks for it."""
     pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
     pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
-    from audiorepro.cli import main
 
-    out = tmp_path_factory.mktemp("demo") / "out"
-    assert main(["reproduce", "--out", str(out)]) == 0
-    return out
+    def build(folder: Path) -> None:
+        # As a user runs it (a process of its own, stage lines on): its stderr is kept for
+        # tests/test_reproduce.py, which checks that only audiorepro's own lines are there.
+        env = {k: v for k, v in os.environ.items() if k != "AUDIOREPRO_PROGRESS"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "audiorepro", "reproduce", "--out", str(folder / "out")],
+            env=env, capture_output=True, text=True, check=False, timeout=1800,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (folder / "stderr.txt").write_text(proc.stderr)
+
+    yield shared_once("demo", build) / "out"
+    check_untouched("demo")
+
+
+#: A line audiorepro itself writes to stderr: its errors and notes (``audiorepro: ...``) and
+#: its progress lines (``STAGE: started ...``, ``STAGE: NN% ...``, ``STAGE: done ...``).
+OWN_LINE = re.compile(r"^(audiorepro\b.*|[^:]+: (started|done|\d+%)\b.*)$")
+
+
+def foreign_lines(stderr: str) -> list[str]:
+    r"""The lines of ``stderr`` that audiorepro did not write (a library's warning or print).
+
+    >>> foreign_lines("extract: started, 2 batches\nUserWarning: x\naudiorepro: error: y\n")
+    ['UserWarning: x']
+    """
+    return [line for line in stderr.splitlines() if line.strip() and not OWN_LINE.match(line)]
+
+
+@pytest.fixture(scope="session")
+def tiny_models() -> Iterator[Callable[..., Path]]:
+    """``tiny_models(seed=0, fusion=True)``: the registry of the tiny tiny-hf and tiny-laion
+    pair (``audiorepro tiny-models``), built once per run for each seed and fusion and shared
+    read-only (a test that changes a checkpoint copies the folder first)."""
+    pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
+    pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
+    from audiorepro.models.tiny import build_tiny_models
+    from audiorepro.runner.demo import place_models
+
+    used: set[str] = set()
+
+    def get(seed: int = 0, fusion: bool = True) -> Path:
+        name = f"tiny-seed{seed}-{'fusion' if fusion else 'plain'}"
+
+        def build(folder: Path) -> None:
+            if fusion:  # the demo's own models (its per-user cache, here the run's): one build
+                place_models(folder / "models", seed, build_tiny_models)
+            else:
+                build_tiny_models(folder / "models", seed=seed, fusion=False)
+
+        used.add(name)
+        # Resolved: the fused ones are a link into the demo's cache, and a command names the
+        # real path of a checkpoint it was given.
+        return (shared_once(name, build) / "models").resolve() / "registry.toml"
+
+    yield get
+    for name in sorted(used):
+        check_untouched(name)
 
 
 def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
@@ -140,9 +260,38 @@ SLOW = {
 }  # fmt: skip
 
 
+#: The lock the ``locked`` tests hold the installed packages to (tox's py311 installs it).
+DEV_LOCK = ROOT / "requirements" / "dev-linux-x86_64.txt"
+
+
+def locked_skip_reason(lock: Path = DEV_LOCK) -> str | None:
+    """Why a ``locked`` test cannot hold here, or None: the installed packages are not the ones
+    ``lock`` pins (an unpinned ``pip install -e '.[test,models]'``, the README's quick loop).
+    Where the lock must be installed (tox and ``.ci/run`` set ``AUDIOREPRO_LOCKED=1``) they
+    always run, and fail on a difference rather than skip."""
+    if os.environ.get("AUDIOREPRO_LOCKED") == "1":
+        return None
+    from audiorepro.checks.locks import environment_differences, read_lock
+
+    differences = environment_differences(lock)
+    if not differences:
+        return None
+    name = lock.relative_to(ROOT) if lock.is_relative_to(ROOT) else lock
+    return (
+        f"needs the locked environment: {len(differences)} of {len(read_lock(lock)[0])} "
+        f"installed packages differ from {name} "
+        f"(first: {differences[0]}); tox -e py311 and .ci/run install the lock and run it"
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks every test with its layer; ``crosscpu`` tests (minutes) run only when asked for
-    by name (``-m crosscpu``, ``tox -e crosscpu``)."""
+    by name (``-m crosscpu``, ``tox -e crosscpu``); ``locked`` tests skip, saying why, where
+    the installed packages are not the dev lock's (see :func:`locked_skip_reason`)."""
+    locked = [i for i in items if i.get_closest_marker("locked") is not None]
+    reason = locked_skip_reason() if locked else None
+    for item in locked if reason else []:
+        item.add_marker(pytest.mark.skip(reason=reason))
     if "crosscpu" not in (config.option.markexpr or ""):
         keep = [i for i in items if i.get_closest_marker("crosscpu") is None]
         if len(keep) < len(items):

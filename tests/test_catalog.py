@@ -31,7 +31,7 @@ def test_datasets_list_every_registered_dataset_with_its_fetch_command(tmp_path:
     assert set(rows) == set(read_datasets(bundled_datasets()))
     expected = f"not fetched: audiorepro fetch clotho-eval --data {tmp_path}"
     assert rows["clotho-eval"].state == expected
-    assert rows["audiocaps-test"].state.endswith("--audio YOUR_CLIPS")
+    assert rows["audiocaps-test"].state.endswith("--audio YOUR_CLIPS --caption-selection first-id")
     # The pins count the files with a published hash: esc50's archive has none.
     assert "files hashed 3/3" in rows["clotho-eval"].pins
     assert "files hashed 0/1" in rows["esc50"].pins

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,16 @@ def test_help_and_version() -> None:
     assert _cli("--help").returncode == 0
     proc = _cli("--version")
     assert proc.returncode == 0 and "0.1.0" in proc.stdout
+
+
+def test_tie_intervals_print_low_then_high(capsys: pytest.CaptureFixture[str]) -> None:
+    """The report keeps [optimistic, pessimistic] (mean rank: low then high, r@k: high then
+    low); printed, every interval reads [low, high] and says so."""
+    assert main(["metrics", str(FIXTURES / "dumps" / "synthetic_ties.npz")]) == 0
+    ties = [line for line in capsys.readouterr().out.splitlines() if line.startswith("ties ")]
+    assert ties and all("[low, high]" in line for line in ties)
+    for line in ties:
+        intervals = re.findall(r"(\S+) in \[([-0-9.e]+), ([-0-9.e]+)\]", line)
+        assert intervals, line
+        assert all(float(lo) <= float(hi) for _, lo, hi in intervals), line
+        assert any(float(lo) < float(hi) for _, lo, hi in intervals), line

@@ -148,3 +148,33 @@ def test_the_container_check_says_when_the_disk_is_too_small_for_the_build(
         line = container.disk_report()
         assert f"{free_gb} GB free at /nonexistent/graph" in line and "/var/tmp" in line
         assert ("LOW" in line) is low
+
+
+def test_the_build_installs_the_pip_layer_from_this_machines_pip_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tools/container.py mounts the pip cache the tox envs filled; the Dockerfile's pip layer
+    uses it only when mounted (never a cache inside the image) and checks hashes as before."""
+    import container
+
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(container, "podman", lambda *args, **kw: calls.append(args))
+    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip"))
+    container.build("localhost/base")
+    (args,) = calls
+    assert args[args.index(f"{tmp_path / 'pip'}:/opt/pip-cache") - 1] == "--volume"
+    layer = DOCKERFILE.split("COPY requirements/build.txt", 1)[1].split("\nCOPY ", 1)[0]
+    assert "if [ -d /opt/pip-cache ]" in layer and "unset PIP_NO_CACHE_DIR" in layer
+    assert layer.count("--require-hashes") == 2
+    assert "PIP_NO_CACHE_DIR=1" in DOCKERFILE  # without the mount: no cache in the layer
+
+
+def test_a_new_commit_reuses_the_pip_layer() -> None:
+    """The revision (a build argument that changes with every commit) is declared after the
+    lock's pip layer: an ARG takes part in the cache key of every RUN after it, so above the
+    layer each commit rebuilt its ~8 GB."""
+    pip_layer = DOCKERFILE.index('--no-build-isolation -r "$lock"')
+    assert DOCKERFILE.index("ARG REVISION") > pip_layer
+    assert DOCKERFILE.index("AUDIOREPRO_REVISION=${REVISION}") > pip_layer
+    before = DOCKERFILE[:pip_layer]
+    assert "REVISION" not in before.replace("# ", "")  # nothing above it names the revision

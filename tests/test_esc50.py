@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -324,10 +325,11 @@ TRUE_BY_DEFINITION = (
 
 
 @pytest.fixture(scope="module")
-def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def tiny_study(
+    tmp_path_factory: pytest.TempPathFactory, tiny_models: Callable[..., Path]
+) -> tuple[Path, Path]:
     """fetch esc50 from the stand-in server, the tiny models, the study file, one run."""
     pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
-    from audiorepro.models.tiny import build_tiny_models
 
     tmp = tmp_path_factory.mktemp("esc50")
     folder = tmp / "study"
@@ -335,8 +337,8 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     r = _fetch(tmp, archive, esc50_registry(tmp, archive), folder / "data")
     assert r.returncode == 0, r.stderr
     registries = {
-        "fusion": build_tiny_models(tmp / "tiny-fusion", seed=0, fusion=True),
-        "no-fusion": build_tiny_models(tmp / "tiny-plain", seed=0, fusion=False),
+        "fusion": tiny_models(seed=0, fusion=True),
+        "no-fusion": tiny_models(seed=0, fusion=False),
     }
     study = _study(folder, registries, TRUE_BY_DEFINITION)
     out = tmp / "out"

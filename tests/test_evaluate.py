@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,11 +44,8 @@ def _esc50_form(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
-    from audiorepro.models.tiny import build_tiny_models
-
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"), seed=0, fusion=False)
+def tiny(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=0, fusion=False)  # the run's shared ones (tests/conftest.py)
 
 
 def _bundle(out: Path) -> dict:
@@ -124,9 +122,12 @@ def _readme_block() -> list[str]:
 
 def test_readme_evaluate_lines_as_written(tmp_path: Path) -> None:
     pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
-    lines = _readme_block()
+    make, *lines = _readme_block()
     assert [line.split()[1] for line in lines] == ["tiny-models", "evaluate", "verify"]
-    _clotho_form(tmp_path / "my-clips")
+    # The first line makes my-clips from a checkout's fixture clips, as a reader would.
+    shutil.copytree(FIXTURES / "audio", tmp_path / "fixtures" / "audio")
+    subprocess.run(["bash", "-c", make], cwd=tmp_path, check=True, timeout=60)
+    assert sorted(p.name for p in (tmp_path / "my-clips").iterdir()) == ["audio", "captions.csv"]
     for line in lines:
         argv = shlex.split(line)
         assert argv[0] == "audiorepro"
@@ -159,3 +160,34 @@ def test_a_bad_model_or_device_is_refused_before_anything_is_written(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
     assert not out.exists()
+
+
+def test_a_model_not_fetched_names_the_fetch_command_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    _clotho_form(data / "clotho-eval")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    out = tmp_path / "out"
+    argv = ["evaluate", "laion/clap-htsat-fused", "clotho-eval", "--data", str(data)]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "audiorepro fetch laion/clap-htsat-fused" in err[0], err
+    assert not out.exists()  # no FAILED folder: the run never started
+
+
+def test_a_missing_folder_is_named_as_given_and_a_flat_one_gets_the_audio_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["evaluate", "laion:" + str(tmp_path / "m.pt"), "my-clips", "--out", "out"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "my-clips does not exist (nor data/my-clips)" in err[0], err
+    # The form `extract --audio FOLDER` takes: the clips beside captions.csv.
+    flat = tmp_path / "my-clips"
+    shutil.copytree(FIXTURES / "audio", flat)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "move them into my-clips/audio/ (mkdir my-clips/audio" in err[0], err
+    assert not (tmp_path / "out").exists()

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -536,7 +537,9 @@ def _hub_snapshot_files(cache: Path, repo: str) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-def test_tiny_clap_study_runs_from_fetch_to_verdict(tmp_path: Path) -> None:
+def test_tiny_clap_study_runs_from_fetch_to_verdict(
+    tmp_path: Path, tiny_models: Callable[..., Path]
+) -> None:
     """The real commands on tiny models served under the real names and pinned text-model
     revisions: fetch (models, laion-clap's text models, a Clotho-shaped split), then
     reproduce offline, ending in the verdict table and the identity finding."""
@@ -546,10 +549,9 @@ def test_tiny_clap_study_runs_from_fetch_to_verdict(tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
     from audiorepro.models.registry import load_support
-    from audiorepro.models.tiny import build_tiny_models
 
-    a = build_tiny_models(tmp_path / "a", seed=0).parent  # the "Hugging Face port"
-    b = build_tiny_models(tmp_path / "b", seed=1).parent  # "laion_clap's checkpoint"
+    a = tiny_models(seed=0).parent  # the "Hugging Face port" (the run's shared tiny models)
+    b = tiny_models(seed=1).parent  # "laion_clap's checkpoint"
     hf_files = {p.name: p.read_bytes() for p in (a / "tiny-hf").iterdir()}
     buf = io.BytesIO()
     torch.save(load_file(a / "tiny-hf" / "model.safetensors"), buf)

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -165,11 +166,11 @@ def _hub_model(tiny: Path, cache: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project folder, built once per module (tiny models take a while)."""
+def built(tmp_path_factory: pytest.TempPathFactory, tiny_models: Callable[..., Path]) -> Path:
+    """The project folder, built once per module (the run's shared tiny models)."""
     _needs_namespaces()
     pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
-    return _project(tmp_path_factory.mktemp("hpc"))
+    return _project(tmp_path_factory.mktemp("hpc"), tiny_models(seed=0).parent)
 
 
 def project(built: Path, tmp_path: Path) -> Path:
@@ -179,14 +180,12 @@ def project(built: Path, tmp_path: Path) -> Path:
     return work
 
 
-def _project(tmp_path: Path) -> Path:
-    """``data/`` (a one-cell study, its registry and clips) and ``hub-cache/`` (its weights)."""
+def _project(tmp_path: Path, tiny: Path) -> Path:
+    """``data/`` (a one-cell study, its registry and clips) and ``hub-cache/`` (the weights of
+    the tiny models in ``tiny``, copied)."""
     import numpy as np
     import soundfile
 
-    from audiorepro.models.tiny import build_tiny_models
-
-    tiny = build_tiny_models(tmp_path / "tiny", seed=0).parent
     work = tmp_path / "project"
     data = work / "data"
     (data / "clips").mkdir(parents=True)
@@ -303,3 +302,16 @@ def test_slurm_container_tasks_get_the_weights_in_the_emulated_sif(
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert part_finished(first) and not part_finished(second)
+
+
+def test_install_lines_name_a_checkout_or_a_wheel_never_the_index() -> None:
+    """audiorepro is not on the package index: every documented pip install of it is from a
+    checkout (``-e '.[extra]'``, ``.``) or a built wheel, as the tests install it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{page.name}: {line.strip()}"
+        for page in pages
+        for line in page.read_text().splitlines()
+        if re.search(r"pip install(\s+-\S+)*\s+['\"]?audiorepro(\[[^\]]*\])?['\"]?(\s|$)", line)
+    ]
+    assert found == []

@@ -13,6 +13,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +43,21 @@ PUBLISHED_KEYS = {
 }
 
 
+# The run's shared tiny models (tests/conftest.py: built once, read-only; `audiorepro
+# tiny-models` is the same build_tiny_models, run as written by tests/test_evaluate.py).
 @pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tiny0")
-    assert main(["tiny-models", "--out", str(out), "--seed", "0"]) == 0
-    return out
-
-
-@pytest.fixture(scope="session")
-def tiny_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tiny1")
-    assert main(["tiny-models", "--out", str(out), "--seed", "1"]) == 0
-    return out
+def tiny(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=0).parent
 
 
 @pytest.fixture(scope="session")
-def tiny_unfused(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tiny-unfused")
-    assert main(["tiny-models", "--out", str(out), "--seed", "0", "--no-fusion"]) == 0
-    return out
+def tiny_other(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=1).parent
+
+
+@pytest.fixture(scope="session")
+def tiny_unfused(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=0, fusion=False).parent
 
 
 def _identity(tiny: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:

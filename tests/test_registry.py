@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from audiorepro.cli import cli
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.models.registry import (
@@ -232,8 +234,9 @@ def test_spec_forms(tmp_path: Path) -> None:
     spec = resolve_spec("hf:laion/clap-htsat-fused@" + "a" * 40, registry)
     assert spec.is_hub and spec.revision == "a" * 40
     assert resolve_spec(f"laion:{tmp_path / 'x.pt'}", registry).format == "laion"
-    with pytest.raises(UserError, match="full 40-hex commit revision"):
-        resolve_spec("hf:laion/clap-htsat-fused@main", registry)
+    for unpinned in ("@main", "@" + "a" * 39, ""):  # a branch, a short hash, no revision
+        with pytest.raises(UserError, match="full 40-hex commit revision"):
+            resolve_spec("hf:laion/clap-htsat-fused" + unpinned, registry)
     with pytest.raises(UserError, match=re.escape("neither a registry name")):
         resolve_spec("clap", registry)
 
@@ -256,3 +259,16 @@ def test_settings_overrides_are_validated() -> None:
         Preprocessing(frequency_min=50.0, padding="pad")
     )
     assert (prep.frequency_min, prep.padding) == (0.0, "pad")
+
+
+def test_the_documented_hf_form_requires_the_commit() -> None:
+    """The README, docs/models.md and the command-line help state the hub form as
+    ``@COMMIT``, required, never as an optional ``[@REV]`` that the loader then refuses."""
+    from tests.conftest import ROOT
+
+    for page in (ROOT / "README.md", ROOT / "docs" / "models.md"):
+        text = page.read_text()
+        assert "[@" not in text.replace("r@", ""), page
+        assert "40-hex" in text, page
+    result = CliRunner().invoke(cli, ["extract", "--help"])
+    assert "hf:<repo>@<40-hex commit>" in " ".join(result.output.split())

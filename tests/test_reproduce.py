@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from audiorepro.cli import main
-from tests.conftest import FIXTURES, GOLDEN, ROOT, outputs
+from tests.conftest import FIXTURES, GOLDEN, ROOT, foreign_lines, outputs
 from tests.goldens import demo_data
 from tests.test_report_html import check_layout, open_browser
 
@@ -267,3 +267,12 @@ def test_demo_golden(demo: Path, tiered_regression: Any) -> None:
     laion-clap profile's (torch float32) are tier b, each within its derived tolerance.
     """
     tiered_regression(demo_data(demo), GOLDEN / "demo" / "demo.yml")
+
+
+def test_a_demo_run_prints_only_audiorepro_lines(demo: Path) -> None:
+    """The demo, run as a user runs it (its own process, stage lines on): stderr holds only
+    audiorepro's lines, none of torch's, torchaudio's or laion-clap's (filtered where they are
+    made: audiorepro.models.quiet). The shared demo kept its stderr beside its output."""
+    stderr = (demo.parent / "stderr.txt").read_text()
+    assert "extract: started" in stderr  # the stage lines are there, so the check has teeth
+    assert foreign_lines(stderr) == []

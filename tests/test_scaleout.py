@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -139,7 +139,9 @@ def test_sbatch_template_is_valid_bash_with_the_requests(demo: Path, tmp_path: P
 
 
 @pytest.fixture(scope="module")
-def zeroshot_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def zeroshot_study(
+    tmp_path_factory: pytest.TempPathFactory, tiny_models: Callable[..., Path]
+) -> Path:
     """A zero-shot study over test_esc50's ESC-50-shaped clips (9 clips of 3 classes, folds 1
     and 2) and one tiny seeded model, batches of 2: 5 audio and 2 prompt batches, so that two
     shards both hold rows."""
@@ -147,7 +149,6 @@ def zeroshot_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import io
     import zipfile
 
-    from audiorepro.models.tiny import build_tiny_models
     from tests.test_esc50 import esc50_archive
 
     tmp = tmp_path_factory.mktemp("zeroshot")
@@ -158,7 +159,7 @@ def zeroshot_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
             if rel.startswith(("audio/", "meta/")) and not name.endswith("/"):
                 (data / rel).parent.mkdir(parents=True, exist_ok=True)
                 (data / rel).write_bytes(z.read(name))
-    registry = build_tiny_models(tmp / "tiny", seed=0, fusion=False)
+    registry = tiny_models(seed=0, fusion=False)  # the run's shared ones
     path = tmp / "study" / "zeroshot.toml"
     path.parent.mkdir()
     path.write_text(

@@ -43,6 +43,7 @@ def test_environment_check_lists_differences_and_fails_only_when_strict(
     assert "unpinned" not in selfcheck.check_environment(lock, strict=False).detail
 
 
+@pytest.mark.locked
 def test_selfcheck_passes_in_the_locked_environment(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("laion_clap", reason="the model stack is not installed (tox -e py311)")
     code = main(["selfcheck", "--lock", str(DEV_LOCK), "--strict-environment"])
@@ -51,3 +52,21 @@ def test_selfcheck_passes_in_the_locked_environment(capsys: pytest.CaptureFixtur
     for name in ("golden", "parity", "identity", "environment"):
         assert any(line.startswith(f"{name} ") and " ok " in line for line in out.splitlines())
     assert out.rstrip().endswith("selfcheck: passed")
+
+
+def test_locked_tests_skip_saying_why_unless_the_lock_is_required(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unpinned install (the README's quick loop) skips the ``locked`` tests with the
+    reason; where tox requires the lock (AUDIOREPRO_LOCKED=1) they run and fail on a
+    difference instead."""
+    from tests.conftest import locked_skip_reason
+
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"click==0.1 \\\n    --hash=sha256:{'0' * 64}\n")
+    monkeypatch.delenv("AUDIOREPRO_LOCKED", raising=False)
+    reason = locked_skip_reason(lock)
+    assert reason is not None and "1 of 1 installed packages differ" in reason
+    assert "click: pinned 0.1, installed" in reason and "tox -e py311" in reason
+    monkeypatch.setenv("AUDIOREPRO_LOCKED", "1")
+    assert locked_skip_reason(lock) is None

@@ -74,6 +74,7 @@ def test_tie_bounds_add_a_pessimistic_and_an_optimistic_column(
     assert main(["trec-eval", "--tie-bounds", "-m", "map", "-m", "P.1", str(qrels), str(run)]) == 0
     # trec order b, a (docno), d, c; pessimistic b, a, d, c; optimistic a, b, c, d.
     assert capsys.readouterr().out.splitlines() == [
+        "measure               \tquery\ttrec\tpessimistic\toptimistic",
         "map                   \tall\t0.5000\t0.5000\t0.8333",
         "P_1                   \tall\t0.0000\t0.0000\t1.0000",
     ]
@@ -82,6 +83,7 @@ def test_tie_bounds_add_a_pessimistic_and_an_optimistic_column(
     # the bounds: (1/log2 3 + 2/log2 5) / (2 + 1/log2 3) and (1 + 2/log2 4) / (2 + 1/log2 3).
     assert main(["trec-eval", "--tie-bounds", "-m", "ndcg", str(qrels), str(run)]) == 0
     assert capsys.readouterr().out.splitlines() == [
+        "measure               \tquery\ttrec\tpessimistic\toptimistic\ttie-averaged (ndcg)",
         "ndcg                  \tall\t0.5672\t0.5672\t0.7602\t0.6637",
     ]
 
@@ -107,5 +109,7 @@ def test_the_readme_commands_run_as_written(
         outputs.append(capsys.readouterr().out.splitlines())
     for out, name in zip(outputs[:2], ["out.test", "out.test.aqcM"], strict=True):
         assert out == [line for line in (TREC / name).read_text().splitlines() if _supported(line)]
-    for line in outputs[2]:  # nDCG's lines add the tie-averaged value
+    assert outputs[2][0].split("\t")[1:] == ["query", "trec", "pessimistic", "optimistic",
+                                             "tie-averaged (ndcg)"]  # fmt: skip
+    for line in outputs[2][1:]:  # nDCG's lines add the tie-averaged value
         assert len(line.split("\t")) == (6 if line.startswith("ndcg") else 5), line

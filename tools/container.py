@@ -9,11 +9,13 @@ Steps of ``check`` (each printed with its time):
    tarball is cached under ``$XDG_CACHE_HOME/audiorepro/container``. With
    ``AUDIOREPRO_CONTAINER_BASE=IMAGE`` the real base (or any other) is used instead.
 2. **build**: ``podman build`` of the Dockerfile on that base, with the host's CA bundle mounted
-   read-only into the build (never baked in) so that pip can reach the package index; the build
-   ends with the image's own ``audiorepro selfcheck --strict-environment``.
+   read-only into the build (never baked in) so that pip can reach the package index, and this
+   machine's pip cache at ``/opt/pip-cache`` (the pip layer, rebuilt when a lock changes, then
+   installs the pinned files the tox envs already downloaded); podman reuses the layers whose
+   inputs did not change. The build ends with the image's own ``audiorepro selfcheck
+   --strict-environment``.
 3. **inspect**: OCI labels, non-root user, entrypoint, determinism environment.
-4. **selfcheck**: ``podman run IMAGE selfcheck --strict-environment`` as a fresh container.
-5. **apptainer**: ``apptainer.def`` read strictly and emulated (see ``tools/apptainer_def.py``):
+4. **apptainer**: ``apptainer.def`` read strictly and emulated (see ``tools/apptainer_def.py``):
    built on the image, then ``%test`` and ``%runscript`` (``--version``, and ``reproduce`` of
    the demo study into a bound folder) run as an unknown non-root uid on a read-only root file
    system with a fresh /tmp, as ``apptainer run --containall --cleanenv`` would. Reported as
@@ -165,6 +167,14 @@ def git_revision() -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "unknown"
 
 
+def pip_cache() -> Path:
+    """This machine's pip cache (what the tox envs installed through): ``PIP_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/pip``, else ``~/.cache/pip``."""
+    if os.environ.get("PIP_CACHE_DIR"):
+        return Path(os.environ["PIP_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pip"
+
+
 def build(base: str) -> None:
     args = ["build", "--file", str(ROOT / "Dockerfile"), "--tag", IMAGE]
     args += ["--build-arg", f"BASE_IMAGE={base}", "--build-arg", f"REVISION={git_revision()}"]
@@ -172,6 +182,11 @@ def build(base: str) -> None:
         args.append("--pull=never")
     if CA_BUNDLE.is_file():
         args += ["--volume", f"{CA_BUNDLE}:{CA_BUNDLE}:ro"]
+    # The pip layer (about 4 GB of pinned wheels, hash-checked as always) is rebuilt only when
+    # a lock changes; then its files come from this machine's pip cache, not the index again.
+    cache = pip_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    args += ["--volume", f"{cache}:/opt/pip-cache"]
     podman(*args, str(ROOT))
 
 
@@ -260,11 +275,6 @@ def check_image() -> None:
         raise Failed("image: " + "; ".join(problems))
 
 
-def selfcheck_in_image() -> None:
-    proc = podman("run", "--rm", IMAGE, "selfcheck", "--strict-environment", capture=True)
-    print(proc.stdout.rstrip())
-
-
 def emulate_apptainer_in_tmp() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         emulate_apptainer(Path(tmp) / "out")
@@ -293,7 +303,8 @@ def check() -> int:
         print(f"base image: {base}")
         timed("build", lambda: build(base))
         timed("inspect", check_image)
-        timed("selfcheck", selfcheck_in_image)
+        # No separate `podman run IMAGE selfcheck`: the build ends with it, and %test below
+        # runs the same selfcheck in a fresh container (unknown uid, read-only root).
         timed("apptainer", emulate_apptainer_in_tmp)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)

@@ -51,7 +51,7 @@ def _known(hashes: Iterable[str]) -> tuple[int, int]:
     return sum(1 for h in values if h != PLACEHOLDER), len(values)
 
 
-def _hub_cache(cache: Path | None) -> Path:
+def hub_cache(cache: Path | None) -> Path:
     """The hub cache folder huggingface_hub reads (``--cache``, ``HF_HUB_CACHE``,
     ``HF_HOME/hub``, else ``~/.cache/huggingface/hub``)."""
     if cache is not None:
@@ -66,7 +66,7 @@ def _snapshot(cache: Path, repo: str, revision: str | None) -> Path:
     return cache / f"models--{repo.replace('/', '--')}" / "snapshots" / str(revision)
 
 
-def _checkpoint_present(spec: ModelSpec, cache: Path) -> bool:
+def checkpoint_present(spec: ModelSpec, cache: Path) -> bool:
     if spec.format == "laion":
         if Path(spec.location).is_file():
             return True
@@ -96,7 +96,7 @@ def checkpoint_entry(spec: ModelSpec, cache: Path) -> CatalogEntry:
         pins += f", other files {files[0]}/{files[1]}"
     state = (
         "fetched"
-        if _checkpoint_present(spec, cache)
+        if checkpoint_present(spec, cache)
         else f"not fetched: audiorepro fetch {spec.name}"
     )
     return CatalogEntry(spec.name, spec.format + " checkpoint", pins, state)
@@ -115,7 +115,8 @@ def dataset_entry(ds: Dataset, data: Path) -> CatalogEntry:
     prepared = (data / ds.name / RECORD_NAME).is_file()
     command = f"audiorepro fetch {ds.name} --data {data}"
     if ds.kind == "audiocaps":
-        command += " --audio YOUR_CLIPS"
+        # One caption per clip: the published AudioCaps protocol (fetch's default is all five).
+        command += " --audio YOUR_CLIPS --caption-selection first-id"
     state = f"prepared in {data / ds.name}" if prepared else f"not fetched: {command}"
     return CatalogEntry(ds.name, f"{ds.kind} dataset", pins, state)
 
@@ -155,7 +156,7 @@ def catalog(
 ) -> list[CatalogEntry]:
     """The entries of one of :data:`WHAT`, sorted by name (the demo first among studies)."""
     if what == "checkpoints":
-        hub = _hub_cache(cache)
+        hub = hub_cache(cache)
         specs = load_registry(list(registries))
         return [checkpoint_entry(specs[name], hub) for name in sorted(specs)]
     if what == "datasets":

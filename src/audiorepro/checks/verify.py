@@ -114,7 +114,13 @@ def _at_other_cutoffs(
 #: How a published cell's dataset is prepared: registry name (``fetch/datasets.py``), the
 #: audio ``extract`` reads there, and what ``fetch`` needs besides ``--data``.
 _DATASETS = {
-    "audiocaps": ("audiocaps-test", "audio.txt", " --audio AUDIOCAPS_TEST_AUDIO"),
+    # One caption per clip, as the published AudioCaps values were computed: without the
+    # selection fetch prepares all five, and that dump is NOT VERIFIED again after extraction.
+    "audiocaps": (
+        "audiocaps-test",
+        "audio.txt",
+        " --audio AUDIOCAPS_TEST_AUDIO --caption-selection first-id",
+    ),
     "clotho": ("clotho-eval", "audio", ""),
 }
 
@@ -127,6 +133,11 @@ def how_to_make(cell: PublishedCell, path: Path) -> str:
     >>> print(how_to_make(cell, Path("dumps/d.npz")))
     ; make it: audiorepro fetch m clotho-eval --data DATA, then audiorepro extract --model m \
 --audio DATA/clotho-eval/audio --captions DATA/clotho-eval/captions.csv --out dumps/d.npz
+    >>> audiocaps = PublishedCell("a.npz", "canonical", "pessimistic", 0.0, {}, model="m",
+    ...                           dataset="audiocaps1")
+    >>> "--audio AUDIOCAPS_TEST_AUDIO --caption-selection first-id," in how_to_make(
+    ...     audiocaps, Path("a.npz"))
+    True
     """
     kind = next((k for k in _DATASETS if (cell.dataset or "").startswith(k)), None)
     if kind is None or cell.model is None:

@@ -155,12 +155,14 @@ def _metrics_table(report: MetricsReport) -> str:
         )
     for direction, ties in report["ties"].items():
         if ties["queries_affected"]:
+            # The report keeps [optimistic, pessimistic]; an interval reads low then high.
             bounds = ", ".join(
-                f"{m} in [{_fmt(lo)}, {_fmt(hi)}]" for m, (lo, hi) in ties["bounds"].items()
+                f"{m} in [{_fmt(min(ends))}, {_fmt(max(ends))}]"
+                for m, ends in ties["bounds"].items()
             )
             lines.append(
                 f"ties {direction}: {ties['queries_affected']} queries affected; "
-                f"optimistic/pessimistic: {bounds or 'no metric changes'}"
+                f"interval over every tie order [low, high]: {bounds or 'no metric changes'}"
             )
     return "\n".join(lines)
 
@@ -497,7 +499,10 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 
 @cli.command()
 @click.option(
-    "--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>."
+    "--model",
+    "model",
+    required=True,
+    help="Registry name, hf:<repo>@<40-hex commit>, hf:<dir> or laion:<path>.",
 )
 @click.option(
     "--audio",

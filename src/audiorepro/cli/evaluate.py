@@ -73,10 +73,11 @@ def evaluate(
     data: Path,
     out: Path | None,
 ) -> None:
-    """Evaluate MODEL (hf:ORG/NAME[@REV], laion:PATH, a registry name or a local folder) on
-    DATASETs (clotho-eval, audiocaps-test, esc50 as `fetch --data DATA` prepared them, or a
-    prepared folder): the same output folder as a study (report, tables, bundle, manifest),
-    and the study file it ran in OUT/cache/evaluate/, to rerun and verify."""
+    """Evaluate MODEL (hf:ORG/NAME@COMMIT with its 40-hex hub commit, laion:PATH, a registry
+    name or a local folder) on DATASETs (clotho-eval, audiocaps-test, esc50 as `fetch --data
+    DATA` prepared them, or a prepared folder): the same output folder as a study (report,
+    tables, bundle, manifest), and the study file it ran in OUT/cache/evaluate/, to rerun
+    and verify."""
     target = out or _default_out(model)
     wanted = ("canonical", *(p for p in profiles if p != "canonical"))
     with claim(target):  # one run per OUT, held before the study files go into OUT/cache

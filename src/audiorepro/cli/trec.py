@@ -113,4 +113,9 @@ def trec_eval_command(
         for order in orders
     ]
     lines = trec_lines(evaluations, per_query=per_query, runid="runid" in chosen)
+    if tie_bounds:
+        # The extra columns are not trec_eval's: a header says which is which.
+        averaged = any(line.startswith("ndcg") for line in lines)
+        header = f"{'measure':<22}\tquery\ttrec\tpessimistic\toptimistic"
+        lines.insert(0, header + ("\ttie-averaged (ndcg)" if averaged else ""))
     click.echo("\n".join(lines))

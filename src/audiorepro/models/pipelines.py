@@ -21,7 +21,6 @@ import hashlib
 import os
 import pickle
 import random
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.audio import SAMPLE_RATE
 from audiorepro.models.mapping import laion_to_hf
 from audiorepro.models.offline import activate_hub_cache
+from audiorepro.models.quiet import quiet_model_library
 from audiorepro.models.registry import ModelSpec, verify_weights, weight_files
 from audiorepro.models.safeload import check_pickled
 from audiorepro.specs.settings import Preprocessing
@@ -332,7 +332,7 @@ class LaionPipeline(Pipeline):
         self.weight_hashes = verify_weights(spec)
         activate_hub_cache(spec.hub_cache)
         arch = spec.architecture
-        with contextlib.redirect_stdout(sys.stderr):
+        with quiet_model_library():
             try:
                 import laion_clap
 
@@ -405,7 +405,7 @@ class LaionPipeline(Pipeline):
 
         # use_tensor=True: the int16 round trip is decided (and done) by audiorepro.
         tensors = [torch.from_numpy(np.ascontiguousarray(w)) for w in waveforms]
-        with contextlib.redirect_stdout(sys.stderr):
+        with quiet_model_library():
             out = self.module.get_audio_embedding_from_data(tensors, use_tensor=True)
         return _to_numpy(out)
 

@@ -30,7 +30,8 @@ known is written as :data:`PLACEHOLDER`; such an entry cannot be loaded until so
 the value of a verified download. Loading hashes every listed file first and refuses any
 mismatch.
 
-Specs on the command line: a registry name, ``hf:<repo or folder>[@<revision>]`` or
+Specs on the command line: a registry name, ``hf:<repo>@<40-hex commit>`` (a hub model: the
+commit is required, so that the weights are pinned), ``hf:<local folder>`` or
 ``laion:<checkpoint path>`` (architecture and preprocessing then come from the defaults and
 options; the hashes are computed and recorded, not verified).
 """
@@ -243,7 +244,7 @@ def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelS
 
 
 def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
-    """A registry name, ``hf:<repo or folder>[@<revision>]`` or ``laion:<path>``."""
+    """A registry name, ``hf:<repo>@<40-hex commit>``, ``hf:<folder>`` or ``laion:<path>``."""
     if spec in registry:
         return registry[spec]
     kind, sep, rest = spec.partition(":")
@@ -265,7 +266,7 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
         return ModelSpec(name=spec, format="laion", location=_absolute(Path(rest)))
     known = ", ".join(sorted(registry))
     raise UserError(
-        f"is neither a registry name ({known}) nor hf:<repo or folder>[@<revision>] "
+        f"is neither a registry name ({known}) nor hf:<repo>@<40-hex commit> nor hf:<folder> "
         "nor laion:<checkpoint path>",
         key=spec,
     )

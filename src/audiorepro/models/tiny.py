@@ -22,8 +22,6 @@ filled through :mod:`audiorepro.models.mapping`, asserting the exact missing/une
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.models.mapping import is_hf_only, laion_to_hf
 from audiorepro.models.offline import activate_hub_cache, build_tokenizer_cache, standin_text_config
+from audiorepro.models.quiet import quiet_model_library
 from audiorepro.models.seeded import redraw_initialization, uniform_fill
 from audiorepro.specs.registry import SCHEMA
 
@@ -85,7 +84,7 @@ def _save_laion(laion_path: Path, seed: int, fusion: bool) -> dict[str, Any]:
     """The seeded laion-clap model's state, written as a laion checkpoint; returns it."""
     import torch
 
-    with contextlib.redirect_stdout(sys.stderr):
+    with quiet_model_library():
         import laion_clap
 
         torch.manual_seed(seed)
@@ -113,7 +112,7 @@ def _save_hf(hf_dir: Path, state: dict[str, Any], fusion: bool) -> None:
     """The same weights as a transformers ``ClapModel`` with its processor, in ``hf_dir``."""
     import torch
 
-    with contextlib.redirect_stdout(sys.stderr):
+    with quiet_model_library():
         from transformers import (
             ClapAudioConfig,
             ClapConfig,

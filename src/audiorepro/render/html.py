@@ -38,6 +38,7 @@ from audiorepro.render.tables import (
     NOT_APPLICABLE_TEXT,
     NotApplicable,
     Table,
+    number,
     slug,
 )
 
@@ -93,7 +94,7 @@ def _fmt(value: Any, digits: int = 4) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return number(value, digits)  # 1e-9 never reads as 0.0000
     return str(value)
 
 

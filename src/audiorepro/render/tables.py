@@ -81,10 +81,19 @@ class Table:
         return marks
 
 
-def _number(value: float | int, digits: int) -> str:
+def number(value: float | int, digits: int) -> str:
+    """``digits`` decimals; a value that is not zero but would print as zero (a tolerance
+    of 1e-9, a delta of 1e-12) keeps its magnitude, so that it never reads as zero.
+
+    >>> number(1e-9, 6), number(0.0, 6), number(0.25, 6), number(-3e-12, 4)
+    ('1e-09', '0.000000', '0.250000', '-3e-12')
+    """
     if isinstance(value, int):
         return str(value)
-    return f"{value:.{digits}f}"
+    text = f"{value:.{digits}f}"
+    if value != 0 and float(text) == 0:
+        return f"{value:.3g}"
+    return text
 
 
 def to_csv(table: Table) -> str:
@@ -142,7 +151,7 @@ def to_markdown(table: Table) -> str:
             elif isinstance(v, str):
                 cells.append(v)
             else:
-                text = _number(v, table.digits)
+                text = number(v, table.digits)
                 cells.append(f"**{text}**" if i in best[j] else text)
         lines.append("| " + " | ".join([label, *cells]) + " |")
     lines += [f"_{note}_" for note in table.notes]
@@ -203,7 +212,7 @@ def to_latex(table: Table) -> str:
             elif isinstance(v, str):
                 cells.append(latex_escape(v))
             else:
-                text = _number(v, table.digits)
+                text = number(v, table.digits)
                 cells.append(rf"\textbf{{{text}}}" if i in best[j] else text)
         lines.append(" & ".join([latex_escape(label), *cells]) + r" \\")
     caption = (

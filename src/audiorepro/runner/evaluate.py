@@ -19,9 +19,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from audiorepro.checks.catalog import checkpoint_present, hub_cache
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
+from audiorepro.formats.audio import AUDIO_SUFFIXES
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.specs.selection import check_device
 
@@ -44,7 +46,9 @@ class EvalDataset:
 def _fetch_hint(name: str, known: dict[str, Dataset], data: Path) -> str:
     if name not in known:
         return f"a registry dataset ({', '.join(sorted(known))}) or a prepared folder"
-    extra = " --audio YOUR_CLIPS" if known[name].kind == "audiocaps" else ""
+    # One caption per clip, the published AudioCaps protocol (fetch's default is all five).
+    audiocaps = known[name].kind == "audiocaps"
+    extra = " --audio YOUR_CLIPS --caption-selection first-id" if audiocaps else ""
     return f"prepare it with: audiorepro fetch {name} --data {data}{extra}"
 
 
@@ -61,6 +65,20 @@ def _from_folder(name: str, folder: Path) -> EvalDataset | None:
     return None
 
 
+def _layout_hint(folder: Path) -> str:
+    """What to do with a folder that is not in either form: clips lying beside
+    ``captions.csv`` (the form ``extract --audio FOLDER`` also takes) go into ``audio/``."""
+    if not (folder / "captions.csv").is_file():
+        return ""
+    clips = [p for p in folder.iterdir() if p.suffix.lower() in AUDIO_SUFFIXES]
+    if not clips:
+        return ""
+    return (
+        f"; its {len(clips)} clips lie beside captions.csv: move them into {folder / 'audio'}/ "
+        f"(mkdir {folder / 'audio'} && mv {folder}/*{clips[0].suffix} {folder / 'audio'}/)"
+    )
+
+
 def resolve_dataset(arg: str, data: Path, known: dict[str, Dataset]) -> EvalDataset:
     """A registry name (in ``data/<name>``) or a folder path, as a prepared dataset."""
     path = Path(arg)
@@ -72,9 +90,13 @@ def resolve_dataset(arg: str, data: Path, known: dict[str, Dataset]) -> EvalData
     found = _from_folder(name, folder) if folder.is_dir() else None
     if found is None:
         where = f"{folder} is not prepared" if folder.exists() else f"{folder} does not exist"
+        if arg not in known and not folder.exists():
+            # Not a registry name: the folder the user named, as given (then DATA/<name>).
+            where = f"{arg} does not exist (nor {folder})"
         raise UserError(
             f"{where} (expected captions.csv with audio/ or audio.txt, or esc50.csv with "
-            f"audio/); {_fetch_hint(arg, known, data)}",
+            f"audio/){_layout_hint(folder) if folder.is_dir() else ''}; "
+            f"{_fetch_hint(arg, known, data)}",
             key=arg,
         )
     return found
@@ -152,6 +174,11 @@ def study_model(model: str, registry: Path | None) -> str:
         model = f"hf:{model}"
     spec = resolve_spec(model, known)
     if model == spec.name and not model.startswith(("hf:", "laion:")):
+        if not checkpoint_present(spec, hub_cache(None)):
+            # Said now, as `list` says it: a run would only fail its cell, in a whole folder.
+            raise UserError(
+                f"is not fetched here: audiorepro fetch {model} (then evaluate again)", key=model
+            )
         return model  # a registry name
     if spec.format == "hf" and spec.is_hub:
         return model

@@ -587,7 +587,16 @@ def _fetch_hint(res: CellResult) -> str:
         for folder in path.parents:
             kind = _fetchable().get(folder.name)
             if kind is not None:
-                extra = " --audio AUDIOCAPS_TEST_AUDIO" if kind == "audiocaps" else ""
+                # The cell's caption selection (the published protocol: one caption per
+                # clip); fetch's default, all five, would make a dump the values refuse.
+                selection = {None: "first-id", "ids": "ids:FILE"}.get(
+                    extract.caption_selection, extract.caption_selection
+                )
+                extra = (
+                    f" --audio AUDIOCAPS_TEST_AUDIO --caption-selection {selection}"
+                    if kind == "audiocaps"
+                    else ""
+                )
                 return (
                     f" (get it: audiorepro fetch {folder.name} --data {folder.parent}{extra}; "
                     f"and the checkpoint: audiorepro fetch {extract.model})"
