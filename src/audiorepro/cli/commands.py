@@ -35,6 +35,7 @@ from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import EMPTY_POLICIES, EmptyPolicy, load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.profiles import compute_profile, profile_names, registered_profiles
 from audiorepro.metrics.retrieval import (
     TIE_POLICIES,
@@ -46,16 +47,21 @@ from audiorepro.metrics.retrieval import (
     metrics_report,
 )
 from audiorepro.models import identity as ident
+from audiorepro.models.extract import audio_inputs, parse_shard
 from audiorepro.models.extract import extract as run_extract
 from audiorepro.models.extract import merge as run_merge
-from audiorepro.models.extract import parse_shard
 from audiorepro.models.extract_jobs import extract_in_processes
 from audiorepro.models.preflight import preflight
-from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
+from audiorepro.models.registry import (
+    USER_FORMATS,
+    load_registry,
+    resolve_spec,
+    with_architecture,
+)
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.attest import check_signature
-from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.keys import SigningKey, load_signing_key, load_trusted_keys
 from audiorepro.runner.kinds import typed_numbers
@@ -65,6 +71,7 @@ from audiorepro.runner.study import (
     OUT_TO_CHECK,
     folder_problem,
     run_studies,
+    study_extraction,
     verify_output_dir,
     verify_study,
 )
@@ -72,7 +79,7 @@ from audiorepro.specs.probe_published import is_probe_published, load_probe_publ
 from audiorepro.specs.published import load_published
 from audiorepro.specs.selection import check_device, select
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import ProbeStudy, RetrievalStudy, ZeroshotStudy, load_study
+from audiorepro.specs.study import ProbeStudy, load_study
 
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
@@ -241,14 +248,14 @@ def metrics(
             "are its peer's own",
             param_hint="'--k'",
         )
-    if empty_queries is not None and profile != "canonical":
+    if empty_queries is not None and not is_canonical(profile):
         raise click.BadParameter(
             f"applies to the canonical profile; {profile}'s peer refuses such queries",
             param_hint="'--empty-queries'",
         )
     d = load_dump(dump, empty_queries=empty_queries)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
-    if profile != "canonical":
+    if not is_canonical(profile):
         prof = compute_profile(d, profile, result=result, cutoffs=cutoffs)
         click.echo(f"{d.source}: profile {profile}")
         for name, value in prof.metrics.items():
@@ -474,6 +481,13 @@ def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], optio
     spec = resolve_spec(name, load_registry(registries))
     preflight(spec)  # a corrupt checkpoint: one line before any model is built
     arch_items = tuple(i for i in items if i.partition("=")[0].strip() in ARCH_KEYS)
+    if arch_items and spec.format in USER_FORMATS:
+        raise UserError(
+            f"is a CLAP architecture setting; a {spec.format} encoder takes only seed and "
+            "batch_size",
+            source=option,
+            key=arch_items[0].partition("=")[0].strip(),
+        )
     spec = with_architecture(spec, arch_items, source=option)
     rest = tuple(i for i in items if i not in arch_items)
     return spec, parse_overrides(rest, source=option)
@@ -502,7 +516,8 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
     "--model",
     "model",
     required=True,
-    help="Registry name, hf:<repo>@<40-hex commit>, hf:<dir> or laion:<path>.",
+    help="Registry name, hf:<repo>@<40-hex commit>, hf:<dir>, laion:<path>, py:MODULE:FACTORY, "
+    "py:PATH.py:FACTORY, hear:MODULE[:WEIGHTS] or an encoder plugin's name.",
 )
 @click.option(
     "--audio",
@@ -511,7 +526,10 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
     help="Folder of audio files, or a list file.",
 )
 @click.option(
-    "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
+    "--captions",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Clotho or long caption CSV (without: an audio-only dump of every clip).",
 )
 @click.option("--out", type=OutputFile(), required=True)
 @click.option(
@@ -536,7 +554,7 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 def extract(
     model: str,
     audio: Path,
-    captions: Path,
+    captions: Path | None,
     out: Path,
     settings: tuple[str, ...],
     shard: str | None,
@@ -548,25 +566,39 @@ def extract(
     if jobs > 1:
         if shard is not None:
             raise click.UsageError("--jobs and --shard do not go together")
-        load_inputs(captions, audio)  # once here, not in every process
+        _check_inputs(captions, audio)  # once here, not in every process
         _spec(model, registries, settings, "--set")  # and the checkpoint preflight
-        args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
+        args = ["--model", model, "--audio", str(audio)]
+        args += [] if captions is None else ["--captions", str(captions)]
         args += [f"--set={s}" for s in settings] + ["--device", device]
         args += [f"--registry={r}" for r in registries]
         extract_in_processes(args, out, jobs)
         click.echo(f"wrote dump {out} ({jobs} processes, merged)")
         return
     part = parse_shard(shard)
-    load_inputs(captions, audio)  # bad captions or clips: one line before anything loads
+    _check_inputs(captions, audio)  # bad captions or clips: one line before anything loads
     spec, overrides = _spec(model, registries, settings, "--set")
     meta = run_extract(
         spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True
     )
-    what = "part " + shard if shard else "dump"
-    click.echo(
-        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips, {meta['inputs']['n_captions']} "
-        f"captions, model {meta['model']} on {device}"
+    what = (
+        ("part " + shard if shard else "dump")
+        if captions
+        else "audio-only " + ("part " + shard if shard else "dump")
     )
+    texts = "" if captions is None else f", {meta['inputs']['n_captions']} captions"
+    click.echo(
+        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips{texts}, model {meta['model']} "
+        f"on {device}"
+    )
+
+
+def _check_inputs(captions: Path | None, audio: Path) -> None:
+    """The caption file and clips (or, without captions, every clip) before any model."""
+    if captions is None:
+        audio_inputs(audio)
+    else:
+        load_inputs(captions, audio)
 
 
 @cli.command()
@@ -583,14 +615,19 @@ def _identity_lines(block: dict[str, Any]) -> list[str]:
         f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
     ]
     w = block["weights"]
-    lines.append(
-        f"weights: {w['status']} "
-        f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
-        + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
-        + ")"
-    )
+    if w.get("compared_by") == "sha256":
+        lines.append(f"weights: {w['status']} (compared by the files' SHA-256)")
+    else:
+        lines.append(
+            f"weights: {w['status']} "
+            f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
+            + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
+            + ")"
+        )
     audio, text = block["audio_embedding_cosine_per_clip"], block["text_embedding_cosine_per_clip"]
-    if audio:
+    if audio and not text:
+        lines.append(f"embeddings: audio cosine min {min(audio):.6f} (audio only)")
+    elif audio:
         lines.append(
             f"embeddings: audio cosine min {min(audio):.6f}, text cosine min {min(text):.6f}, "
             f"similarity correlation {block['similarity_matrix_correlation']:.6f}, "
@@ -891,17 +928,18 @@ def _reproduce_into(
     return say_results(ran, click.echo)
 
 
-def _extractable_study(path: Path) -> RetrievalStudy | ZeroshotStudy:
-    """A study whose cells Slurm can extract: retrieval or zero-shot (probe studies extract
-    nothing)."""
+def _extractable_study(path: Path) -> StudyExtraction:
+    """The cells a study's kind extracts, as the executors see them (a kind that extracts
+    nothing, a probe study: one line)."""
     study = load_study(path)
-    if not isinstance(study, RetrievalStudy | ZeroshotStudy):
+    extraction = study_extraction(study)
+    if extraction is None:
         raise UserError(
-            f"is a {study.kind} study; only a retrieval or zero-shot study has cells to "
-            "extract in parts",
+            f"is a {study.kind} study, whose kind extracts nothing; only a study with cells "
+            "to extract runs in parts",
             source=path,
         )
-    return study
+    return extraction
 
 
 @cli.command("extract-part")
@@ -931,12 +969,12 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
 def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
-    study = _extractable_study(study_file)
-    preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
-    target = out or Path(f"reproduce-{study.name}")
+    extraction = _extractable_study(study_file)
+    extraction.preflight()  # a corrupt checkpoint: one line, not a script that fails on nodes
+    target = out or Path(f"reproduce-{extraction.name}")
     if target.exists() and not target.is_dir():  # a FIFO, a device: no folder to run into
         raise UserError("is not a folder; expected an output folder (--out)", source=target)
-    click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
+    click.echo(sbatch_script(extraction, target, _slurm(slurm_kw)), nl=False)
 
 
 @cli.command()

@@ -3,8 +3,11 @@ its bytes, shared by the local and Slurm executors and by retrieval and zero-sho
 (:func:`audiorepro.runner.zeroshot.zeroshot_key`).
 
 Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
-replaced at the same path gets a new key), the settings, the device, the thread count, the
-captions and every audio file. Checked by content: each entry ``<key>.npz`` has a record
+replaced at the same path gets a new key), the encoder's code (a user's module: the SHA-256
+of its source and its version, so that changed code is never served the old code's
+embeddings; CLAP: its library's version), the settings, the device, the thread count, the
+captions and every audio file. Any encoder, asked the same way: the cache never asks which
+family a model is. Checked by content: each entry ``<key>.npz`` has a record
 ``<key>.json`` with the key and the entry's own SHA-256, written after the entry; an entry
 whose bytes no longer match its record (rewritten, truncated, half written) is extracted
 again.
@@ -22,20 +25,25 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json
 from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.audio_dump import AudioDump, load_audio_dump
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.models.embedder import spec_code, spec_weight_hashes
 from audiorepro.models.extract import extract
-from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
 from audiorepro.specs.settings import ARCHITECTURE_KEYS
-from audiorepro.specs.study import Cell, RetrievalStudy, Study, ZeroshotStudy
+from audiorepro.specs.study import Cell
 
 
 def weight_hashes(spec: ModelSpec) -> dict[str, str]:
     """SHA-256 of every file the model is loaded from, by name: the checkpoint file of a
     ``laion:`` spec, every file of a local Hugging Face folder. A hub model is pinned by its
-    revision; a registry entry's recorded hashes are checked when it loads, and kept here."""
+    revision; a registry entry's recorded hashes are checked when it loads, and kept here.
+    A user's encoder names its own weight files (:func:`spec_weight_hashes`)."""
+    named = spec_weight_hashes(spec)
+    if named is not None:
+        return named
     hashes = dict(spec.weights)
     location = Path(spec.location)
     if location.is_file():
@@ -65,6 +73,45 @@ def extract_key(cell: Cell) -> str:
     if record.is_file():  # a dataset prepared by fetch: its coverage record is in the dump
         key["dataset"] = sha256_file(record)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def audio_only_key(
+    model: str, registry: Path | None, settings: dict[str, Any], device: str, audio: Path
+) -> str:
+    """The cache key of an audio-only extraction (``extract`` without captions) of every clip
+    of ``audio`` (a folder or list file): the model's part (:func:`model_key`: weights, code,
+    settings, device, threads) and every clip's name and SHA-256, in the extraction's order.
+    For a kind whose cells embed audio only (speaker verification, probes over embeddings)."""
+    spec, _ = model_spec(model, registry, settings)
+    listing = [[name, sha256_file(path)] for name, path in list_audio(audio).items()]
+    key = {"kind": "audio-only", **model_key(model, spec, settings, device), "audio": listing}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def extract_audio_only(
+    model: str,
+    registry: Path | None,
+    settings: dict[str, Any],
+    device: str,
+    audio: Path,
+    path: Path,
+    key: str,
+    shard: tuple[int, int] | None = None,
+) -> None:
+    """Write the audio-only dump (or one shard's part) of ``audio`` to ``path``, recording
+    the cache key (:func:`audio_only_key`); :func:`cached_dump` does not read it (an
+    audio-only dump is read with :func:`audiorepro.formats.audio_dump.load_audio_dump`)."""
+    spec, overrides = model_spec(model, registry, settings)
+    extract(
+        spec,
+        audio,
+        None,
+        path,
+        overrides=overrides,
+        device=device,
+        shard=shard,
+        extra_meta={"cache_key": key},
+    )
 
 
 def cache_dump_path(cache: Path, key: str) -> Path:
@@ -107,6 +154,25 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     return dump
 
 
+def cached_audio_dump(cache: Path, key: str) -> AudioDump | None:
+    """The cached audio-only extraction with this key, or None (missing, damaged, rewritten:
+    extracted again), checked as :func:`cached_dump` checks a dump."""
+    path = cache_dump_path(cache, key)
+    record_path = entry_record_path(cache, key)
+    if not path.is_file() or not record_path.is_file():
+        return None
+    try:
+        record = read_json(record_path, what="a cache record", max_bytes=1 << 20)
+        if not isinstance(record, dict) or record.get("cache_key") != key:
+            return None
+        dump = load_audio_dump(path)
+    except (UserError, OSError, ValueError, RecursionError):
+        return None
+    if dump.sha256 != record.get("sha256") or dump.meta.get("cache_key") != key:
+        return None
+    return dump
+
+
 def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str) -> dict[str, Any]:
     """The part of an extraction's cache key that names the model and how it ran: the
     SHA-256 of every weight file, where and at which revision, the settings, the device and
@@ -114,6 +180,7 @@ def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str
     return {
         "model": model,
         "weights": weight_hashes(spec),
+        "code": spec_code(spec),
         "location": spec.location if spec.is_hub else None,
         "revision": spec.revision,
         "settings": dict(sorted(settings.items())),
@@ -159,26 +226,3 @@ def extract_cell(cell: Cell, path: Path, key: str, shard: tuple[int, int] | None
         shard=shard,
         extra_meta={"cache_key": key},
     )
-
-
-def preflight_study(study: Study, *, only: set[str] | None = None) -> None:
-    """The checkpoint preflight (:mod:`audiorepro.models.preflight`) of every model a study
-    builds (extraction cells, identity checks, zero-shot cells), before any work: a corrupt
-    checkpoint is one line and exit 2 before the output folder gets anything. A spec that
-    does not resolve here (an unknown name, a hub model not in the cache) is left to the cell,
-    which records it as before. ``only``: just these cells, no identity check (what
-    ``verify STUDY`` builds)."""
-    uses: list[tuple[str, Path | None]] = []
-    if isinstance(study, RetrievalStudy):
-        cells = [c for c in study.cells if only is None or c.id in only]
-        uses += [(c.extract.model, c.extract.registry) for c in cells if c.extract]
-        if only is None:
-            uses += [(m, i.registry) for i in study.identity for m in (i.a, i.b)]
-    elif isinstance(study, ZeroshotStudy):
-        uses += [(c.model, c.registry) for c in study.cells if only is None or c.id in only]
-    for model, registry in uses:
-        try:
-            spec = resolve_spec(model, load_registry([registry] if registry else []))
-        except UserError:
-            continue
-        preflight(spec)

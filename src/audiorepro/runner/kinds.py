@@ -39,6 +39,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump
 from audiorepro.render.tables import Table, write_table
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import Outcome, write_outputs
 
@@ -90,6 +91,10 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     #: What ``reproduce`` checks of the kind besides published values, said when ``verify
     #: STUDY`` has nothing to check.
     run_checks: ClassVar[str] = "metric parity"
+
+    def extraction(self, study: StudyT) -> StudyExtraction | None:
+        """The cells it extracts, as the executors see them (None: it extracts nothing)."""
+        return None
 
     @abstractmethod
     def load(self, study: StudyT, ctx: Context) -> StateT:

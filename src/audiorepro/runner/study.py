@@ -19,7 +19,7 @@ from audiorepro.core.hashing import sha256_file
 # The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
 from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
 from audiorepro.runner.attest import check_signature, sign_folder
-from audiorepro.runner.cache import preflight_study
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.keys import SigningKey, TrustedKey
 from audiorepro.runner.kinds import Context, StudyKind, kind_named, run_kind
@@ -42,6 +42,11 @@ def study_kind(study: Study) -> StudyKind[Any, Any]:
     return kind_named(study.kind)
 
 
+def study_extraction(study: Study) -> StudyExtraction | None:
+    """The cells the study's kind extracts, as the executors see them (None: none)."""
+    return study_kind(study).extraction(study)
+
+
 def run_study(
     study: Study,
     out: Path,
@@ -59,8 +64,9 @@ def run_study(
     ``executor_failed`` and names the tasks.
     """
     kind = study_kind(study)
-    if slurm is not None and kind.extracts:
-        outcome = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
+    extraction = kind.extraction(study)
+    if slurm is not None and extraction is not None:
+        outcome = run_slurm(extraction, out, slurm, say=say)
         if outcome.failed:
             return {"passed": False, "failures": outcome.failed, "executor_failed": True}
     return run_kind(kind, study, Context(Path(out), Path(out) / "cache" / "dumps", progress))
@@ -77,9 +83,10 @@ def verify_study(study: Study, cache: Path) -> Summary:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``);
     a study with none has nothing to check (never a PASS: :func:`.checks.verify.settle`)."""
     kind = study_kind(study)
-    if kind.extracts:
+    extraction = kind.extraction(study)
+    if extraction is not None:
         # The checkpoints of the cells it extracts: exit 2 before any model is built.
-        preflight_study(study, only={p.cell for p in study.published})
+        extraction.preflight(only={p.cell for p in study.published})
     return settle(kind.verify(study, cache), 0, STUDY_TO_CHECK.format(more=kind.run_checks))
 
 
@@ -117,7 +124,9 @@ def _run_claimed(
     """:func:`run_studies` with OUT held (:func:`.publish.claim`)."""
     check_out(out)
     for study, _ in jobs:
-        preflight_study(study)  # a corrupt checkpoint: exit 2 before OUT gets anything
+        extraction = study_extraction(study)
+        if extraction is not None:  # a corrupt checkpoint: exit 2 before OUT gets anything
+            extraction.preflight()
     staging = new_staging(out)
     order = sorted(range(len(jobs)), key=lambda i: -len(Path(jobs[i][1]).parts))
     outcomes: dict[int, Outcome] = {}
@@ -130,8 +139,9 @@ def _run_claimed(
             except OSError as exc:
                 raise write_error(exc, target) from None
             kind = study_kind(study)
-            if slurm is not None and kind.extracts:
-                executed = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
+            extraction = kind.extraction(study)
+            if slurm is not None and extraction is not None:
+                executed = run_slurm(extraction, out, slurm, say=say)
                 if executed.failed:
                     discard(staging)
                     failed: Outcome = {

@@ -27,8 +27,9 @@ from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
-from audiorepro.models.extract import embedding_meta, library_versions, shard_range
-from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.embedder import load_embedder, require_text
+from audiorepro.models.extract import library_versions, shard_range
+from audiorepro.models.pipelines import configure_determinism
 from audiorepro.models.registry import ModelSpec
 from audiorepro.runner.cache import (
     cache_dump_path,
@@ -37,6 +38,7 @@ from audiorepro.runner.cache import (
     model_spec,
     record_entry,
 )
+from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -172,18 +174,19 @@ def extract_cell(
     batch, and its seed, is the one an unsharded run embeds)."""
     spec, rest = _cell_spec(cell)
     determinism = configure_determinism(cell.device)
-    pipeline = load_pipeline(spec, rest, cell.device)
-    size = pipeline.settings.batch_size
+    embedder = load_embedder(spec, rest, cell.device)
+    require_text(embedder, needed_by="zero-shot classification")
+    size = embedder.settings.batch_size
     a0, a1 = shard_range(len(inputs.paths), size, shard)
     t0, t1 = shard_range(len(inputs.prompts), size, shard)
     empty = np.zeros((0, 0), np.float32)
-    waveforms = [read_audio(p) for p in inputs.paths[a0:a1]]
-    audio = pipeline.embed_audio(waveforms, first_index=a0) if waveforms else empty
-    text = pipeline.embed_text(inputs.prompts[t0:t1]) if t1 > t0 else empty
+    waveforms = [read_audio(p, embedder.sample_rate) for p in inputs.paths[a0:a1]]
+    audio = embedder.embed_audio(waveforms, first_index=a0) if waveforms else empty
+    text = embedder.embed_text(inputs.prompts[t0:t1]) if t1 > t0 else empty
     meta = {
         "kind": DUMP_KIND,
-        **pipeline.meta(),
-        **embedding_meta(pipeline),
+        **embedder.meta(),
+        **embedder.embedding_meta(),
         "zeroshot": inputs.record,
         "determinism": determinism,
         "versions": library_versions(),
@@ -300,3 +303,32 @@ def write_relevance_dump(
     )
     save_dump(path, dump)
     return load_dump(path)
+
+
+def zeroshot_extraction(study: ZeroshotStudy) -> StudyExtraction:
+    """Every cell of a zero-shot study as the executors see it (its inputs read once, when a
+    key is first asked), with the folders of its clips, metadata and registries."""
+    inputs: list[ZeroshotInputs] = []
+
+    def once() -> ZeroshotInputs:
+        if not inputs:
+            inputs.append(study_inputs(study))
+        return inputs[0]
+
+    def cell_extraction(cell: ZeroshotCell) -> CellExtraction:
+        def write(shard: tuple[int, int], key: str, out: Path) -> None:
+            write_part(cell, once(), shard, key, out)
+
+        def merge(parts: list[Path], key: str, dest: Path) -> None:
+            merge_parts(parts, once(), key, dest)
+
+        return CellExtraction(cell.id, lambda: zeroshot_key(cell, once()), False, write, merge)
+
+    ds = study.dataset
+    read_only = {study.source.parent.resolve(), ds.audio.resolve(), ds.metadata.resolve().parent}
+    read_only |= {c.registry.resolve().parent for c in study.cells if c.registry}
+    cells = tuple(cell_extraction(c) for c in study.cells)
+    models = tuple(
+        ModelUse(c.id, c.model, c.registry, "zero-shot classification") for c in study.cells
+    )
+    return StudyExtraction(study.name, study.source, cells, frozenset(read_only), models)
