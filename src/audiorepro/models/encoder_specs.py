@@ -25,6 +25,7 @@ without importing them, so that a changed encoder is never served embeddings of 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import re
@@ -157,10 +158,19 @@ def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
     return files
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    """``importlib.metadata.packages_distributions()``, once per process: it parses every
+    installed distribution's metadata (0.2-0.25 s of CPU with this project's dev lock), which
+    was the largest cost of a short extraction (measured in docs/benchmarks.md); the
+    distributions installed do not change while a run is in progress."""
+    return metadata.packages_distributions()
+
+
 def _distribution_version(user: UserSpec) -> tuple[str | None, str | None]:
     if user.is_file:
         return None, None
-    dists = metadata.packages_distributions().get(user.target.split(".")[0], [])
+    dists = _packages_distributions().get(user.target.split(".")[0], [])
     if not dists:
         return None, None
     name = sorted(dists)[0]
