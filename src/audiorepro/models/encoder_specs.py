@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib.util
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -159,7 +160,7 @@ def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
 
 
 @functools.cache
-def _packages_distributions() -> dict[str, list[str]]:
+def _packages_distributions() -> Mapping[str, list[str]]:
     """``importlib.metadata.packages_distributions()``, once per process: it parses every
     installed distribution's metadata (0.2-0.25 s of CPU with this project's dev lock), which
     was the largest cost of a short extraction (measured in docs/benchmarks.md); the
