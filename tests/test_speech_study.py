@@ -10,7 +10,8 @@ manifest, publication). Checked: the embeddings equal resemblyzer's own calls bi
 the EER its reference twin, the extraction cache is used on a rerun, reruns are
 byte-identical, shards and ``--jobs`` give the unsharded dump's bytes (what a Slurm array
 task writes), and ``identity`` finds the shipped weights identical to themselves and a
-perturbed copy different. The cross-CPU tier: ``tests/test_crosscpu.py``.
+perturbed copy different. The cross-CPU tier: ``tests/test_crosscpu.py``; the same
+extraction as a real Slurm array: ``tests/test_scaleout.py``.
 
 resemblyzer comes with the dev lock (extra ``speech``): where the model stack is installed
 and resemblyzer is not, this module fails rather than skips.
