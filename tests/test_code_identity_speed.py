@@ -1,5 +1,5 @@
-"""An encoder's code identity looks installed distributions up once per process (it was the
-largest cost of a short extraction: docs/benchmarks.md), and afresh for a name it lacks."""
+"""An encoder's code identity and the recorded library versions are read once per process (the
+largest costs of a short extraction: docs/benchmarks.md); a name the map lacks afresh."""
 
 from __future__ import annotations
 
@@ -34,3 +34,24 @@ def test_distributions_are_looked_up_once_and_afresh_for_a_new_name(
         assert len(calls) == 2
     finally:
         encoder_specs._packages_distributions.cache_clear()
+
+
+def test_library_versions_are_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audiorepro.models import extract
+
+    calls: list[str] = []
+
+    def counted(name: str) -> str:
+        calls.append(name)
+        return "1.0"
+
+    monkeypatch.setattr(metadata, "version", counted)
+    extract._library_versions.cache_clear()
+    try:
+        first = extract.library_versions()
+        first["numpy"] = "changed by a caller"
+        second = extract.library_versions()
+        assert second["numpy"] == "1.0"  # each call gets its own dict
+        assert len(calls) == len(extract.VERSIONED)
+    finally:
+        extract._library_versions.cache_clear()
