@@ -59,7 +59,6 @@ from audiorepro.models.registry import (
 )
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.attest import check_signature
-from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
@@ -938,7 +937,7 @@ def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
     extraction = _extractable_study(study_file)
-    preflight_study(load_study(study_file))  # a corrupt checkpoint: one line, not a script
+    extraction.preflight()  # a corrupt checkpoint: one line, not a script that fails on nodes
     target = out or Path(f"reproduce-{extraction.name}")
     click.echo(sbatch_script(extraction, target, _slurm(slurm_kw)), nl=False)
 

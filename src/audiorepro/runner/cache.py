@@ -29,12 +29,11 @@ from audiorepro.formats.audio_dump import AudioDump, load_audio_dump
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
-from audiorepro.models.embedder import require_text_spec, spec_code, spec_weight_hashes
+from audiorepro.models.embedder import spec_code, spec_weight_hashes
 from audiorepro.models.extract import extract
-from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
 from audiorepro.specs.settings import ARCHITECTURE_KEYS
-from audiorepro.specs.study import Cell, RetrievalStudy, Study, ZeroshotStudy
+from audiorepro.specs.study import Cell
 
 
 def weight_hashes(spec: ModelSpec) -> dict[str, str]:
@@ -227,32 +226,3 @@ def extract_cell(cell: Cell, path: Path, key: str, shard: tuple[int, int] | None
         shard=shard,
         extra_meta={"cache_key": key},
     )
-
-
-def preflight_study(study: Study, *, only: set[str] | None = None) -> None:
-    """The checkpoint preflight (:mod:`audiorepro.models.preflight`) of every model a study
-    builds (extraction cells, identity checks, zero-shot cells), before any work: a corrupt
-    checkpoint is one line and exit 2 before the output folder gets anything. A spec that
-    does not resolve here (an unknown name, a hub model not in the cache) is left to the cell,
-    which records it as before. ``only``: just these cells, no identity check (what
-    ``verify STUDY`` builds)."""
-    uses: list[tuple[str, Path | None, str | None]] = []  # (model, registry, text needed by)
-    if isinstance(study, RetrievalStudy):
-        cells = [c for c in study.cells if only is None or c.id in only]
-        uses += [(c.extract.model, c.extract.registry, "retrieval") for c in cells if c.extract]
-        if only is None:
-            uses += [(m, i.registry, None) for i in study.identity for m in (i.a, i.b)]
-    elif isinstance(study, ZeroshotStudy):
-        uses += [
-            (c.model, c.registry, "zero-shot classification")
-            for c in study.cells
-            if only is None or c.id in only
-        ]
-    for model, registry, needed_by in uses:
-        try:
-            spec = resolve_spec(model, load_registry([registry] if registry else []))
-        except UserError:
-            continue
-        preflight(spec)
-        if needed_by is not None:  # an audio-only encoder: one line, before any work
-            require_text_spec(spec, needed_by=needed_by)

@@ -19,7 +19,6 @@ from audiorepro.core.hashing import sha256_file
 # The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
 from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
 from audiorepro.runner.attest import sign_folder
-from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.keys import SigningKey
@@ -76,9 +75,10 @@ def run_study(
 def verify_study(study: Study, cache: Path) -> Summary:
     """Recompute only what the study's published values need (``audiorepro verify STUDY``)."""
     kind = study_kind(study)
-    if kind.extracts:
+    extraction = kind.extraction(study)
+    if extraction is not None:
         # The checkpoints of the cells it extracts: exit 2 before any model is built.
-        preflight_study(study, only={p.cell for p in study.published})
+        extraction.preflight(only={p.cell for p in study.published})
     return kind.verify(study, cache)
 
 
@@ -116,7 +116,9 @@ def _run_claimed(
     """:func:`run_studies` with OUT held (:func:`.publish.claim`)."""
     check_out(out)
     for study, _ in jobs:
-        preflight_study(study)  # a corrupt checkpoint: exit 2 before OUT gets anything
+        extraction = study_extraction(study)
+        if extraction is not None:  # a corrupt checkpoint: exit 2 before OUT gets anything
+            extraction.preflight()
     staging = new_staging(out)
     order = sorted(range(len(jobs)), key=lambda i: -len(Path(jobs[i][1]).parts))
     outcomes: dict[int, Outcome] = {}

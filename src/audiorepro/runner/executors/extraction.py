@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from audiorepro.core.errors import UserError
+from audiorepro.models.embedder import require_text_spec
+from audiorepro.models.preflight import preflight
+from audiorepro.models.registry import load_registry, resolve_spec
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,44 @@ class CellExtraction:
 
 
 @dataclass(frozen=True)
+class ModelUse:
+    """A model a study builds: for a cell (None: an identity check), and what needs its text
+    tower (None: audio is enough)."""
+
+    cell: str | None
+    model: str
+    registry: Path | None
+    needs_text: str | None
+
+
+@dataclass(frozen=True)
 class StudyExtraction:
-    """A study's extractions: its name and file, its cells, and the folders its inputs are
-    read from (bound read-only into a container)."""
+    """A study's extractions: its name and file, its cells, the folders its inputs are read
+    from (bound read-only into a container) and every model it builds."""
 
     name: str
     source: Path
     cells: tuple[CellExtraction, ...]
     read_only: frozenset[Path]
+    models: tuple[ModelUse, ...] = ()
+
+    def preflight(self, *, only: set[str] | None = None) -> None:
+        """The checkpoint preflight (:mod:`audiorepro.models.preflight`) of every model the
+        study builds, and the text tower of those whose work needs one, before any work: one
+        line and exit 2 before the output folder gets anything. A spec that does not resolve
+        here (an unknown name, a hub model not in the cache) is left to its cell, which
+        records it. ``only``: just these cells, no identity check (``verify STUDY``)."""
+        for use in self.models:
+            if only is not None and (use.cell is None or use.cell not in only):
+                continue
+            registries = [use.registry] if use.registry else []
+            try:
+                spec = resolve_spec(use.model, load_registry(registries))
+            except UserError:
+                continue
+            preflight(spec)
+            if use.needs_text is not None:
+                require_text_spec(spec, needed_by=use.needs_text)
 
     def cell(self, cell_id: str) -> CellExtraction:
         """The cell with this id, or one line: it is not a cell this study extracts."""

@@ -14,7 +14,7 @@ from audiorepro.runner.cache import (
     extract_key,
     record_entry,
 )
-from audiorepro.runner.executors.extraction import CellExtraction, StudyExtraction
+from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
 from audiorepro.specs.study import Cell, RetrievalStudy
 
 
@@ -51,6 +51,16 @@ def retrieval_extraction(study: RetrievalStudy) -> StudyExtraction:
         read_only |= {e.audio.resolve(), e.captions.resolve().parent}
         if e.registry is not None:
             read_only.add(e.registry.resolve().parent)
+    models = [
+        ModelUse(c.id, c.extract.model, c.extract.registry, "retrieval")
+        for c in cells
+        if c.extract is not None
+    ]
+    models += [ModelUse(None, m, i.registry, None) for i in study.identity for m in (i.a, i.b)]
     return StudyExtraction(
-        study.name, study.source, tuple(map(_cell_extraction, cells)), frozenset(read_only)
+        study.name,
+        study.source,
+        tuple(map(_cell_extraction, cells)),
+        frozenset(read_only),
+        tuple(models),
     )

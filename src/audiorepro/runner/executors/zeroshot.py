@@ -38,7 +38,7 @@ from audiorepro.runner.cache import (
     model_spec,
     record_entry,
 )
-from audiorepro.runner.executors.extraction import CellExtraction, StudyExtraction
+from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -328,4 +328,7 @@ def zeroshot_extraction(study: ZeroshotStudy) -> StudyExtraction:
     read_only = {study.source.parent.resolve(), ds.audio.resolve(), ds.metadata.resolve().parent}
     read_only |= {c.registry.resolve().parent for c in study.cells if c.registry}
     cells = tuple(cell_extraction(c) for c in study.cells)
-    return StudyExtraction(study.name, study.source, cells, frozenset(read_only))
+    models = tuple(
+        ModelUse(c.id, c.model, c.registry, "zero-shot classification") for c in study.cells
+    )
+    return StudyExtraction(study.name, study.source, cells, frozenset(read_only), models)
