@@ -18,6 +18,23 @@ memory (max RSS) is its own:
     python benchmarks/extract.py --clips 16 --jobs 2
 
 ``--jobs N`` also times ``audiorepro extract --jobs N`` (processes over whole batches).
+
+``--speech`` times a real pretrained network instead: resemblyzer's ``VoiceEncoder`` (its
+shipped weights, extra ``speech``) on the fixture speech set (``fixtures/speech``, 48 clips of
+16 kHz speech), one thread, in one child process after a warm-up (resemblyzer's first mel
+spectrogram compiles librosa's numba kernels, seconds, once per process), the runs taken in
+turn ``--repeat`` times, best of each (CPU time of the process, and wall time):
+
+- ``speech-forward``: the model's forward pass alone (``VoiceEncoder.forward`` on each clip's
+  partial mel spectrograms, computed beforehand by resemblyzer's own code);
+- ``speech-encoder``: the encoder as audiorepro calls it (``preprocess_wav`` and
+  ``embed_utterance`` per clip), on the clips already decoded in memory: the model's own work;
+- ``speech-own``: resemblyzer's own loop, ``preprocess_wav(path)`` then ``embed_utterance``
+  (its preprocessing: volume, webrtcvad trimming, mel spectrogram, partials);
+- ``speech-audiorepro``: ``audiorepro extract --model resemblyzer`` in process, from the
+  folder to the dump (input checks, hashes, decoding, batches, seeds, the encoder, the dump).
+
+    python benchmarks/extract.py --speech --repeat 5
 """
 
 from __future__ import annotations
@@ -146,6 +163,101 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
     }
 
 
+SPEECH_RUNS = ("speech-forward", "speech-encoder", "speech-own", "speech-audiorepro")
+
+
+def _speech_work(clips: Path, out: Path) -> dict[str, Any]:
+    """The four runs' work on the clips of ``clips`` (module docstring), warmed up."""
+    import numpy as np
+    import torch
+    from resemblyzer import audio, preprocess_wav
+
+    from audiorepro.formats.audio import read_audio
+    from audiorepro.models.extract import extract
+    from audiorepro.models.registry import load_registry
+    from audiorepro.models.resemblyzer import ResemblyzerEncoder
+
+    files = sorted(clips.glob("*.wav"))
+    spec = load_registry()["resemblyzer"]
+    extract(spec, clips, None, out)  # warm-up: loads the encoder once per process
+    encoder = ResemblyzerEncoder()
+    model = encoder.model
+    model.embed_utterance(preprocess_wav(files[0]))  # warm-up (numba, torch)
+    waveforms = [read_audio(p, 16_000) for p in files]
+    mels = []
+    for path in files:
+        wav = preprocess_wav(path)
+        wav_slices, mel_slices = model.compute_partial_slices(len(wav), 1.3, 0.75)
+        wav = np.pad(wav, (0, max(0, wav_slices[-1].stop - len(wav))))
+        mel = audio.wav_to_mel_spectrogram(wav)
+        mels.append(torch.from_numpy(np.array([mel[s] for s in mel_slices])))
+
+    def forward() -> None:
+        with torch.no_grad():
+            for m in mels:
+                model(m)
+
+    def own() -> None:
+        for path in files:
+            model.embed_utterance(preprocess_wav(path))
+
+    return {
+        "speech-forward": forward,
+        "speech-encoder": lambda: encoder.embed_audio(waveforms),
+        "speech-own": own,
+        "speech-audiorepro": lambda: extract(spec, clips, None, out),
+        "clips": len(files),
+    }
+
+
+def run_speech(clips: Path, repeat: int, out: Path) -> dict[str, Any]:
+    """Every run, round-robin ``repeat`` times in this process (so that a busy machine's
+    slow spells fall on all of them alike); the best CPU and wall seconds of each."""
+    import torch
+
+    from audiorepro.models.pipelines import configure_determinism
+
+    configure_determinism("cpu")  # one thread (AUDIOREPRO_CPU_THREADS), as extract runs
+    work = _speech_work(clips, out)
+    best: dict[str, dict[str, float]] = {k: {"cpu": 1e9, "wall": 1e9} for k in SPEECH_RUNS}
+    for _ in range(repeat):
+        for kind in SPEECH_RUNS:
+            c0, w0 = time.process_time(), time.perf_counter()
+            work[kind]()
+            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+            best[kind] = {"cpu": min(best[kind]["cpu"], cpu), "wall": min(best[kind]["wall"], wall)}
+    return {"runs": best, "clips": work["clips"], "torch_threads": torch.get_num_threads()}
+
+
+def speech_main(repeat: int, env: dict[str, str]) -> int:
+    """The resemblyzer runs in one child process; prints times and the overheads."""
+    clips = HERE.parent / "fixtures" / "speech"
+    with tempfile.TemporaryDirectory(prefix="audiorepro-bench-") as tmp:
+        cmd = [sys.executable, __file__, "--speech-one", str(clips), str(repeat), tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode:
+        print(f"speech runs failed: {proc.stderr.strip()[-300:]}")
+        return 1
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for kind in SPEECH_RUNS:
+        r = result["runs"][kind]
+        print(
+            f"{kind:<18} cpu {r['cpu']:6.3f} s  wall {r['wall']:6.3f} s  "
+            f"({result['clips']} clips, torch threads {result['torch_threads']})"
+        )
+    forward, encoder, own, ours = (result["runs"][k]["cpu"] for k in SPEECH_RUNS)
+    print(
+        f"CPU time over the forward pass alone: resemblyzer's preprocessing in memory "
+        f"+{encoder / forward - 1:.1%}, its own loop from files +{own / forward - 1:.1%}, "
+        f"audiorepro extract +{ours / forward - 1:.1%}"
+    )
+    print(
+        f"audiorepro's pipeline over the encoder's own work: {ours / encoder - 1:+.1%} "
+        f"({ours - encoder:+.3f} s); over resemblyzer's own loop {ours / own - 1:+.1%}"
+    )
+    return 0
+
+
 def run_jobs(jobs: int, models: Path, clips: Path, out: Path) -> dict[str, Any]:
     """``audiorepro extract --jobs N`` end to end (wall time, models loaded per process)."""
     cmd = [
@@ -166,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lengths", default="10,30", help="clip lengths in seconds")
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--jobs", type=int, default=0, help="also time extract --jobs N")
+    parser.add_argument("--speech", action="store_true", help="resemblyzer on real speech")
+    parser.add_argument("--repeat", type=int, default=3, help="--speech: best of N runs")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # KIND MODELS CLIPS
+    parser.add_argument("--speech-one", nargs=3, help=argparse.SUPPRESS)  # CLIPS N TMP
     parser.add_argument("--build", help=argparse.SUPPRESS)  # MODELS folder
     args = parser.parse_args(argv)
     if args.build:
@@ -178,8 +293,14 @@ def main(argv: list[str] | None = None) -> int:
         kind, models, clips = args.one
         print(json.dumps(run_one(kind, Path(models), Path(clips))))
         return 0
+    if args.speech_one:
+        clips, repeat, tmp = args.speech_one
+        print(json.dumps(run_speech(Path(clips), int(repeat), Path(tmp) / "speech.npz")))
+        return 0
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), env.get("PYTHONPATH", "")])
+    if args.speech:
+        return speech_main(args.repeat, env)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.2f}; AUDIOREPRO_CPU_THREADS="

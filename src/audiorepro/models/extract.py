@@ -20,6 +20,7 @@ inputs' identity; ``merge`` refuses parts of different runs, missing or repeated
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
@@ -60,6 +61,14 @@ VERSIONED = (
 
 
 def library_versions() -> dict[str, str | None]:
+    """The versions of Python and of :data:`VERSIONED` (a new dict each call)."""
+    return dict(_library_versions())
+
+
+@functools.cache
+def _library_versions() -> dict[str, str | None]:
+    # Once per process: each metadata.version parses the distribution's METADATA file, 0.1 s
+    # of CPU for these ten on every extraction (docs/benchmarks.md).
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in VERSIONED:
         try:
