@@ -106,7 +106,7 @@ def argmax_lowest(scores: npt.ArrayLike) -> IntArray:
     [0, 1]
     """
     s = np.asarray(scores, dtype=np.float64)
-    return np.argmax(s, axis=1).astype(np.int64)  # numpy returns the first maximum
+    return np.asarray(np.argmax(s, axis=1), dtype=np.int64)  # numpy returns the first maximum
 
 
 def top_two_margin(scores: npt.ArrayLike) -> FloatArray:
@@ -135,7 +135,7 @@ def _decisions(z_train: FloatArray, y: IntArray, z_test: FloatArray, c: float) -
     (two classes: ``[-d, d]``, so that the argmax rule is sklearn's ``d > 0``)."""
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=c, **LOGISTIC_PARAMS)  # type: ignore[arg-type]
+    model = LogisticRegression(C=c, **LOGISTIC_PARAMS)
     model.fit(z_train, y)
     d = np.asarray(model.decision_function(z_test), dtype=np.float64)
     return np.stack([-d, d], axis=1) if d.ndim == 1 else d

@@ -911,7 +911,6 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
 LINEAR_PROBE_METRIC = re.compile(
     r"^(mean_accuracy|fold/[^/]+/accuracy|pooled/(accuracy|balanced_accuracy|macro_f1))$"
 )
-LEAVE_ONE_FOLD_OUT = "leave-one-fold-out"
 
 
 class DeclaredSplitSpec(Spec):
@@ -945,10 +944,12 @@ class LinearProbeCellSpec(Spec):
     labels: RelativePath = Field(
         description="a labels CSV (file_name,label[,fold]) or ESC-50's meta/esc50.csv"
     )
-    labels_sha256: FileSha256
+    labels_sha256: DumpSha256 = Field(
+        description=f"the labels file's SHA-256: 64 lowercase hex digits, or {PLACEHOLDER!r}"
+    )
     folds: str = Field("fold", description="the labels file's fold column")
     protocol: Literal["leave-one-fold-out"] | DeclaredSplitSpec = Field(
-        LEAVE_ONE_FOLD_OUT, description="'leave-one-fold-out' or a table {train, test}"
+        "leave-one-fold-out", description="'leave-one-fold-out' or a table {train, test}"
     )
     definition: Literal["linear-v1"] = Field("linear-v1", description="the probe definition")
     C: float = Field(1.0, gt=0, allow_inf_nan=False, description="the inverse L2 strength > 0")
@@ -1022,6 +1023,10 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
                         key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}")  # fmt: skip
     labels = _required_path(source, f"{where}.labels", c.labels, must_exist=strict)
     dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
+    if strict and c.labels_sha256 == PLACEHOLDER and labels.is_file():
+        raise UserError(f"has no verified SHA-256 for {labels.name} yet ({PLACEHOLDER!r}); the "
+                        f"file here hashes to {sha256_file(labels)}: record it once verified",
+                        source=source, key=f"{where}.labels_sha256")  # fmt: skip
     for path, digest, key in ((labels, c.labels_sha256, "labels_sha256"), (dump, c.sha256, "sha256")):
         if strict and path is not None and path.is_file() and sha256_file(path) != digest:
             raise UserError(f"{path.name} has SHA-256 {sha256_file(path)}, the study expects "
