@@ -51,7 +51,9 @@ def write_dump(path: Path, x: Any, ids: list[str], **extra: Any) -> None:
     path.write_bytes(npz_bytes(arrays))
 
 
-def write_labels(path: Path, rows: list[list[str]], header: tuple[str, ...] = ("file_name", "label", "fold")) -> None:  # fmt: skip
+def write_labels(
+    path: Path, rows: list[list[str]], header: tuple[str, ...] = ("file_name", "label", "fold")
+) -> None:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
@@ -76,8 +78,10 @@ def test_the_command_gives_scikit_learns_accuracy_per_fold_and_mean(
 ) -> None:
     dump, labels, x, y, folds = dump_and_labels
     out = tmp_path / "lp.json"
-    assert main(["linear-probe", str(dump), "--labels", str(labels), "--C", "0.5",
-                 "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(["linear-probe", str(dump), "--labels", str(labels), "--C", "0.5", "--json", str(out)])
+        == 0
+    )
     report = json.loads(out.read_text())
     expected = []
     for f in (1, 2, 3, 4):
@@ -91,8 +95,12 @@ def test_the_command_gives_scikit_learns_accuracy_per_fold_and_mean(
     assert f"mean accuracy {report['mean_accuracy']:.4f} over 4 folds" in printed
     # Deterministic formatting: a second run writes the same bytes.
     again = tmp_path / "again.json"
-    assert main(["linear-probe", str(dump), "--labels", str(labels), "--C", "0.5",
-                 "--json", str(again)]) == 0  # fmt: skip
+    assert (
+        main(
+            ["linear-probe", str(dump), "--labels", str(labels), "--C", "0.5", "--json", str(again)]
+        )
+        == 0
+    )
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -161,9 +169,13 @@ def test_ridge_v1_is_scikit_learns_ridge_and_the_twins() -> None:
     y = x @ rng.normal(size=10) + 0.1 * rng.normal(size=80)
     got = fit_ridge_v1(x[:60], y[:60], x[60:], alpha=2.0)
     scaler = StandardScaler().fit(x[:60])
-    expected = Ridge(alpha=2.0).fit(scaler.transform(x[:60]), y[:60]).predict(scaler.transform(x[60:]))
+    expected = (
+        Ridge(alpha=2.0).fit(scaler.transform(x[:60]), y[:60]).predict(scaler.transform(x[60:]))
+    )
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(reference_ridge_v1(x[:60], y[:60], x[60:], alpha=2.0), got, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(
+        reference_ridge_v1(x[:60], y[:60], x[60:], alpha=2.0), got, rtol=1e-9, atol=1e-10
+    )
 
 
 def test_esc50_metadata_serves_as_labels_with_its_own_folds(tmp_path: Path) -> None:
@@ -176,8 +188,19 @@ def test_esc50_metadata_serves_as_labels_with_its_own_folds(tmp_path: Path) -> N
     )
     (tmp_path / "esc50.csv").write_text(meta)
     out = tmp_path / "o.json"
-    assert main(["linear-probe", str(tmp_path / "d.npz"), "--labels", str(tmp_path / "esc50.csv"),
-                 "--json", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "linear-probe",
+                str(tmp_path / "d.npz"),
+                "--labels",
+                str(tmp_path / "esc50.csv"),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["labels"]["classes"] == ["dog", "rain", "sea waves"]
     assert [f["fold"] for f in report["folds"]] == ["1", "2", "3"]
@@ -220,7 +243,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     if fault == "no-ids":
         (tmp_path / "d.npz").write_bytes(npz_bytes({"audio_embeds": x}))
     args = ["linear-probe", str(tmp_path / "d.npz"), "--labels", str(tmp_path / "labels.csv")]
-    args += {"fold-column": ["--folds", "split"], "c": ["--C", "abc"], "c-neg": ["--C", "-1"]}.get(fault, [])
+    args += {"fold-column": ["--folds", "split"], "c": ["--C", "abc"], "c-neg": ["--C", "-1"]}.get(
+        fault, []
+    )
     out = tmp_path / "out.json"
     assert main([*args, "--json", str(out)]) == 2
     err = capsys.readouterr().err

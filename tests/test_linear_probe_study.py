@@ -33,17 +33,22 @@ def make_study(folder: Path, published: str = "") -> tuple[Path, Any, Any, Any]:
     folds = np.random.default_rng(31).integers(1, 6, len(y))
     ids = [f"{i:03d}.wav" for i in range(len(y))]
     write_dump(folder / "emb.npz", x, ids)
-    write_labels(folder / "labels.csv", [[ids[i], f"class-{y[i]}", str(folds[i])] for i in range(len(y))])  # fmt: skip
+    write_labels(
+        folder / "labels.csv", [[ids[i], f"class-{y[i]}", str(folds[i])] for i in range(len(y))]
+    )
     dump, labels = _sha(folder / "emb.npz"), _sha(folder / "labels.csv")
-    common = (f'model = "gen"\ndump = "emb.npz"\nsha256 = "{dump}"\nlabels = "labels.csv"\n'
-              f'labels_sha256 = "{labels}"\n')  # fmt: skip
+    common = (
+        f'model = "gen"\ndump = "emb.npz"\nsha256 = "{dump}"\nlabels = "labels.csv"\n'
+        f'labels_sha256 = "{labels}"\n'
+    )
     text = (
         'schema = "audiorepro.study/1"\nkind = "linear-probe"\nname = "lp-test"\n'
-        'bootstrap = { resamples = 200, seed = 3 }\n'
+        "bootstrap = { resamples = 200, seed = 3 }\n"
         f'[[cell]]\nid = "gen/lofo"\n{common}'
-        f'[[cell]]\nid = "gen/split"\n{common}protocol = {{ train = ["1", "2", "3"], test = ["4", "5"] }}\n'
+        f'[[cell]]\nid = "gen/split"\n{common}'
+        'protocol = { train = ["1", "2", "3"], test = ["4", "5"] }\n'
         "C_grid = [0.01, 1.0, 0.1]\n" + published
-    )  # fmt: skip
+    )
     (folder / "study.toml").write_text(text)
     return folder / "study.toml", x, y, folds
 
@@ -133,8 +138,10 @@ def test_published_values_pass_or_fail(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["reproduce", str(study), "--out", str(out)]) == 0
     cell = _bundle(out)["cells"][0]
     fold1 = cell["folds"][0]["accuracy"]
-    good = ('[[published]]\ncell = "gen/lofo"\ntolerance = 1e-12\nprovenance = "the first run"\n'
-            f'values = {{ mean_accuracy = {cell["mean_accuracy"]!r}, "fold/1/accuracy" = {fold1!r} }}\n')  # fmt: skip
+    good = (
+        '[[published]]\ncell = "gen/lofo"\ntolerance = 1e-12\nprovenance = "the first run"\n'
+        f'values = {{ mean_accuracy = {cell["mean_accuracy"]!r}, "fold/1/accuracy" = {fold1!r} }}\n'
+    )
     study, *_ = make_study(tmp_path / "b", good)
     assert main(["reproduce", str(study), "--out", str(tmp_path / "good")]) == 0
     assert main(["verify", str(study)]) == 0
@@ -165,22 +172,37 @@ def _edit_labels(folder: Path, text: str, change: Any) -> str:
 
 
 BAD_STUDY = {
-    "a wrong labels hash": (lambda t, d: t.replace(t.split('labels_sha256 = "')[1][:64], "0" * 64),
-                            "key 'cell[0].labels_sha256'"),
-    "labels missing a clip": (lambda t, d: _edit_labels(d, t, lambda rows: rows[1:]),
-                              "labels.csv: key 'file_name': has no row for 1 clip(s)"),
-    "labels of one class": (lambda t, d: _edit_labels(d, t, lambda rows: [
-                                ",".join([r.split(",")[0], "same", r.split(",")[2]]) for r in rows]),
-                            "labels.csv: key 'label': gives the clips one class"),
-    "a non-numeric C": (lambda t, d: t.replace("C_grid = [0.01, 1.0, 0.1]", 'C_grid = ["a"]'),
-                        "key 'cell[1].C_grid"),
-    "a fold on both sides": (lambda t, d: t.replace('test = ["4", "5"]', 'test = ["3"]'),
-                             "key 'cell[1].protocol'"),
-    "an unknown fold": (lambda t, d: t.replace('test = ["4", "5"]', 'test = ["9"]'),
-                        "labels.csv: key 'fold': has no fold '9'"),
-    "a bad fold column": (lambda t, d: t.replace('protocol = {', 'folds = "split"\nprotocol = {'),
-                          "labels.csv: key 'split': has no fold column 'split'"),
-}  # fmt: skip
+    "a wrong labels hash": (
+        lambda t, d: t.replace(t.split('labels_sha256 = "')[1][:64], "0" * 64),
+        "key 'cell[0].labels_sha256'",
+    ),
+    "labels missing a clip": (
+        lambda t, d: _edit_labels(d, t, lambda rows: rows[1:]),
+        "labels.csv: key 'file_name': has no row for 1 clip(s)",
+    ),
+    "labels of one class": (
+        lambda t, d: _edit_labels(
+            d, t, lambda rows: [",".join([r.split(",")[0], "same", r.split(",")[2]]) for r in rows]
+        ),
+        "labels.csv: key 'label': gives the clips one class",
+    ),
+    "a non-numeric C": (
+        lambda t, d: t.replace("C_grid = [0.01, 1.0, 0.1]", 'C_grid = ["a"]'),
+        "key 'cell[1].C_grid",
+    ),
+    "a fold on both sides": (
+        lambda t, d: t.replace('test = ["4", "5"]', 'test = ["3"]'),
+        "key 'cell[1].protocol'",
+    ),
+    "an unknown fold": (
+        lambda t, d: t.replace('test = ["4", "5"]', 'test = ["9"]'),
+        "labels.csv: key 'fold': has no fold '9'",
+    ),
+    "a bad fold column": (
+        lambda t, d: t.replace("protocol = {", 'folds = "split"\nprotocol = {'),
+        "labels.csv: key 'split': has no fold column 'split'",
+    ),
+}
 
 
 @pytest.mark.parametrize("case", list(BAD_STUDY), ids=list(BAD_STUDY))
@@ -219,7 +241,7 @@ def test_an_extraction_cell_and_evaluate_task_linear_probe(tiny: Path, tmp_path:
         f'[[cell]]\nid = "tiny-hf/esc50"\nmodel = "tiny-hf"\nlabels = "{esc / "esc50.csv"}"\n'
         f'labels_sha256 = "{_sha(esc / "esc50.csv")}"\n'
         f'extract = {{ model = "tiny-hf", audio = "{esc / "audio"}", registry = "{tiny}" }}\n'
-    )  # fmt: skip
+    )
     out = tmp_path / "out"
     assert main(["reproduce", str(study), "--out", str(out)]) == 0
     cell = _bundle(out)["cells"][0]
@@ -249,10 +271,13 @@ def test_the_bundled_esc50_linear_probe_study_loads_and_states_no_invented_value
     from audiorepro.core.hashing import PLACEHOLDER
     from audiorepro.specs.study import LinearProbeStudy, load_study
 
-    study = load_study(Path(__file__).parent.parent / "studies" / "esc50_linear_probe.toml",
-                       strict=False)  # fmt: skip
+    study = load_study(
+        Path(__file__).parent.parent / "studies" / "esc50_linear_probe.toml", strict=False
+    )
     assert isinstance(study, LinearProbeStudy)
     assert study.published == ()
     assert {c.labels_sha256 for c in study.cells} == {PLACEHOLDER}
     assert [c.extract.model for c in study.cells if c.extract] == [
-        "630k-audioset-fusion-best", "630k-audioset-best"]  # fmt: skip
+        "630k-audioset-fusion-best",
+        "630k-audioset-best",
+    ]

@@ -92,9 +92,15 @@ def evaluate(
         check_out(target)
         work = target / "cache" / "evaluate"
         jobs = prepare_evaluate(
-            model, datasets, work, data=data, profiles=wanted, device=device,
-            registry=registry, task=task,
-        )  # fmt: skip
+            model,
+            datasets,
+            work,
+            data=data,
+            profiles=wanted,
+            device=device,
+            registry=registry,
+            task=task,
+        )
         studies = [(load_study(path), rel) for path, rel in jobs]
         passed = say_results(run_studies(studies, target, say=click.echo), click.echo)
     click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")

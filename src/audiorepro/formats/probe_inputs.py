@@ -61,17 +61,25 @@ def read_clip_embeddings(path: str | Path) -> ClipEmbeddings:
     arrays = read_npz(Path(path), what="an .npz dump")
     for key in ("audio_embeds", "audio_ids"):
         if key not in arrays:
-            raise UserError("is missing (a linear probe needs audio_embeds and audio_ids)",
-                            source=name, key=key)  # fmt: skip
+            raise UserError(
+                "is missing (a linear probe needs audio_embeds and audio_ids)", source=name, key=key
+            )
     emb, ids = arrays["audio_embeds"], arrays["audio_ids"]
     if emb.dtype not in (np.float32, np.float64) or emb.ndim != 2 or 0 in emb.shape:
-        raise UserError(f"has dtype {emb.dtype} and shape {emb.shape}; expected float32 or "
-                        "float64 [N, D] with N, D >= 1", source=name, key="audio_embeds")  # fmt: skip
+        raise UserError(
+            f"has dtype {emb.dtype} and shape {emb.shape}; expected float32 or "
+            "float64 [N, D] with N, D >= 1",
+            source=name,
+            key="audio_embeds",
+        )
     if not bool(np.all(np.isfinite(emb))):
         raise UserError("has a non-finite value", source=name, key="audio_embeds")
     if ids.dtype.kind != "U" or ids.shape != (emb.shape[0],):
-        raise UserError(f"has dtype {ids.dtype} and shape {ids.shape}; expected str "
-                        f"[{emb.shape[0]}]", source=name, key="audio_ids")  # fmt: skip
+        raise UserError(
+            f"has dtype {ids.dtype} and shape {ids.shape}; expected str [{emb.shape[0]}]",
+            source=name,
+            key="audio_ids",
+        )
     listed = [str(v) for v in ids.tolist()]
     if len(set(listed)) != len(listed):
         twice = next(v for i, v in enumerate(listed) if v in listed[:i])
@@ -98,21 +106,28 @@ def parse_labels(text: str, *, source: str, fold_column: str | None) -> Labels:
     except csv.Error as exc:
         raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
     if not rows:
-        raise UserError(f"is empty; expected a header {ID_COLUMN},{LABEL_COLUMN}[,fold]",
-                        source=source)  # fmt: skip
+        raise UserError(
+            f"is empty; expected a header {ID_COLUMN},{LABEL_COLUMN}[,fold]", source=source
+        )
     header = [h.strip() for h in rows[0]]
     if "filename" in header and "category" in header and ID_COLUMN not in header:
         return _esc50(text, source, fold_column)
     for col in (ID_COLUMN, LABEL_COLUMN):
         if col not in header:
-            raise UserError(f"lacks column {col!r}; expected a header {ID_COLUMN},"
-                            f"{LABEL_COLUMN}[,fold] (or ESC-50's meta/esc50.csv)",
-                            source=source, key="header")  # fmt: skip
+            raise UserError(
+                f"lacks column {col!r}; expected a header {ID_COLUMN},"
+                f"{LABEL_COLUMN}[,fold] (or ESC-50's meta/esc50.csv)",
+                source=source,
+                key="header",
+            )
     if len(set(header)) != len(header):
         raise UserError("repeats a column name", source=source, key="header")
     if fold_column is not None and fold_column not in header:
-        raise UserError(f"has no fold column {fold_column!r} (columns: {', '.join(header)})",
-                        source=source, key=fold_column)  # fmt: skip
+        raise UserError(
+            f"has no fold column {fold_column!r} (columns: {', '.join(header)})",
+            source=source,
+            key=fold_column,
+        )
     at = {c: header.index(c) for c in header}
     names: dict[str, str] = {}
     folds: dict[str, str] = {}
@@ -120,8 +135,11 @@ def parse_labels(text: str, *, source: str, fold_column: str | None) -> Labels:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):
-            raise UserError(f"has {len(row)} fields; expected {len(header)} as in the header",
-                            source=source, key=f"row {n}")  # fmt: skip
+            raise UserError(
+                f"has {len(row)} fields; expected {len(header)} as in the header",
+                source=source,
+                key=f"row {n}",
+            )
         clip, label = row[at[ID_COLUMN]].strip(), row[at[LABEL_COLUMN]].strip()
         for col, value in ((ID_COLUMN, clip), (LABEL_COLUMN, label)):
             if not value:
@@ -148,9 +166,12 @@ def parse_labels(text: str, *, source: str, fold_column: str | None) -> Labels:
 
 def _esc50(text: str, source: str, fold_column: str | None) -> Labels:
     if fold_column not in (None, DEFAULT_FOLD_COLUMN):
-        raise UserError(f"is ESC-50's metadata, whose folds are its column 'fold'; expected "
-                        f"no other fold column (got {fold_column!r})",
-                        source=source, key=fold_column)  # fmt: skip
+        raise UserError(
+            f"is ESC-50's metadata, whose folds are its column 'fold'; expected "
+            f"no other fold column (got {fold_column!r})",
+            source=source,
+            key=fold_column,
+        )
     meta = parse_esc50_csv(text, source=source)
     fold_of = {f: str(k) for f, k in zip(meta.filenames, meta.folds, strict=True)}
     return Labels(
@@ -162,8 +183,9 @@ def _esc50(text: str, source: str, fold_column: str | None) -> Labels:
 
 
 def read_labels(path: str | Path, *, fold_column: str | None) -> Labels:
-    return parse_labels(read_text(path, what="a labels CSV"), source=str(path),
-                        fold_column=fold_column)  # fmt: skip
+    return parse_labels(
+        read_text(path, what="a labels CSV"), source=str(path), fold_column=fold_column
+    )
 
 
 @dataclass(frozen=True)
@@ -179,19 +201,29 @@ def align(labels: Labels, clips: ClipEmbeddings, *, labels_source: str) -> Align
     dump, or fewer than two classes among the clips is one line naming the labels file."""
     missing = [c for c in clips.ids if c not in labels.label_of]
     if missing:
-        raise UserError(f"has no row for {len(missing)} clip(s) of the dump (first: "
-                        f"{missing[0]!r}); every clip needs a label",
-                        source=labels_source, key=ID_COLUMN)  # fmt: skip
+        raise UserError(
+            f"has no row for {len(missing)} clip(s) of the dump (first: "
+            f"{missing[0]!r}); every clip needs a label",
+            source=labels_source,
+            key=ID_COLUMN,
+        )
     ids = set(clips.ids)
     extra = [c for c in labels.label_of if c not in ids]
     if extra:
-        raise UserError(f"labels {len(extra)} clip(s) the dump does not have (first: "
-                        f"{extra[0]!r}); a smaller set gives other numbers",
-                        source=labels_source, key=ID_COLUMN)  # fmt: skip
+        raise UserError(
+            f"labels {len(extra)} clip(s) the dump does not have (first: "
+            f"{extra[0]!r}); a smaller set gives other numbers",
+            source=labels_source,
+            key=ID_COLUMN,
+        )
     y = np.array([labels.label_of[c] for c in clips.ids], dtype=np.int64)
     if np.unique(y).size < 2:
-        raise UserError(f"gives the clips one class ({labels.classes[int(y[0])]!r}); a probe "
-                        "needs at least two", source=labels_source, key=LABEL_COLUMN)  # fmt: skip
+        raise UserError(
+            f"gives the clips one class ({labels.classes[int(y[0])]!r}); a probe "
+            "needs at least two",
+            source=labels_source,
+            key=LABEL_COLUMN,
+        )
     folds = tuple(labels.fold_of[c] for c in clips.ids) if labels.fold_of else ("",) * len(y)
     return Aligned(y, folds)
 

@@ -54,6 +54,7 @@ the scikit-learn version is recorded with every number it made.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -193,7 +194,9 @@ def fit_linear_v1(
     y = np.asarray(y_train, dtype=np.int64)
     classes = np.unique(y)
     if classes.size < 2:
-        raise param_error("y_train", "fit_linear_v1", "labels of at least two classes", int(classes.size))
+        raise param_error(
+            "y_train", "fit_linear_v1", "labels of at least two classes", int(classes.size)
+        )
     z_train, z_test = standardize(x_train, x_test)
     if grid is not None:
         c = choose_c(z_train, y, grid, folds=inner_folds)
@@ -264,7 +267,9 @@ def leave_one_fold_out(folds: Sequence[str], order: Sequence[str]) -> list[Split
     """
     f = np.asarray(list(folds))
     return [
-        Split(str(k), np.flatnonzero(f != k).astype(np.int64), np.flatnonzero(f == k).astype(np.int64))
+        Split(
+            str(k), np.flatnonzero(f != k).astype(np.int64), np.flatnonzero(f == k).astype(np.int64)
+        )
         for k in order
     ]
 
@@ -333,8 +338,6 @@ def mean_accuracy(results: Sequence[FoldResult]) -> float:
     ...
     ValueError: no splits
     """
-    import math
-
     if not results:
         raise ValueError("no splits")
     return math.fsum(r.accuracy for r in results) / len(results)

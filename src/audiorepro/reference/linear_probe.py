@@ -83,9 +83,13 @@ def reference_linear_v1(
     if k == 2:
         t = np.array([1.0 if v == classes[1] else -1.0 for v in y])
         res = scipy.optimize.minimize(
-            _binary, np.zeros(d + 1), args=(z, t, scale), jac=True, method="L-BFGS-B",
+            _binary,
+            np.zeros(d + 1),
+            args=(z, t, scale),
+            jac=True,
+            method="L-BFGS-B",
             options=options,
-        )  # fmt: skip
+        )
         dec = zt @ res.x[:-1] + res.x[-1]
         scores = np.stack([-dec, dec], axis=1)
     else:
@@ -93,9 +97,13 @@ def reference_linear_v1(
         for i, v in enumerate(y):
             onehot[i, classes.index(v)] = 1.0
         res = scipy.optimize.minimize(
-            _multinomial, np.zeros(k * d + k), args=(z, onehot, scale), jac=True,
-            method="L-BFGS-B", options=options,
-        )  # fmt: skip
+            _multinomial,
+            np.zeros(k * d + k),
+            args=(z, onehot, scale),
+            jac=True,
+            method="L-BFGS-B",
+            options=options,
+        )
         scores = zt @ res.x[: k * d].reshape(k, d).T + res.x[k * d :]
     pred = []
     for row in scores.tolist():

@@ -16,13 +16,16 @@ values, tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and t
 from __future__ import annotations
 
 import html
+import json
 import math
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, cast
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
@@ -82,6 +85,85 @@ ESC50_TEMPLATE: Final = "This is a sound of {class}"
 POOLED: Final = ("accuracy", "balanced_accuracy", "macro_f1")
 
 
+class TwinRow(TypedDict):
+    """One split against the SciPy twin and its prediction file re-read."""
+
+    fold: str
+    accuracy: float
+    twin_accuracy: float
+    tolerance: float  #: the share of test items inside the twin's near-tie band
+    disagreements: int
+    disagreements_outside_band: int
+    predictions_file_accuracy: Any  #: probe-metrics' accuracy of the written file
+    passed: bool
+
+
+class TwinCell(TypedDict):
+    cell: str
+    rows: list[TwinRow]
+    passed: bool
+
+
+class TwinParity(TypedDict):
+    cells: list[TwinCell]
+    passed: bool
+
+
+class LinearProbeVerification(TypedDict):
+    """``verification.json`` of a linear-probe study."""
+
+    metric_parity: TwinParity
+    metric_parity_passed: bool
+    failures: list[str]
+    golden: Summary
+
+
+class LinearProbeFold(TypedDict):
+    """One split of a cell: its probe and its test predictions' numbers."""
+
+    fold: str
+    n_train: int
+    n_test: int
+    C: float
+    accuracy: float
+    near_ties: int  #: test items within NEAR_TIE of a tie (tier b: may move by these)
+    min_margin: float
+    predictions: str  #: the prediction file in the output folder
+    predictions_sha256: str
+    report: dict[str, Any]  #: the classification report (probe-metrics' classification)
+
+
+class LinearProbeBundleCell(TypedDict):
+    """One cell of the bundle: its inputs, probe, splits, mean and pooled numbers."""
+
+    id: str
+    model: str
+    dump: str  #: the dump's file name (given) or its path in the output folder (extracted)
+    dump_sha256: str
+    labels: str
+    labels_sha256: str
+    fold_column: str
+    protocol: Any  #: "leave-one-fold-out" or {train, test}
+    n_clips: int
+    n_dims: int
+    embeds_dtype: str
+    classes: list[str]
+    probe: dict[str, Any]  #: the definition, its version, C or grid, scikit-learn's version
+    folds: list[LinearProbeFold]
+    mean_accuracy: float
+    pooled: dict[str, Any]  #: the pooled predictions' report, fold-bootstrap interval
+    model_meta: dict[str, Any]  #: the dump's meta_json
+
+
+class LinearProbeBundle(TypedDict):
+    """``bundle.json.gz`` of a linear-probe study (decompressed)."""
+
+    schema: Literal["audiorepro.linear-probe-bundle/1"]
+    study: dict[str, Any]  #: name, title, definitions version, bootstrap
+    cells: list[LinearProbeBundleCell]
+    verification: LinearProbeVerification
+
+
 @dataclass(frozen=True)
 class CellInputs:
     """One cell's embeddings, labels and splits, and the files they came from."""
@@ -101,19 +183,30 @@ def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list
     where = str(cell.labels)
     if cell.split is None:
         if len(labels.folds) < 2:
-            raise UserError(f"has {len(labels.folds)} fold(s) in column {cell.folds!r}; leave "
-                            "one fold out needs at least two", source=where, key=cell.folds)  # fmt: skip
+            raise UserError(
+                f"has {len(labels.folds)} fold(s) in column {cell.folds!r}; leave "
+                "one fold out needs at least two",
+                source=where,
+                key=cell.folds,
+            )
         splits = leave_one_fold_out(aligned.folds, labels.folds)
     else:
         for f in (*cell.split[0], *cell.split[1]):
             if f not in labels.folds:
-                raise UserError(f"has no fold {f!r} (folds: {', '.join(labels.folds)})",
-                                source=where, key=cell.folds)  # fmt: skip
+                raise UserError(
+                    f"has no fold {f!r} (folds: {', '.join(labels.folds)})",
+                    source=where,
+                    key=cell.folds,
+                )
         splits = declared_split(aligned.folds, *cell.split)
     for s in splits:
         if s.test.size == 0 or np.unique(aligned.y[s.train]).size < 2:
-            raise UserError(f"leaves split {s.name!r} without test clips or with one training "
-                            "class; a probe needs both", source=where, key=cell.folds)  # fmt: skip
+            raise UserError(
+                f"leaves split {s.name!r} without test clips or with one training "
+                "class; a probe needs both",
+                source=where,
+                key=cell.folds,
+            )
     return splits
 
 
@@ -126,8 +219,9 @@ def _extracted(cell: LinearProbeCell, study: LinearProbeStudy, cache: Path) -> P
         title=study.title,
         source=study.source,
         tie_policy="pessimistic",
-        dataset=ZeroshotDataset("linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5),
-                                ESC50_TEMPLATE),  # fmt: skip
+        dataset=ZeroshotDataset(
+            "linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5), ESC50_TEMPLATE
+        ),
         cells=(cell.extract,),
         published=(),
     )
@@ -155,8 +249,6 @@ def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> C
 
 def _dump_meta(path: Path) -> dict[str, Any]:
     """The dump's ``meta_json`` as a dict, when it has one that parses (else empty)."""
-    import json
-
     try:
         with np.load(path, allow_pickle=False) as npz:
             if "meta_json" not in npz.files:
@@ -178,9 +270,7 @@ def predictions_arrays(
     }
 
 
-def fold_record(
-    r: FoldResult, inputs: CellInputs, rel: str, sha: str
-) -> dict[str, Any]:
+def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> dict[str, Any]:
     """One split's numbers as the bundle holds them."""
     true = inputs.aligned.y[r.split.test]
     return {
@@ -209,12 +299,20 @@ def cell_record(
     pred = np.concatenate([r.fit.pred for r in results])
     groups = [r.split.name for r in results for _ in range(r.split.test.size)]
     pooled = classification_report(true, pred, class_names=list(inputs.labels.classes))
-    ci = group_bootstrap_accuracy_ci(true, pred, groups, n_resamples=bootstrap.resamples,
-                                     seed=bootstrap.seed, level=bootstrap.level)  # fmt: skip
+    ci = group_bootstrap_accuracy_ci(
+        true,
+        pred,
+        groups,
+        n_resamples=bootstrap.resamples,
+        seed=bootstrap.seed,
+        level=bootstrap.level,
+    )
     pooled["accuracy_ci_fold_bootstrap"] = None if ci is None else list(ci)
-    protocol: Any = "leave-one-fold-out" if cell.split is None else {
-        "train": list(cell.split[0]), "test": list(cell.split[1])
-    }  # fmt: skip
+    protocol: Any = (
+        "leave-one-fold-out"
+        if cell.split is None
+        else {"train": list(cell.split[0]), "test": list(cell.split[1])}
+    )
     return {
         "id": cell.id,
         "model": cell.model,
@@ -240,12 +338,18 @@ def reproduced(cell: Mapping[str, Any]) -> dict[str, float]:
     """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
     out = {"mean_accuracy": float(cell["mean_accuracy"])}
     out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
-    out.update({f"pooled/{m}": float(cell["pooled"][m]) for m in POOLED if cell["pooled"][m] is not None})
+    out.update(
+        {f"pooled/{m}": float(cell["pooled"][m]) for m in POOLED if cell["pooled"][m] is not None}
+    )
     return out
 
 
 def twin_parity(
-    cell_id: str, inputs: CellInputs, results: list[FoldResult], out: Path, folds: list[dict[str, Any]]
+    cell_id: str,
+    inputs: CellInputs,
+    results: list[FoldResult],
+    out: Path,
+    folds: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Per split: the SciPy twin's predictions against scikit-learn's (equal outside the
     twin's near-tie band, accuracies within the band's share), and the written prediction
@@ -261,16 +365,20 @@ def twin_parity(
         twin_acc = int(np.count_nonzero(twin == y[s.test])) / int(s.test.size)
         tolerance = int(np.count_nonzero(band)) / int(s.test.size)
         reread = probe_report_file(out / f["predictions"])["classification"]["accuracy"]
-        rows.append({
-            "fold": s.name,
-            "accuracy": r.accuracy,
-            "twin_accuracy": twin_acc,
-            "tolerance": tolerance,
-            "disagreements": int(np.count_nonzero(twin != r.fit.pred)),
-            "disagreements_outside_band": outside,
-            "predictions_file_accuracy": reread,
-            "passed": outside == 0 and abs(twin_acc - r.accuracy) <= tolerance and reread == r.accuracy,
-        })  # fmt: skip
+        rows.append(
+            {
+                "fold": s.name,
+                "accuracy": r.accuracy,
+                "twin_accuracy": twin_acc,
+                "tolerance": tolerance,
+                "disagreements": int(np.count_nonzero(twin != r.fit.pred)),
+                "disagreements_outside_band": outside,
+                "predictions_file_accuracy": reread,
+                "passed": outside == 0
+                and abs(twin_acc - r.accuracy) <= tolerance
+                and reread == r.accuracy,
+            }
+        )
     return {"cell": cell_id, "rows": rows, "passed": all(r["passed"] for r in rows)}
 
 
@@ -287,7 +395,9 @@ class LinearProbeState(KindState):
     parity: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _load(study: LinearProbeStudy, ctx: Context, state: LinearProbeState, cell: LinearProbeCell) -> None:
+def _load(
+    study: LinearProbeStudy, ctx: Context, state: LinearProbeState, cell: LinearProbeCell
+) -> None:
     try:
         state.inputs[cell.id] = load_cell(cell, study, ctx)
     except FileNotFoundError as exc:  # a declared dump that is not here: an incomplete study
@@ -299,31 +409,43 @@ def compute_cell(
     cell: LinearProbeCell, inputs: CellInputs, out: Path, bootstrap: Bootstrap
 ) -> tuple[list[FoldResult], dict[str, Any]]:
     """Every split's probe, its prediction file written under ``out``, the cell's record."""
-    results = probe_splits(inputs.clips.embeds, inputs.aligned.y, inputs.splits,
-                           c=cell.c, grid=cell.grid)  # fmt: skip
+    results = probe_splits(
+        inputs.clips.embeds, inputs.aligned.y, inputs.splits, c=cell.c, grid=cell.grid
+    )
     folds = []
     for r in results:
         rel = f"predictions/{slug(cell.id)}/{slug(r.split.name)}.npz"
-        arrays = predictions_arrays(inputs.labels.classes, inputs.aligned.y[r.split.test], r.fit.pred)
+        arrays = predictions_arrays(
+            inputs.labels.classes, inputs.aligned.y[r.split.test], r.fit.pred
+        )
         atomic_write_bytes(out / rel, npz_bytes(arrays))
         folds.append(fold_record(r, inputs, rel, sha256_file(out / rel)))
     return results, cell_record(cell, inputs, results, folds, bootstrap)
 
 
-def _golden(study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], errors: dict[str, str]) -> Summary:
+def _golden(
+    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+) -> Summary:
     rows: list[ValueRow] = []
     for pub in study.published:
         reason = errors.get(pub.cell) or (None if pub.cell in cells else "not computed")
         got = reproduced(cells[pub.cell]) if reason is None else {}
-        rows += [ValueRow(**r, provenance=pub.provenance)
-                 for r in value_rows(pub.cell, pub.values, pub.tolerance, got, reason, "linear-v1")]  # fmt: skip
+        rows += [
+            ValueRow(**r, provenance=pub.provenance)
+            for r in value_rows(pub.cell, pub.values, pub.tolerance, got, reason, "linear-v1")
+        ]
     return summarize(rows)
 
 
-def _tables(study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], golden: Summary) -> dict[str, Table]:
+def _tables(
+    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], golden: Summary
+) -> dict[str, Table]:
     names = list(dict.fromkeys(f["fold"] for c in cells.values() for f in c["folds"]))
-    columns = (Column("mean_accuracy", True), *(Column(f"fold {n}", True) for n in names),
-               *(Column(f"pooled {m}", True) for m in POOLED))  # fmt: skip
+    columns = (
+        Column("mean_accuracy", True),
+        *(Column(f"fold {n}", True) for n in names),
+        *(Column(f"pooled {m}", True) for m in POOLED),
+    )
     rows = []
     for cell in study.cells:
         c = cells.get(cell.id)
@@ -331,34 +453,62 @@ def _tables(study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], gol
             rows.append((cell.id, tuple(None for _ in columns)))
             continue
         by = {f["fold"]: f["accuracy"] for f in c["folds"]}
-        rows.append((cell.id, (c["mean_accuracy"], *(by.get(n) for n in names),
-                               *(c["pooled"][m] for m in POOLED))))  # fmt: skip
+        rows.append(
+            (
+                cell.id,
+                (
+                    c["mean_accuracy"],
+                    *(by.get(n) for n in names),
+                    *(c["pooled"][m] for m in POOLED),
+                ),
+            )
+        )
     main = Table(
         title="Linear probe (linear-v1): accuracy per held-out fold",
         columns=columns,
         rows=tuple(rows),
         row_header="cell",
-        notes=(f"linear-v1 (linear-probe definitions {DEFINITIONS_VERSION}): standardized "
-               "float64 features, LogisticRegression(C, lbfgs, max_iter=1000, tol=1e-6); "
-               "mean_accuracy is the unweighted mean over the splits",),
-    )  # fmt: skip
+        notes=(
+            f"linear-v1 (linear-probe definitions {DEFINITIONS_VERSION}): standardized "
+            "float64 features, LogisticRegression(C, lbfgs, max_iter=1000, tol=1e-6); "
+            "mean_accuracy is the unweighted mean over the splits",
+        ),
+    )
     published = Table(
         title="Published vs reproduced",
-        columns=tuple(Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")),
-        rows=tuple((r["cell"], (r["metric"], r["published"], r["reproduced"], r["delta"],
-                                r["tolerance"], r["status"])) for r in golden["rows"]),
+        columns=tuple(
+            Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")
+        ),
+        rows=tuple(
+            (
+                r["cell"],
+                (
+                    r["metric"],
+                    r["published"],
+                    r["reproduced"],
+                    r["delta"],
+                    r["tolerance"],
+                    r["status"],
+                ),
+            )
+            for r in golden["rows"]
+        ),
         row_header="cell",
         digits=6,
-    )  # fmt: skip
+    )
     return {"linear_probe": main, "published": published}
 
 
 def _report(study: LinearProbeStudy, tables: dict[str, Table], failures: list[str]) -> str:
     e = html.escape
     status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{e(study.title)}</title></head><body>", f"<h1>{e(study.title)}</h1>",
-             f"<p><strong>{e(status)}</strong></p>"]  # fmt: skip
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(study.title)}</title></head><body>",
+        f"<h1>{e(study.title)}</h1>",
+        f"<p><strong>{e(status)}</strong></p>",
+    ]
     if failures:
         parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
     for i, (name, table) in enumerate(tables.items()):
@@ -389,15 +539,21 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         assert state.study is not None and state.ctx is not None
         for cell in state.study.cells:
             if cell.id in state.inputs:
-                results, record = compute_cell(cell, state.inputs[cell.id], state.ctx.out,
-                                               state.study.bootstrap)  # fmt: skip
+                results, record = compute_cell(
+                    cell, state.inputs[cell.id], state.ctx.out, state.study.bootstrap
+                )
                 state.results[cell.id], state.cells[cell.id] = results, record
 
     def check_parity(self, state: LinearProbeState) -> None:
         assert state.ctx is not None
         for cell_id, results in state.results.items():
-            p = twin_parity(cell_id, state.inputs[cell_id], results, state.ctx.out,
-                            state.cells[cell_id]["folds"])  # fmt: skip
+            p = twin_parity(
+                cell_id,
+                state.inputs[cell_id],
+                results,
+                state.ctx.out,
+                state.cells[cell_id]["folds"],
+            )
             state.parity.append(p)
             if not p["passed"]:
                 state.failures.append(f"metric parity failed for cell {cell_id}")
@@ -410,25 +566,33 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         assert state.study is not None
         return _tables(state.study, state.cells, golden)
 
-    def bundle_part(self, state: LinearProbeState, golden: Summary, tables: dict[str, Table]) -> BundlePart:
+    def bundle_part(
+        self, state: LinearProbeState, golden: Summary, tables: dict[str, Table]
+    ) -> BundlePart:
         assert state.study is not None
         study, parity = state.study, state.parity
-        passed = bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
-        verification = {
-            "metric_parity": {"cells": parity, "passed": passed},
+        passed = (
+            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        )
+        verification: LinearProbeVerification = {
+            "metric_parity": {"cells": cast(list[TwinCell], parity), "passed": passed},
             "metric_parity_passed": passed,
             "failures": state.failures,
             "golden": golden,
         }
         b = study.bootstrap
-        bundle = {
-            "schema": LINEAR_PROBE_BUNDLE,
-            "study": {"name": study.name, "title": study.title,
-                      "definitions_version": DEFINITIONS_VERSION,
-                      "bootstrap": {"resamples": b.resamples, "seed": b.seed, "level": b.level}},
-            "cells": [state.cells[c.id] for c in study.cells if c.id in state.cells],
+        cells = [state.cells[c.id] for c in study.cells if c.id in state.cells]
+        bundle: LinearProbeBundle = {
+            "schema": "audiorepro.linear-probe-bundle/1",
+            "study": {
+                "name": study.name,
+                "title": study.title,
+                "definitions_version": DEFINITIONS_VERSION,
+                "bootstrap": {"resamples": b.resamples, "seed": b.seed, "level": b.level},
+            },
+            "cells": cast(list[LinearProbeBundleCell], cells),
             "verification": verification,
-        }  # fmt: skip
+        }
         inputs = {}
         for c in study.cells:
             if c.id in state.cells:
@@ -436,12 +600,11 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
                 inputs[c.labels.name] = rec["labels_sha256"]
                 if c.extract is None:
                     inputs[rec["dump"]] = rec["dump_sha256"]
-        return BundlePart(verification, _report(study, tables, state.failures), bundle, [],
-                          inputs=inputs)  # fmt: skip
+        return BundlePart(
+            verification, _report(study, tables, state.failures), bundle, [], inputs=inputs
+        )
 
     def verify(self, study: LinearProbeStudy, cache: Path) -> Summary:
-        import tempfile
-
         with tempfile.TemporaryDirectory() as tmp:
             ctx = Context(Path(tmp), cache)
             state = LinearProbeState(study=study, ctx=ctx)
@@ -457,7 +620,9 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
-_COUNTS = frozenset({"n", "n_train", "n_test", "n_clips", "n_dims", "near_ties", "confusion_matrix"})
+_COUNTS = frozenset(
+    {"n", "n_train", "n_test", "n_clips", "n_dims", "near_ties", "confusion_matrix"}
+)
 
 
 def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
@@ -480,10 +645,16 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
 
 def _identities(cell: Mapping[str, Any]) -> Identities:
     probe = cell.get("probe") or {}
-    settings = tuple(f"{k}={probe[k]}" for k in ("definition", "C", "grid", "scikit_learn") if k in probe)
+    settings = tuple(
+        f"{k}={probe[k]}" for k in ("definition", "C", "grid", "scikit_learn") if k in probe
+    )
     meta = cell.get("model_meta") or {}
-    return Identities(dump=cell.get("dump_sha256"), weights=meta.get("weights_sha256"),
-                      settings=settings, files=(str(cell.get("labels_sha256")),))  # fmt: skip
+    return Identities(
+        dump=cell.get("dump_sha256"),
+        weights=meta.get("weights_sha256"),
+        settings=settings,
+        files=(str(cell.get("labels_sha256")),),
+    )
 
 
 # --- the one-line command ---------------------------------------------------------------
@@ -500,23 +671,47 @@ def linear_probe_dump(
     labels = read_labels(labels_path, fold_column=fold_column)
     aligned = align(labels, clips, labels_source=str(labels_path))
     if len(labels.folds) < 2:
-        raise UserError(f"has {len(labels.folds)} fold(s) in column {fold_column!r}; leave one "
-                        "fold out needs at least two", source=labels_path, key=fold_column)  # fmt: skip
+        raise UserError(
+            f"has {len(labels.folds)} fold(s) in column {fold_column!r}; leave one "
+            "fold out needs at least two",
+            source=labels_path,
+            key=fold_column,
+        )
     splits = leave_one_fold_out(aligned.folds, labels.folds)
     for s in splits:
         if np.unique(aligned.y[s.train]).size < 2:
-            raise UserError(f"leaves fold {s.name!r} one training class; a probe needs two",
-                            source=labels_path, key=fold_column)  # fmt: skip
+            raise UserError(
+                f"leaves fold {s.name!r} one training class; a probe needs two",
+                source=labels_path,
+                key=fold_column,
+            )
     results = probe_splits(clips.embeds, aligned.y, splits, c=c)
     return {
         "schema": "audiorepro.linear-probe/1",
-        "dump": {"file": dump.name, "sha256": sha256_file(dump), "n_clips": len(clips.ids),
-                 "n_dims": int(clips.embeds.shape[1]), "dtype": clips.dtype},
-        "labels": {"file": labels_path.name, "sha256": sha256_file(labels_path),
-                   "fold_column": fold_column, "classes": list(labels.classes)},
+        "dump": {
+            "file": dump.name,
+            "sha256": sha256_file(dump),
+            "n_clips": len(clips.ids),
+            "n_dims": int(clips.embeds.shape[1]),
+            "dtype": clips.dtype,
+        },
+        "labels": {
+            "file": labels_path.name,
+            "sha256": sha256_file(labels_path),
+            "fold_column": fold_column,
+            "classes": list(labels.classes),
+        },
         "probe": definition_record(c, None),
-        "folds": [{"fold": r.split.name, "n_train": int(r.split.train.size),
-                   "n_test": int(r.split.test.size), "accuracy": r.accuracy,
-                   "near_ties": r.near_ties, "min_margin": r.min_margin} for r in results],
+        "folds": [
+            {
+                "fold": r.split.name,
+                "n_train": int(r.split.train.size),
+                "n_test": int(r.split.test.size),
+                "accuracy": r.accuracy,
+                "near_ties": r.near_ties,
+                "min_margin": r.min_margin,
+            }
+            for r in results
+        ],
         "mean_accuracy": mean_accuracy(results),
-    }  # fmt: skip
+    }

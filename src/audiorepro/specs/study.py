@@ -1016,29 +1016,47 @@ class LinearProbeStudy:
 def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
     where = f"cell[{i}]"
     if (c.dump is None) == (c.extract is None):
-        raise UserError("give exactly one of 'dump' (with 'sha256') or 'extract'",
-                        source=source, key=f"{where}.dump")  # fmt: skip
+        raise UserError(
+            "give exactly one of 'dump' (with 'sha256') or 'extract'",
+            source=source,
+            key=f"{where}.dump",
+        )
     if (c.dump is None) != (c.sha256 is None):
-        raise UserError("is missing; 'dump' and 'sha256' go together", source=source,
-                        key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}")  # fmt: skip
+        raise UserError(
+            "is missing; 'dump' and 'sha256' go together",
+            source=source,
+            key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}",
+        )
     labels = _required_path(source, f"{where}.labels", c.labels, must_exist=strict)
     dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
     if strict and c.labels_sha256 == PLACEHOLDER and labels.is_file():
-        raise UserError(f"has no verified SHA-256 for {labels.name} yet ({PLACEHOLDER!r}); the "
-                        f"file here hashes to {sha256_file(labels)}: record it once verified",
-                        source=source, key=f"{where}.labels_sha256")  # fmt: skip
-    for path, digest, key in ((labels, c.labels_sha256, "labels_sha256"), (dump, c.sha256, "sha256")):
+        raise UserError(
+            f"has no verified SHA-256 for {labels.name} yet ({PLACEHOLDER!r}); the "
+            f"file here hashes to {sha256_file(labels)}: record it once verified",
+            source=source,
+            key=f"{where}.labels_sha256",
+        )
+    for path, digest, key in (
+        (labels, c.labels_sha256, "labels_sha256"),
+        (dump, c.sha256, "sha256"),
+    ):
         if strict and path is not None and path.is_file() and sha256_file(path) != digest:
-            raise UserError(f"{path.name} has SHA-256 {sha256_file(path)}, the study expects "
-                            f"{digest}", source=source, key=f"{where}.{key}")  # fmt: skip
+            raise UserError(
+                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
+                source=source,
+                key=f"{where}.{key}",
+            )
     split = None
     if isinstance(c.protocol, DeclaredSplitSpec):
         tr, te = c.protocol.train, c.protocol.test
         both = sorted(set(tr) & set(te))
         if both or len(set(tr)) != len(tr) or len(set(te)) != len(te):
-            raise UserError(f"names fold {both[0] if both else 'twice'!r} on both sides or "
-                            "twice; expected distinct train and test folds",
-                            source=source, key=f"{where}.protocol")  # fmt: skip
+            raise UserError(
+                f"names fold {both[0] if both else 'twice'!r} on both sides or "
+                "twice; expected distinct train and test folds",
+                source=source,
+                key=f"{where}.protocol",
+            )
         split = (tuple(tr), tuple(te))
     extract = None
     if c.extract is not None:
@@ -1048,12 +1066,27 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
             parse(key, value, source=f"{source}: {where}.extract.settings")
         registry = _path(source, f"{where}.extract.registry", e.registry, must_exist=True)
         extract = ZeroshotCell(c.id, e.model, registry, dict(e.settings), e.device)
-    audio = None if c.extract is None else _required_path(
-        source, f"{where}.extract.audio", c.extract.audio, must_exist=strict
-    )  # fmt: skip
+    audio = (
+        None
+        if c.extract is None
+        else _required_path(source, f"{where}.extract.audio", c.extract.audio, must_exist=strict)
+    )
     grid = None if c.C_grid is None else tuple(sorted(set(c.C_grid)))
-    return LinearProbeCell(c.id, c.model, dump, c.sha256, extract, audio, labels,
-                           c.labels_sha256, c.folds, split, c.definition, c.C, grid)  # fmt: skip
+    return LinearProbeCell(
+        c.id,
+        c.model,
+        dump,
+        c.sha256,
+        extract,
+        audio,
+        labels,
+        c.labels_sha256,
+        c.folds,
+        split,
+        c.definition,
+        c.C,
+        grid,
+    )
 
 
 def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
@@ -1065,22 +1098,33 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
             raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
         seen.add(c.id)
         cells.append(_lp_cell(c, i, source, strict))
-    distinct_file_names([(f"cell[{i}].id", c.id) for i, c in enumerate(cells)],
-                        source=str(source), what="a cell id")  # fmt: skip
+    distinct_file_names(
+        [(f"cell[{i}].id", c.id) for i, c in enumerate(cells)], source=str(source), what="a cell id"
+    )
     published = []
     for i, p in enumerate(spec.published):
         where = f"published[{i}]"
         if p.cell not in seen:
-            raise UserError(f"names {p.cell!r}, which is not a cell of this study",
-                            source=source, key=f"{where}.cell")  # fmt: skip
+            raise UserError(
+                f"names {p.cell!r}, which is not a cell of this study",
+                source=source,
+                key=f"{where}.cell",
+            )
         for metric in p.values:
             if not LINEAR_PROBE_METRIC.match(metric):
-                raise UserError("unknown linear-probe metric; expected mean_accuracy, "
-                                "fold/<fold>/accuracy or pooled/<accuracy|balanced_accuracy|"
-                                "macro_f1>", source=source, key=f"{where}.values.{metric}")  # fmt: skip
+                raise UserError(
+                    "unknown linear-probe metric; expected mean_accuracy, "
+                    "fold/<fold>/accuracy or pooled/<accuracy|balanced_accuracy|"
+                    "macro_f1>",
+                    source=source,
+                    key=f"{where}.values.{metric}",
+                )
         _check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
-        published.append(Published(p.cell, "linear-v1", spec.tie_policy, p.tolerance,
-                                   p.provenance, dict(p.values)))  # fmt: skip
+        published.append(
+            Published(
+                p.cell, "linear-v1", spec.tie_policy, p.tolerance, p.provenance, dict(p.values)
+            )
+        )
     b = spec.bootstrap
     return LinearProbeStudy(
         name=spec.name,
