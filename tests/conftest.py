@@ -105,6 +105,7 @@ LAYERS = {
         "test_tables.py",
         "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
+        "test_verification.py", "test_speech_fixtures.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",

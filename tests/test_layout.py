@@ -48,6 +48,7 @@ KINDS = {
 #: (half a second at every start of the command line, for the few clips that need resampling).
 LAZY = {
     "scipy.signal",
+    "resemblyzer",
     "torch",
     "torchaudio",
     "laion_clap",

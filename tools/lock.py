@@ -21,12 +21,15 @@ Locks (see ``audiorepro.checks.locks.LOCKS``):
 
 Each lock starts with a header naming its inputs and their SHA-256; ``tests/test_locks.py``
 fails when pyproject.toml and a lock disagree (inputs changed, a requirement not satisfied by
-its pin, a pin without a hash). Re-locking needs the network and picks the newest releases that
-satisfy pyproject.toml: commit the result with a line in CHANGELOG.md.
+its pin, a pin without a hash). Re-locking needs the network; it keeps each lock's current pins
+where pyproject.toml still allows them (``--upgrade`` picks the newest releases that satisfy
+it): commit the result with a line in CHANGELOG.md.
 
 Usage::
 
-    python tools/lock.py            # rewrite every lock (needs uv and PyPI)
+    python tools/lock.py            # rewrite every lock (needs uv and PyPI), keeping the
+                                    # current pins where pyproject.toml still allows them
+    python tools/lock.py --upgrade  # the same, resolved afresh: the newest releases
     python tools/lock.py --check    # offline: do the locks agree with pyproject.toml?
 """
 
@@ -53,13 +56,21 @@ def _uv() -> str:
     return uv
 
 
-def compile_lock(name: str) -> str:
-    """Resolve one lock with uv and return its text, header included."""
+def compile_lock(name: str, *, upgrade: bool = False) -> str:
+    """Resolve one lock with uv and return its text, header included.
+
+    The pins of the current lock are uv's preferences (its ``--output-file``), so a change to
+    pyproject.toml moves only what it must; ``upgrade`` resolves afresh (newest releases).
+    """
     spec = LOCKS[name]
     inputs = lock_inputs(ROOT / "pyproject.toml", spec)
     with tempfile.TemporaryDirectory() as tmp:
         req_in = Path(tmp) / "requirements.in"
         req_in.write_text("\n".join(inputs) + "\n")
+        current = ROOT / "requirements" / name
+        result = Path(tmp) / name
+        if current.is_file() and not upgrade:
+            shutil.copyfile(current, result)
         cmd = [
             _uv(),
             "pip",
@@ -73,20 +84,25 @@ def compile_lock(name: str) -> str:
             spec.platform,
             "--index-url",
             "https://pypi.org/simple",
+            "--output-file",
+            str(result),
             "--quiet",
         ]
         # Only PyPI: this machine's pip configuration adds local indexes that uv must not see.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"lock: uv failed for {name}:\n{proc.stderr}")
-    body = proc.stdout.replace(str(req_in), "pyproject.toml")
+        if proc.returncode != 0:
+            sys.exit(f"lock: uv failed for {name}:\n{proc.stderr}")
+        body = result.read_text().replace(str(req_in), "pyproject.toml")
     return lock_header(name, spec, inputs) + body
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="check the locks, offline")
+    parser.add_argument(
+        "--upgrade", action="store_true", help="newest releases, not the current pins"
+    )
     args = parser.parse_args(argv)
     pyproject = ROOT / "pyproject.toml"
     failed = False
@@ -100,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             if not problems:
                 print(f"{path.relative_to(ROOT)}: agrees with pyproject.toml")
             continue
-        text = compile_lock(name)
+        text = compile_lock(name, upgrade=args.upgrade)
         path.parent.mkdir(exist_ok=True)
         path.write_text(text)
         print(f"wrote {path.relative_to(ROOT)} ({text.count('--hash=')} hashes)")

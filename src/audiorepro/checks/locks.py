@@ -45,7 +45,7 @@ class LockSpec:
 
 LOCKS: dict[str, LockSpec] = {
     "dev-linux-x86_64.txt": LockSpec(
-        "x86_64-manylinux_2_28", "x86_64", ("test", "models", "slurm", "type", "bench")
+        "x86_64-manylinux_2_28", "x86_64", ("test", "models", "slurm", "type", "bench", "speech")
     ),
     "lint.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("lint",), with_dependencies=False),
     "type.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("type",)),
