@@ -99,14 +99,15 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
         }
     if kind.startswith("audiorepro"):
         from audiorepro.formats.audio import read_audio
-        from audiorepro.models.pipelines import configure_determinism, load_pipeline
+        from audiorepro.models.embedder import load_embedder
+        from audiorepro.models.pipelines import configure_determinism
         from audiorepro.models.registry import load_registry
 
         configure_determinism("cpu")
         spec = load_registry([models / "registry.toml"])[
             "tiny-hf" if kind.endswith("hf") else "tiny-laion"
         ]
-        pipeline = load_pipeline(spec)
+        pipeline = load_embedder(spec)
         t0 = time.perf_counter()
         pipeline.embed_audio([read_audio(p) for p in files])
     elif kind == "peer-hf":

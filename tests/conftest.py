@@ -125,7 +125,7 @@ LAYERS = {
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
-        "test_study_kinds.py", "test_hostile_layout.py",
+        "test_study_kinds.py", "test_hostile_layout.py", "test_encoders.py",
         "test_linear_probe.py", "test_linear_probe_study.py",
     },
     "e2e": {
@@ -138,7 +138,7 @@ LAYERS = {
 SLOW = {
     "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
     "test_diff_runs.py",
-    "test_evaluate.py", "test_number_view.py", "test_linear_probe_study.py",
+    "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_linear_probe_study.py",
 }  # fmt: skip
 
 

@@ -72,12 +72,12 @@ def _identity(tiny: Path, tmp_path: Path, *args: str) -> tuple[int, dict[str, An
 def test_tiny_models_are_the_same_weights_in_both_formats(tiny: Path) -> None:
     from audiorepro.models.mapping import check_key_sets
     from audiorepro.models.offline import STANDIN_TOKEN
-    from audiorepro.models.pipelines import load_pipeline
+    from audiorepro.models.pipelines import load_clap
     from audiorepro.models.registry import load_registry
 
     registry = load_registry([tiny / "registry.toml"])
-    hf = load_pipeline(registry["tiny-hf"])
-    laion = load_pipeline(registry["tiny-laion"])
+    hf = load_clap(registry["tiny-hf"])
+    laion = load_clap(registry["tiny-laion"])
     keys = check_key_sets(laion.raw_state(), hf.raw_state())
     assert keys["missing"] == [] and keys["unexpected"] == []
     assert keys["hf_only"] == [
@@ -104,12 +104,12 @@ def test_tiny_models_are_the_same_weights_in_both_formats(tiny: Path) -> None:
 
 
 def test_different_inputs_give_clearly_different_embeddings(tiny: Path) -> None:
+    from audiorepro.models.embedder import load_embedder
     from audiorepro.models.identity import load_fixture
-    from audiorepro.models.pipelines import load_pipeline
     from audiorepro.models.registry import load_registry
 
     fixture = load_fixture(None, None)
-    pipeline = load_pipeline(load_registry([tiny / "registry.toml"])["tiny-laion"])
+    pipeline = load_embedder(load_registry([tiny / "registry.toml"])["tiny-laion"])
     audio = pipeline.embed_audio(list(fixture.waveforms))
     text = pipeline.embed_text(list(fixture.captions))
     for emb in (audio, text):

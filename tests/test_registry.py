@@ -166,7 +166,11 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "body, key, message",
     [
-        ('[checkpoints.m]\nformat = "onnx"\n', "checkpoints.m.format", "expected 'hf' or 'laion'"),
+        (
+            '[checkpoints.m]\nformat = "onnx"\n',
+            "checkpoints.m.format",
+            "expected 'hf', 'laion', 'py' or 'hear'",
+        ),
         (
             '[checkpoints.m]\nformat = "laion"\nweight = "x"\n',
             "checkpoints.m.weight",

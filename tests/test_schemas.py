@@ -116,7 +116,7 @@ HASH = {"a": "0" * 64}
         (
             _registry({"format": "hf", "wieghts": {}}),
             "checkpoints.m.wieghts",
-            "unknown key; expected some of architecture, description, file, files, format",
+            "unknown key; expected some of architecture, description, factory, file, files, format",
         ),
     ],
 )

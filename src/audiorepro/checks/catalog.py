@@ -20,7 +20,8 @@ from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.metrics.profiles import registered_profiles
-from audiorepro.models.registry import ModelSpec, load_registry
+from audiorepro.models.encoder_specs import code_identity
+from audiorepro.models.registry import ModelSpec, load_registry, weight_files
 from audiorepro.specs.study import load_study
 
 #: What ``audiorepro list`` can list, in the order of its help text.
@@ -80,9 +81,30 @@ def _checkpoint_present(spec: ModelSpec, cache: Path) -> bool:
     return all((folder / name).is_file() for name in names)
 
 
+def encoder_entry(spec: ModelSpec) -> CatalogEntry:
+    """A registered user encoder (``py``, ``hear``): its module or file, factory and how many
+    weight files it pins; present when its module is found (nothing is imported) and every
+    weight file the entry locates is here."""
+    weights = _known(spec.weights.values())
+    target = Path(spec.location).name if spec.location.endswith(".py") else spec.location
+    pins = target + (f":{spec.factory}" if spec.factory else "")
+    pins += f"; weights hashed {weights[0]}/{weights[1]}"
+    try:
+        user = spec.user
+        assert user is not None
+        code_identity(user)  # the source is found without importing it
+        here = all(p.is_file() for p in weight_files(spec).values())
+    except UserError:
+        here = False
+    state = "here" if here else "not here: install its module or put its files in place"
+    return CatalogEntry(spec.name, f"{spec.format} encoder", pins, state)
+
+
 def checkpoint_entry(spec: ModelSpec, cache: Path) -> CatalogEntry:
     """A registered checkpoint: its revision, how many of its files have a published SHA-256,
-    and whether its weights are here."""
+    and whether its weights are here (a user's encoder: :func:`encoder_entry`)."""
+    if spec.user is not None:
+        return encoder_entry(spec)
     weights = _known(spec.weights.values())
     files = _known(spec.files.values())
     where = spec.location

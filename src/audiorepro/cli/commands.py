@@ -45,12 +45,17 @@ from audiorepro.metrics.retrieval import (
     metrics_report,
 )
 from audiorepro.models import identity as ident
+from audiorepro.models.extract import audio_inputs, parse_shard
 from audiorepro.models.extract import extract as run_extract
 from audiorepro.models.extract import merge as run_merge
-from audiorepro.models.extract import parse_shard
 from audiorepro.models.extract_jobs import extract_in_processes
 from audiorepro.models.preflight import preflight
-from audiorepro.models.registry import load_registry, resolve_spec, with_architecture
+from audiorepro.models.registry import (
+    USER_FORMATS,
+    load_registry,
+    resolve_spec,
+    with_architecture,
+)
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.attest import check_signature
 from audiorepro.runner.cache import preflight_study
@@ -448,6 +453,13 @@ def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], optio
     spec = resolve_spec(name, load_registry(registries))
     preflight(spec)  # a corrupt checkpoint: one line before any model is built
     arch_items = tuple(i for i in items if i.partition("=")[0].strip() in ARCH_KEYS)
+    if arch_items and spec.format in USER_FORMATS:
+        raise UserError(
+            f"is a CLAP architecture setting; a {spec.format} encoder takes only seed and "
+            "batch_size",
+            source=option,
+            key=arch_items[0].partition("=")[0].strip(),
+        )
     spec = with_architecture(spec, arch_items, source=option)
     rest = tuple(i for i in items if i not in arch_items)
     return spec, parse_overrides(rest, source=option)
@@ -473,7 +485,11 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 
 @cli.command()
 @click.option(
-    "--model", "model", required=True, help="Registry name, hf:<repo or dir>[@rev] or laion:<path>."
+    "--model",
+    "model",
+    required=True,
+    help="Registry name, hf:<repo or dir>[@rev], laion:<path>, py:MODULE:FACTORY, "
+    "py:PATH.py:FACTORY, hear:MODULE[:WEIGHTS] or an encoder plugin's name.",
 )
 @click.option(
     "--audio",
@@ -482,7 +498,10 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
     help="Folder of audio files, or a list file.",
 )
 @click.option(
-    "--captions", type=click.Path(path_type=Path), required=True, help="Clotho or long caption CSV."
+    "--captions",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Clotho or long caption CSV (without: an audio-only dump of every clip).",
 )
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), required=True)
 @click.option(
@@ -507,7 +526,7 @@ def tiny_models(out: Path, seed: int, fusion: bool) -> None:
 def extract(
     model: str,
     audio: Path,
-    captions: Path,
+    captions: Path | None,
     out: Path,
     settings: tuple[str, ...],
     shard: str | None,
@@ -519,25 +538,39 @@ def extract(
     if jobs > 1:
         if shard is not None:
             raise click.UsageError("--jobs and --shard do not go together")
-        load_inputs(captions, audio)  # once here, not in every process
+        _check_inputs(captions, audio)  # once here, not in every process
         _spec(model, registries, settings, "--set")  # and the checkpoint preflight
-        args = ["--model", model, "--audio", str(audio), "--captions", str(captions)]
+        args = ["--model", model, "--audio", str(audio)]
+        args += [] if captions is None else ["--captions", str(captions)]
         args += [f"--set={s}" for s in settings] + ["--device", device]
         args += [f"--registry={r}" for r in registries]
         extract_in_processes(args, out, jobs)
         click.echo(f"wrote dump {out} ({jobs} processes, merged)")
         return
     part = parse_shard(shard)
-    load_inputs(captions, audio)  # bad captions or clips: one line before anything loads
+    _check_inputs(captions, audio)  # bad captions or clips: one line before anything loads
     spec, overrides = _spec(model, registries, settings, "--set")
     meta = run_extract(
         spec, audio, captions, out, overrides=overrides, device=device, shard=part, progress=True
     )
-    what = "part " + shard if shard else "dump"
-    click.echo(
-        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips, {meta['inputs']['n_captions']} "
-        f"captions, model {meta['model']} on {device}"
+    what = (
+        ("part " + shard if shard else "dump")
+        if captions
+        else "audio-only " + ("part " + shard if shard else "dump")
     )
+    texts = "" if captions is None else f", {meta['inputs']['n_captions']} captions"
+    click.echo(
+        f"wrote {what} {out}: {meta['inputs']['n_clips']} clips{texts}, model {meta['model']} "
+        f"on {device}"
+    )
+
+
+def _check_inputs(captions: Path | None, audio: Path) -> None:
+    """The caption file and clips (or, without captions, every clip) before any model."""
+    if captions is None:
+        audio_inputs(audio)
+    else:
+        load_inputs(captions, audio)
 
 
 @cli.command()
@@ -554,14 +587,19 @@ def _identity_lines(block: dict[str, Any]) -> list[str]:
         f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
     ]
     w = block["weights"]
-    lines.append(
-        f"weights: {w['status']} "
-        f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
-        + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
-        + ")"
-    )
+    if w.get("compared_by") == "sha256":
+        lines.append(f"weights: {w['status']} (compared by the files' SHA-256)")
+    else:
+        lines.append(
+            f"weights: {w['status']} "
+            f"({w['tensors_identical']}/{w['tensors_compared']} tensors identical"
+            + (f", max abs diff {w['max_abs_diff']:.3g}" if w["tensors_differing"] else "")
+            + ")"
+        )
     audio, text = block["audio_embedding_cosine_per_clip"], block["text_embedding_cosine_per_clip"]
-    if audio:
+    if audio and not text:
+        lines.append(f"embeddings: audio cosine min {min(audio):.6f} (audio only)")
+    elif audio:
         lines.append(
             f"embeddings: audio cosine min {min(audio):.6f}, text cosine min {min(text):.6f}, "
             f"similarity correlation {block['similarity_matrix_correlation']:.6f}, "

@@ -1,5 +1,10 @@
 """``audiorepro extract`` and ``merge``: audio files + captions -> an embedding dump.
 
+Any encoder (:mod:`audiorepro.models.embedder`): clips are decoded at the encoder's sample
+rate. Without captions, the dump is audio-only (:mod:`audiorepro.formats.audio_dump`: the
+clips of the folder or list file, in its order); with captions, the encoder needs a text
+tower (else one line, before anything is written).
+
 A dump's ``meta_json`` records everything that decides its numbers: the model (spec, revision,
 SHA-256 of every weight file, architecture), the preprocessing settings, the decoder and
 resampler, the inputs' hashes (caption file and every audio file), seed, device, dtype,
@@ -28,11 +33,13 @@ import numpy as np
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
-from audiorepro.formats.audio import RESAMPLER, SAMPLE_RATE, audio_identity, read_audio
-from audiorepro.formats.captions import Captions, load_inputs
+from audiorepro.formats.audio import audio_identity, check_audio, read_audio
+from audiorepro.formats.audio_dump import make_audio_dump, save_audio_dump
+from audiorepro.formats.captions import Captions, list_audio, load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import make_dump, read_npz, save_dump
-from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.embedder import Embedder, load_embedder, require_text
+from audiorepro.models.pipelines import configure_determinism
 from audiorepro.models.registry import ModelSpec
 from audiorepro.specs.records import PartRecord
 from audiorepro.specs.schema import validate
@@ -108,10 +115,23 @@ def _inputs(captions_path: Path, caps: Captions, paths: list[Path]) -> dict[str,
     }
 
 
+def audio_inputs(audio: Path) -> tuple[list[Path], dict[str, Any]]:
+    """The clips of an audio-only extraction (a folder in name order, a list file in its
+    order), each checked from its header, and their record."""
+    paths = list(list_audio(audio).values())
+    for path in paths:
+        check_audio(path)
+    listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
+    return paths, {
+        "n_clips": len(paths),
+        "audio_sha256": hashlib.sha256(listing.encode()).hexdigest(),
+    }
+
+
 def extract(
     spec: ModelSpec,
     audio: Path,
-    captions_path: Path,
+    captions_path: Path | None,
     out: Path,
     *,
     overrides: dict[str, Any] | None = None,
@@ -120,48 +140,43 @@ def extract(
     progress: bool = False,
     extra_meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Embed every clip and caption; write a dump (or a part with ``shard``). Returns meta."""
+    """Embed every clip and caption (no captions: an audio-only dump); write a dump (or a
+    part with ``shard``). Returns meta."""
 
     # Every input is checked before the model loads: a bad caption file or clip is exit 2,
     # not a failure found halfway through an extraction.
-    checked = load_inputs(captions_path, audio)
-    caps, paths = checked.captions, list(checked.paths)
-    inputs = _inputs(captions_path, caps, paths)
+    if captions_path is None:
+        paths, inputs = audio_inputs(audio)
+        caps = None
+    else:
+        checked = load_inputs(captions_path, audio)
+        caps, paths = checked.captions, list(checked.paths)
+        inputs = _inputs(captions_path, caps, paths)
     determinism = configure_determinism(device)
-    pipeline = load_pipeline(spec, overrides, device)
-    size = pipeline.settings.batch_size
+    embedder = load_embedder(spec, overrides, device)
+    if caps is not None:
+        require_text(embedder, needed_by="extract with --captions")
+    size = embedder.settings.batch_size
     a0, a1 = shard_range(len(paths), size, shard)
-    t0, t1 = shard_range(len(caps.texts), size, shard)
-    waveforms = [read_audio(p) for p in paths[a0:a1]]
+    texts = [] if caps is None else list(caps.texts)
+    t0, t1 = shard_range(len(texts), size, shard)
+    waveforms = [read_audio(p, embedder.sample_rate) for p in paths[a0:a1]]
+    empty = np.zeros((0, 0), np.float32)
     audio_embeds = (
-        pipeline.embed_audio(waveforms, first_index=a0, progress=progress)
-        if waveforms
-        else np.zeros((0, 0), np.float32)
+        embedder.embed_audio(waveforms, first_index=a0, progress=progress) if waveforms else empty
     )
-    text_embeds = (
-        pipeline.embed_text(list(caps.texts[t0:t1]), progress=progress)
-        if t1 > t0
-        else np.zeros((0, 0), np.float32)
-    )
+    text_embeds = embedder.embed_text(texts[t0:t1], progress=progress) if t1 > t0 else empty
     meta = {
         "kind": "audiorepro.extraction/1",
-        **pipeline.meta(),
-        **embedding_meta(pipeline),
+        **embedder.meta(),
+        **embedder.embedding_meta(),
         "inputs": inputs,
         "determinism": determinism,
         "versions": library_versions(),
         **(extra_meta or {}),
     }
     if shard is None:
-        dump = make_dump(
-            audio_embeds,
-            text_embeds,
-            np.asarray(caps.clip_index, dtype=np.int64),
-            audio_ids=list(caps.clips),
-            captions=list(caps.texts),
-            meta=meta,
-        )
-        save_dump(out, dump)
+        _write_dump(out, caps, paths, audio_embeds, text_embeds, meta)
         return meta
     part = {
         "kind": PART_KIND,
@@ -170,37 +185,43 @@ def extract(
         "text_range": [t0, t1],
         "meta": meta,
     }
+    labels = {"audio_ids": np.asarray([p.name for p in paths], dtype=str)}
     arrays = {
         "audio_embeds": audio_embeds,
-        "text_embeds": text_embeds,
+        **({} if caps is None else {"text_embeds": text_embeds}),
         "part_json": np.asarray(json.dumps(part, sort_keys=True)),
-        **_labels(caps),
+        **(labels if caps is None else _labels(caps)),
     }
     atomic_write_bytes(out, npz_bytes(arrays))
     return meta
 
 
-def embedding_meta(pipeline: Any) -> dict[str, Any]:
-    """What every dump records of how it was embedded: the model's logit scale, the audio
-    decoder, resampler, rate and channel mixing (extraction and zero-shot dumps alike)."""
-    import soundfile
+def _write_dump(
+    out: Path,
+    caps: Captions | None,
+    paths: list[Path],
+    audio_embeds: Any,
+    text_embeds: Any,
+    meta: dict[str, Any],
+) -> None:
+    if caps is None:
+        save_audio_dump(out, make_audio_dump(audio_embeds, [p.name for p in paths], meta))
+        return
+    dump = make_dump(
+        audio_embeds,
+        text_embeds,
+        np.asarray(caps.clip_index, dtype=np.int64),
+        audio_ids=list(caps.clips),
+        captions=list(caps.texts),
+        meta=meta,
+    )
+    save_dump(out, dump)
 
-    return {
-        "logit_scale": _logit_scale(pipeline),
-        "audio_decoder": (
-            f"soundfile {soundfile.__version__} (libsndfile {soundfile.__libsndfile_version__})"
-        ),
-        "resampler": RESAMPLER,
-        "sample_rate": SAMPLE_RATE,
-        "mono": "mean of channels",
-    }
 
-
-def _logit_scale(pipeline: Any) -> float:
-    model = getattr(pipeline, "model", None)
-    if model is None:
-        model = pipeline.module.model
-    return float(model.logit_scale_a.detach().exp().cpu())
+def embedding_meta(embedder: Embedder) -> dict[str, Any]:
+    """What every dump records of how it was embedded: the model's logit scale (where it has
+    one), the audio decoder, resampler, rate and channel mixing."""
+    return embedder.embedding_meta()
 
 
 def _labels(caps: Captions) -> dict[str, Any]:
@@ -209,6 +230,9 @@ def _labels(caps: Captions) -> dict[str, Any]:
         "audio_ids": np.asarray(list(caps.clips), dtype=str),
         "captions": np.asarray(list(caps.texts), dtype=str),
     }
+
+
+_PART_KEYS = ("audio_embeds", "text_embeds", "text_to_audio", "audio_ids", "captions")
 
 
 def merge(parts: list[Path], out: Path) -> dict[str, Any]:
@@ -224,7 +248,10 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
         if not isinstance(info, dict):
             raise UserError("is not a JSON object", source=path, key="part_json")
         validate(PartRecord, info, source=str(path), where=("part_json",))
-        for key in ("audio_embeds", "text_embeds", "text_to_audio", "audio_ids", "captions"):
+        # An audio-only part (extract without --captions) has no text key at all.
+        audio_only = not {"text_embeds", "text_to_audio", "captions"} & set(arrays)
+        needed = ("audio_embeds", "audio_ids") if audio_only else _PART_KEYS
+        for key in needed:
             if key not in arrays:
                 raise UserError("is missing (required in a dump part)", source=path, key=key)
         if info.get("kind") != PART_KIND:
@@ -260,7 +287,9 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
         raise UserError(f"parts of {n} shards: missing {missing}, repeated {repeated}", key="PARTS")
     loaded.sort(key=lambda item: item[1]["shard"][0])
     meta = first["meta"]
-    labels = {key: loaded[0][2][key] for key in ("text_to_audio", "audio_ids", "captions")}
+    audio_only = "text_embeds" not in loaded[0][2]
+    label_keys = ("audio_ids",) if audio_only else ("text_to_audio", "audio_ids", "captions")
+    labels = {key: loaded[0][2][key] for key in label_keys}
     expected = {"audio": 0, "text": 0}
     for path, info, arrays in loaded:
         for key in labels:
@@ -268,7 +297,7 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
                 raise UserError(
                     f"lists other clips or captions than {first_path.name}", source=path, key=key
                 )
-        for kind in ("audio", "text"):
+        for kind in ("audio",) if audio_only else ("audio", "text"):
             start, stop = info[f"{kind}_range"]
             rows = arrays[f"{kind}_embeds"].shape[0] if arrays[f"{kind}_embeds"].size else 0
             if start != expected[kind] or stop - start != rows:
@@ -277,6 +306,10 @@ def merge(parts: list[Path], out: Path) -> dict[str, Any]:
                 )
             expected[kind] = stop
     audio = [a["audio_embeds"] for _, _, a in loaded if a["audio_embeds"].size]
+    if audio_only:
+        ids = [str(x) for x in labels["audio_ids"]]
+        save_audio_dump(out, make_audio_dump(np.concatenate(audio), ids, meta))
+        return dict(meta)
     text = [a["text_embeds"] for _, _, a in loaded if a["text_embeds"].size]
     audio_embeds, text_embeds = np.concatenate(audio), np.concatenate(text)
     dump = make_dump(

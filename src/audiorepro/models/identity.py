@@ -29,11 +29,12 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.formats.audio import read_audio
+from audiorepro.formats.audio import SAMPLE_RATE, read_audio
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import Dump, load_dump, make_dump
+from audiorepro.models.embedder import Embedder, load_embedder, require_text
 from audiorepro.models.mapping import is_hf_only
-from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.pipelines import Pipeline, configure_determinism
 from audiorepro.models.registry import ModelSpec
 from audiorepro.specs.settings import differing
 from audiorepro.synthetic.audio import IDENTITY_CLIPS, IDENTITY_FIXTURE, build
@@ -98,22 +99,26 @@ def compare_embeddings(
             "matched": False,
         }
     audio_cos = _rowwise_cosine(a_audio, b_audio)
-    text_cos = _rowwise_cosine(a_text, b_text)
-    sim_a = a_text.astype(np.float64) @ a_audio.astype(np.float64).T
-    sim_b = b_text.astype(np.float64) @ b_audio.astype(np.float64).T
-    if sim_a.size > 1 and np.std(sim_a) > 0 and np.std(sim_b) > 0:
-        corr: float | None = float(np.corrcoef(sim_a.ravel(), sim_b.ravel())[0, 1])
-    else:
-        corr = None
+    text_cos = _rowwise_cosine(a_text, b_text) if a_text.size else []
+    corr: float | None = None
+    sim_diff: float | None = None
+    if a_text.size:  # an audio-only encoder has no similarity matrix
+        sim_a = a_text.astype(np.float64) @ a_audio.astype(np.float64).T
+        sim_b = b_text.astype(np.float64) @ b_audio.astype(np.float64).T
+        if sim_a.size > 1 and np.std(sim_a) > 0 and np.std(sim_b) > 0:
+            corr = float(np.corrcoef(sim_a.ravel(), sim_b.ravel())[0, 1])
+        sim_diff = float(np.max(np.abs(sim_a - sim_b)))
     worst = min(audio_cos + text_cos)
     return {
         "comparable": True,
         "audio_embedding_cosine_per_clip": audio_cos,
         "text_embedding_cosine_per_clip": text_cos,
         "similarity_matrix_correlation": corr,
-        "similarity_matrix_max_abs_diff": float(np.max(np.abs(sim_a - sim_b))),
+        "similarity_matrix_max_abs_diff": sim_diff,
         "audio_max_abs_diff": float(np.max(np.abs(a_audio.astype(np.float64) - b_audio))),
-        "text_max_abs_diff": float(np.max(np.abs(a_text.astype(np.float64) - b_text))),
+        "text_max_abs_diff": (
+            float(np.max(np.abs(a_text.astype(np.float64) - b_text))) if a_text.size else 0.0
+        ),
         "min_cosine": worst,
         "matched": bool(worst >= MATCH_COSINE),
     }
@@ -152,19 +157,58 @@ def compare_weights(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _embed(pipeline: Any, fixture: Fixture) -> tuple[Array, Array]:
-    return pipeline.embed_audio(list(fixture.waveforms)), pipeline.embed_text(
-        list(fixture.captions)
-    )
+def _embed(embedder: Embedder, fixture: Fixture) -> tuple[Array, Array]:
+    """The fixture's audio embeddings (its 48 kHz clips resampled by the kit to the
+    encoder's rate) and, with a text tower, its captions' (else an empty ``[0, 0]``)."""
+    audio = embedder.embed_audio(list(fixture.waveforms), rate=SAMPLE_RATE)
+    if not embedder.has_text:
+        return audio, np.zeros((0, 0), np.float32)
+    return audio, embedder.embed_text(list(fixture.captions))
 
 
-def _state_pair(a: Any, b: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Both sides' tensors under one naming, without the documented one-sided constants."""
+def _clap_pair(a: Embedder, b: Embedder) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Two CLAP models' tensors under one naming, without the documented one-sided
+    constants (two laion-clap checkpoints under their own names); None unless both are."""
+    if not (isinstance(a.encoder, Pipeline) and isinstance(b.encoder, Pipeline)):
+        return None
     if a.spec.format == b.spec.format == "laion":
-        return a.raw_state(), b.raw_state()
+        return a.encoder.raw_state(), b.encoder.raw_state()
     return tuple(  # type: ignore[return-value]
-        {k: v for k, v in side.hf_state().items() if not is_hf_only(k)} for side in (a, b)
+        {k: v for k, v in side.hf_state().items() if not is_hf_only(k)}
+        for side in (a.encoder, b.encoder)
     )
+
+
+def compare_hashes(a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
+    """Weights that are not tensor files, compared by the SHA-256 of each file (in name
+    order: the same files under other names are the same weights)."""
+    same = sorted(a.values()) == sorted(b.values()) and bool(a)
+    return {
+        "status": "identical" if same else "different",
+        "compared_by": "sha256",
+        "tensors_compared": 0,
+        "tensors_identical": 0,
+        "tensors_differing": 0,
+        "max_abs_diff": 0.0,
+        "files_a": dict(sorted(a.items())),
+        "files_b": dict(sorted(b.items())),
+        "differing": [],
+        "shape_mismatch": [],
+        "only_in_a": [],
+        "only_in_b": [],
+    }
+
+
+def weights_report(a: Embedder, b: Embedder) -> dict[str, Any]:
+    """Tensor by tensor where both sides' weights are tensors (CLAP under one naming; a
+    user's torch, safetensors or npz files), else by the files' SHA-256."""
+    pair = _clap_pair(a, b)
+    if pair is None:
+        sa, sb = a.state(), b.state()
+        pair = None if sa is None or sb is None else (sa, sb)
+    if pair is None:
+        return compare_hashes(a.weight_hashes, b.weight_hashes)
+    return {"compared_by": "tensors", **compare_weights(*pair)}
 
 
 def _diagnose(
@@ -172,8 +216,8 @@ def _diagnose(
     b_spec: ModelSpec,
     a_overrides: dict[str, Any],
     b_overrides: dict[str, Any],
-    a: Any,
-    b: Any,
+    a: Embedder,
+    b: Embedder,
     b_emb: tuple[Array, Array],
     fixture: Fixture,
     device: str,
@@ -190,7 +234,7 @@ def _diagnose(
         ):
             values = {k: getattr(other, k) for k in changes}
             try:
-                pipeline = load_pipeline(spec, {**base, **values}, device)
+                pipeline = load_embedder(spec, {**base, **values}, device)
             except UserError:
                 continue
             emb = _embed(pipeline, fixture)
@@ -239,9 +283,9 @@ def compare(
     """The full identity report (module docstring); ``report["passed"]`` gives the exit code."""
     a_overrides, b_overrides = dict(a_overrides or {}), dict(b_overrides or {})
     determinism = configure_determinism(device)
-    a = load_pipeline(a_spec, a_overrides, device)
-    b = load_pipeline(b_spec, b_overrides, device)
-    weights = compare_weights(*_state_pair(a, b))
+    a = load_embedder(a_spec, a_overrides, device)
+    b = load_embedder(b_spec, b_overrides, device)
+    weights = weights_report(a, b)
     a_emb, b_emb = _embed(a, fixture), _embed(b, fixture)
     emb = compare_embeddings(a_emb[0], a_emb[1], b_emb[0], b_emb[1])
     diagnosis: dict[str, Any] | None = None
@@ -287,7 +331,8 @@ def golden_dump(
 ) -> Dump:
     """A golden reference-embedding file (the dump format) for ``spec`` on ``fixture``."""
     configure_determinism(device)
-    pipeline = load_pipeline(spec, overrides, device)
+    pipeline = load_embedder(spec, overrides, device)
+    require_text(pipeline, needed_by="a golden embeddings file")
     audio, text = _embed(pipeline, fixture)
     meta = {
         "kind": "audiorepro.golden-embeddings/1",
@@ -331,7 +376,8 @@ def compare_golden(
             key="audio_ids",
         )
     configure_determinism(device)
-    pipeline = load_pipeline(spec, overrides, device)
+    pipeline = load_embedder(spec, overrides, device)
+    require_text(pipeline, needed_by="a golden embeddings file")
     audio, text = _embed(pipeline, fixture)
     emb = compare_embeddings(audio, text, np.asarray(ref.audio_embeds), np.asarray(ref.text_embeds))
     worst_abs = max(emb["audio_max_abs_diff"], emb["text_max_abs_diff"])

@@ -23,6 +23,7 @@ import pickle
 import random
 import sys
 from collections.abc import Iterator, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,6 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.progress import progress_bar
 from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.audio import SAMPLE_RATE
 from audiorepro.models.mapping import laion_to_hf
@@ -141,8 +141,26 @@ def _weights_only_torch_load() -> Iterator[None]:
         torch.load = original
 
 
+#: The library each CLAP format loads its model with.
+LIBRARIES = {"hf": "transformers", "laion": "laion_clap"}
+
+
+def clap_code(fmt: str) -> dict[str, Any]:
+    """A CLAP format's code as the cache key and the dump record it: the library that
+    embeds and its installed version (read without importing it)."""
+    library = LIBRARIES[fmt]
+    try:
+        version: str | None = metadata.version(library.replace("_", "-"))
+    except metadata.PackageNotFoundError:
+        version = None
+    return {"package": library, "version": version}
+
+
 class Pipeline:
-    """One loaded model. Subclasses implement the library calls."""
+    """One loaded CLAP model, an :class:`~audiorepro.models.encoder.Encoder` with a text
+    tower (:class:`~audiorepro.models.encoder.TextEncoder`). Subclasses implement the library
+    calls; batching, seeding and the record are the kit's (:mod:`audiorepro.models.embedder`),
+    the same for every encoder."""
 
     spec: ModelSpec
     settings: Preprocessing
@@ -150,6 +168,11 @@ class Pipeline:
     weight_hashes: dict[str, str]
 
     library: str = ""
+    sample_rate: int = SAMPLE_RATE
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
     def _embed_audio_batch(self, waveforms: list[Array]) -> Array:
         raise NotImplementedError
@@ -164,47 +187,39 @@ class Pipeline:
     def raw_state(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def logit_scale(self) -> float:
+        raise NotImplementedError
+
     def prepare(self, waveform: Array) -> Array:
         return int16_roundtrip(waveform) if self.settings.int16_roundtrip else waveform
 
-    def embed_audio(
-        self, waveforms: Sequence[Array], *, first_index: int = 0, progress: bool = False
-    ) -> Array:
-        """Embed clips (48 kHz mono float32) in batches; row ``i`` is clip ``first_index + i``."""
+    def embed_audio(self, waveforms: Sequence[Array]) -> Array:
+        """One batch of 48 kHz mono float32 clips (the int16 round trip first, if set)."""
         import torch
 
-        rows = []
-        size = self.settings.batch_size
-        starts = range(0, len(waveforms), size)
-        for start in progress_bar(starts, "embedding audio batches", progress):
-            seed_all(batch_seed(self.settings.seed, first_index + start))
-            batch = [self.prepare(w) for w in waveforms[start : start + size]]
-            with torch.inference_mode():
-                rows.append(self._embed_audio_batch(batch))
-        return np.concatenate(rows).astype(np.float32, copy=False)
+        with torch.inference_mode():
+            return self._embed_audio_batch([self.prepare(w) for w in waveforms])
 
-    def embed_text(self, texts: Sequence[str], *, progress: bool = False) -> Array:
+    def embed_text(self, texts: Sequence[str]) -> Array:
         import torch
 
-        rows = []
-        size = self.settings.batch_size
-        for start in progress_bar(range(0, len(texts), size), "embedding text batches", progress):
-            with torch.inference_mode():
-                rows.append(self._embed_text_batch(list(texts[start : start + size])))
-        return np.concatenate(rows).astype(np.float32, copy=False)
+        with torch.inference_mode():
+            return self._embed_text_batch(list(texts))
 
-    def meta(self) -> dict[str, Any]:
+    def weight_files(self) -> list[Path]:
+        return list(weight_files(self.spec).values())
+
+    def code(self) -> dict[str, Any]:
+        """The code that embeds (:func:`clap_code`)."""
+        return clap_code(self.spec.format)
+
+    def describe(self) -> dict[str, Any]:
+        """What the record says of this model beside what every encoder records."""
         return {
-            "model": self.spec.name,
-            "format": self.spec.format,
             "library": self.library,
             "location": self.spec.location if self.spec.is_hub else Path(self.spec.location).name,
             "revision": self.spec.revision,
-            "weights_sha256": dict(sorted(self.weight_hashes.items())),
             "architecture": self.spec.architecture.to_json(),
-            "preprocessing": self.settings.to_json(),
-            "device": self.device,
-            "dtype": "float32",
         }
 
 
@@ -323,6 +338,9 @@ class HFPipeline(Pipeline):
     def raw_state(self) -> dict[str, Any]:
         return self.hf_state()
 
+    def logit_scale(self) -> float:
+        return float(self.model.logit_scale_a.detach().exp().cpu())
+
 
 class LaionPipeline(Pipeline):
     library = "laion_clap"
@@ -419,6 +437,9 @@ class LaionPipeline(Pipeline):
     def hf_state(self) -> dict[str, Any]:
         return laion_to_hf(self.raw_state())
 
+    def logit_scale(self) -> float:
+        return float(self.module.model.logit_scale_a.detach().exp().cpu())
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
@@ -438,10 +459,11 @@ def _check_tokenizer(module: Any, spec: ModelSpec) -> None:
         )
 
 
-def load_pipeline(
+def load_clap(
     spec: ModelSpec, overrides: dict[str, Any] | None = None, device: str = "cpu"
 ) -> Pipeline:
-    """Verify the weights' hashes, then load the model with its own library."""
+    """Verify the weights' hashes, then load the CLAP model with its own library (the
+    kit loads every encoder through :func:`audiorepro.models.embedder.load_embedder`)."""
     overrides = overrides or {}
     if spec.format == "hf":
         return HFPipeline(spec, overrides, device)

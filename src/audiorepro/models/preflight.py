@@ -138,7 +138,14 @@ def check_hf_folder(folder: Path) -> None:
 
 
 def preflight(spec: ModelSpec) -> None:
-    """Check the local files of ``spec`` before its model is built (see the module)."""
+    """Check the local files of ``spec`` before its model is built (see the module). A
+    user's encoder: its spec was checked when parsed; a HEAR module's weights file here."""
+    if spec.format == "py":
+        return
+    if spec.format == "hear":
+        if spec.hear_weights is not None:
+            check_weight_file(Path(spec.hear_weights), what="a HEAR model's weights file")
+        return
     if spec.is_hub or spec.support or (spec.format == "laion" and spec.hub_repo is not None):
         require_hub_cache_in_container(spec.name, spec.hub_cache)
     if spec.format == "laion":

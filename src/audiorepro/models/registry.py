@@ -30,9 +30,24 @@ known is written as :data:`PLACEHOLDER`; such an entry cannot be loaded until so
 the value of a verified download. Loading hashes every listed file first and refuses any
 mismatch.
 
-Specs on the command line: a registry name, ``hf:<repo or folder>[@<revision>]`` or
+A ``py`` entry names a user's encoder (:mod:`audiorepro.models.encoder_specs`): ``module``
+(an importable module) or ``path`` (a ``.py`` file relative to the registry), and ``factory``;
+its ``weights`` are the SHA-256 of the files its ``weight_files()`` names (by file name),
+checked once the factory returns, before any clip is embedded. A ``hear`` entry names a HEAR
+2021 module with ``module`` and its weights with ``file`` (given to ``load_model``), hashed
+and checked before the module is imported::
+
+    [checkpoints."my-encoder"]
+    format = "py"
+    path = "my_encoder.py"            # or module = "mypkg.encoders"
+    factory = "make"
+    [checkpoints."my-encoder".weights]
+    "my_encoder.npz" = "3c1f..."
+
+Specs on the command line: a registry name, ``hf:<repo or folder>[@<revision>]``,
 ``laion:<checkpoint path>`` (architecture and preprocessing then come from the defaults and
-options; the hashes are computed and recorded, not verified).
+options; the hashes are computed and recorded, not verified), ``py:MODULE:FACTORY``,
+``py:PATH.py:FACTORY``, ``hear:MODULE[:WEIGHTS]`` or an installed encoder plugin's name.
 """
 
 from __future__ import annotations
@@ -49,12 +64,15 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import read_toml
 from audiorepro.core.paths import check_relative, relative_name, repo_error
+from audiorepro.models.encoder_specs import UserSpec, parse_user_spec, plugin_spec
 from audiorepro.models.offline import require_hub_cache_in_container
 from audiorepro.specs.registry import SCHEMA, EntrySpec, RegistryFile
 from audiorepro.specs.schema import validate
 from audiorepro.specs.settings import Preprocessing, parse_bool, preprocessing_from_table
 
-FORMATS = ("hf", "laion")
+FORMATS = ("hf", "laion", "py", "hear")
+#: The formats whose encoder is a user's code (:mod:`audiorepro.models.user_encoders`).
+USER_FORMATS = ("py", "hear")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -89,6 +107,21 @@ class ModelSpec:
     support: tuple[str, ...] = ()
     #: A laion checkpoint's hub repository (its ``revision`` pins the commit), for fetch.
     hub_repo: str | None = None
+    #: ``py``: the factory in the module (``location``: a module name or a ``.py`` path).
+    factory: str | None = None
+    #: ``hear``: the weights file given to ``load_model`` (absolute), if any.
+    hear_weights: str | None = None
+    #: The entry point's name, for an installed encoder plugin.
+    plugin: str | None = None
+
+    @property
+    def user(self) -> UserSpec | None:
+        """The user's encoder this spec names (``py``, ``hear``), or None for CLAP."""
+        if self.format == "py":
+            return UserSpec("py", self.location, self.factory, plugin=self.plugin)
+        if self.format == "hear":
+            return UserSpec("hear", self.location, weights=self.hear_weights)
+        return None
 
     @property
     def is_hub(self) -> bool:
@@ -99,12 +132,52 @@ def bundled_registry() -> Path:
     return Path(str(resources.files("audiorepro") / "data" / "checkpoints.toml"))
 
 
+def _user_entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
+    """A ``py`` or ``hear`` entry: its module or file, factory and weights (checked here
+    without importing anything)."""
+
+    def fail(key: str, message: str) -> UserError:
+        return UserError(message, source=str(source), key=f"checkpoints.{name}.{key}")
+
+    base = source.parent
+    if entry.format == "py":
+        if (entry.module is None) == (entry.path is None) or entry.factory is None:
+            raise fail("factory", "a py entry needs 'factory' and one of 'module' or 'path'")
+        target = f"{entry.module}" if entry.path is None else str(base / entry.path)
+        text = f"py:{target}:{entry.factory}"
+    else:
+        if entry.module is None or entry.factory is not None or entry.path is not None:
+            raise fail("module", "a hear entry needs 'module' (and 'file', its weights), only")
+        text = f"hear:{entry.module}" + ("" if entry.file is None else f":{base / entry.file}")
+    try:
+        user = parse_user_spec(text)
+    except UserError as exc:
+        raise fail("module" if entry.path is None else "path", str(exc)) from None
+    assert user is not None
+    return ModelSpec(
+        name=name,
+        format=entry.format,
+        location=user.target,
+        weights=dict(entry.weights),
+        preprocessing=preprocessing_from_table(
+            dict(entry.preprocessing), source=f"{source}: checkpoints.{name}.preprocessing"
+        ),
+        registry=str(source),
+        factory=user.factory,
+        hear_weights=user.weights,
+    )
+
+
 def _entry(name: str, entry: EntrySpec, *, source: Path) -> ModelSpec:
     src = str(source)
 
     def fail(key: str, message: str) -> UserError:
         return UserError(message, source=src, key=f"checkpoints.{name}.{key}")
 
+    if entry.format in USER_FORMATS:
+        return _user_entry(name, entry, source=source)
+    if entry.module is not None or entry.factory is not None:
+        raise fail("module", "'module' and 'factory' belong to py and hear entries")
     base = source.parent
     if entry.repo is not None:
         tables: dict[str, dict[str, Any]] = {
@@ -242,10 +315,26 @@ def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelS
     return registry
 
 
+def _from_user(spec: str, user: UserSpec) -> ModelSpec:
+    return ModelSpec(
+        name=spec,
+        format=user.format,
+        location=user.target,
+        factory=user.factory,
+        hear_weights=user.weights,
+        plugin=user.plugin,
+    )
+
+
 def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
-    """A registry name, ``hf:<repo or folder>[@<revision>]`` or ``laion:<path>``."""
+    """A registry name, ``hf:<repo or folder>[@<revision>]``, ``laion:<path>``,
+    ``py:MODULE:FACTORY``, ``py:PATH.py:FACTORY``, ``hear:MODULE[:WEIGHTS]`` or an installed
+    encoder plugin's name (checked without importing the user's code)."""
     if spec in registry:
         return registry[spec]
+    user = parse_user_spec(spec)
+    if user is not None:
+        return _from_user(spec, user)
     kind, sep, rest = spec.partition(":")
     if sep and kind == "hf" and rest:
         location, revision = rest, None
@@ -263,10 +352,14 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
         return ModelSpec(name=spec, format="hf", location=location, revision=revision)
     if sep and kind == "laion" and rest:
         return ModelSpec(name=spec, format="laion", location=_absolute(Path(rest)))
+    plugin = None if sep else plugin_spec(spec)
+    if plugin is not None:
+        return _from_user(spec, plugin)
     known = ", ".join(sorted(registry))
     raise UserError(
-        f"is neither a registry name ({known}) nor hf:<repo or folder>[@<revision>] "
-        "nor laion:<checkpoint path>",
+        f"is neither a registry name ({known}), an installed encoder plugin, "
+        "hf:<repo or folder>[@<revision>], laion:<checkpoint path>, py:MODULE:FACTORY, "
+        "py:PATH.py:FACTORY nor hear:MODULE[:WEIGHTS]",
         key=spec,
     )
 
@@ -299,7 +392,17 @@ def with_architecture(spec: ModelSpec, items: tuple[str, ...], *, source: str) -
 
 
 def weight_files(spec: ModelSpec) -> dict[str, Path]:
-    """The local files of a spec's weights (hub snapshots from the local cache only)."""
+    """The local files of a spec's weights (hub snapshots from the local cache only; a
+    ``hear`` spec's weights file; a ``py`` encoder names its own, once built)."""
+    if spec.format == "hear":
+        path = None if spec.hear_weights is None else Path(spec.hear_weights)
+        return {} if path is None else {path.name: path}
+    if spec.format == "py":
+        # A registry entry's weights beside the registry file, checked before the module
+        # is imported; the others (inside an installed package) once the factory names them.
+        base = None if spec.registry is None else Path(spec.registry).parent
+        here = {n: base / n for n in spec.weights if base is not None and (base / n).is_file()}
+        return dict(sorted(here.items()))
     if spec.format == "laion":
         path = Path(spec.location)
         if not path.is_file() and spec.hub_repo is not None:
@@ -358,7 +461,13 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
             source=spec.registry,
             key=f"checkpoints.{spec.name}.revision",
         )
-    files = weight_files(spec)
+    return check_recorded(spec, weight_files(spec))
+
+
+def check_recorded(spec: ModelSpec, files: dict[str, Path]) -> dict[str, str]:
+    """SHA-256 of each of ``files`` (by name), checked against the entry's recorded
+    ``files`` and ``weights``: a file it records and ``files`` lacks, or another hash, is one
+    line. A spec outside a registry records nothing: its hashes are computed and kept."""
     hashes: dict[str, str] = {}
     for name, path in files.items():
         if not path.is_file():
@@ -366,6 +475,15 @@ def verify_weights(spec: ModelSpec) -> dict[str, str]:
                 "weight file listed in the registry is missing", source=path, key=spec.name
             )
         hashes[name] = sha256_file(path)
+    for table, recorded in (("files", spec.files), ("weights", spec.weights)):
+        absent = sorted(set(recorded) - set(hashes))
+        if absent:
+            raise UserError(
+                f"records {absent[0]!r}, which is not among the model's weight files "
+                f"({', '.join(sorted(hashes)) or 'none'})",
+                source=spec.registry,
+                key=f"checkpoints.{spec.name}.{table}.{absent[0]}",
+            )
     for name, expected in spec.files.items():
         # Files without a published hash are pinned by the revision alone.
         if expected not in (PLACEHOLDER, hashes[name]):

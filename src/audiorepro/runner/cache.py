@@ -3,8 +3,11 @@ its bytes, shared by the local and Slurm executors and by retrieval and zero-sho
 (:func:`audiorepro.runner.zeroshot.zeroshot_key`).
 
 Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
-replaced at the same path gets a new key), the settings, the device, the thread count, the
-captions and every audio file. Checked by content: each entry ``<key>.npz`` has a record
+replaced at the same path gets a new key), the encoder's code (a user's module: the SHA-256
+of its source and its version, so that changed code is never served the old code's
+embeddings; CLAP: its library's version), the settings, the device, the thread count, the
+captions and every audio file. Any encoder, asked the same way: the cache never asks which
+family a model is. Checked by content: each entry ``<key>.npz`` has a record
 ``<key>.json`` with the key and the entry's own SHA-256, written after the entry; an entry
 whose bytes no longer match its record (rewritten, truncated, half written) is extracted
 again.
@@ -25,6 +28,7 @@ from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.models.embedder import require_text_spec, spec_code, spec_weight_hashes
 from audiorepro.models.extract import extract
 from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
@@ -35,7 +39,11 @@ from audiorepro.specs.study import Cell, RetrievalStudy, Study, ZeroshotStudy
 def weight_hashes(spec: ModelSpec) -> dict[str, str]:
     """SHA-256 of every file the model is loaded from, by name: the checkpoint file of a
     ``laion:`` spec, every file of a local Hugging Face folder. A hub model is pinned by its
-    revision; a registry entry's recorded hashes are checked when it loads, and kept here."""
+    revision; a registry entry's recorded hashes are checked when it loads, and kept here.
+    A user's encoder names its own weight files (:func:`spec_weight_hashes`)."""
+    named = spec_weight_hashes(spec)
+    if named is not None:
+        return named
     hashes = dict(spec.weights)
     location = Path(spec.location)
     if location.is_file():
@@ -114,6 +122,7 @@ def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str
     return {
         "model": model,
         "weights": weight_hashes(spec),
+        "code": spec_code(spec),
         "location": spec.location if spec.is_hub else None,
         "revision": spec.revision,
         "settings": dict(sorted(settings.items())),
@@ -168,17 +177,23 @@ def preflight_study(study: Study, *, only: set[str] | None = None) -> None:
     does not resolve here (an unknown name, a hub model not in the cache) is left to the cell,
     which records it as before. ``only``: just these cells, no identity check (what
     ``verify STUDY`` builds)."""
-    uses: list[tuple[str, Path | None]] = []
+    uses: list[tuple[str, Path | None, str | None]] = []  # (model, registry, text needed by)
     if isinstance(study, RetrievalStudy):
         cells = [c for c in study.cells if only is None or c.id in only]
-        uses += [(c.extract.model, c.extract.registry) for c in cells if c.extract]
+        uses += [(c.extract.model, c.extract.registry, "retrieval") for c in cells if c.extract]
         if only is None:
-            uses += [(m, i.registry) for i in study.identity for m in (i.a, i.b)]
+            uses += [(m, i.registry, None) for i in study.identity for m in (i.a, i.b)]
     elif isinstance(study, ZeroshotStudy):
-        uses += [(c.model, c.registry) for c in study.cells if only is None or c.id in only]
-    for model, registry in uses:
+        uses += [
+            (c.model, c.registry, "zero-shot classification")
+            for c in study.cells
+            if only is None or c.id in only
+        ]
+    for model, registry, needed_by in uses:
         try:
             spec = resolve_spec(model, load_registry([registry] if registry else []))
         except UserError:
             continue
         preflight(spec)
+        if needed_by is not None:  # an audio-only encoder: one line, before any work
+            require_text_spec(spec, needed_by=needed_by)

@@ -35,11 +35,19 @@ class ArchitectureSpec(Spec):
 class EntrySpec(Spec):
     """One checkpoint: where its files are, what they must hash to, how to preprocess."""
 
-    format: Literal["hf", "laion"] = Field(description="'hf' or 'laion'")
+    format: Literal["hf", "laion", "py", "hear"] = Field(
+        description="'hf', 'laion', 'py' (a Python encoder) or 'hear' (a HEAR 2021 module)"
+    )
     repo: str | None = Field(None, description="a hub repository (with a revision)")
     revision: str | None = Field(None, description="the full commit revision (40 hex)")
-    path: str | None = Field(None, description="hf: a local folder (relative to this file)")
-    file: str | None = Field(None, description="laion: the checkpoint file (relative path)")
+    path: str | None = Field(
+        None, description="hf: a local folder; py: the encoder's .py file (relative to this file)"
+    )
+    file: str | None = Field(
+        None, description="laion: the checkpoint file; hear: the weights file (relative path)"
+    )
+    module: str | None = Field(None, description="py, hear: the module's dotted name")
+    factory: str | None = Field(None, description="py: the function returning the Encoder")
     hub_cache: str | None = Field(None, description="a hub cache folder for offline use")
     weights: dict[str, WeightSha256] = Field(
         min_length=1, description="a table of file name -> sha256 (at least one file)"

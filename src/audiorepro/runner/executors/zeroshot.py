@@ -27,8 +27,9 @@ from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
-from audiorepro.models.extract import embedding_meta, library_versions, shard_range
-from audiorepro.models.pipelines import configure_determinism, load_pipeline
+from audiorepro.models.embedder import load_embedder, require_text
+from audiorepro.models.extract import library_versions, shard_range
+from audiorepro.models.pipelines import configure_determinism
 from audiorepro.models.registry import ModelSpec
 from audiorepro.runner.cache import (
     cache_dump_path,
@@ -172,18 +173,19 @@ def extract_cell(
     batch, and its seed, is the one an unsharded run embeds)."""
     spec, rest = _cell_spec(cell)
     determinism = configure_determinism(cell.device)
-    pipeline = load_pipeline(spec, rest, cell.device)
-    size = pipeline.settings.batch_size
+    embedder = load_embedder(spec, rest, cell.device)
+    require_text(embedder, needed_by="zero-shot classification")
+    size = embedder.settings.batch_size
     a0, a1 = shard_range(len(inputs.paths), size, shard)
     t0, t1 = shard_range(len(inputs.prompts), size, shard)
     empty = np.zeros((0, 0), np.float32)
-    waveforms = [read_audio(p) for p in inputs.paths[a0:a1]]
-    audio = pipeline.embed_audio(waveforms, first_index=a0) if waveforms else empty
-    text = pipeline.embed_text(inputs.prompts[t0:t1]) if t1 > t0 else empty
+    waveforms = [read_audio(p, embedder.sample_rate) for p in inputs.paths[a0:a1]]
+    audio = embedder.embed_audio(waveforms, first_index=a0) if waveforms else empty
+    text = embedder.embed_text(inputs.prompts[t0:t1]) if t1 > t0 else empty
     meta = {
         "kind": DUMP_KIND,
-        **pipeline.meta(),
-        **embedding_meta(pipeline),
+        **embedder.meta(),
+        **embedder.embedding_meta(),
         "zeroshot": inputs.record,
         "determinism": determinism,
         "versions": library_versions(),

@@ -1,0 +1,187 @@
+"""Model specs that name a user's encoder, checked without running any of its code.
+
+Three forms, besides the registry's names and the CLAP specs (``hf:``, ``laion:``):
+
+- ``py:MODULE:FACTORY``: an importable module (``mypkg.encoders:make``); ``FACTORY()``
+  returns an :class:`~audiorepro.models.encoder.Encoder`;
+- ``py:PATH.py:FACTORY``: the same from a file (``py:./my_encoder.py:make``);
+- ``hear:MODULE[:WEIGHTS]``: a module implementing the HEAR 2021 API (``load_model``,
+  ``get_scene_embeddings``, the model's ``sample_rate`` and ``scene_embedding_size``), used
+  as it is; ``WEIGHTS`` is the file given to ``load_model``;
+- an installed plugin's name: an entry point of the group :data:`ENTRY_POINT_GROUP`
+  (``audiorepro.encoders``) whose value is ``MODULE:FACTORY``, as ``py:MODULE:FACTORY``.
+
+Parsing a spec finds its module on ``sys.path`` (``importlib.util.find_spec`` of the top-level
+name, which imports nothing) or its file, and never imports it: a bad spec is one line (exit 2)
+before any of the user's code runs. Loading it (:mod:`audiorepro.models.user_encoders`)
+imports the module, which runs the user's code: by design, as ``pip install`` of the same code
+would.
+
+The encoder's code identity (:func:`code_identity`) is part of the extraction cache's key and
+of every dump's record: the SHA-256 of its source (every ``.py`` file of the module's
+top-level package, or the one file) and its distribution's version, read from the files
+without importing them, so that a changed encoder is never served embeddings of the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from audiorepro.core.errors import UserError
+
+#: The entry-point group installed encoders register under (``MODULE:FACTORY``).
+ENTRY_POINT_GROUP = "audiorepro.encoders"
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """A parsed ``py:``/``hear:`` spec or plugin: what to import, what to call."""
+
+    format: Literal["py", "hear"]
+    #: A dotted module name, or the absolute path of a ``.py`` file.
+    target: str
+    #: ``py``: the factory's (dotted) name in the module.
+    factory: str | None = None
+    #: ``hear``: the absolute path given to ``load_model``, if any.
+    weights: str | None = None
+    #: The entry point's name, for a plugin.
+    plugin: str | None = None
+
+    @property
+    def is_file(self) -> bool:
+        return self.target.endswith(".py")
+
+
+def _check_module(name: str, spec: str) -> None:
+    if not _DOTTED.match(name):
+        raise UserError(
+            f"{name!r} is not a module name (dotted identifiers) nor a .py file", key=spec
+        )
+    top = name.split(".")[0]
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise UserError(
+            f"module {top!r} is not importable here (not found on sys.path; install it or "
+            "give py:PATH.py:FACTORY)",
+            key=spec,
+        )
+
+
+def _check_file(path: Path, spec: str, what: str) -> str:
+    if not path.is_file():
+        raise UserError(f"{what} is not a file here", source=path, key=spec)
+    return str(path.resolve())
+
+
+def _parse_py(rest: str, spec: str) -> UserSpec:
+    target, sep, factory = rest.rpartition(":")
+    if not sep or not target or not _DOTTED.match(factory):
+        raise UserError(
+            "expected py:MODULE:FACTORY or py:PATH.py:FACTORY (FACTORY: a function in the "
+            "module returning an Encoder)",
+            key=spec,
+        )
+    if target.endswith(".py"):
+        return UserSpec("py", _check_file(Path(target), spec, "the encoder's .py file"), factory)
+    _check_module(target, spec)
+    return UserSpec("py", target, factory)
+
+
+def _parse_hear(rest: str, spec: str) -> UserSpec:
+    module, sep, weights = rest.partition(":")
+    if not module or (sep and not weights):
+        raise UserError("expected hear:MODULE or hear:MODULE:WEIGHTS", key=spec)
+    _check_module(module, spec)
+    path = _check_file(Path(weights), spec, "the HEAR model's weights") if weights else None
+    return UserSpec("hear", module, weights=path)
+
+
+def parse_user_spec(spec: str) -> UserSpec | None:
+    """A ``py:`` or ``hear:`` spec (module docstring), checked without importing; None for
+    any other spec. A malformed one is one line.
+
+    >>> parse_user_spec("py:json:loads")
+    UserSpec(format='py', target='json', factory='loads', weights=None, plugin=None)
+    >>> parse_user_spec("hf:laion/clap") is None
+    True
+    """
+    kind, sep, rest = spec.partition(":")
+    if not sep or kind not in ("py", "hear"):
+        return None
+    return _parse_py(rest, spec) if kind == "py" else _parse_hear(rest, spec)
+
+
+def plugin_spec(name: str) -> UserSpec | None:
+    """The installed encoder registered as ``name`` in :data:`ENTRY_POINT_GROUP`, or None."""
+    found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not found:
+        return None
+    ep = found[0]
+    value = f"{ep.module}:{ep.attr}" if ep.attr else ep.module
+    parsed = _parse_py(value, f"{ENTRY_POINT_GROUP}:{name}")
+    return UserSpec("py", parsed.target, parsed.factory, plugin=name)
+
+
+def plugin_names() -> list[str]:
+    """The names of the installed encoder plugins."""
+    return sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
+    """The source files of the encoder's code: the ``.py`` file, or every ``.py`` file of the
+    module's top-level package (a single-file module: that file), found without importing."""
+    if user.is_file:
+        path = Path(user.target)
+        return [(path.name, path)]
+    found = importlib.util.find_spec(user.target.split(".")[0])
+    if found is None:
+        raise UserError("module is not importable here", key=user.target)
+    roots = list(found.submodule_search_locations or [])
+    if not roots:
+        origin = Path(found.origin or "")
+        return [(origin.name, origin)] if origin.is_file() else []
+    files = []
+    for root in sorted(roots):
+        for path in sorted(Path(root).rglob("*.py")):
+            files.append((path.relative_to(root).as_posix(), path))
+    return files
+
+
+def _distribution_version(user: UserSpec) -> tuple[str | None, str | None]:
+    if user.is_file:
+        return None, None
+    dists = metadata.packages_distributions().get(user.target.split(".")[0], [])
+    if not dists:
+        return None, None
+    name = sorted(dists)[0]
+    try:
+        return name, metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return name, None
+
+
+def code_identity(user: UserSpec) -> dict[str, Any]:
+    """The encoder's code as the cache key and the dump record it: the SHA-256 over its
+    source files (``"relative path\\0bytes\\0"`` each, sorted) and its distribution's name
+    and version (None for a file or a module no distribution installed)."""
+    digest = hashlib.sha256()
+    files = _source_files(user)
+    for rel, path in files:
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    package, version = _distribution_version(user)
+    return {
+        "source_sha256": digest.hexdigest(),
+        "source_files": len(files),
+        "package": package,
+        "version": version,
+    }
