@@ -85,18 +85,22 @@ IntArray = npt.NDArray[np.int64]
 
 def standardize(train: npt.ArrayLike, *others: npt.ArrayLike) -> list[FloatArray]:
     """Float64 features standardized with the training split's mean and population SD
-    (``ddof = 0``; a zero SD counts as 1); returns the training split and each other split.
+    (``ddof = 0``; a zero SD, every training value equal, counts as 1); returns the training
+    split and each other split.
 
     Formula: ``z = (x - mean(X_train)) / sd(X_train)``. Ties: none.
 
     >>> tr, te = standardize([[1.0, 5.0], [3.0, 5.0]], [[2.0, 6.0]])
     >>> tr.tolist(), te.tolist()
     ([[-1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0]])
+    >>> float(standardize([[0.1]] * 7, [[1.1]])[1][0, 0])  # constant: SD 1, not a rounding
+    1.0
     """
     x = np.asarray(train, dtype=np.float64)
     mu = x.mean(axis=0)
-    sd = x.std(axis=0)
-    sd = np.where(sd == 0, 1.0, sd)
+    # A feature whose training values are all equal has SD 0; its computed SD can be a few
+    # ulps above 0 (the mean is rounded), so "zero" is decided on the values themselves.
+    sd = np.where(np.ptp(x, axis=0) == 0, 1.0, x.std(axis=0))
     return [(x - mu) / sd, *((np.asarray(o, dtype=np.float64) - mu) / sd for o in others)]
 
 

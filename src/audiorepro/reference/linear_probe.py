@@ -37,7 +37,7 @@ def _standardized(train: Any, test: Any) -> tuple[np.ndarray[Any, Any], np.ndarr
     n = a.shape[0]
     mean = a.sum(axis=0) / n
     sd = np.sqrt(((a - mean) ** 2).sum(axis=0) / n)
-    sd[sd == 0] = 1.0
+    sd[(a == a[0]).all(axis=0)] = 1.0  # every training value equal: SD 0, counted as 1
     return (a - mean) / sd, (b - mean) / sd
 
 
