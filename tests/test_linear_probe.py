@@ -256,8 +256,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
 
 def test_a_constant_feature_counts_sd_1_even_when_its_mean_is_rounded() -> None:
     """0.1 a hundred times has a computed SD of 2.8e-17, not 0: dividing by it made the
-    feature a constant +-1 in training and 7e15 on a test value of 0.3. The definition decides "zero" on the values (every one equal), as
-    scikit-learn's StandardScaler does for a constant feature."""
+    feature a constant +-1 in training and 7e15 on a test value of 0.3. The definition
+    decides "zero" on the values (every one equal), as scikit-learn's StandardScaler does
+    for a constant feature."""
     x, y = blobs(seed=9, n=140, k=3, d=5)
     x = np.hstack([x.astype(np.float64), np.full((140, 2), 0.1)])  # 0.1 as float64
     x[100:, 5] = 0.3  # constant in the training split only
