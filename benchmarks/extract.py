@@ -18,6 +18,23 @@ memory (max RSS) is its own:
     python benchmarks/extract.py --clips 16 --jobs 2
 
 ``--jobs N`` also times ``audiorepro extract --jobs N`` (processes over whole batches).
+
+``--speech`` times a real pretrained network instead: resemblyzer's ``VoiceEncoder`` (its
+shipped weights, extra ``speech``) on the fixture speech set (``fixtures/speech``, 48 clips of
+16 kHz speech), one thread, each run in its own process after a warm-up (resemblyzer's first
+mel spectrogram compiles librosa's numba kernels, seconds, once per process), best of
+``--repeat`` (CPU time of the process, and wall time):
+
+- ``speech-forward``: the model's forward pass alone (``VoiceEncoder.forward`` on each clip's
+  partial mel spectrograms, computed beforehand by resemblyzer's own code);
+- ``speech-encoder``: the encoder as audiorepro calls it (``preprocess_wav`` and
+  ``embed_utterance`` per clip), on the clips already decoded in memory: the model's own work;
+- ``speech-own``: resemblyzer's own loop, ``preprocess_wav(path)`` then ``embed_utterance``
+  (its preprocessing: volume, webrtcvad trimming, mel spectrogram, partials);
+- ``speech-audiorepro``: ``audiorepro extract --model resemblyzer`` in process, from the
+  folder to the dump (input checks, hashes, decoding, batches, seeds, the encoder, the dump).
+
+    python benchmarks/extract.py --speech --repeat 5
 """
 
 from __future__ import annotations
@@ -146,6 +163,105 @@ def run_one(kind: str, models: Path, clips: Path) -> dict[str, Any]:
     }
 
 
+SPEECH_RUNS = ("speech-forward", "speech-encoder", "speech-own", "speech-audiorepro")
+
+
+def _timed(work: Any, repeat: int) -> dict[str, float]:
+    """Best of ``repeat`` calls of ``work()``: CPU seconds of this process and wall seconds."""
+    cpu, wall = [], []
+    for _ in range(repeat):
+        c0, w0 = time.process_time(), time.perf_counter()
+        work()
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    return {"cpu": min(cpu), "wall": min(wall)}
+
+
+def run_speech(kind: str, clips: Path, repeat: int, out: Path) -> dict[str, Any]:
+    """One resemblyzer run (module docstring) on the clips of ``clips``, after a warm-up."""
+    import numpy as np
+    import torch
+
+    from audiorepro.models.pipelines import configure_determinism
+
+    configure_determinism("cpu")  # one thread (AUDIOREPRO_CPU_THREADS), as extract runs
+    files = sorted(clips.glob("*.wav"))
+    if kind == "speech-audiorepro":
+        from audiorepro.models.extract import extract
+        from audiorepro.models.registry import load_registry
+
+        spec = load_registry()["resemblyzer"]
+        extract(spec, clips, None, out)  # warm-up: loads the encoder once per process
+
+        def work() -> None:
+            extract(spec, clips, None, out)
+    else:
+        from resemblyzer import audio, preprocess_wav
+
+        from audiorepro.models.resemblyzer import ResemblyzerEncoder
+
+        encoder = ResemblyzerEncoder()
+        model = encoder.model
+        model.embed_utterance(preprocess_wav(files[0]))  # warm-up (numba, torch)
+        if kind == "speech-encoder":
+            from audiorepro.formats.audio import read_audio
+
+            waveforms = [read_audio(p, 16_000) for p in files]
+
+            def work() -> None:
+                encoder.embed_audio(waveforms)
+        elif kind == "speech-own":
+
+            def work() -> None:
+                for path in files:
+                    model.embed_utterance(preprocess_wav(path))
+        else:
+            mels = []
+            for path in files:
+                wav = preprocess_wav(path)
+                wav_slices, mel_slices = model.compute_partial_slices(len(wav), 1.3, 0.75)
+                wav = np.pad(wav, (0, max(0, wav_slices[-1].stop - len(wav))))
+                mel = audio.wav_to_mel_spectrogram(wav)
+                mels.append(torch.from_numpy(np.array([mel[s] for s in mel_slices])))
+
+            def work() -> None:
+                with torch.no_grad():
+                    for m in mels:
+                        model(m)
+
+    times = _timed(work, repeat)
+    return {**times, "clips": len(files), "torch_threads": torch.get_num_threads()}
+
+
+def speech_main(repeat: int, env: dict[str, str]) -> int:
+    """The resemblyzer runs, each in its own process; prints times and the overheads."""
+    clips = HERE.parent / "fixtures" / "speech"
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="audiorepro-bench-") as tmp:
+        for kind in SPEECH_RUNS:
+            cmd = [sys.executable, __file__, "--speech-one", kind, str(clips), str(repeat), tmp]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+            if proc.returncode:
+                print(f"{kind:<18} failed: {proc.stderr.strip()[-300:]}")
+                return 1
+            results[kind] = r = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(
+                f"{kind:<18} cpu {r['cpu']:6.3f} s  wall {r['wall']:6.3f} s  "
+                f"({r['clips']} clips, torch threads {r['torch_threads']})"
+            )
+    forward, encoder, own, ours = (results[k]["cpu"] for k in SPEECH_RUNS)
+    print(
+        f"CPU time over the forward pass alone: resemblyzer's preprocessing in memory "
+        f"+{encoder / forward - 1:.1%}, its own loop from files +{own / forward - 1:.1%}, "
+        f"audiorepro extract +{ours / forward - 1:.1%}"
+    )
+    print(
+        f"audiorepro's pipeline over the encoder's own work: {ours / encoder - 1:+.1%} "
+        f"({ours - encoder:+.3f} s); over resemblyzer's own loop {ours / own - 1:+.1%}"
+    )
+    return 0
+
+
 def run_jobs(jobs: int, models: Path, clips: Path, out: Path) -> dict[str, Any]:
     """``audiorepro extract --jobs N`` end to end (wall time, models loaded per process)."""
     cmd = [
@@ -166,7 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lengths", default="10,30", help="clip lengths in seconds")
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--jobs", type=int, default=0, help="also time extract --jobs N")
+    parser.add_argument("--speech", action="store_true", help="resemblyzer on real speech")
+    parser.add_argument("--repeat", type=int, default=3, help="--speech: best of N runs")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)  # KIND MODELS CLIPS
+    parser.add_argument("--speech-one", nargs=4, help=argparse.SUPPRESS)  # KIND CLIPS N TMP
     parser.add_argument("--build", help=argparse.SUPPRESS)  # MODELS folder
     args = parser.parse_args(argv)
     if args.build:
@@ -178,8 +297,15 @@ def main(argv: list[str] | None = None) -> int:
         kind, models, clips = args.one
         print(json.dumps(run_one(kind, Path(models), Path(clips))))
         return 0
+    if args.speech_one:
+        kind, clips, repeat, tmp = args.speech_one
+        result = run_speech(kind, Path(clips), int(repeat), Path(tmp) / f"{kind}.npz")
+        print(json.dumps(result))
+        return 0
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), env.get("PYTHONPATH", "")])
+    if args.speech:
+        return speech_main(args.repeat, env)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.2f}; AUDIOREPRO_CPU_THREADS="

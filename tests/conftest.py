@@ -105,7 +105,7 @@ LAYERS = {
         "test_tables.py",
         "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
-        "test_verification.py", "test_speech_fixtures.py",
+        "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
@@ -131,6 +131,7 @@ LAYERS = {
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
         "test_hpc_readme.py", "test_evaluate.py", "test_report_html.py", "test_number_view.py",
+        "test_speech_study.py",
     },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
@@ -138,8 +139,8 @@ LAYERS = {
 SLOW = {
     "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
     "test_diff_runs.py",
-    "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_linear_probe_study.py",
-    "test_speaker_probe.py",
+    "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_speech_study.py",
+    "test_linear_probe_study.py", "test_speaker_probe.py",
 }  # fmt: skip
 
 

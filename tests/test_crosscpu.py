@@ -2,10 +2,11 @@
 
 Each variant reruns, in a fresh process with environment variables that make torch, oneDNN,
 MKL, OpenBLAS or numpy take another code path: the fixture generator (``--check``), the
-fixture dumps' metrics, and the whole demo. Then: tier a values equal the golden files to the
-last bit, tier b values lie within their recorded tolerances, the extraction cache keys and
-the probe demo are unchanged, and the extracted embeddings differ from the native run by less
-than the stated ``EMBEDDING_REL_TOLERANCE``. A variant that needs an instruction set this CPU
+fixture dumps' metrics, the whole demo, and resemblyzer's real weights on the fixture speech.
+Then: tier a values equal the golden files to the last bit, tier b values lie within their
+recorded tolerances, the extraction cache keys and the probe demo are unchanged, and the
+extracted embeddings (the demo's and resemblyzer's) differ from the native run by less than
+the stated ``EMBEDDING_REL_TOLERANCE``. A variant that needs an instruction set this CPU
 lacks is skipped, saying which.
 
 Not part of the default run (a few minutes): selected with ``-m crosscpu``.
@@ -33,6 +34,8 @@ pytestmark = pytest.mark.crosscpu
 
 pytest.importorskip("torch", reason="the model stack is not installed (tox -e py311)")
 pytest.importorskip("laion_clap", reason="laion-clap is not installed (tox -e py311)")
+# resemblyzer (extra speech) comes with the same lock: each variant extracts the fixture
+# speech with it, and a missing one fails the variant rather than skipping it.
 
 _NUMPY_AVX512 = (
     "AVX512F AVX512CD AVX512VL AVX512BW AVX512DQ AVX512VNNI AVX512IFMA AVX512VBMI "
@@ -79,6 +82,8 @@ for dump in sys.argv[2:]:
     name = Path(dump).stem
     rc["fixtures"][name] = main(["metrics", dump, "--json", str(out / "fixtures" / f"{name}.json")])
 rc["reproduce"] = main(["reproduce", "--out", str(out / "demo")])
+rc["speech"] = main(["extract", "--model", "resemblyzer", "--audio", "fixtures/speech",
+                     "--out", str(out / "speech.npz")])
 rc["dispatch"] = cpu_dispatch()
 (out / "variant.json").write_text(json.dumps(rc, sort_keys=True))
 """
@@ -134,6 +139,7 @@ def test_tiers_hold_under_dispatch_variant(variant: Variant, runs: dict[str, Pat
         assert record["dispatch"]["variables"][key] == value  # the manifest sees the variant
     assert record["make_fixtures"] == 0, "the shipped fixtures are not bit-identical here"
     assert record["reproduce"] == 0 and set(record["fixtures"].values()) == {0}
+    assert record["speech"] == 0, "resemblyzer on the fixture speech failed (extra speech)"
 
     problems: list[str] = []
     for path in DUMPS:
@@ -155,3 +161,30 @@ def test_tiers_hold_under_dispatch_variant(variant: Variant, runs: dict[str, Pat
         rel = np.linalg.norm(ours[name] - x, axis=1) / np.linalg.norm(x, axis=1)
         print(f"{variant.name} {name}: max relative difference {rel.max():.3g}")
         assert rel.max() <= EMBEDDING_REL_TOLERANCE, name
+    _speech_within_tier_b(variant, out / "speech.npz", native / "speech.npz")
+
+
+def _speech_within_tier_b(variant: Variant, ours: Path, theirs: Path) -> None:
+    """resemblyzer's real weights on the fixture speech (tests/test_speech_study.py): its
+    embeddings within the tolerance of tier b, and the EER over every pair of clips moved by
+    at most one target trial's share (a reordering of two scores closer than that tolerance
+    can move it; nothing else can)."""
+    import csv
+
+    from audiorepro.formats.audio_dump import load_audio_dump
+    from audiorepro.metrics.verification import equal_error_rate, speaker_trials
+
+    a, b = load_audio_dump(ours), load_audio_dump(theirs)
+    rel = np.linalg.norm(a.audio_embeds - b.audio_embeds, axis=1) / np.linalg.norm(
+        b.audio_embeds, axis=1
+    )
+    with open(ROOT / "fixtures" / "speech" / "speakers.csv", newline="") as f:
+        labels = {row["file_name"]: row["speaker"] for row in csv.DictReader(f)}
+    eers = []
+    for dump in (a, b):
+        scores, target = speaker_trials(dump.audio_embeds, [labels[c] for c in dump.audio_ids])
+        eers.append(equal_error_rate(scores, target))
+    print(f"{variant.name} speech: max relative difference {rel.max():.3g}, EER {eers}")
+    assert rel.max() <= EMBEDDING_REL_TOLERANCE
+    assert eers[0] is not None and eers[1] is not None
+    assert abs(eers[0] - eers[1]) <= 1 / 168

@@ -25,9 +25,11 @@ without importing them, so that a changed encoder is never served embeddings of 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -157,10 +159,23 @@ def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
     return files
 
 
+@functools.cache
+def _packages_distributions() -> Mapping[str, list[str]]:
+    """``importlib.metadata.packages_distributions()``, once per process: it parses every
+    installed distribution's metadata (0.2-0.25 s of CPU with this project's dev lock), which
+    was the largest cost of a short extraction (measured in docs/benchmarks.md). A name it
+    does not know is looked up afresh (a distribution installed meanwhile)."""
+    return metadata.packages_distributions()
+
+
 def _distribution_version(user: UserSpec) -> tuple[str | None, str | None]:
     if user.is_file:
         return None, None
-    dists = metadata.packages_distributions().get(user.target.split(".")[0], [])
+    top = user.target.split(".")[0]
+    dists = _packages_distributions().get(top)
+    if dists is None:  # installed since the lookup was memoized, or in no distribution
+        _packages_distributions.cache_clear()
+        dists = _packages_distributions().get(top, [])
     if not dists:
         return None, None
     name = sorted(dists)[0]

@@ -98,6 +98,7 @@ class ResemblyzerEncoder:
         return dict(self.model.state_dict())
 
 
-def voice_encoder(weights: str | None = None) -> ResemblyzerEncoder:
-    """The factory a ``py:`` spec or registry entry names: the shipped weights, or ``weights``."""
-    return ResemblyzerEncoder(weights)
+def voice_encoder(weights: str | None = None, device: str = "cpu") -> ResemblyzerEncoder:
+    """The factory a ``py:`` spec or the bundled registry's ``resemblyzer`` entry names: the
+    shipped weights, or ``weights`` (a ``py:PATH.py:FACTORY`` file may pass another file)."""
+    return ResemblyzerEncoder(weights, device)
