@@ -255,6 +255,23 @@ def test_zero_shot_numbers_are_tier_b_and_a_swapped_checkpoint_names_its_cell() 
     assert {c.difference.kind for c in result.causes if c.numbers} == {"preprocessing"}
 
 
+def test_a_changed_encoder_source_is_named_encoder_code() -> None:
+    """Same weights, other encoder code (a user's module edited): the moved numbers name
+    ``encoder code`` of that cell, not weights and not an unexplained move."""
+    bundle = _zeroshot_bundle()
+    for cell in bundle["cells"]:
+        cell["model_meta"]["encoder_code"] = {"source_sha256": "e" * 64, "version": None}
+    other = json.loads(json.dumps(bundle))
+    other["cells"][0]["model_meta"]["encoder_code"] = {"source_sha256": "f" * 64, "version": None}
+    other["cells"][0]["metrics"]["canonical"]["pessimistic"]["accuracy"] = 0.75
+    result = compare_runs(bundle_view(bundle), bundle_view(other), tolerance=lambda r: None)
+    assert result.verdict == "changed, explained"
+    moved = [c for c in result.causes if c.numbers]
+    assert [c.difference.key for c in moved] == ["x/esc50:encoder code"]
+    assert moved[0].difference.kind == "encoder code"
+    assert "ffff" in moved[0].difference.b
+
+
 @pytest.fixture(scope="module")
 def probe_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("probe-diff")

@@ -19,6 +19,7 @@ import pytest
 from audiorepro.cli import main
 from audiorepro.formats.audio_dump import load_audio_dump
 from audiorepro.formats.dump import load_dump
+from tests.conftest import ROOT
 from tests.encoder_sources import Encoders, write_encoders
 
 RATE = 16_000
@@ -367,3 +368,59 @@ def test_a_registry_entry_names_a_python_encoder_by_its_weights_hash(
     (folder / "my_encoder.npz").write_bytes(b"other bytes")
     assert _extract("mine", clips, tmp_path / "e.npz", "--registry", str(registry)) == 2
     assert "the registry expects" in _one_line(capsys.readouterr().err)
+
+
+def test_the_documented_encoder_runs_as_written(tmp_path: Path) -> None:
+    """docs/models.md, "Your own encoder": the file as printed, then its shell lines, in a
+    folder holding ``my-clips``; the dump equals the module's own calls."""
+    import os
+    import shlex
+    import subprocess
+
+    from tests.test_documented_commands import blocks
+
+    page = [b for b in blocks("docs/models.md") if b.heading == "Your own encoder"]
+    (source,) = [b.body for b in page if b.lang == "python"]
+    (shell,) = [b for b in page if b.lang == "bash"]
+    (tmp_path / "my_encoder.py").write_text(source + "\n")
+    clips = _clips(tmp_path / "my-clips")
+    (clips / "captions.csv").unlink()  # the audio-only line reads a plain folder of clips
+    for line in shell.commands():
+        argv = shlex.split(line)
+        assert argv[0] == "audiorepro", line
+        done = subprocess.run(
+            [sys.executable, "-m", "audiorepro", *argv[1:]], cwd=tmp_path, env=dict(os.environ),
+            capture_output=True, text=True, check=False, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
+    dump = load_audio_dump(tmp_path / "my-clips.npz")
+    direct = runpy.run_path(str(tmp_path / "my_encoder.py"))["make"]()
+    assert np.array_equal(dump.audio_embeds, direct.embed_audio(_decoded(clips)))
+    assert (ROOT / "docs" / "models.md").is_file()
+
+
+def test_an_audio_only_extraction_is_cached_by_its_key(encoders: Encoders, tmp_path: Path) -> None:
+    """What a kind embedding audio only uses: a key over the model and every clip, the dump
+    written once, then served from the cache; another clip, another key."""
+    from audiorepro.runner.cache import (
+        audio_only_key,
+        cache_dump_path,
+        cached_audio_dump,
+        extract_audio_only,
+        record_entry,
+    )
+
+    clips = _clips(tmp_path / "clips")
+    (clips / "captions.csv").unlink()
+    cache = tmp_path / "cache"
+    args = (encoders.hear_spec, None, {"batch_size": 2}, "cpu", clips)
+    key = audio_only_key(*args)
+    assert cached_audio_dump(cache, key) is None
+    extract_audio_only(*args, cache_dump_path(cache, key), key)
+    record_entry(cache, key)
+    hit = cached_audio_dump(cache, key)
+    assert hit is not None and hit.meta["cache_key"] == key and len(hit.audio_ids) == 5
+    import soundfile
+
+    soundfile.write(clips / "clip0.wav", np.full(800, 0.25), RATE, subtype="PCM_16")
+    assert audio_only_key(*args) != key

@@ -281,7 +281,10 @@ def test_slurm_container_tasks_get_the_weights_in_the_emulated_sif(
     from audiorepro.specs.study import load_study
 
     work = project(built, tmp_path)
-    study = load_study(work / "data" / "study.toml")
+    from audiorepro.runner.study import study_extraction
+
+    study = study_extraction(load_study(work / "data" / "study.toml"))
+    assert study is not None
     out = work / "out"
     options = SlurmOptions(container=work / "audiorepro.sif")
     monkeypatch.setenv("PATH", _env()["PATH"])

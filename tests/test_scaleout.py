@@ -25,6 +25,7 @@ import pytest
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import (
     Part,
     SlurmOptions,
@@ -34,6 +35,7 @@ from audiorepro.runner.executors.slurm import (
     task_command,
     write_part_record,
 )
+from audiorepro.runner.study import study_extraction
 from audiorepro.specs.study import load_study
 from tests.conftest import ROOT, outputs
 
@@ -43,6 +45,13 @@ DETERMINISTIC = ("report.html", "bundle.json.gz", "verification.json")
 
 
 # --- parts and commands (no cluster needed) ------------------------------------------------
+
+
+def _extraction(path: Path) -> StudyExtraction:
+    """The study's cells as the executors see them (its kind describes them)."""
+    extraction = study_extraction(load_study(path))
+    assert extraction is not None
+    return extraction
 
 
 def _fake_part(path: Path, key: str, shard: tuple[int, int]) -> Part:
@@ -89,7 +98,7 @@ def _study(work: Path, tmp_path: Path, cells: int = 1) -> Path:
 
 def test_task_commands_with_and_without_a_container(demo: Path, tmp_path: Path) -> None:
     work = demo / "cache" / "demo"
-    study = load_study(_study(work, tmp_path))
+    study = _extraction(_study(work, tmp_path))
     part = Part("tiny-laion/clips", 1, 3, "k" * 64, tmp_path / "out" / "p.part.npz")
     local = task_command(study, tmp_path / "out", part, SlurmOptions())
     assert local[:3] == [sys.executable, "-m", "audiorepro"]
@@ -126,7 +135,7 @@ def test_task_commands_with_and_without_a_container(demo: Path, tmp_path: Path) 
 
 
 def test_sbatch_template_is_valid_bash_with_the_requests(demo: Path, tmp_path: Path) -> None:
-    study = load_study(_study(demo / "cache" / "demo", tmp_path, cells=2))
+    study = _extraction(_study(demo / "cache" / "demo", tmp_path, cells=2))
     options = SlurmOptions(
         shards=3, partition="booster", account="proj", time_min=90, gpus_per_task=1
     )
@@ -176,12 +185,13 @@ def test_zeroshot_cells_are_array_tasks_with_their_dataset_bound(
     zeroshot_study: Path, tmp_path: Path
 ) -> None:
     study = load_study(zeroshot_study)
+    extraction = _extraction(zeroshot_study)
     out = tmp_path / "out"
-    script = sbatch_script(study, out, SlurmOptions(shards=2))
+    script = sbatch_script(extraction, out, SlurmOptions(shards=2))
     assert "#SBATCH --array=0-1%64" in script and script.count("extract-part") == 2
     subprocess.run(["bash", "-n"], input=script, text=True, check=True)
     part = Part("tiny/esc50", 0, 2, "k" * 64, out / "p.part.npz")
-    wrapped = task_command(study, out, part, SlurmOptions(container=tmp_path / "a.sif"))
+    wrapped = task_command(extraction, out, part, SlurmOptions(container=tmp_path / "a.sif"))
     binds = [wrapped[i + 1] for i, x in enumerate(wrapped) if x == "--bind"]
     audio = study.dataset.audio.resolve()
     assert f"{audio}:{audio}:ro" in binds
@@ -328,7 +338,7 @@ def _in_thread(
 def test_a_killed_task_is_reported_and_only_its_part_is_rerun(
     slurm: Path, demo: Path, tmp_path: Path
 ) -> None:
-    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    study = _extraction(_study(demo / "cache" / "demo", tmp_path))
     out = tmp_path / "out"
     # Each task waits 3 s before extracting, so that shard 0 is surely killed mid-run.
     options = SlurmOptions(shards=2, folder=tmp_path / "slurm", setup=("sleep 3",), poll_s=0.5)
@@ -356,7 +366,7 @@ def test_a_killed_task_is_reported_and_only_its_part_is_rerun(
 def test_cancelled_and_overdue_jobs_never_hang_the_runner(
     slurm: Path, demo: Path, tmp_path: Path
 ) -> None:
-    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    study = _extraction(_study(demo / "cache" / "demo", tmp_path))
     # Tasks that would sit for a minute: the wait gives up after its bound, naming them.
     slow = SlurmOptions(shards=2, folder=tmp_path / "a", setup=("sleep 60",), poll_s=0.5)
     start = time.monotonic()
@@ -387,7 +397,7 @@ def test_extract_part_refuses_inputs_changed_since_submission(
 def test_hand_submitted_template_then_reproduce_submits_nothing(
     slurm: Path, demo: Path, tmp_path: Path
 ) -> None:
-    study = load_study(_study(demo / "cache" / "demo", tmp_path))
+    study = _extraction(_study(demo / "cache" / "demo", tmp_path))
     out = tmp_path / "out"
     options = SlurmOptions(shards=2, folder=tmp_path / "logs", gpus_per_task=1)
     script = tmp_path / "extract.sbatch"
@@ -429,3 +439,25 @@ def test_zeroshot_study_on_slurm_is_byte_identical_to_local(
     assert main(argv) == 0
     assert "submitting" not in capsys.readouterr().out
     assert outputs(out, names) == outputs(local, names)
+
+
+def test_a_python_encoder_study_on_slurm_is_byte_identical_to_local(
+    slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user's ``py:`` encoder (a file nobody in the kit wrote) as array tasks: the executor
+    asks the study's extraction, never the encoder's family; the outputs are a local run's."""
+    from audiorepro.cli import main
+    from tests.encoder_sources import write_encoders
+    from tests.test_encoders import _clips, _study
+
+    encoders = write_encoders(tmp_path / "enc", "slurm")
+    clips = _clips(tmp_path / "clips")
+    study = _study(tmp_path / "study", encoders.file_spec, clips)
+    local, out = tmp_path / "local", tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(local)]) == 0
+    argv = ["reproduce", str(study), "--out", str(out), "--executor", "slurm"]
+    argv += ["--shards", "2", "--wait-timeout", "900"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "submitting 2 of 2 extraction part(s)" in capsys.readouterr().out
+    assert outputs(out, DETERMINISTIC) == outputs(local, DETERMINISTIC)

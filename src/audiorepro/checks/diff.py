@@ -36,6 +36,7 @@ from audiorepro.metrics.profiles import find_profile
 Kind = Literal[
     "study",
     "weights",
+    "encoder code",
     "preprocessing",
     "inputs",
     "definitions",
@@ -172,7 +173,7 @@ def _record(
     )
 
 
-_CELL_KINDS: Final = ("weights", "preprocessing", "inputs", "software")
+_CELL_KINDS: Final = ("weights", "encoder code", "preprocessing", "inputs", "software")
 
 
 def _retrieval_cell(cell: Mapping[str, Any]) -> Iterator[NumberRecord]:
@@ -303,6 +304,9 @@ def _extraction(cid: str, meta: Mapping[str, Any]) -> list[Identity]:
     pre = _pick(meta, _PREPROCESSING_KEYS) | ({"captions_layout": layout} if layout else {})
     return [
         _identity(cid, "weights", _pick(meta, _WEIGHT_KEYS)),
+        # The encoder's code (its source's SHA-256 and version; CLAP: the library's version),
+        # absent from dumps written before it was recorded.
+        _identity(cid, "encoder code", meta.get("encoder_code")),
         _identity(cid, "preprocessing", pre),
         _identity(cid, "inputs", inputs),
         _identity(cid, "software", meta.get("versions")),
@@ -345,11 +349,11 @@ def zeroshot_identities(bundle: Mapping[str, Any]) -> list[Identity]:
     record = dict(study["inputs"])
     for cell in bundle["cells"]:
         cid = str(cell["id"])
-        weights, pre, _, software = _extraction(cid, cell["model_meta"])
+        weights, code, pre, _, software = _extraction(cid, cell["model_meta"])
         template = {"template": record.get("template")}
         pre = _identity(cid, "preprocessing", pre.value | template)
         clips = {k: v for k, v in record.items() if k != "template"}
-        out += [weights, pre, _identity(cid, "inputs", clips), software]
+        out += [weights, code, pre, _identity(cid, "inputs", clips), software]
     return out
 
 

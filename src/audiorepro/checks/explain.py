@@ -15,6 +15,7 @@ from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import Dump
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.profiles import (
     DCASE_MOVES as DCASE_MOVES,  # why a DCASE number can move (declared with its profile)
 )
@@ -159,7 +160,7 @@ def explain(
     skipped: dict[str, str] = {}
     for p in profiles if profiles is not None else profile_names("retrieval"):
         declared = find_profile(p)
-        if p == "canonical" or declared is None:
+        if is_canonical(p) or declared is None:
             continue
         try:
             res = compute_profile(

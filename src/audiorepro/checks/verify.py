@@ -13,6 +13,7 @@ from typing import Literal, NotRequired
 from typing_extensions import TypedDict
 
 from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.profiles import compute_profile, published_cutoffs
 from audiorepro.metrics.retrieval import DIRECTIONS, TiePolicy, compute_retrieval, is_metric_name
 from audiorepro.specs.published import PublishedCell
@@ -75,7 +76,7 @@ def verify_published(cells: list[PublishedCell], dumps_dir: str | Path) -> Summa
                     tie_policy=cell.tie_policy,
                     cutoffs=published_cutoffs(cell.profile, list(cell.values), None),
                 ).metrics
-                if cell.profile == "canonical":
+                if is_canonical(cell.profile):
                     reproduced |= _at_other_cutoffs(dump, cell.values, reproduced, cell.tie_policy)
         rows += value_rows(cell.dump, cell.values, cell.tolerance, reproduced, reason, cell.profile)
     return summarize(rows)

@@ -34,6 +34,7 @@ from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import EMPTY_POLICIES, EmptyPolicy, load_dump, save_dump
 from audiorepro.metrics.probe import probe_report_file
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.profiles import compute_profile, profile_names, registered_profiles
 from audiorepro.metrics.retrieval import (
     TIE_POLICIES,
@@ -60,16 +61,22 @@ from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.attest import check_signature
 from audiorepro.runner.cache import preflight_study
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.keys import SigningKey, load_signing_key, load_trusted_keys
 from audiorepro.runner.probe import verify_probe_saved
 from audiorepro.runner.publish import ATTESTATION, check_out, claim
-from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
+from audiorepro.runner.study import (
+    run_studies,
+    study_extraction,
+    verify_output_dir,
+    verify_study,
+)
 from audiorepro.specs.probe_published import is_probe_published, load_probe_published
 from audiorepro.specs.published import load_published
 from audiorepro.specs.selection import check_device, select
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import ProbeStudy, RetrievalStudy, ZeroshotStudy, load_study
+from audiorepro.specs.study import ProbeStudy, load_study
 
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
@@ -224,14 +231,14 @@ def metrics(
             "are its peer's own",
             param_hint="'--k'",
         )
-    if empty_queries is not None and profile != "canonical":
+    if empty_queries is not None and not is_canonical(profile):
         raise click.BadParameter(
             f"applies to the canonical profile; {profile}'s peer refuses such queries",
             param_hint="'--empty-queries'",
         )
     d = load_dump(dump, empty_queries=empty_queries)
     result = compute_retrieval(d, chunk_rows=chunk_rows)
-    if profile != "canonical":
+    if not is_canonical(profile):
         prof = compute_profile(d, profile, result=result, cutoffs=cutoffs)
         click.echo(f"{d.source}: profile {profile}")
         for name, value in prof.metrics.items():
@@ -889,17 +896,18 @@ def _reproduce_into(
     return say_results(ran, click.echo)
 
 
-def _extractable_study(path: Path) -> RetrievalStudy | ZeroshotStudy:
-    """A study whose cells Slurm can extract: retrieval or zero-shot (probe studies extract
-    nothing)."""
+def _extractable_study(path: Path) -> StudyExtraction:
+    """The cells a study's kind extracts, as the executors see them (a kind that extracts
+    nothing, a probe study: one line)."""
     study = load_study(path)
-    if not isinstance(study, RetrievalStudy | ZeroshotStudy):
+    extraction = study_extraction(study)
+    if extraction is None:
         raise UserError(
-            f"is a {study.kind} study; only a retrieval or zero-shot study has cells to "
-            "extract in parts",
+            f"is a {study.kind} study, whose kind extracts nothing; only a study with cells "
+            "to extract runs in parts",
             source=path,
         )
-    return study
+    return extraction
 
 
 @cli.command("extract-part")
@@ -929,10 +937,10 @@ def extract_part_cmd(study_file: Path, cell_id: str, shard: str, key: str, out: 
 def slurm_template(study_file: Path, out: Path | None, **slurm_kw: Any) -> None:
     """Print an sbatch array script that extracts what STUDY still needs, for users who
     submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and reports."""
-    study = _extractable_study(study_file)
-    preflight_study(study)  # a corrupt checkpoint: one line, not a script that fails on nodes
-    target = out or Path(f"reproduce-{study.name}")
-    click.echo(sbatch_script(study, target, _slurm(slurm_kw)), nl=False)
+    extraction = _extractable_study(study_file)
+    preflight_study(load_study(study_file))  # a corrupt checkpoint: one line, not a script
+    target = out or Path(f"reproduce-{extraction.name}")
+    click.echo(sbatch_script(extraction, target, _slurm(slurm_kw)), nl=False)
 
 
 @cli.command()

@@ -9,6 +9,7 @@ import click
 from audiorepro.cli.closing import say_results
 from audiorepro.cli.commands import cli, device_option
 from audiorepro.core.errors import EXIT_CHECK_FAILED
+from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
 from audiorepro.metrics.profiles import profile_names
 from audiorepro.runner.evaluate import prepare_evaluate
 from audiorepro.runner.publish import check_out, claim
@@ -87,7 +88,7 @@ def evaluate(
     prepared folder): the same output folder as a study (report, tables, bundle, manifest),
     and the study file it ran in OUT/cache/evaluate/, to rerun and verify."""
     target = out or _default_out(model)
-    wanted = ("canonical", *(p for p in profiles if p != "canonical"))
+    wanted = (canonical_profile(), *(p for p in profiles if not is_canonical(p)))
     with claim(target):  # one run per OUT, held before the study files go into OUT/cache
         check_out(target)
         work = target / "cache" / "evaluate"

@@ -160,3 +160,39 @@ def profile_names(kind: DumpKind | None = None) -> tuple[str, ...]:
 def find_profile(name: str) -> Profile | None:
     """The profile called ``name``, or None."""
     return _REGISTRY.get(name)
+
+
+#: The kit's own definitions of each dump kind (no peer's profile): the name a study reports
+#: first and that published values without a ``profile`` are read as. Every module asks
+#: these functions instead of comparing a profile's name.
+CANONICAL: dict[DumpKind, str] = {"retrieval": "canonical", "zeroshot": "zeroshot"}
+
+
+def canonical_profile(kind: DumpKind = "retrieval") -> str:
+    """The canonical name of ``kind``.
+
+    >>> canonical_profile(), canonical_profile("zeroshot")
+    ('canonical', 'zeroshot')
+    """
+    return CANONICAL[kind]
+
+
+def is_canonical(name: str) -> bool:
+    """Is ``name`` the kit's own definitions (of any kind), not a peer's profile?
+
+    >>> is_canonical("canonical"), is_canonical("zeroshot"), is_canonical("trec")
+    (True, True, False)
+    """
+    return name in CANONICAL.values()
+
+
+def reported_profiles(kind: DumpKind) -> tuple[str, ...]:
+    """The canonical name of ``kind`` and every profile registered for it, in that order."""
+    peers = (n for n in profile_names(kind) if not is_canonical(n))
+    return (canonical_profile(kind), *peers)
+
+
+def float32_profile(name: str) -> bool:
+    """Does the profile score in float32 (its numbers are tier b over any dump)?"""
+    found = find_profile(name)
+    return found is not None and found.float32_scores

@@ -25,6 +25,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json
 from audiorepro.core.threads import cpu_threads
+from audiorepro.formats.audio_dump import AudioDump, load_audio_dump
 from audiorepro.formats.captions import list_audio, read_captions
 from audiorepro.formats.coverage import record_path
 from audiorepro.formats.dump import Dump, load_dump
@@ -75,6 +76,45 @@ def extract_key(cell: Cell) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
+def audio_only_key(
+    model: str, registry: Path | None, settings: dict[str, Any], device: str, audio: Path
+) -> str:
+    """The cache key of an audio-only extraction (``extract`` without captions) of every clip
+    of ``audio`` (a folder or list file): the model's part (:func:`model_key`: weights, code,
+    settings, device, threads) and every clip's name and SHA-256, in the extraction's order.
+    For a kind whose cells embed audio only (speaker verification, probes over embeddings)."""
+    spec, _ = model_spec(model, registry, settings)
+    listing = [[name, sha256_file(path)] for name, path in list_audio(audio).items()]
+    key = {"kind": "audio-only", **model_key(model, spec, settings, device), "audio": listing}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def extract_audio_only(
+    model: str,
+    registry: Path | None,
+    settings: dict[str, Any],
+    device: str,
+    audio: Path,
+    path: Path,
+    key: str,
+    shard: tuple[int, int] | None = None,
+) -> None:
+    """Write the audio-only dump (or one shard's part) of ``audio`` to ``path``, recording
+    the cache key (:func:`audio_only_key`); :func:`cached_dump` does not read it (an
+    audio-only dump is read with :func:`audiorepro.formats.audio_dump.load_audio_dump`)."""
+    spec, overrides = model_spec(model, registry, settings)
+    extract(
+        spec,
+        audio,
+        None,
+        path,
+        overrides=overrides,
+        device=device,
+        shard=shard,
+        extra_meta={"cache_key": key},
+    )
+
+
 def cache_dump_path(cache: Path, key: str) -> Path:
     """Where the extraction cache (``OUT/cache/dumps``) keeps the dump with this key."""
     return cache / f"{key[:32]}.npz"
@@ -111,6 +151,25 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     if dump.sha256 != record.get("sha256"):
         return None
     if keyed_meta and dump.meta.get("cache_key") != key:
+        return None
+    return dump
+
+
+def cached_audio_dump(cache: Path, key: str) -> AudioDump | None:
+    """The cached audio-only extraction with this key, or None (missing, damaged, rewritten:
+    extracted again), checked as :func:`cached_dump` checks a dump."""
+    path = cache_dump_path(cache, key)
+    record_path = entry_record_path(cache, key)
+    if not path.is_file() or not record_path.is_file():
+        return None
+    try:
+        record = read_json(record_path, what="a cache record", max_bytes=1 << 20)
+        if not isinstance(record, dict) or record.get("cache_key") != key:
+            return None
+        dump = load_audio_dump(path)
+    except (UserError, OSError, ValueError, RecursionError):
+        return None
+    if dump.sha256 != record.get("sha256") or dump.meta.get("cache_key") != key:
         return None
     return dump
 

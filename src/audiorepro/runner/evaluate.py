@@ -23,6 +23,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
+from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.specs.selection import check_device
 
@@ -190,7 +191,7 @@ def prepare_evaluate(
     work: Path,
     *,
     data: Path,
-    profiles: tuple[str, ...] = ("canonical",),
+    profiles: tuple[str, ...] | None = None,
     device: str = "cpu",
     registry: Path | None = None,
     task: str = "zeroshot",
@@ -207,8 +208,9 @@ def prepare_evaluate(
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UserError("is given twice; expected each dataset once", key=twice[0])
+    profiles = profiles or (canonical_profile(),)
     retrieval = [d for d in datasets if d.kind == "retrieval"]
-    if not retrieval and profiles != ("canonical",):
+    if not retrieval and any(not is_canonical(p) for p in profiles):
         raise UserError("applies to retrieval datasets only (none given)", key="--profile")
     model = study_model(model, registry)
     studies: list[tuple[str, str, str]] = []  # (file name, TOML text, dataset name)

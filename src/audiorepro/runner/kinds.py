@@ -31,6 +31,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump
 from audiorepro.render.tables import Table, write_table
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.manifest import write_manifest
 from audiorepro.runner.outputs import Outcome, write_outputs
 
@@ -111,6 +112,10 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     extracts: ClassVar[bool] = False
     #: Whether the driver shows a progress bar while it writes the tables.
     table_progress: ClassVar[bool] = False
+
+    def extraction(self, study: StudyT) -> StudyExtraction | None:
+        """The cells it extracts, as the executors see them (None: it extracts nothing)."""
+        return None
 
     @abstractmethod
     def load(self, study: StudyT, ctx: Context) -> StateT:

@@ -55,6 +55,7 @@ from audiorepro.core.progress import progress_bar
 from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, EmptyPolicy, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
+from audiorepro.metrics.profile_registry import canonical_profile, float32_profile, is_canonical
 from audiorepro.metrics.profiles import (
     check_profile_applies,
     compute_profile,
@@ -77,7 +78,8 @@ from audiorepro.models.identity import compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.executors.local import extract_local
+from audiorepro.runner.executors.extraction import StudyExtraction
+from audiorepro.runner.executors.local import extract_local, retrieval_extraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -129,7 +131,7 @@ def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
     res.metrics = res.retrieval.metrics(tie, study.cutoffs)
     res.ties = res.retrieval.ties(study.cutoffs)
     for profile in res.cell.profiles:
-        if profile == "canonical":
+        if is_canonical(profile):
             continue
         res.profiles[profile] = compute_profile(
             res.dump,
@@ -233,7 +235,7 @@ def _profile_table(
     different tables; profile columns would make a table of up to 44 columns. No best value
     is marked: the rows are not rivals (the canonical table marks the best model).
     """
-    requested = list(dict.fromkeys(p for r in rows for p in r.cell.profiles if p != "canonical"))
+    requested = list(dict.fromkeys(p for r in rows for p in r.cell.profiles if not is_canonical(p)))
     if not requested:
         return None
 
@@ -246,7 +248,8 @@ def _profile_table(
     body: list[tuple[str, tuple[float | str | None, ...]]] = []
     for r in rows:
         canonical = r.metrics.get(direction, {})
-        body.append((r.cell.model, ("canonical", *(canonical.get(CONCEPTS[c]) for c in concepts))))
+        own = (canonical_profile(), *(canonical.get(CONCEPTS[c]) for c in concepts))
+        body.append((r.cell.model, own))
         for p in (p for p in requested if p in r.cell.profiles):
             values = r.profiles.get(p, {})
             body.append(
@@ -401,6 +404,9 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
     extracts = True
     table_progress = True
 
+    def extraction(self, study: RetrievalStudy) -> StudyExtraction:
+        return retrieval_extraction(study)
+
     def load(self, study: RetrievalStudy, ctx: Context) -> RetrievalState:
         state = RetrievalState(study=study, ctx=ctx, results=[CellResult(c) for c in study.cells])
         for res in _progress(state.results, "extract", ctx.progress):
@@ -509,8 +515,8 @@ def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Be
     if head in _INPUT_KEYS:
         return None, None
     extracted = "weights_sha256" in (cell.get("model_meta") or {})
-    laion = head == "profiles" and len(below) > 1 and below[1] == "laion-clap"
-    tier: NumberTier = "b" if extracted or laion else "a"
+    float32 = head == "profiles" and len(below) > 1 and float32_profile(str(below[1]))
+    tier: NumberTier = "b" if extracted or float32 else "a"
     if head in ("metrics", "profiles") and len(below) >= 3:
         return _better(str(below[-1])), tier
     if head == "intervals" and len(below) >= 3:
@@ -631,7 +637,7 @@ def golden_rows(
         if reason is None and res.dump is not None:
             if res.retrieval is None:
                 res.retrieval = compute_retrieval(res.dump)
-            if pub.profile == "canonical":
+            if is_canonical(pub.profile):
                 m = res.retrieval.metrics(pub.tie_policy, study.cutoffs)
                 reproduced = {f"{d}/{n}": v for d in DIRECTIONS for n, v in m[d].items()}
                 for key in pub.values:  # a published metric at a cutoff the study has not
@@ -698,6 +704,7 @@ def _bundle(
                         "model",
                         "revision",
                         "weights_sha256",
+                        "encoder_code",
                         "preprocessing",
                         "inputs",
                         "versions",

@@ -21,6 +21,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.runner import linear_probe, probe_kind, retrieval, zeroshot  # noqa: F401
 from audiorepro.runner.attest import sign_folder
 from audiorepro.runner.cache import preflight_study
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.keys import SigningKey
 from audiorepro.runner.kinds import Context, StudyKind, kind_named, run_kind
@@ -43,6 +44,11 @@ def study_kind(study: Study) -> StudyKind[Any, Any]:
     return kind_named(study.kind)
 
 
+def study_extraction(study: Study) -> StudyExtraction | None:
+    """The cells the study's kind extracts, as the executors see them (None: none)."""
+    return study_kind(study).extraction(study)
+
+
 def run_study(
     study: Study,
     out: Path,
@@ -60,8 +66,9 @@ def run_study(
     ``executor_failed`` and names the tasks.
     """
     kind = study_kind(study)
-    if slurm is not None and kind.extracts:
-        outcome = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
+    extraction = kind.extraction(study)
+    if slurm is not None and extraction is not None:
+        outcome = run_slurm(extraction, out, slurm, say=say)
         if outcome.failed:
             return {"passed": False, "failures": outcome.failed, "executor_failed": True}
     return run_kind(kind, study, Context(Path(out), Path(out) / "cache" / "dumps", progress))
@@ -123,8 +130,9 @@ def _run_claimed(
             except OSError as exc:
                 raise write_error(exc, target) from None
             kind = study_kind(study)
-            if slurm is not None and kind.extracts:
-                executed = run_slurm(study, out, slurm, say=say)  # type: ignore[arg-type]
+            extraction = kind.extraction(study)
+            if slurm is not None and extraction is not None:
+                executed = run_slurm(extraction, out, slurm, say=say)
                 if executed.failed:
                     discard(staging)
                     failed: Outcome = {

@@ -31,6 +31,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.metrics.zeroshot import (
     DEFINITIONS_VERSION,
@@ -43,11 +44,13 @@ from audiorepro.metrics.zeroshot import (
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.zeroshot import (
     MissingInputs,
     ZeroshotInputs,
     cached_cell,
     study_inputs,
+    zeroshot_extraction,
 )
 from audiorepro.runner.kinds import (
     Better,
@@ -137,8 +140,8 @@ def cell_metrics(
 
 
 def reproduced_values(metrics: dict[str, Any], profile: str, tie_policy: str) -> dict[str, float]:
-    if profile == "laion-clap-zeroshot":
-        return dict(metrics["laion-clap-zeroshot"])
+    if not is_canonical(profile):  # a peer's profile: its own numbers, by its name
+        return dict(metrics[profile])
     canonical = metrics["canonical"][tie_policy]
     return {m: canonical[m] for m in METRICS}
 
@@ -286,6 +289,9 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     name = "zeroshot"
     extracts = True
 
+    def extraction(self, study: ZeroshotStudy) -> StudyExtraction:
+        return zeroshot_extraction(study)
+
     def load(self, study: ZeroshotStudy, ctx: Context) -> ZeroshotState:
         """Each cell's dump from the extraction cache, copied to ``dumps/<cell>.npz``."""
         inputs = study_inputs(study)
@@ -394,7 +400,7 @@ def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Be
     if not below or below[0] != "metrics":
         return None, None
     # canonical/<tie>/<metric>[/<class>], laion-clap-zeroshot/<metric>
-    at = 3 if below[1] == "canonical" else 2
+    at = 3 if is_canonical(str(below[1])) else 2
     name = str(below[at]) if len(below) > at else ""
     better = True if name == "per_class_recall" else HIGHER_IS_BETTER.get(name)
     return (None if better is None else ("higher" if better else "lower")), "b"

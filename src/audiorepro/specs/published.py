@@ -20,6 +20,7 @@ from pydantic.config import JsonDict
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.core.io import read_toml
+from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.profiles import (
     CANONICAL_NAME_PATTERN as CANONICAL_NAME_PATTERN,
 )
@@ -185,8 +186,8 @@ def profile_names_schema(schema: JsonDict) -> None:
     rules: list[tuple[str, JsonDict]] = [
         (p.name, dict(p.names_schema)) for p in registered_profiles() if p.names_schema
     ]
-    canonical = [r for r in rules if r[0] == "canonical"]
-    fixed = [r for r in rules if r[0] != "canonical" and "enum" in r[1]]
+    canonical = [r for r in rules if is_canonical(r[0])]
+    fixed = [r for r in rules if not is_canonical(r[0]) and "enum" in r[1]]
     ruled = [r for r in rules if r not in canonical and r not in fixed]
     schema["allOf"] = [
         {

@@ -130,7 +130,12 @@ from audiorepro.formats import keypath
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
-from audiorepro.metrics.profiles import LAION_CLAP_ZEROSHOT_METRICS
+from audiorepro.metrics.profile_registry import (
+    canonical_profile,
+    find_profile,
+    is_canonical,
+    reported_profiles,
+)
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
@@ -701,12 +706,37 @@ class ProbeStudy:
 
 # --- zero-shot classification studies -------------------------------------------------------
 
-ZEROSHOT_PROFILES = ("zeroshot", "laion-clap-zeroshot")
-#: Metric names per zero-shot profile (:mod:`audiorepro.metrics.zeroshot`).
-ZEROSHOT_METRICS = {
-    "zeroshot": ("accuracy", "top5_accuracy", "balanced_accuracy"),
-    "laion-clap-zeroshot": LAION_CLAP_ZEROSHOT_METRICS,
-}
+#: The canonical zero-shot metrics (:mod:`audiorepro.metrics.zeroshot`); a peer's zero-shot
+#: profile names its own (the profile registry's ``metric_names``).
+CANONICAL_ZEROSHOT_METRICS = ("accuracy", "top5_accuracy", "balanced_accuracy")
+
+
+def zeroshot_profiles() -> tuple[str, ...]:
+    """The profiles a zero-shot study's published values may name: the canonical one, then
+    every zero-shot profile of the registry."""
+    return reported_profiles("zeroshot")
+
+
+def zeroshot_metrics(profile: str) -> tuple[str, ...]:
+    """The metric names of a zero-shot profile (empty for a name the registry lacks)."""
+    if is_canonical(profile):
+        return CANONICAL_ZEROSHOT_METRICS
+    found = find_profile(profile)
+    return tuple(found.metric_names or ()) if found is not None else ()
+
+
+def _zeroshot_profiles_schema(schema: dict[str, Any]) -> None:
+    schema["enum"] = list(zeroshot_profiles())
+
+
+def _known_zeroshot_profile(value: str) -> str:
+    """A zero-shot profile name, or a ValueError naming the known ones."""
+    names = zeroshot_profiles()
+    if value not in names:
+        raise ValueError(f"unknown profile {value!r}; expected one of {', '.join(names)}")
+    return value
+
+
 CLASS_FIELD = "{class}"
 
 
@@ -736,8 +766,10 @@ class ZeroshotPublishedSpec(Spec):
     """Published zero-shot values of one cell, with their tolerance and provenance."""
 
     cell: str = Field(description="the id of a cell of this study")
-    profile: Literal["zeroshot", "laion-clap-zeroshot"] = Field(
-        "zeroshot", description="zeroshot or laion-clap-zeroshot"
+    profile: str = Field(
+        "zeroshot",
+        description="zeroshot or a registered zero-shot profile",
+        json_schema_extra=_zeroshot_profiles_schema,
     )
     tie_policy: TiePolicy | None = Field(None, description="the tie policy of the values")
     tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
@@ -745,6 +777,8 @@ class ZeroshotPublishedSpec(Spec):
     values: dict[str, Number] = Field(
         min_length=1, description="a table of metric -> published value"
     )
+
+    _profile = field_validator("profile")(_known_zeroshot_profile)
 
 
 class ZeroshotStudyFile(_StudyFile):
@@ -875,10 +909,10 @@ def _zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotStudy:
                 key=f"{where}.cell",
             )
         for metric in p.values:
-            if metric not in ZEROSHOT_METRICS[p.profile]:
+            if metric not in zeroshot_metrics(p.profile):
                 raise UserError(
                     f"unknown metric of profile {p.profile}; expected one of "
-                    f"{', '.join(ZEROSHOT_METRICS[p.profile])}",
+                    f"{', '.join(zeroshot_metrics(p.profile))}",
                     source=source,
                     key=f"{where}.values.{metric}",
                 )
@@ -1341,19 +1375,20 @@ def _check_empty_queries(study: RetrievalStudy) -> None:
     if study.empty_queries is None:
         return
     for i, cell in enumerate(study.cells):
-        other = [p for p in cell.profiles if p != "canonical"]
+        other = [p for p in cell.profiles if not is_canonical(p)]
         if other:
             raise UserError(
                 f"is {other!r} with empty_queries = {study.empty_queries!r}; expected only "
-                "'canonical' (a peer's profile has no policy for queries without a relevant item)",
+                f"{canonical_profile()!r} (a peer's profile has no policy for queries without a "
+                "relevant item)",
                 source=str(study.source),
                 key=f"cell[{i}].profiles",
             )
     for i, pub in enumerate(study.published):
-        if pub.profile != "canonical":
+        if not is_canonical(pub.profile):
             raise UserError(
                 f"is {pub.profile!r} with empty_queries = {study.empty_queries!r}; expected "
-                "'canonical'",
+                f"{canonical_profile()!r}",
                 source=str(study.source),
                 key=f"published[{i}].profile",
             )

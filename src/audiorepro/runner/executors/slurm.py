@@ -1,7 +1,8 @@
 """Scale-out on Slurm: extraction as job arrays through submitit, then the local stages.
 
-``audiorepro reproduce STUDY --executor slurm`` splits every cell that must be extracted (an
-extraction cell of a retrieval study, every cell of a zero-shot study) into
+``audiorepro reproduce STUDY --executor slurm`` splits every cell that must be extracted (as
+the study's kind describes them: :class:`~.extraction.StudyExtraction`; the executor never
+asks which kind a study is or which encoder a cell runs) into
 ``shards`` parts (``extract --shard i/n``: whole batches, so the merged dump is byte-identical
 to an unsharded one) and submits one array task per (cell, shard) with submitit. Each task runs
 ``audiorepro extract-part`` (inside ``apptainer exec --nv --containall --cleanenv`` with
@@ -36,20 +37,9 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.dump import read_npz
-from audiorepro.models.extract import merge
 from audiorepro.models.offline import CONTAINER_HUB_CACHE
-from audiorepro.runner.cache import (
-    cache_dump_path,
-    cached_dump,
-    extract_cell,
-    extract_key,
-    record_entry,
-)
-from audiorepro.runner.executors.zeroshot import merge_parts, study_inputs, write_part, zeroshot_key
-from audiorepro.specs.study import RetrievalStudy, ZeroshotStudy
-
-#: The study kinds whose cells are extracted (a probe study reads saved features).
-Extractable = RetrievalStudy | ZeroshotStudy
+from audiorepro.runner.cache import cache_dump_path, cached_dump, record_entry
+from audiorepro.runner.executors.extraction import StudyExtraction
 
 #: States after which a Slurm job will not change any more (sacct's vocabulary).
 RUNNING_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED",
@@ -138,83 +128,47 @@ def part_finished(part: Part) -> bool:
     )
 
 
-def cell_keys(study: Extractable) -> dict[str, str]:
-    """The cache key of every cell of the study that is extracted, by cell id."""
-    if isinstance(study, ZeroshotStudy):
-        inputs = study_inputs(study)
-        return {c.id: zeroshot_key(c, inputs) for c in study.cells}
-    return {c.id: extract_key(c) for c in study.cells if c.extract is not None}
-
-
 def extract_part(
-    study: Extractable, cell_id: str, shard: tuple[int, int], key: str, out: Path
+    study: StudyExtraction, cell_id: str, shard: tuple[int, int], key: str, out: Path
 ) -> None:
     """An array task's work: one shard of a cell's extraction, then the part's record.
 
     ``key`` is the cache key the driver computed: if this node computes another one (inputs,
-    weights or settings changed since submission), nothing is written.
+    weights, code or settings changed since submission), nothing is written.
     """
-    if isinstance(study, ZeroshotStudy):
-        zcell = next((c for c in study.cells if c.id == cell_id), None)
-        if zcell is None:
-            raise _not_a_cell(study, cell_id)
-        inputs = study_inputs(study)
-        _same_key(study, cell_id, zeroshot_key(zcell, inputs), key)
-        write_part(zcell, inputs, shard, key, out)
-    else:
-        cell = next((c for c in study.cells if c.id == cell_id), None)
-        if cell is None or cell.extract is None:
-            raise _not_a_cell(study, cell_id)
-        _same_key(study, cell_id, extract_key(cell), key)
-        extract_cell(cell, out, key, shard)
-    write_part_record(out)
-
-
-def _not_a_cell(study: Extractable, cell_id: str) -> UserError:
-    return UserError(f"{cell_id!r} is not a cell to extract", source=study.source, key="cell")
-
-
-def _same_key(study: Extractable, cell_id: str, here: str, key: str) -> None:
+    cell = study.cell(cell_id)
+    here = cell.key()
     if here != key:
         raise UserError(
-            f"cell {cell_id}: inputs, weights or settings changed since submission "
+            f"cell {cell_id}: inputs, weights, code or settings changed since submission "
             f"(cache key {here[:12]}, submitted {key[:12]})",
             source=study.source,
             key="--key",
         )
+    cell.write_part(shard, key, out)
+    write_part_record(out)
 
 
-def plan(study: Extractable, out: Path, shards: int) -> tuple[list[Part], list[Part]]:
+def plan(study: StudyExtraction, out: Path, shards: int) -> tuple[list[Part], list[Part]]:
     """``(all parts, parts still to run)`` for the cells whose cached dump is missing."""
     if shards < 1:
         raise UserError(f"must be >= 1, got {shards}", key="--shards")
     parts, todo = [], []
-    keyed_meta = not isinstance(study, ZeroshotStudy)
-    for cell_id, key in cell_keys(study).items():
-        if cached_dump(out / "cache" / "dumps", key, keyed_meta=keyed_meta) is not None:
+    for cell in study.cells:
+        key = cell.key()
+        if cached_dump(out / "cache" / "dumps", key, keyed_meta=cell.keyed_meta) is not None:
             continue
         for i in range(shards):
-            part = Part(cell_id, i, shards, key, part_path(out, key, i, shards))
+            part = Part(cell.cell, i, shards, key, part_path(out, key, i, shards))
             parts.append(part)
             if not part_finished(part):
                 todo.append(part)
     return parts, todo
 
 
-def _bind_paths(study: Extractable, out: Path, extra: tuple[str, ...]) -> list[str]:
+def _bind_paths(study: StudyExtraction, out: Path, extra: tuple[str, ...]) -> list[str]:
     """apptainer --bind arguments: the study's inputs read-only, the parts folder writable."""
-    read_only = {study.source.parent.resolve()}
-    if isinstance(study, ZeroshotStudy):
-        ds = study.dataset
-        read_only |= {ds.audio.resolve(), ds.metadata.resolve().parent}
-        read_only |= {c.registry.resolve().parent for c in study.cells if c.registry}
-    for cell in study.cells if isinstance(study, RetrievalStudy) else ():
-        if cell.extract is not None:
-            e = cell.extract
-            read_only |= {e.audio.resolve(), e.captions.resolve().parent}
-            if e.registry is not None:
-                read_only.add(e.registry.resolve().parent)
-    binds = [f"{p}:{p}:ro" for p in sorted(read_only)]
+    binds = [f"{p}:{p}:ro" for p in sorted(study.read_only)]
     parts = (out / "cache" / "parts").resolve()
     return [*binds, *extra, f"{parts}:{parts}"]
 
@@ -242,7 +196,7 @@ def _model_passthrough() -> list[str]:
     return args
 
 
-def task_command(study: Extractable, out: Path, part: Part, options: SlurmOptions) -> list[str]:
+def task_command(study: StudyExtraction, out: Path, part: Part, options: SlurmOptions) -> list[str]:
     """The command an array task runs (on the node, in the container with ``--container``)."""
     args = [
         "extract-part",
@@ -311,7 +265,9 @@ def _executor(out: Path, options: SlurmOptions) -> Any:
     return executor
 
 
-def submit(study: Extractable, out: Path, parts: list[Part], options: SlurmOptions) -> list[Any]:
+def submit(
+    study: StudyExtraction, out: Path, parts: list[Part], options: SlurmOptions
+) -> list[Any]:
     """Submit one array task per part; returns submitit's jobs, in the parts' order."""
     for part in parts:
         part.path.parent.mkdir(parents=True, exist_ok=True)
@@ -357,7 +313,10 @@ def wait(
 
 
 def run_slurm(
-    study: Extractable, out: Path, options: SlurmOptions, say: Callable[[str], None] = print
+    study: StudyExtraction,
+    out: Path,
+    options: SlurmOptions,
+    say: Callable[[str], None] = print,
 ) -> Outcome:
     """Extract what is missing on Slurm and merge it into the cache (module docstring)."""
     outcome = Outcome()
@@ -384,19 +343,15 @@ def run_slurm(
     by_cell: dict[str, list[Part]] = {}
     for part in parts:
         by_cell.setdefault(part.cell, []).append(part)
-    inputs = study_inputs(study) if isinstance(study, ZeroshotStudy) and by_cell else None
-    for cell_parts in by_cell.values():
+    for cell_id, cell_parts in by_cell.items():
         key = cell_parts[0].key
         paths, dest = [p.path for p in cell_parts], cache_dump_path(out / "cache" / "dumps", key)
-        if inputs is not None:
-            merge_parts(paths, inputs, key, dest)
-        else:
-            merge(paths, dest)
+        study.cell(cell_id).merge(paths, key, dest)
         record_entry(out / "cache" / "dumps", key)
     return outcome
 
 
-def sbatch_script(study: Extractable, out: Path, options: SlurmOptions) -> str:
+def sbatch_script(study: StudyExtraction, out: Path, options: SlurmOptions) -> str:
     """An sbatch array script running the same tasks ``--executor slurm`` would submit now."""
     _, todo = plan(study, out, options.shards)
     logs = (options.folder or out / "slurm").resolve()

@@ -38,6 +38,7 @@ from audiorepro.runner.cache import (
     model_spec,
     record_entry,
 )
+from audiorepro.runner.executors.extraction import CellExtraction, StudyExtraction
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -302,3 +303,29 @@ def write_relevance_dump(
     )
     save_dump(path, dump)
     return load_dump(path)
+
+
+def zeroshot_extraction(study: ZeroshotStudy) -> StudyExtraction:
+    """Every cell of a zero-shot study as the executors see it (its inputs read once, when a
+    key is first asked), with the folders of its clips, metadata and registries."""
+    inputs: list[ZeroshotInputs] = []
+
+    def once() -> ZeroshotInputs:
+        if not inputs:
+            inputs.append(study_inputs(study))
+        return inputs[0]
+
+    def cell_extraction(cell: ZeroshotCell) -> CellExtraction:
+        def write(shard: tuple[int, int], key: str, out: Path) -> None:
+            write_part(cell, once(), shard, key, out)
+
+        def merge(parts: list[Path], key: str, dest: Path) -> None:
+            merge_parts(parts, once(), key, dest)
+
+        return CellExtraction(cell.id, lambda: zeroshot_key(cell, once()), False, write, merge)
+
+    ds = study.dataset
+    read_only = {study.source.parent.resolve(), ds.audio.resolve(), ds.metadata.resolve().parent}
+    read_only |= {c.registry.resolve().parent for c in study.cells if c.registry}
+    cells = tuple(cell_extraction(c) for c in study.cells)
+    return StudyExtraction(study.name, study.source, cells, frozenset(read_only))
