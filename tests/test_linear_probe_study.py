@@ -257,6 +257,7 @@ def test_an_extraction_cell_and_evaluate_task_linear_probe(tiny: Path, tmp_path:
         pred = sklearn_linear_v1(x[fold != k], y[fold != k], x[fold == k])
         assert f["accuracy"] == float(np.mean(pred == y[fold == k]))
     assert main(["verify", str(out)]) == 0
+    _sharded_like_slurm(study, cell["id"], out / cell["dump"], tmp_path)
     # evaluate: the same study, written for the prepared folder.
     evaluated = tmp_path / "evaluated"
     argv = ["evaluate", "tiny-hf", str(esc), "--registry", str(tiny), "--task", "linear-probe"]
@@ -281,3 +282,25 @@ def test_the_bundled_esc50_linear_probe_study_loads_and_states_no_invented_value
         "630k-audioset-fusion-best",
         "630k-audioset-best",
     ]
+
+
+def _sharded_like_slurm(study: Path, cell_id: str, local: Path, tmp_path: Path) -> None:
+    """The kind's extractions as the executors see them: two array tasks (``extract-part``,
+    as a Slurm array runs them) merge into the very bytes of the local extraction."""
+    from audiorepro.runner.executors.slurm import SlurmOptions, sbatch_script
+    from audiorepro.runner.study import study_extraction
+    from audiorepro.specs.study import load_study
+
+    extraction = study_extraction(load_study(study))
+    assert extraction is not None and [c.cell for c in extraction.cells] == [cell_id]
+    script = sbatch_script(extraction, tmp_path / "slurm", SlurmOptions(shards=2))
+    assert script.count("extract-part") == 2
+    cell = extraction.cell(cell_id)
+    key, parts = cell.key(), []
+    for i in range(2):
+        part = tmp_path / f"p{i}.part.npz"
+        argv = ["extract-part", str(study), "--cell", cell_id, "--shard", f"{i}/2"]
+        assert main([*argv, "--key", key, "--out", str(part)]) == 0
+        parts.append(part)
+    cell.merge(parts, key, tmp_path / "merged.npz")
+    assert (tmp_path / "merged.npz").read_bytes() == local.read_bytes()

@@ -56,7 +56,8 @@ from audiorepro.metrics.probe import probe_report_file
 from audiorepro.reference.linear_probe import reference_linear_v1
 from audiorepro.render.html import table_html
 from audiorepro.render.tables import Column, Table
-from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs
+from audiorepro.runner.executors.extraction import StudyExtraction
+from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs, zeroshot_extraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -210,22 +211,40 @@ def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list
     return splits
 
 
-def _extracted(cell: LinearProbeCell, study: LinearProbeStudy, cache: Path) -> Path:
-    """The cell's dump through the extraction cache: every clip of the ESC-50-form folder
-    that its labels file (``meta/esc50.csv``) lists, as a zero-shot study extracts them."""
+def _zeroshot_twin(cell: LinearProbeCell, study: LinearProbeStudy) -> ZeroshotStudy:
+    """The zero-shot study whose one cell extracts what this cell needs: every clip of the
+    ESC-50-form folder that its labels file (``meta/esc50.csv``) lists. Its cache entry is a
+    zero-shot study's of the same model and folder."""
     assert cell.extract is not None and cell.audio is not None
-    zs = ZeroshotStudy(
+    dataset = ZeroshotDataset("linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5),
+                              ESC50_TEMPLATE)  # fmt: skip
+    return ZeroshotStudy(
         name=study.name,
         title=study.title,
         source=study.source,
         tie_policy="pessimistic",
-        dataset=ZeroshotDataset(
-            "linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5), ESC50_TEMPLATE
-        ),
+        dataset=dataset,
         cells=(cell.extract,),
         published=(),
     )
-    return cached_cell(cell.extract, study_inputs(zs), cache)
+
+
+def _extracted(cell: LinearProbeCell, study: LinearProbeStudy, cache: Path) -> Path:
+    """The cell's dump through the extraction cache (extracted here when it lacks it)."""
+    assert cell.extract is not None
+    return cached_cell(cell.extract, study_inputs(_zeroshot_twin(cell, study)), cache)
+
+
+def linear_probe_extraction(study: LinearProbeStudy) -> StudyExtraction | None:
+    """The extraction cells of a linear-probe study as the executors see them (local
+    ``--jobs``, Slurm arrays, ``slurm-template``, ``extract-part``): each one a zero-shot
+    extraction of its folder; None when every cell names a dump."""
+    parts = [zeroshot_extraction(_zeroshot_twin(c, study)) for c in study.cells if c.extract]
+    if not parts:
+        return None
+    cells = tuple(cell for p in parts for cell in p.cells)
+    read_only = frozenset().union(*(p.read_only for p in parts))
+    return StudyExtraction(study.name, study.source, cells, read_only)
 
 
 def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> CellInputs:
@@ -522,9 +541,9 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
     """Linear probes on clip embeddings, fold by fold, re-derived from the embeddings."""
 
     name = "linear-probe"
-    # Extraction (an ESC-50-form cell) goes through the cache in ``load``; the Slurm
-    # executor does not plan this kind's cells yet (docs/linear-probe.md).
-    extracts = False
+    # An extraction cell (an ESC-50-form folder) goes through the cache in ``load``, and
+    # through the executors (Slurm arrays) by :meth:`extraction`.
+    extracts = True
 
     def load(self, study: LinearProbeStudy, ctx: Context) -> LinearProbeState:
         state = LinearProbeState(study=study, ctx=ctx)
@@ -603,6 +622,9 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         return BundlePart(
             verification, _report(study, tables, state.failures), bundle, [], inputs=inputs
         )
+
+    def extraction(self, study: LinearProbeStudy) -> StudyExtraction | None:
+        return linear_probe_extraction(study)
 
     def verify(self, study: LinearProbeStudy, cache: Path) -> Summary:
         with tempfile.TemporaryDirectory() as tmp:
