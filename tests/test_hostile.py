@@ -366,8 +366,40 @@ def _one_line(err: str, *names: str) -> None:
         assert name in lines[0], (name, lines[0])
 
 
+def _clip_labels(t: Path) -> Path:
+    """A labels CSV for the base dump's 40 clips (two classes, four folds)."""
+    path = t / "labels.csv"
+    rows = [f"clip_{i:04d}.wav,k{i % 2},{i % 4}\n" for i in range(40)]
+    path.write_text("file_name,label,fold\n" + "".join(rows))
+    return path
+
+
+#: Commands that read a dump's clip embeddings only (audio_embeds, audio_ids).
+CLIP_COMMANDS: dict[str, Command] = {
+    "linear-probe": Command(
+        lambda d, t: ["linear-probe", str(d), "--labels", str(_clip_labels(t)), "--json",
+                      str(t / "lp.json")],
+        lambda t: [t / "lp.json"],
+    ),
+}  # fmt: skip
+#: Classes of the clip embeddings a linear probe reads.
+CLIP_CLASSES: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "no-audio-ids": (lambda p: _dump_without(p, "audio_ids"), "audio_ids"),
+    "no-audio-embeds": (lambda p: _dump_without(p, "audio_embeds"), "audio_embeds"),
+    "nan-embeds": (
+        lambda p: _dump_with(p, audio_embeds=_npy(np.full((40, 32), np.nan, np.float32))),
+        "audio_embeds",
+    ),
+    "ids-repeated": (
+        lambda p: _dump_with(p, audio_ids=_npy(np.asarray(["clip_0000.wav"] * 40))),
+        "audio_ids",
+    ),
+    "ids-not-text": (lambda p: _dump_with(p, audio_ids=_npy(np.arange(40))), "audio_ids"),
+}
+
 #: Every npz format: its valid file, its own classes, the commands that read it.
 FORMATS = {
+    "clip-embeddings": (DUMP, CLIP_CLASSES, CLIP_COMMANDS),
     "dump": (DUMP, DUMP_CLASSES, DUMP_COMMANDS),
     "predictions": (PREDICTIONS, PREDICTION_CLASSES, PREDICTION_COMMANDS),
     "part": (Path("part"), PART_CLASSES, PART_COMMANDS),

@@ -41,6 +41,7 @@ KINDS = {
     "retrieval": "audiorepro.runner.retrieval",
     "probe": "audiorepro.runner.probe_kind",  # an adapter over runner.probe and probe_saved
     "zeroshot": "audiorepro.runner.zeroshot",
+    "linear-probe": "audiorepro.runner.linear_probe",
 }
 #: Dependencies heavy enough to import lazily, inside the function that needs them: the
 #: optional model stack (with fetch's downloaders), Slurm and browser stacks, and scipy.signal
@@ -62,6 +63,8 @@ LAZY = {
     "selenium",
     "tqdm",
     "threadpoolctl",
+    # scikit-learn: the linear-v1 and ridge-v1 probes (a second at import, for one command).
+    "sklearn",
     # The Python API behind `import audiorepro` (audiorepro.__getattr__): the whole runner,
     # seconds of imports that no command, worker or `import audiorepro.core...` should pay.
     "audiorepro.api",

@@ -37,7 +37,12 @@ from audiorepro.specs.probe_published import ProbePublishedFile
 from audiorepro.specs.published import PublishedFile
 from audiorepro.specs.registry import RegistryFile
 from audiorepro.specs.schema import validate
-from audiorepro.specs.study import ProbeStudyFile, RetrievalStudyFile, ZeroshotStudyFile
+from audiorepro.specs.study import (
+    LinearProbeStudyFile,
+    ProbeStudyFile,
+    RetrievalStudyFile,
+    ZeroshotStudyFile,
+)
 from tests import test_hostile as hostile
 from tests.conftest import FIXTURES, GOLDEN, ROOT
 
@@ -73,7 +78,11 @@ def _accepts(check: Callable[[Any], object], doc: Any) -> bool:
 
 def _study(doc: Any) -> object:
     kind = doc.get("kind", "retrieval") if isinstance(doc, dict) else None
-    kinds = {"probe": ProbeStudyFile, "zeroshot": ZeroshotStudyFile}
+    kinds = {
+        "probe": ProbeStudyFile,
+        "zeroshot": ZeroshotStudyFile,
+        "linear-probe": LinearProbeStudyFile,
+    }
     model = kinds.get(kind, RetrievalStudyFile) if isinstance(kind, str) else RetrievalStudyFile
     return validate(model, doc, source="s.toml")
 

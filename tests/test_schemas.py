@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from audiorepro.core.errors import UserError
+from audiorepro.runner.linear_probe import LINEAR_PROBE_BUNDLE
 from audiorepro.runner.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
 from audiorepro.runner.zeroshot import ZEROSHOT_BUNDLE
 from audiorepro.specs.published import PublishedFile
@@ -79,8 +80,9 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
         doc["$defs"][ref["$ref"].rpartition("/")[2]]["properties"]["schema"]["const"]
         for ref in doc["anyOf"]
     }
-    assert consts == {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE}
-    assert len({RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE}) == 3
+    bundles = {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE, LINEAR_PROBE_BUNDLE}
+    assert consts == bundles
+    assert len(bundles) == 4
 
 
 def test_the_bundled_files_validate() -> None:

@@ -25,6 +25,7 @@ from audiorepro.checks.diff_report import DiffDocument  # noqa: E402
 from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
+from audiorepro.runner.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
 from audiorepro.runner.outputs import (  # noqa: E402
     ProbeBundle,
     ProbeVerification,
@@ -42,6 +43,7 @@ from audiorepro.specs.registry import RegistryFile  # noqa: E402
 from audiorepro.specs.schema import json_schema  # noqa: E402
 from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
 from audiorepro.specs.study import (  # noqa: E402
+    LinearProbeStudyFile,
     ProbeStudyFile,
     RetrievalStudyFile,
     ZeroshotStudyFile,
@@ -52,8 +54,9 @@ BASE = "https://audiorepro.invalid/schemas/"
 #: file stem -> (type, title); TOML formats validate as the JSON of their parsed document.
 FORMATS: dict[str, tuple[Any, str]] = {
     "study": (
-        RetrievalStudyFile | ProbeStudyFile | ZeroshotStudyFile,
-        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe or zero-shot study",
+        RetrievalStudyFile | ProbeStudyFile | ZeroshotStudyFile | LinearProbeStudyFile,
+        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe, zero-shot or "
+        "linear-probe study",
     ),
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
     "probe-published": (
@@ -70,8 +73,9 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "(split 'adapter...'); see docs/measurements.md",
     ),
     "verification": (
-        RetrievalVerification | ProbeVerification | ZeroshotVerification,
-        "audiorepro reproduce: verification.json (retrieval, probe or zero-shot study)",
+        RetrievalVerification | ProbeVerification | ZeroshotVerification | LinearProbeVerification,
+        "audiorepro reproduce: verification.json (retrieval, probe, zero-shot or linear-probe "
+        "study)",
     ),
     "diff": (
         DiffDocument,
@@ -79,8 +83,9 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "tier, bound and causes",
     ),
     "bundle": (
-        RetrievalBundle | ProbeBundle | ZeroshotBundle,
-        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe or zero-shot study)",
+        RetrievalBundle | ProbeBundle | ZeroshotBundle | LinearProbeBundle,
+        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe, zero-shot or "
+        "linear-probe study)",
     ),
 }
 

@@ -397,6 +397,28 @@ def flatten_zeroshot(
     return _numbers(bundle, typed, _zeroshot_part)
 
 
+def flatten_linear_probe(bundle: Mapping[str, Any]) -> list[NumberRecord]:
+    """Every number of a linear-probe bundle (``audiorepro.linear-probe-bundle/1``): the
+    accuracies and other metrics of each split and of the pooled predictions (tier b: an
+    iterative solver over float64 BLAS), the counts (tier a)."""
+    records: list[NumberRecord] = []
+    kinds = (*_CELL_KINDS, "definitions")
+    for cell in bundle["cells"]:
+        cid = str(cell["id"])
+        records.append(_record(cid, "mean_accuracy", cell["mean_accuracy"], kinds, "b"))
+        for fold in cell["folds"]:
+            name = f"folds/{fold['fold']}"
+            for key in ("accuracy", "min_margin", "n_train", "n_test", "near_ties"):
+                records.append(_record(cid, f"{name}/{key}", fold[key], kinds, "b"))
+            for leaf, v in leaves(fold["report"]):
+                records.append(_record(cid, f"{name}/report/{leaf}", v, kinds, "b"))
+        for leaf, v in leaves(cell["pooled"]):
+            records.append(_record(cid, f"pooled/{leaf}", v, kinds, "b"))
+        for name in ("n_clips", "n_dims"):
+            records.append(_record(cid, name, cell[name], _CELL_KINDS, "a"))
+    return records
+
+
 # ---------------------------------------------------------------------------- identities
 
 
@@ -478,6 +500,24 @@ def zeroshot_identities(bundle: Mapping[str, Any]) -> list[Identity]:
     return out
 
 
+def linear_probe_identities(bundle: Mapping[str, Any]) -> list[Identity]:
+    """What each linear-probe cell depends on: its embeddings (the dump's hash, and an
+    extracted dump's recorded meta), its labels and protocol, and the probe's definition
+    (definition, C or grid, scikit-learn's version)."""
+    study = bundle["study"]
+    out = _run_identities({"bootstrap": study["bootstrap"]}, study["definitions_version"])
+    for cell in bundle["cells"]:
+        cid = str(cell["id"])
+        meta = cell.get("model_meta") or {}
+        if "weights_sha256" in meta:
+            weights, pre, _, software = _extraction(cid, meta)
+            out += [weights, pre, software]
+        inputs = _pick(cell, ("dump_sha256", "labels_sha256", "fold_column", "protocol"))
+        out.append(_identity(cid, "inputs", inputs))
+        out.append(_identity(cid, "definitions", cell.get("probe")))
+    return out
+
+
 def _run_identities(study: Any, definitions: Any) -> list[Identity]:
     return [_identity("run", "study", study), _identity("run", "definitions", definitions)]
 
@@ -532,6 +572,7 @@ KIND_VIEWS: Final[
     "audiorepro.bundle/1": (flatten_retrieval, retrieval_identities),
     "audiorepro.probe-bundle/1": (flatten_probe, probe_identities),
     "audiorepro.zeroshot-bundle/1": (flatten_zeroshot, zeroshot_identities),
+    "audiorepro.linear-probe-bundle/1": (flatten_linear_probe, linear_probe_identities),
 }
 
 

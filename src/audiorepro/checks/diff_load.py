@@ -53,6 +53,7 @@ _KIND_NAMES: Final = {
     "audiorepro.bundle/1": "retrieval",
     "audiorepro.probe-bundle/1": "probe",
     "audiorepro.zeroshot-bundle/1": "zero-shot",
+    "audiorepro.linear-probe-bundle/1": "linear-probe",
 }
 EXPECTED: Final = "expected an output folder of audiorepro reproduce or its bundle.json.gz"
 

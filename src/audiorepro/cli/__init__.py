@@ -6,8 +6,9 @@ here (they import :mod:`.commands`, never the other way round).
 
 from __future__ import annotations
 
-# Each import registers its commands on the group: diff, evaluate, list, sign, trec-eval.
-from audiorepro.cli import diff, evaluate, listing, sign, trec  # noqa: F401
+# Each import registers its commands on the group: diff, evaluate, linear-probe, list, sign,
+# trec-eval.
+from audiorepro.cli import diff, evaluate, linear_probe, listing, sign, trec  # noqa: F401
 from audiorepro.cli import lock as lock_command  # noqa: F401 (registers `lock`)
 from audiorepro.cli.commands import cli, main
 

@@ -60,6 +60,14 @@ def _default_out(model: str) -> Path:
     help="Where `fetch --data` prepared the registry datasets (DATA/<name>/).",
 )
 @click.option(
+    "--task",
+    type=click.Choice(["zeroshot", "linear-probe"]),
+    default="zeroshot",
+    show_default=True,
+    help="What ESC-50 runs: zero-shot classification, or the linear-v1 probe on the clips' "
+    "embeddings (each of its five folds held out once).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
@@ -72,6 +80,7 @@ def evaluate(
     device: str,
     registry: Path | None,
     data: Path,
+    task: str,
     out: Path | None,
 ) -> None:
     """Evaluate MODEL (hf:ORG/NAME@COMMIT with its 40-hex hub commit, laion:PATH, a registry
@@ -85,7 +94,14 @@ def evaluate(
         check_out(target)
         work = target / "cache" / "evaluate"
         jobs = prepare_evaluate(
-            model, datasets, work, data=data, profiles=wanted, device=device, registry=registry
+            model,
+            datasets,
+            work,
+            data=data,
+            profiles=wanted,
+            device=device,
+            registry=registry,
+            task=task,
         )
         studies = [(load_study(path), rel) for path, rel in jobs]
         passed = say_results(run_studies(studies, target, say=click.echo), click.echo)

@@ -93,6 +93,14 @@ def _probe(bundle: Mapping[str, Any]) -> list[str]:
     return _columns(["task", "metric", "leader", "value"], rows) if rows else []
 
 
+def _linear_probe(bundle: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for cell in bundle.get("cells", []):
+        folds = " ".join(_fmt(f.get("accuracy")) for f in cell.get("folds", []))
+        rows.append([str(cell["id"]), _fmt(cell.get("mean_accuracy")), folds])
+    return _columns(["cell", "mean accuracy", "accuracy per fold"], rows)
+
+
 def results_table(bundle: Mapping[str, Any]) -> list[str]:
     """The headline lines of one study's bundle (decompressed), by its kind."""
     schema = str(bundle.get("schema", ""))
@@ -100,4 +108,6 @@ def results_table(bundle: Mapping[str, Any]) -> list[str]:
         return _probe(bundle)
     if schema.startswith("audiorepro.zeroshot-bundle/"):
         return _zeroshot(bundle)
+    if schema.startswith("audiorepro.linear-probe-bundle/"):
+        return _linear_probe(bundle)
     return _retrieval(bundle)

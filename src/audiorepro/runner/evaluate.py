@@ -21,6 +21,7 @@ from pathlib import Path
 
 from audiorepro.checks.catalog import checkpoint_present, hub_cache
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
 from audiorepro.formats.audio import AUDIO_SUFFIXES
@@ -164,6 +165,36 @@ def zeroshot_study(model: str, ds: EvalDataset, *, device: str, registry: Path |
     return "\n".join(lines) + "\n"
 
 
+def linear_probe_study(model: str, ds: EvalDataset, *, device: str, registry: Path | None) -> str:
+    """The TOML text of a linear-probe study on an ESC-50-form folder: the clips of every fold
+    extracted (through the cache, as the zero-shot study extracts them), ``linear-v1``
+    leaving each of ESC-50's five folds out once."""
+    assert ds.metadata is not None, "an ESC-50 dataset has its metadata"
+    extract = [f"model = {_q(model)}", f"audio = {_q(ds.audio)}", f"device = {_q(device)}"]
+    if registry is not None:
+        extract.append(f"registry = {_q(registry.resolve())}")
+    lines = [
+        'schema = "audiorepro.study/1"',
+        'kind = "linear-probe"',
+        f"name = {_q('evaluate-' + _slug(model) + '-' + ds.name + '-linear-probe')}",
+        f"title = {_q(model + ' linear probe on ' + ds.name)}",
+        "",
+        "[[cell]]",
+        f"id = {_q(model + '/' + ds.name)}",
+        f"model = {_q(model)}",
+        f"labels = {_q(ds.metadata)}",
+        f"labels_sha256 = {_q(sha256_file(ds.metadata))}",
+        'protocol = "leave-one-fold-out"',
+        'definition = "linear-v1"',
+        "extract = { " + ", ".join(extract) + " }",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+#: What ``evaluate --task`` runs on ESC-50: zero-shot classification, or a linear probe.
+TASKS = ("zeroshot", "linear-probe")
+
+
 def study_model(model: str, registry: Path | None) -> str:
     """The model spec as the study file should name it, checked now (exit 2 before any
     write): a registry name or a pinned hub id as given, a local folder or file absolute (the
@@ -195,9 +226,13 @@ def prepare_evaluate(
     profiles: tuple[str, ...] | None = None,
     device: str = "cpu",
     registry: Path | None = None,
+    task: str = "zeroshot",
 ) -> list[tuple[Path, str]]:
     """Write the study files of one evaluation into ``work``; returns each study file with
-    its folder in OUT (``"."`` first; ESC-50 beside retrieval datasets goes to its name)."""
+    its folder in OUT (``"."`` first; ESC-50 beside retrieval datasets goes to its name).
+    ``task``: what ESC-50 runs, zero-shot classification or a ``linear-v1`` probe."""
+    if task not in TASKS:
+        raise UserError(f"is {task!r}; expected one of {', '.join(TASKS)}", key="--task")
     check_device(device)
     known = read_datasets(bundled_datasets())
     datasets = [resolve_dataset(arg, data, known) for arg in dataset_args]
@@ -217,7 +252,10 @@ def prepare_evaluate(
         )
         studies.append(("study.toml", text, retrieval[0].name))
     for ds in (d for d in datasets if d.kind == "zeroshot"):
-        text = zeroshot_study(model, ds, device=device, registry=registry)
+        if task == "linear-probe":
+            text = linear_probe_study(model, ds, device=device, registry=registry)
+        else:
+            text = zeroshot_study(model, ds, device=device, registry=registry)
         studies.append((f"study-{ds.name}.toml", text, ds.name))
     try:
         work.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
 """A study of any kind -> its output folder; and re-reading a study or an output folder.
 
 This is the runner's entry: it looks the study's kind up in the registry of kinds
-(:mod:`.kinds`: :mod:`.retrieval`, :mod:`.probe_kind`, :mod:`.zeroshot`), runs the executor
+(:mod:`.kinds`: :mod:`.retrieval`, :mod:`.probe_kind`, :mod:`.zeroshot`,
+:mod:`.linear_probe`), runs the executor
 that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
 steps (:func:`.kinds.run_kind`) into staging and publishes the output folder whole.
 """
@@ -17,7 +18,7 @@ from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 
 # The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
-from audiorepro.runner import probe_kind, retrieval, zeroshot  # noqa: F401
+from audiorepro.runner import linear_probe, probe_kind, retrieval, zeroshot  # noqa: F401
 from audiorepro.runner.attest import check_signature, sign_folder
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm

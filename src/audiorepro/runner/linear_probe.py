@@ -1,0 +1,739 @@
+"""A linear-probe study -> its output folder; and ``audiorepro linear-probe DUMP``.
+
+Per cell: the clip embeddings (a dump's ``audio_embeds`` and ``audio_ids``, or extracted
+through the extraction cache from an ESC-50-form folder, as a zero-shot cell extracts them),
+the labels (:mod:`audiorepro.formats.probe_inputs`), the protocol's splits (leave one fold
+out, or a declared train/test split), the ``linear-v1`` probe on every split
+(:mod:`audiorepro.metrics.linear_probe`), each split's test predictions written in the
+existing prediction-file format (``predictions/<cell>/<fold>.npz``: ``cls_names``,
+``cls_true``, ``cls_pred``), so that ``probe-metrics`` and a probe study read them unchanged;
+the classification metrics of each split and of the pooled predictions (with the
+fold-grouped bootstrap interval), parity against the independent SciPy twin
+(:mod:`audiorepro.reference.linear_probe`) and against the written files re-read, published
+values, tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manifest.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal, cast
+
+import numpy as np
+from typing_extensions import TypedDict
+
+from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
+from audiorepro.core.errors import UserError, WriteError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes, npz_bytes, slug
+from audiorepro.formats.probe_inputs import (
+    Aligned,
+    ClipEmbeddings,
+    Labels,
+    align,
+    read_clip_embeddings,
+    read_labels,
+)
+from audiorepro.metrics.classification import classification_report, group_bootstrap_accuracy_ci
+from audiorepro.metrics.linear_probe import (
+    DEFINITIONS_VERSION,
+    TWIN_BAND,
+    FoldResult,
+    Split,
+    declared_split,
+    definition_record,
+    leave_one_fold_out,
+    mean_accuracy,
+    probe_splits,
+    top_two_margin,
+)
+from audiorepro.metrics.probe import probe_report_file
+from audiorepro.reference.linear_probe import reference_linear_v1
+from audiorepro.render.html import table_html
+from audiorepro.render.tables import Column, Table
+from audiorepro.runner.executors.extraction import StudyExtraction
+from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs, zeroshot_extraction
+from audiorepro.runner.kinds import (
+    Better,
+    BundlePart,
+    Context,
+    Identities,
+    KindState,
+    NumberRecord,
+    NumberTier,
+    StudyKind,
+    cell_records,
+    register_kind,
+    rest_records,
+)
+from audiorepro.specs.study import (
+    Bootstrap,
+    LinearProbeCell,
+    LinearProbeStudy,
+    ZeroshotDataset,
+    ZeroshotStudy,
+)
+
+LINEAR_PROBE_BUNDLE: Final = "audiorepro.linear-probe-bundle/1"
+#: The prompt a zero-shot extraction embeds beside the clips (the cache entry is shared with a
+#: zero-shot study of the same model; the probe reads only the clips).
+ESC50_TEMPLATE: Final = "This is a sound of {class}"
+POOLED: Final = ("accuracy", "balanced_accuracy", "macro_f1")
+
+
+class TwinRow(TypedDict):
+    """One split against the SciPy twin and its prediction file re-read."""
+
+    fold: str
+    accuracy: float
+    twin_accuracy: float
+    tolerance: float  #: the share of test items inside the twin's near-tie band
+    disagreements: int
+    disagreements_outside_band: int
+    predictions_file_accuracy: Any  #: probe-metrics' accuracy of the written file
+    passed: bool
+
+
+class TwinCell(TypedDict):
+    cell: str
+    rows: list[TwinRow]
+    passed: bool
+
+
+class TwinParity(TypedDict):
+    cells: list[TwinCell]
+    passed: bool
+
+
+class LinearProbeVerification(TypedDict):
+    """``verification.json`` of a linear-probe study."""
+
+    metric_parity: TwinParity
+    metric_parity_passed: bool
+    failures: list[str]
+    golden: Summary
+
+
+class LinearProbeFold(TypedDict):
+    """One split of a cell: its probe and its test predictions' numbers."""
+
+    fold: str
+    n_train: int
+    n_test: int
+    C: float
+    accuracy: float
+    near_ties: int  #: test items within NEAR_TIE of a tie (tier b: may move by these)
+    min_margin: float
+    predictions: str  #: the prediction file in the output folder
+    predictions_sha256: str
+    report: dict[str, Any]  #: the classification report (probe-metrics' classification)
+
+
+class LinearProbeBundleCell(TypedDict):
+    """One cell of the bundle: its inputs, probe, splits, mean and pooled numbers."""
+
+    id: str
+    model: str
+    dump: str  #: the dump's file name (given) or its path in the output folder (extracted)
+    dump_sha256: str
+    labels: str
+    labels_sha256: str
+    fold_column: str
+    protocol: Any  #: "leave-one-fold-out" or {train, test}
+    n_clips: int
+    n_dims: int
+    embeds_dtype: str
+    classes: list[str]
+    probe: dict[str, Any]  #: the definition, its version, C or grid, scikit-learn's version
+    folds: list[LinearProbeFold]
+    mean_accuracy: float
+    pooled: dict[str, Any]  #: the pooled predictions' report, fold-bootstrap interval
+    model_meta: dict[str, Any]  #: the dump's meta_json
+
+
+class LinearProbeBundle(TypedDict):
+    """``bundle.json.gz`` of a linear-probe study (decompressed)."""
+
+    schema: Literal["audiorepro.linear-probe-bundle/1"]
+    study: dict[str, Any]  #: name, title, definitions version, bootstrap
+    cells: list[LinearProbeBundleCell]
+    verification: LinearProbeVerification
+
+
+@dataclass(frozen=True)
+class CellInputs:
+    """One cell's embeddings, labels and splits, and the files they came from."""
+
+    clips: ClipEmbeddings
+    labels: Labels
+    aligned: Aligned
+    splits: list[Split]
+    dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
+    dump_sha256: str
+    meta: dict[str, Any]
+
+
+def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list[Split]:
+    """The protocol's splits over the dump's clips; a fold the labels lack, or a split with an
+    empty side or a training side of one class, is one line naming the labels file."""
+    where = str(cell.labels)
+    if cell.split is None:
+        if len(labels.folds) < 2:
+            raise UserError(
+                f"has {len(labels.folds)} fold(s) in column {cell.folds!r}; leave "
+                "one fold out needs at least two",
+                source=where,
+                key=cell.folds,
+            )
+        splits = leave_one_fold_out(aligned.folds, labels.folds)
+    else:
+        for f in (*cell.split[0], *cell.split[1]):
+            if f not in labels.folds:
+                raise UserError(
+                    f"has no fold {f!r} (folds: {', '.join(labels.folds)})",
+                    source=where,
+                    key=cell.folds,
+                )
+        splits = declared_split(aligned.folds, *cell.split)
+    for s in splits:
+        if s.test.size == 0 or np.unique(aligned.y[s.train]).size < 2:
+            raise UserError(
+                f"leaves split {s.name!r} without test clips or with one training "
+                "class; a probe needs both",
+                source=where,
+                key=cell.folds,
+            )
+    return splits
+
+
+def _zeroshot_twin(cell: LinearProbeCell, study: LinearProbeStudy) -> ZeroshotStudy:
+    """The zero-shot study whose one cell extracts what this cell needs: every clip of the
+    ESC-50-form folder that its labels file (``meta/esc50.csv``) lists. Its cache entry is a
+    zero-shot study's of the same model and folder."""
+    assert cell.extract is not None and cell.audio is not None
+    dataset = ZeroshotDataset("linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5),
+                              ESC50_TEMPLATE)  # fmt: skip
+    return ZeroshotStudy(
+        name=study.name,
+        title=study.title,
+        source=study.source,
+        tie_policy="pessimistic",
+        dataset=dataset,
+        cells=(cell.extract,),
+        published=(),
+    )
+
+
+def _extracted(cell: LinearProbeCell, study: LinearProbeStudy, cache: Path) -> Path:
+    """The cell's dump through the extraction cache (extracted here when it lacks it)."""
+    assert cell.extract is not None
+    return cached_cell(cell.extract, study_inputs(_zeroshot_twin(cell, study)), cache)
+
+
+def linear_probe_extraction(study: LinearProbeStudy) -> StudyExtraction | None:
+    """The extraction cells of a linear-probe study as the executors see them (local
+    ``--jobs``, Slurm arrays, ``slurm-template``, ``extract-part``): each one a zero-shot
+    extraction of its folder; None when every cell names a dump."""
+    parts = [zeroshot_extraction(_zeroshot_twin(c, study)) for c in study.cells if c.extract]
+    if not parts:
+        return None
+    cells = tuple(cell for p in parts for cell in p.cells)
+    read_only = frozenset().union(*(p.read_only for p in parts))
+    return StudyExtraction(study.name, study.source, cells, read_only)
+
+
+def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> CellInputs:
+    """A cell's inputs (an extracted dump is copied to ``dumps/<cell>.npz``)."""
+    if cell.extract is not None:
+        rel = f"dumps/{slug(cell.id)}.npz"
+        atomic_write_bytes(ctx.out / rel, _extracted(cell, study, ctx.cache).read_bytes())
+        path = ctx.out / rel
+    else:
+        assert cell.dump is not None
+        if not cell.dump.exists():
+            raise FileNotFoundError(cell.dump)
+        path, rel = cell.dump, cell.dump.name
+    clips = read_clip_embeddings(path)
+    labels = read_labels(cell.labels, fold_column=cell.folds)
+    aligned = align(labels, clips, labels_source=str(cell.labels))
+    splits = cell_splits(cell, labels, aligned)
+    meta = _dump_meta(path)
+    return CellInputs(clips, labels, aligned, splits, rel, sha256_file(path), meta)
+
+
+def _dump_meta(path: Path) -> dict[str, Any]:
+    """The dump's ``meta_json`` as a dict, when it has one that parses (else empty)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            if "meta_json" not in npz.files:
+                return {}
+            meta = json.loads(str(npz["meta_json"]))
+    except (ValueError, OSError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def predictions_arrays(
+    classes: tuple[str, ...], true: np.ndarray[Any, Any], pred: np.ndarray[Any, Any]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """One split's test predictions as a prediction file's classification section."""
+    return {
+        "cls_names": np.asarray(classes, dtype=str),
+        "cls_true": np.asarray(true, dtype=np.int64),
+        "cls_pred": np.asarray(pred, dtype=np.int64),
+    }
+
+
+def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> dict[str, Any]:
+    """One split's numbers as the bundle holds them."""
+    true = inputs.aligned.y[r.split.test]
+    return {
+        "fold": r.split.name,
+        "n_train": int(r.split.train.size),
+        "n_test": int(r.split.test.size),
+        "C": r.fit.c,
+        "accuracy": r.accuracy,
+        "near_ties": r.near_ties,
+        "min_margin": r.min_margin,
+        "predictions": rel,
+        "predictions_sha256": sha,
+        "report": classification_report(true, r.fit.pred, class_names=list(inputs.labels.classes)),
+    }
+
+
+def cell_record(
+    cell: LinearProbeCell,
+    inputs: CellInputs,
+    results: list[FoldResult],
+    folds: list[dict[str, Any]],
+    bootstrap: Bootstrap,
+) -> dict[str, Any]:
+    """A cell's numbers: every split, their mean, the pooled predictions' metrics."""
+    true = np.concatenate([inputs.aligned.y[r.split.test] for r in results])
+    pred = np.concatenate([r.fit.pred for r in results])
+    groups = [r.split.name for r in results for _ in range(r.split.test.size)]
+    pooled = classification_report(true, pred, class_names=list(inputs.labels.classes))
+    ci = group_bootstrap_accuracy_ci(
+        true,
+        pred,
+        groups,
+        n_resamples=bootstrap.resamples,
+        seed=bootstrap.seed,
+        level=bootstrap.level,
+    )
+    pooled["accuracy_ci_fold_bootstrap"] = None if ci is None else list(ci)
+    protocol: Any = (
+        "leave-one-fold-out"
+        if cell.split is None
+        else {"train": list(cell.split[0]), "test": list(cell.split[1])}
+    )
+    return {
+        "id": cell.id,
+        "model": cell.model,
+        "dump": inputs.dump_rel,
+        "dump_sha256": inputs.dump_sha256,
+        "labels": cell.labels.name,
+        "labels_sha256": sha256_file(cell.labels),
+        "fold_column": cell.folds,
+        "protocol": protocol,
+        "n_clips": len(inputs.clips.ids),
+        "n_dims": int(inputs.clips.embeds.shape[1]),
+        "embeds_dtype": inputs.clips.dtype,
+        "classes": list(inputs.labels.classes),
+        "probe": definition_record(None if cell.grid else cell.c, cell.grid),
+        "folds": folds,
+        "mean_accuracy": mean_accuracy(results),
+        "pooled": pooled,
+        "model_meta": inputs.meta,
+    }
+
+
+def reproduced(cell: Mapping[str, Any]) -> dict[str, float]:
+    """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
+    out = {"mean_accuracy": float(cell["mean_accuracy"])}
+    out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
+    out.update(
+        {f"pooled/{m}": float(cell["pooled"][m]) for m in POOLED if cell["pooled"][m] is not None}
+    )
+    return out
+
+
+def twin_parity(
+    cell_id: str,
+    inputs: CellInputs,
+    results: list[FoldResult],
+    out: Path,
+    folds: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Per split: the SciPy twin's predictions against scikit-learn's (equal outside the
+    twin's near-tie band, accuracies within the band's share), and the written prediction
+    file re-read by ``probe-metrics``' code (its accuracy equal to the split's)."""
+    rows = []
+    x, y = inputs.clips.embeds, inputs.aligned.y
+    for r, f in zip(results, folds, strict=True):
+        s = r.split
+        pred, scores = reference_linear_v1(x[s.train], y[s.train], x[s.test], c=r.fit.c)
+        twin = np.asarray(pred, dtype=np.int64)
+        band = top_two_margin(scores) < TWIN_BAND
+        outside = int(np.count_nonzero((twin != r.fit.pred) & ~band))
+        twin_acc = int(np.count_nonzero(twin == y[s.test])) / int(s.test.size)
+        tolerance = int(np.count_nonzero(band)) / int(s.test.size)
+        reread = probe_report_file(out / f["predictions"])["classification"]["accuracy"]
+        rows.append(
+            {
+                "fold": s.name,
+                "accuracy": r.accuracy,
+                "twin_accuracy": twin_acc,
+                "tolerance": tolerance,
+                "disagreements": int(np.count_nonzero(twin != r.fit.pred)),
+                "disagreements_outside_band": outside,
+                "predictions_file_accuracy": reread,
+                "passed": outside == 0
+                and abs(twin_acc - r.accuracy) <= tolerance
+                and reread == r.accuracy,
+            }
+        )
+    return {"cell": cell_id, "rows": rows, "passed": all(r["passed"] for r in rows)}
+
+
+@dataclass
+class LinearProbeState(KindState):
+    """A linear-probe study between the steps of :class:`LinearProbeKind`."""
+
+    study: LinearProbeStudy | None = None
+    ctx: Context | None = None
+    inputs: dict[str, CellInputs] = field(default_factory=dict)
+    results: dict[str, list[FoldResult]] = field(default_factory=dict)
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    parity: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _load(
+    study: LinearProbeStudy, ctx: Context, state: LinearProbeState, cell: LinearProbeCell
+) -> None:
+    try:
+        state.inputs[cell.id] = load_cell(cell, study, ctx)
+    except FileNotFoundError as exc:  # a declared dump that is not here: an incomplete study
+        state.errors[cell.id] = f"dump {Path(str(exc.args[0])).name} is missing"
+        state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
+
+
+def compute_cell(
+    cell: LinearProbeCell, inputs: CellInputs, out: Path, bootstrap: Bootstrap
+) -> tuple[list[FoldResult], dict[str, Any]]:
+    """Every split's probe, its prediction file written under ``out``, the cell's record."""
+    results = probe_splits(
+        inputs.clips.embeds, inputs.aligned.y, inputs.splits, c=cell.c, grid=cell.grid
+    )
+    folds = []
+    for r in results:
+        rel = f"predictions/{slug(cell.id)}/{slug(r.split.name)}.npz"
+        arrays = predictions_arrays(
+            inputs.labels.classes, inputs.aligned.y[r.split.test], r.fit.pred
+        )
+        atomic_write_bytes(out / rel, npz_bytes(arrays))
+        folds.append(fold_record(r, inputs, rel, sha256_file(out / rel)))
+    return results, cell_record(cell, inputs, results, folds, bootstrap)
+
+
+def _golden(
+    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+) -> Summary:
+    rows: list[ValueRow] = []
+    for pub in study.published:
+        reason = errors.get(pub.cell) or (None if pub.cell in cells else "not computed")
+        got = reproduced(cells[pub.cell]) if reason is None else {}
+        rows += [
+            ValueRow(**r, provenance=pub.provenance)
+            for r in value_rows(pub.cell, pub.values, pub.tolerance, got, reason, "linear-v1")
+        ]
+    return summarize(rows)
+
+
+def _tables(
+    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], golden: Summary
+) -> dict[str, Table]:
+    names = list(dict.fromkeys(f["fold"] for c in cells.values() for f in c["folds"]))
+    columns = (
+        Column("mean_accuracy", True),
+        *(Column(f"fold {n}", True) for n in names),
+        *(Column(f"pooled {m}", True) for m in POOLED),
+    )
+    rows = []
+    for cell in study.cells:
+        c = cells.get(cell.id)
+        if c is None:
+            rows.append((cell.id, tuple(None for _ in columns)))
+            continue
+        by = {f["fold"]: f["accuracy"] for f in c["folds"]}
+        rows.append(
+            (
+                cell.id,
+                (
+                    c["mean_accuracy"],
+                    *(by.get(n) for n in names),
+                    *(c["pooled"][m] for m in POOLED),
+                ),
+            )
+        )
+    main = Table(
+        title="Linear probe (linear-v1): accuracy per held-out fold",
+        columns=columns,
+        rows=tuple(rows),
+        row_header="cell",
+        notes=(
+            f"linear-v1 (linear-probe definitions {DEFINITIONS_VERSION}): standardized "
+            "float64 features, LogisticRegression(C, lbfgs, max_iter=1000, tol=1e-6); "
+            "mean_accuracy is the unweighted mean over the splits",
+        ),
+    )
+    published = Table(
+        title="Published vs reproduced",
+        columns=tuple(
+            Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")
+        ),
+        rows=tuple(
+            (
+                r["cell"],
+                (
+                    r["metric"],
+                    r["published"],
+                    r["reproduced"],
+                    r["delta"],
+                    r["tolerance"],
+                    r["status"],
+                ),
+            )
+            for r in golden["rows"]
+        ),
+        row_header="cell",
+        digits=6,
+    )
+    return {"linear_probe": main, "published": published}
+
+
+def _report(study: LinearProbeStudy, tables: dict[str, Table], failures: list[str]) -> str:
+    e = html.escape
+    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(study.title)}</title></head><body>",
+        f"<h1>{e(study.title)}</h1>",
+        f"<p><strong>{e(status)}</strong></p>",
+    ]
+    if failures:
+        parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
+    for i, (name, table) in enumerate(tables.items()):
+        parts.append(table_html(table, f"t{i}-{slug(name)}"))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+@register_kind
+class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
+    """Linear probes on clip embeddings, fold by fold, re-derived from the embeddings."""
+
+    name = "linear-probe"
+    # An extraction cell (an ESC-50-form folder) goes through the cache in ``load``, and
+    # through the executors (Slurm arrays) by :meth:`extraction`.
+    extracts = True
+
+    def load(self, study: LinearProbeStudy, ctx: Context) -> LinearProbeState:
+        state = LinearProbeState(study=study, ctx=ctx)
+        for cell in study.cells:
+            try:
+                _load(study, ctx, state, cell)
+            except WriteError:
+                raise
+        return state
+
+    def compute(self, state: LinearProbeState) -> None:
+        assert state.study is not None and state.ctx is not None
+        for cell in state.study.cells:
+            if cell.id in state.inputs:
+                results, record = compute_cell(
+                    cell, state.inputs[cell.id], state.ctx.out, state.study.bootstrap
+                )
+                state.results[cell.id], state.cells[cell.id] = results, record
+
+    def check_parity(self, state: LinearProbeState) -> None:
+        assert state.ctx is not None
+        for cell_id, results in state.results.items():
+            p = twin_parity(
+                cell_id,
+                state.inputs[cell_id],
+                results,
+                state.ctx.out,
+                state.cells[cell_id]["folds"],
+            )
+            state.parity.append(p)
+            if not p["passed"]:
+                state.failures.append(f"metric parity failed for cell {cell_id}")
+
+    def compare_published(self, state: LinearProbeState) -> Summary:
+        assert state.study is not None
+        return _golden(state.study, state.cells, state.errors)
+
+    def tables(self, state: LinearProbeState, golden: Summary) -> dict[str, Table]:
+        assert state.study is not None
+        return _tables(state.study, state.cells, golden)
+
+    def bundle_part(
+        self, state: LinearProbeState, golden: Summary, tables: dict[str, Table]
+    ) -> BundlePart:
+        assert state.study is not None
+        study, parity = state.study, state.parity
+        passed = (
+            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        )
+        verification: LinearProbeVerification = {
+            "metric_parity": {"cells": cast(list[TwinCell], parity), "passed": passed},
+            "metric_parity_passed": passed,
+            "failures": state.failures,
+            "golden": golden,
+        }
+        b = study.bootstrap
+        cells = [state.cells[c.id] for c in study.cells if c.id in state.cells]
+        bundle: LinearProbeBundle = {
+            "schema": "audiorepro.linear-probe-bundle/1",
+            "study": {
+                "name": study.name,
+                "title": study.title,
+                "definitions_version": DEFINITIONS_VERSION,
+                "bootstrap": {"resamples": b.resamples, "seed": b.seed, "level": b.level},
+            },
+            "cells": cast(list[LinearProbeBundleCell], cells),
+            "verification": verification,
+        }
+        inputs = {}
+        for c in study.cells:
+            if c.id in state.cells:
+                rec = state.cells[c.id]
+                inputs[c.labels.name] = rec["labels_sha256"]
+                if c.extract is None:
+                    inputs[rec["dump"]] = rec["dump_sha256"]
+        return BundlePart(
+            verification, _report(study, tables, state.failures), bundle, [], inputs=inputs
+        )
+
+    def extraction(self, study: LinearProbeStudy) -> StudyExtraction | None:
+        return linear_probe_extraction(study)
+
+    def verify(self, study: LinearProbeStudy, cache: Path) -> Summary:
+        with tempfile.TemporaryDirectory() as tmp:
+            ctx = Context(Path(tmp), cache)
+            state = LinearProbeState(study=study, ctx=ctx)
+            needed = {p.cell for p in study.published}
+            for cell in study.cells:
+                if cell.id in needed:
+                    _load(study, ctx, state, cell)
+            self.compute(state)
+            return _golden(study, state.cells, state.errors)
+
+    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+        yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
+        yield from rest_records(bundle, ("cells",), _classify_rest)
+
+
+_COUNTS = frozenset(
+    {"n", "n_train", "n_test", "n_clips", "n_dims", "near_ties", "confusion_matrix"}
+)
+
+
+def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    """A cell's number: an accuracy, recall, precision or F1 (higher, tier b: an iterative
+    solver over float64 BLAS), a margin (tier b), a count or setting (no tier)."""
+    if not below or below[0] in ("probe", "model_meta", "protocol"):
+        return None, None
+    if any(str(k) in _COUNTS for k in below) or "C" in below:
+        return None, None
+    if "min_margin" in below:
+        return None, "b"
+    return "higher", "b"
+
+
+def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+    if "metric_parity" in below:
+        return None, "b"
+    return None, None
+
+
+def _identities(cell: Mapping[str, Any]) -> Identities:
+    probe = cell.get("probe") or {}
+    settings = tuple(
+        f"{k}={probe[k]}" for k in ("definition", "C", "grid", "scikit_learn") if k in probe
+    )
+    meta = cell.get("model_meta") or {}
+    return Identities(
+        dump=cell.get("dump_sha256"),
+        weights=meta.get("weights_sha256"),
+        settings=settings,
+        files=(str(cell.get("labels_sha256")),),
+    )
+
+
+# --- the one-line command ---------------------------------------------------------------
+
+
+def linear_probe_dump(
+    dump: Path, labels_path: Path, *, fold_column: str = "fold", c: float = 1.0
+) -> dict[str, Any]:
+    """``audiorepro linear-probe DUMP --labels CSV``: ``linear-v1`` leaving one fold out,
+    accuracy per fold and their mean, as an ``audiorepro.linear-probe/1`` record."""
+    if not (math.isfinite(c) and c > 0):
+        raise UserError(f"is {c!r}; expected a number > 0", key="--C")
+    clips = read_clip_embeddings(dump)
+    labels = read_labels(labels_path, fold_column=fold_column)
+    aligned = align(labels, clips, labels_source=str(labels_path))
+    if len(labels.folds) < 2:
+        raise UserError(
+            f"has {len(labels.folds)} fold(s) in column {fold_column!r}; leave one "
+            "fold out needs at least two",
+            source=labels_path,
+            key=fold_column,
+        )
+    splits = leave_one_fold_out(aligned.folds, labels.folds)
+    for s in splits:
+        if np.unique(aligned.y[s.train]).size < 2:
+            raise UserError(
+                f"leaves fold {s.name!r} one training class; a probe needs two",
+                source=labels_path,
+                key=fold_column,
+            )
+    results = probe_splits(clips.embeds, aligned.y, splits, c=c)
+    return {
+        "schema": "audiorepro.linear-probe/1",
+        "dump": {
+            "file": dump.name,
+            "sha256": sha256_file(dump),
+            "n_clips": len(clips.ids),
+            "n_dims": int(clips.embeds.shape[1]),
+            "dtype": clips.dtype,
+        },
+        "labels": {
+            "file": labels_path.name,
+            "sha256": sha256_file(labels_path),
+            "fold_column": fold_column,
+            "classes": list(labels.classes),
+        },
+        "probe": definition_record(c, None),
+        "folds": [
+            {
+                "fold": r.split.name,
+                "n_train": int(r.split.train.size),
+                "n_test": int(r.split.test.size),
+                "accuracy": r.accuracy,
+                "near_ties": r.near_ties,
+                "min_margin": r.min_margin,
+            }
+            for r in results
+        ],
+        "mean_accuracy": mean_accuracy(results),
+    }
