@@ -78,13 +78,26 @@ def _zeroshot(bundle: Mapping[str, Any]) -> list[str]:
 
 
 def _probe(bundle: Mapping[str, Any]) -> list[str]:
+    """The leaders recomputed from predictions, then each saved-measurement task's leader
+    (the best observed run among the candidates' best and the baselines, and its value); no
+    table at all where a study has neither (an empty header says nothing)."""
     rows = []
     for lead in bundle.get("leaders", []):
         ranking = lead.get("ranking") or []
         best = ranking[0] if ranking else {}
         task, metric = str(lead.get("task")), str(lead.get("metric"))
         rows.append([task, metric, str(best.get("model", "-")), _fmt(best.get("value"))])
-    return _columns(["task", "metric", "leader", "value"], rows)
+    for lead in bundle.get("task_leaders", []):
+        win = lead.get("highest_measured_run")
+        values = {lead.get("best_candidate_run"): lead.get("best_candidate_value")}
+        values.update(lead.get("baselines") or {})
+        value = values.get(win)
+        if lead.get("percent") and isinstance(value, int | float):
+            value = 100 * value
+        arrow = " ↑" if lead.get("higher_is_better") else " ↓"
+        metric = str(lead.get("label") or lead.get("metric")) + (" (%)" if lead.get("percent") else "")
+        rows.append([str(lead.get("task")), metric + arrow, str(win or "-"), _fmt(value)])
+    return _columns(["task", "metric", "leader", "value"], rows) if rows else []
 
 
 def results_table(bundle: Mapping[str, Any]) -> list[str]:

@@ -668,14 +668,27 @@ def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
         _class_labels(study, out, files)
     for listing in c.listings:
         _listing(study, listing, out, files, runs)
+    kinds = [r["attributes"].get("kind") for r in runs if r["attributes"].get("kind")]
+    splits = [s for r in runs for s in r["documents"]]
     out.manifest = {
         "runs": len(runs),
         "run_ids": [r["id"] for r in runs],
         "complete_runs": sum(r["problem"] is None for r in runs),
+        # The module's run counts (probe_runs, whisper_runs) by each run's kind, and its
+        # evaluation counts (P3 retention, pre-finetune) by the runs' files of each split.
+        "runs_by_kind": {k: kinds.count(k) for k in dict.fromkeys(kinds)},
+        "split_files": {s: splits.count(s) for s in dict.fromkeys(splits)},
+        "targets_per_run": None if study.completion is None else study.completion.targets,
         **out.manifest,
         "derived": {d["name"]: _shown(d, "") for d in out.derived if not d["per_run"]},
     }
     return out
+
+
+def file_documents(result: ContentResult) -> dict[str, Any]:
+    """Every aliased file of the study as read (None where it is not there), for the bundle."""
+    files = result.files
+    return {} if files is None else {alias: files.doc(alias) for alias in files.paths}
 
 
 def figures_html(result: ContentResult) -> list[tuple[str, str]]:
@@ -763,6 +776,10 @@ def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]
     if c.history is not None and c.history.split in documents:
         lines = documents[c.history.split].document
         paths += [f"{c.history.split}:[{i}]" for i in range(len(lines))]
+    for li in c.listings:  # a record-list table reads every list its key path leads to
+        if li.split is not None and li.split in documents:
+            found = matches(documents[li.split].document, li.at)
+            paths += [f"{li.split}:{at}" for at, _, _ in found]
     return paths
 
 
