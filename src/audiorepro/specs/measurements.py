@@ -424,7 +424,10 @@ def _rename(node: Any, steps: list[tuple[str, bool]], new: str, source: str, at:
                     source=source,
                     key=at + key,
                 )
-            node[new] = node.pop(key)
+            # In place: the key keeps its position (tables list benchmarks in file order).
+            items = list(node.items())
+            node.clear()
+            node.update((new if k == key else k, v) for k, v in items)
         return
     for k in list(node) if key == "*" else [key] if key in node else []:
         value = node[k]
