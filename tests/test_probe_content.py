@@ -626,7 +626,7 @@ def test_the_documented_study_keys_are_the_bundled_studys(tmp_path: Path) -> Non
     blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", page, re.S)]
     study = tomllib.loads(STUDY.read_text())
     keys = {k for b in blocks for k in b}
-    assert keys == {"gate", "files", "derived", "note"}, keys
+    assert keys == {"gate", "files", "derived", "note", "rename", "listing"}, keys
     for block in blocks:
         for alias, path in block.get("files", {}).items():
             assert study["files"][alias] == path, alias
@@ -641,3 +641,7 @@ def test_the_documented_study_keys_are_the_bundled_studys(tmp_path: Path) -> Non
             assert entry in shown, entry
         for gate in block.get("gate", []):
             assert gate in study["gate"], gate["name"]
+        if "rename" in block:
+            assert block["rename"] == study["rename"]
+        for entry in block.get("listing", []):
+            assert entry in study["listing"], entry["name"]
