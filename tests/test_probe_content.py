@@ -645,3 +645,165 @@ def test_the_documented_study_keys_are_the_bundled_studys(tmp_path: Path) -> Non
             assert block["rename"] == study["rename"]
         for entry in block.get("listing", []):
             assert entry in study["listing"], entry["name"]
+
+
+GATE_RULE = (
+    'final_from = { file = "workflow.json", single = ["pilot_job"], '
+    'last_of = ["cache_jobs", "tasks"] }'
+)
+
+
+def _module_gate_passes(tree: Path) -> bool:
+    """The module's own check (probe-report-module.txt, make_sections), on the tree's files."""
+    by_id = {int(j["JobIDRaw"]): j for j in _read(tree / JOBS)["jobs"]}
+    finals = _module_finals(tree)
+    if any(j not in by_id for j in finals):
+        return False  # the module stops with a KeyError
+    return all(by_id[j]["State"] == "COMPLETED" and by_id[j]["ExitCode"] == "0:0" for j in finals)
+
+
+def _edit(path: Path, change: Any) -> None:
+    doc = _read(path)
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _fail_last_small(doc: Any) -> None:
+    doc["jobs"][8]["State"] = "FAILED"  # 5008, the last whisper_small attempt
+
+
+def _drop_repair(doc: Any) -> None:
+    doc["tasks"]["whisper_base"].pop()  # 5006 (NODE_FAIL) is the last attempt now
+
+
+def _unknown_job(doc: Any) -> None:
+    doc["tasks"]["extra"] = [{"id": 6000}]
+
+
+def _repair_supplementary(doc: Any) -> None:
+    doc["jobs"][9]["State"] = "COMPLETED"
+    doc["jobs"][9]["ExitCode"] = "0:0"
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "problem"),
+    [
+        (None, None, None),  # as bundled: a repaired cache job, a recovered supplementary job
+        (JOBS, _repair_supplementary, None),
+        (JOBS, _fail_last_small, "State is 'FAILED', expected 'COMPLETED'"),
+        (WORKFLOW, _drop_repair, "State is 'NODE_FAIL', expected 'COMPLETED'"),
+        (WORKFLOW, _unknown_job, "final job 6000 (per the workflow record) has no record"),
+    ],
+)
+def test_the_gate_passes_where_the_module_passes_and_fails_where_it_fails(
+    tmp_path: Path, file: str | None, change: Any, problem: str | None
+) -> None:
+    study = _copy(tmp_path)
+    tree = tmp_path / TREE.name
+    if file is not None:
+        _edit(tree / file, change)
+    out = tmp_path / "out"
+    code = main(["reproduce", str(study), "--out", str(out)])
+    assert code == (0 if _module_gate_passes(tree) else 1)
+    failures = json.loads((out / "verification.json").read_text())["failures"]
+    gate = [f for f in failures if "every final Slurm attempt" in f]
+    if problem is None:
+        assert code == 0 and gate == []
+    else:
+        assert code == 1 and len(gate) == 1 and problem in gate[0], failures
+
+
+def test_the_job_name_rule_fails_the_tree_the_module_passes(tmp_path: Path) -> None:
+    """The last attempt per JobName (a study without a workflow record) takes the failed
+    supplementary job as final: on this tree it fails, where the module (and the workflow
+    rule) pass, and it counts 8 final allocations where the module counts 7."""
+    study = _copy(tmp_path)
+    text = study.read_text()
+    assert GATE_RULE in text
+    study.write_text(text.replace(GATE_RULE, 'final_by = "JobName"'))
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 1
+    assert _module_gate_passes(tmp_path / TREE.name)
+    failures = json.loads((out / "verification.json").read_text())["failures"]
+    assert any("jobs[name=full_validation].State is 'FAILED'" in f or "jobs[9].State is 'FAILED'" in f
+               for f in failures), failures  # fmt: skip
+    # The attempt table still follows the workflow record (the study's jobs.final_from).
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    assert bundle["result_manifest"]["final_allocations"] == 7
+
+
+def _one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], study: Path, *names: str
+) -> None:
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for name in names:
+        assert name in err, (name, err)
+    assert not (out / "report.html").exists()
+
+
+def _public_file(tree: Path) -> Path:
+    return tree / SD / "probes/gemini/clapv2_s/mlp/public_metrics.json"
+
+
+@pytest.mark.parametrize(
+    ("where", "change", "names"),
+    [
+        # sacct's text is read as its number only when it is decimal text
+        (JOBS, lambda d: d["jobs"][3].update(ElapsedRaw="18e2x"),
+         ("job_audit.json", "key 'jobs[3].ElapsedRaw'", "is text '18e2x'")),
+        # a record-list table's numbers column
+        ("public", lambda d: d["emolia-emo"]["repo_min_2_raters"]["per_family"][1].update(n="12x"),
+         ("public_metrics.json", "emolia-emo.repo_min_2_raters.per_family[1].n", "is text '12x'")),
+        ("public", lambda d: d["emolia-emo"]["all_repo_rows"].update(per_family={"a": 1}),
+         ("public_metrics.json", "emolia-emo.all_repo_rows.per_family", "expected a list")),
+        ("public", lambda d: d["emolia-dim"]["all_repo_rows"]["per_family"].append("x"),
+         ("public_metrics.json", "per_family[2]", "expected a record")),
+        # both spellings of a renamed key: which one holds the number would be a guess
+        ("public", lambda d: d.update({"emolia_emo": d["emolia-emo"]}),
+         ("public_metrics.json", "key 'emolia_emo'", "holds both 'emolia_emo' and 'emolia-emo'")),
+        ("public", lambda d: d["emolia-emo"]["all_repo_rows"]["per_prompt"][0].update(spearman=0.1),
+         ("public_metrics.json", "per_prompt[0].rho", "holds both 'rho' and 'spearman'")),
+    ],
+)  # fmt: skip
+def test_bad_text_numbers_renames_and_record_lists_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, change: Any, names: tuple[str, ...]
+) -> None:
+    study = _copy(tmp_path)
+    tree = tmp_path / TREE.name
+    _edit(_public_file(tree) if where == "public" else tree / where, change)
+    _one_line(tmp_path, capsys, study, *names)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "names"),
+    [
+        ('"*.*.per_prompt[*].rho" = "spearman"', '"*.*.per_prompt[*]" = "spearman"',
+         ("key 'rename.public'", "must end in a plain key")),
+        ('emolia_emo = "emolia-emo"', 'emolia_emo = "emolia.emo"', ("key 'rename.public'", "without dots")),
+        ('split = "public", at', 'file = "study", split = "public", at', ("listing[1]", "a 'file' or a 'split'")),
+        ('split = "public", at', 'split = "publik", at', ("listing[1].split", "names split 'publik'")),
+        ('at = "*.*.per_family"', 'at = "*.*.per family]"', ("listing[1]", "cannot read key path")),
+        ('numbers = ["n",', 'numbers = ["N",', ("listing[1].numbers[0]", "not one of columns")),
+        ("each = \"jobs\"\nfinal_from", "final_from", ("gate[1].final_from", "needs 'each'")),
+        ('y = "validation.loss|validation_loss"', 'y = "validation.loss|a["', ("key 'history'", "key path")),
+    ],
+)  # fmt: skip
+def test_a_bad_rule_declaration_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, names: tuple[str, ...]
+) -> None:
+    text = STUDY.read_text()
+    assert old in text, old
+    study = _copy(tmp_path, text.replace(old, new, 1))
+    _one_line(tmp_path, capsys, study, *names)
+
+
+def test_decimal_text_is_read_as_the_modules_int_and_float_read_it() -> None:
+    from audiorepro.specs.derived import decimal_text
+
+    for text in ("1800", "0", "-3", "+7", "2.50"):
+        assert decimal_text(text) == float(text)
+    for text in ("18e2x", "1e3", " 1800", "1800 ", "1_800", "nan", "inf", "", "1.", ".5", "0x10"):
+        assert decimal_text(text) is None, text
