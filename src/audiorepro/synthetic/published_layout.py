@@ -270,7 +270,10 @@ def _tree(variant: int) -> dict[str, Any]:
             for head in VARIANTS:
                 out = f"{STUDY}/probes/{phase}/{model}/{head}"
                 quality = g.u(0.3, 0.9)
-                tree[f"{out}/test_metrics.json"] = _held_out(g, 400, quality)
+                # A key the module never shows (its pipeline's receipt): kept, listed unused.
+                extra = {"checkpoint": "best.pt"} | ({"pipeline_note": f"tree variant {variant}"}
+                                                    if variant else {})  # fmt: skip
+                tree[f"{out}/test_metrics.json"] = _held_out(g, 400, quality) | extra
                 tree[f"{out}/public_metrics.json"] = _public(g)
                 for corpus in CLASSES:
                     tree[f"{out}/{corpus}_matched_adapter.json"] = _adapter(g, corpus)
