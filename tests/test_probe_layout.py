@@ -121,7 +121,6 @@ def test_the_documented_command_reads_the_tree_as_it_is(
     assert unused["test"] == ["checkpoint"] and "public" not in unused  # per_family is read
     # A leader reads crema.accuracy; the acted tables read the adapter's protocol and folds
     # and the fixed mapping's confusion matrix.
-    assert "crema.accuracy" not in unused["public"] and "crema.confusion" not in unused["public"]
     assert "adapter_crema" not in unused
 
 
