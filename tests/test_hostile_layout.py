@@ -24,7 +24,7 @@ TREE = ROOT / "studies" / "probe_published_layout"
 CPS = "{test:cps_raw_mae} / {norm:cps_std}"
 STUDY_DIR = "embedding_probe_study_20261006"  # the module's study folder inside the tree
 NORM = "hf_layered_release/model/training_normalization.json"
-NORM_DECL = "norm = \"../hf_layered_release/model/training_normalization.json\""
+NORM_DECL = 'norm = "../hf_layered_release/model/training_normalization.json"'
 JOBS = f"{STUDY_DIR}/consolidated_benchmark/job_audit.json"
 
 
@@ -224,7 +224,10 @@ def test_the_slurm_gate_checks_something_and_groups_by_the_field(
 ) -> None:
     study = _copy(tmp_path)
     # The rule without a workflow record: the last attempt per JobName (final_by).
-    final_from = 'final_from = { file = "workflow.json", single = ["pilot_job"], last_of = ["cache_jobs", "tasks"] }'
+    final_from = (
+        'final_from = { file = "workflow.json", single = ["pilot_job"], '
+        'last_of = ["cache_jobs", "tasks"] }'
+    )
     assert final_from in study.read_text()
     study.write_text(study.read_text().replace(final_from, 'final_by = "JobName"'))
     path = tmp_path / TREE.name / JOBS
@@ -245,7 +248,9 @@ def _escape(tmp_path: Path, how: str) -> Path:
     secret.parent.mkdir()
     secret.write_text(json.dumps({"cps_std": 1.0}))
     if how == "symlink":  # a saved file of one run, a link out of the tree
-        target = tree / STUDY_DIR / "probes" / "gemini" / "clapv2_s" / "linear" / "test_metrics.json"
+        target = (
+            tree / STUDY_DIR / "probes" / "gemini" / "clapv2_s" / "linear" / "test_metrics.json"
+        )
         target.unlink()
         target.symlink_to(secret)
     elif how == "files":

@@ -44,9 +44,9 @@ def _leader(bundle: dict[str, Any], task: str) -> dict[str, Any]:
 def _expected_crema(tree: Path) -> tuple[str, float]:
     """The best frozen probe's matched CREMA-D accuracy, read from the tree's own files."""
     values = {
-        run: json.loads((tree / SD / "probes" / run[6:] / "crema_matched_adapter.json").read_text())[
-            "metrics"
-        ]["accuracy"]
+        run: json.loads(
+            (tree / SD / "probes" / run[6:] / "crema_matched_adapter.json").read_text()
+        )["metrics"]["accuracy"]
         for run in PROBES
     }
     best = max(values.values())
@@ -248,7 +248,9 @@ def test_a_lock_file_pins_every_file_read(
 
 def _audit(index: int, **fields: str) -> dict[str, Any]:
     """The bundled job records with one attempt's fields changed."""
-    doc: dict[str, Any] = json.loads((TREE / SD / "consolidated_benchmark/job_audit.json").read_text())
+    doc: dict[str, Any] = json.loads(
+        (TREE / SD / "consolidated_benchmark/job_audit.json").read_text()
+    )
     doc["jobs"][index].update(fields)
     return doc
 
@@ -292,7 +294,9 @@ def test_a_repaired_attempt_passes_the_slurm_gate(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert main(["reproduce", str(tmp_path / STUDY.name), "--out", str(out)]) == 0
     gates = (out / "tables" / "gates.md").read_text()
-    row = f"| every final Slurm attempt COMPLETED 0:0 | {SD}/consolidated_benchmark/job_audit.json |"
+    row = (
+        f"| every final Slurm attempt COMPLETED 0:0 | {SD}/consolidated_benchmark/job_audit.json |"
+    )
     assert f"{row} 7 | PASS |" in gates
 
 

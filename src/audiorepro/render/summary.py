@@ -95,7 +95,9 @@ def _probe(bundle: Mapping[str, Any]) -> list[str]:
         if lead.get("percent") and isinstance(value, int | float):
             value = 100 * value
         arrow = " ↑" if lead.get("higher_is_better") else " ↓"
-        metric = str(lead.get("label") or lead.get("metric")) + (" (%)" if lead.get("percent") else "")
+        metric = str(lead.get("label") or lead.get("metric")) + (
+            " (%)" if lead.get("percent") else ""
+        )
         rows.append([str(lead.get("task")), metric + arrow, str(win or "-"), _fmt(value)])
     return _columns(["task", "metric", "leader", "value"], rows) if rows else []
 

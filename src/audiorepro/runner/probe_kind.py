@@ -27,6 +27,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.manifest import timestamp
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
     MetricParity,
@@ -51,7 +52,6 @@ from audiorepro.runner.probe import (
     leaders,
     verify_probe,
 )
-from audiorepro.runner.manifest import timestamp
 from audiorepro.runner.probe_content import (
     ContentResult,
     attach_notes,

@@ -320,7 +320,7 @@ def _number(value: Any, source: str, path: str, text: bool = True) -> Any:
         number = decimal_text(value)
         if number is None:
             raise UserError(
-                f"is text {value[:40]!r}; expected a number (or decimal text such as \"1800\")",
+                f'is text {value[:40]!r}; expected a number (or decimal text such as "1800")',
                 source=source,
                 key=path,
             )

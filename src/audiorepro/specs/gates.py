@@ -42,7 +42,8 @@ class FinalIds(Spec):
     """Which job attempts are final, as the workflow record says (the published module's rule:
     ``{pilot_job} | {last attempt's id of each cache job and each task}``)::
 
-        final_from = { file = "workflow.json", single = ["pilot_job"], last_of = ["cache_jobs", "tasks"] }
+        final_from = { file = "workflow.json", single = ["pilot_job"],
+                       last_of = ["cache_jobs", "tasks"] }
     """
 
     file: str | None = Field(
@@ -147,7 +148,9 @@ def workflow_final_ids(doc: Any, spec: FinalIds, source: str) -> list[str]:
 def final_by_ids(items: list[Any], ids: list[str], id_field: str, source: str) -> list[int]:
     """The indices of the records whose ``id_field`` is one of ``ids`` (ValueError naming the
     first final id no record has: the module stops there too)."""
-    where = {job_id(item.get(id_field)): i for i, item in enumerate(items) if isinstance(item, dict)}
+    where = {
+        job_id(item.get(id_field)): i for i, item in enumerate(items) if isinstance(item, dict)
+    }
     for j in ids:
         if j not in where:
             raise ValueError(f"final job {j} (per the workflow record) has no record in {source}")
@@ -234,7 +237,10 @@ def check_gate_spec(gate: GateSpec, source: Path, key: str) -> None:
             raise UserError("needs 'each', a 'file' (the workflow record) and no 'final_by'",
                             source=source, key=f"{key}.final_from")  # fmt: skip
         wf = gate.final_from
-        for where, path in [*(("single", p) for p in wf.single), *(("last_of", p) for p in wf.last_of)]:
+        for where, path in [
+            *(("single", p) for p in wf.single),
+            *(("last_of", p) for p in wf.last_of),
+        ]:
             try:
                 locate({}, path)
             except KeyPathError as exc:

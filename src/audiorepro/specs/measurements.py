@@ -425,9 +425,9 @@ def _rename(node: Any, steps: list[tuple[str, bool]], new: str, source: str, at:
                     key=at + key,
                 )
             # In place: the key keeps its position (tables list benchmarks in file order).
-            items = list(node.items())
+            pairs = list(node.items())
             node.clear()
-            node.update((new if k == key else k, v) for k, v in items)
+            node.update((new if k == key else k, v) for k, v in pairs)
         return
     for k in list(node) if key == "*" else [key] if key in node else []:
         value = node[k]

@@ -114,7 +114,7 @@ class ListingSpec(Spec):
     )
     columns: list[str] = Field(
         min_length=1,
-        description="key paths of each record (a|b: a, else b); with file, the first labels the row",
+        description="key paths of each record (a|b: a, else b); with file, the first is the row",
     )
     numbers: list[str] = Field(
         default_factory=list,

@@ -181,8 +181,8 @@ def _check_parts(spec: RunPatternSpec, source: Path, key: str) -> list[str]:
             try:
                 rename_steps(path)
             except ValueError as exc:
-                raise UserError(str(exc), source=source,
-                                key=f"{key}.metrics.{split}.rename")  # fmt: skip
+                where = f"{key}.metrics.{split}.rename"
+                raise UserError(str(exc), source=source, key=where) from None
             if not new or "." in new:
                 raise UserError(f"renames {path!r} to {new!r}; expected a key without dots",
                                 source=source, key=f"{key}.metrics.{split}.rename")  # fmt: skip

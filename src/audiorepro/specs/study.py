@@ -134,6 +134,7 @@ from audiorepro.metrics.profiles import LAION_CLAP_ZEROSHOT_METRICS
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
+from audiorepro.specs.measurements import rename_steps
 from audiorepro.specs.probe_content import (
     ActedSpec,
     Content,
@@ -153,7 +154,6 @@ from audiorepro.specs.published import (
     profiles_schema,
     tolerance_problem,
 )
-from audiorepro.specs.measurements import rename_steps
 from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand, in_root
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
@@ -1184,7 +1184,10 @@ def _as_run(p: PatternRun) -> Run:
         predictions=None,
         sha256=None,
         attributes=p.attributes,
-        metrics={s: SavedFile(f.path, _found(f.path).sha256, f.at, f.rename) for s, f in p.metrics.items()},
+        metrics={
+            s: SavedFile(f.path, _found(f.path).sha256, f.at, f.rename)
+            for s, f in p.metrics.items()
+        },
         config=config[0] if config else None,
         more_config=tuple(config[1:]),
     )
@@ -1377,8 +1380,9 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         listing=spec.listing,
         summaries=spec.summaries,
         root=_required_path(source, "root", spec.root or ".", must_exist=False),
-        base=_base(spec, _required_path(source, "root", spec.root or ".", must_exist=False),
-                   source),  # fmt: skip
+        base=_base(
+            spec, _required_path(source, "root", spec.root or ".", must_exist=False), source
+        ),
         splits={s for r in runs for s in r.metrics},
         source=source,
     )

@@ -105,11 +105,17 @@ def _held_out(g: _Gen, clips: int, quality: float) -> dict[str, Any]:
         "burst_matched_event_class_n": matched,
         "burst_start_mae_s": g.u(0.05, 0.3),
         "burst_end_mae_s": g.u(0.05, 0.3),
-        "speaker_cosine": {"timbre": {"mean": g.u(0.5, 0.9), "n": clips // 2},
-                           "identity": {"mean": g.u(0.4, 0.8), "n": clips // 2}},  # fmt: skip
+        "speaker_cosine": {
+            "timbre": {"mean": g.u(0.5, 0.9), "n": clips // 2},
+            "identity": {"mean": g.u(0.4, 0.8), "n": clips // 2},
+        },
         "burst_localization": {
-            level: {"precision": g.u(0.2, 0.8), "recall": g.u(0.2, 0.8), "f1": g.u(0.2, 0.8),
-                    "matched": matched - 10 * i}  # fmt: skip
+            level: {
+                "precision": g.u(0.2, 0.8),
+                "recall": g.u(0.2, 0.8),
+                "f1": g.u(0.2, 0.8),
+                "matched": matched - 10 * i,
+            }
             for i, level in enumerate(("0.1", "0.3", "0.5"))
         },
         "per_score": per_score,
@@ -127,12 +133,24 @@ def _mapping(g: _Gen, corpus: str, n: int) -> dict[str, Any]:
         "accuracy": accuracy,
         "balanced_accuracy": accuracy,
         "macro_f1": round(accuracy * 0.97, 6),
-        "accuracy_actor_bootstrap_95ci": [round(accuracy * 0.9, 6), round(min(1.0, accuracy * 1.08), 6)],
-        "per_class": [{"class": c, "support": per, "recall": round(right[c] / per, 6),
-                       "precision": g.u(0.2, 0.9)} for c in classes],  # fmt: skip
+        "accuracy_actor_bootstrap_95ci": [
+            round(accuracy * 0.9, 6),
+            round(min(1.0, accuracy * 1.08), 6),
+        ],
+        "per_class": [
+            {
+                "class": c,
+                "support": per,
+                "recall": round(right[c] / per, 6),
+                "precision": g.u(0.2, 0.9),
+            }
+            for c in classes
+        ],
         "confusion": {
-            c: {o: right[c] if o == c else (per - right[c]) * (j == (i + 1) % len(classes))
-                for j, o in enumerate(classes)}  # fmt: skip
+            c: {
+                o: right[c] if o == c else (per - right[c]) * (j == (i + 1) % len(classes))
+                for j, o in enumerate(classes)
+            }
             for i, c in enumerate(classes)
         },
     }
@@ -225,21 +243,25 @@ def _records(g: _Gen) -> dict[str, Any]:
         (5000, "pilot", "COMPLETED", "0:0", 1), (5001, "cache_clapv2_s", "COMPLETED", "0:0", 4),
         (5002, "cache_voiceclap_large_v2", "FAILED", "1:0", 4),
         (5003, "cache_voiceclap_large_v2", "COMPLETED", "0:0", 4),
-        (5004, "probes_legacy", "COMPLETED", "0:0", 4), (5005, "probes_gemini", "COMPLETED", "0:0", 4),
-        (5006, "whisper_base", "NODE_FAIL", "0:0", 4), (5007, "whisper_base", "COMPLETED", "0:0", 4),
+        (5004, "probes_legacy", "COMPLETED", "0:0", 4),
+        (5005, "probes_gemini", "COMPLETED", "0:0", 4),
+        (5006, "whisper_base", "NODE_FAIL", "0:0", 4),
+        (5007, "whisper_base", "COMPLETED", "0:0", 4),
         (5008, "whisper_small", "COMPLETED", "0:0", 4),
         (5009, "full_validation", "FAILED", "1:0", 4),
     ]  # fmt: skip
     workflow = {
         "state": "COMPLETE", "errors": [], "updated_utc": "2026-10-07T04:12:09Z",
         "pilot_job": 5000,
-        "cache_jobs": {"clapv2_s": [{"id": 5001}], "voiceclap_large_v2": [{"id": 5002}, {"id": 5003}]},
+        "cache_jobs": {"clapv2_s": [{"id": 5001}],
+                       "voiceclap_large_v2": [{"id": 5002}, {"id": 5003}]},
         "tasks": {"probes_legacy": [{"id": 5004}], "probes_gemini": [{"id": 5005}],
                   "whisper_base": [{"id": 5006}, {"id": 5007}], "whisper_small": [{"id": 5008}]},
     }  # fmt: skip
     audit = {"jobs": [
         {"JobIDRaw": str(j), "JobName": name, "State": state, "ExitCode": code,
-         "ElapsedRaw": str(g.n(600, 7200)), "AllocTRES": f"billing=72,cpu=72,gres/gpu={gpus},node=1"}
+         "ElapsedRaw": str(g.n(600, 7200)),
+         "AllocTRES": f"billing=72,cpu=72,gres/gpu={gpus},node=1"}
         for j, name, state, code, gpus in jobs]}  # fmt: skip
     return {
         f"{STUDY}/workflow.json": workflow,
@@ -255,7 +277,8 @@ def _tree(variant: int) -> dict[str, Any]:
     tree: dict[str, Any] = {
         f"{STUDY}/study.json": {
             "models": [
-                {"id": "clapv2_s", "repo": "synthetic/clapv2-s", "revision": "r1", "native_dim": 512},
+                {"id": "clapv2_s", "repo": "synthetic/clapv2-s", "revision": "r1",
+                 "native_dim": 512},
                 {"id": "voiceclap_large_v2", "model_name": "synthetic/voiceclap-large-v2",
                  "checkpoint": "voiceclap_l_v2.pt", "native_dim": 1024},
             ],
@@ -278,7 +301,10 @@ def _tree(variant: int) -> dict[str, Any]:
                 for corpus in CLASSES:
                     tree[f"{out}/{corpus}_matched_adapter.json"] = _adapter(g, corpus)
                 tree[f"{out}/config.json"] = _config(g, head)
-                tree[f"{out}/COMPLETE.json"] = {"updates": 360, "best_validation_loss": g.u(0.8, 1.3)}
+                tree[f"{out}/COMPLETE.json"] = {
+                    "updates": 360,
+                    "best_validation_loss": g.u(0.8, 1.3),
+                }
                 tree[f"{out}/metrics.jsonl"] = _history(g)
                 if phase == "gemini":
                     tree[f"{out}/validation_metrics.json"] = _held_out(g, 320, quality)
