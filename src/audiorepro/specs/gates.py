@@ -15,8 +15,12 @@ study::
     name = "every final Slurm attempt COMPLETED 0:0"
     file = "consolidated_benchmark/job_audit.json"
     each = "jobs"                           # a key path to a list: each item must pass
-    final_by = "JobName"                    # of the items with one JobName, the last only
+    final_from = { file = "workflow.json", single = ["pilot_job"], last_of = ["tasks"] }
     equals = { State = "COMPLETED", ExitCode = "0:0" }
+
+``final_from``: the final attempts are the job ids the workflow record names (the module's
+rule: the pilot and the last attempt of each cache job and task); a study without a workflow
+record writes ``final_by = "JobName"`` instead (of the items with one JobName, the last).
 
 A gate that does not hold fails the study (exit 1) and names the gate, the item and the key;
 a gate's file that is missing or not JSON fails it the same way (the records are data: their
