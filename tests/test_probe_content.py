@@ -338,6 +338,30 @@ def test_the_training_table_is_the_probes_configs(
         ]  # fmt: skip
 
 
+def test_a_config_field_only_some_runs_have_is_a_dash_elsewhere(tmp_path: Path) -> None:
+    """``config_applies``: read the tuned Whisper's COMPLETE.json as its config too; it has no
+    stages or clips by design: a dash (explained), not "not recorded"; the probes' cells are
+    their config's values."""
+    tuned = 'kind = "full encoder tuning", head = "layer-pooled multitask heads" }\n'
+    text = STUDY.read_text()
+    assert tuned in text
+    text = text.replace(tuned, tuned + 'config = ["COMPLETE.json"]\n')
+    text = text.replace("\n[families]", '\nconfig_applies = { stages = { kind = "frozen probe" }, '
+                        'train_clips = { kind = "frozen probe" } }\n\n[families]')  # fmt: skip
+    study = _copy(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    md = (out / "tables" / "training.md").read_text()
+    assert "a field this kind of run does not have" in md
+    lines = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1:] for line in md.splitlines()}
+    whisper = [cells for label, cells in lines.items() if label.startswith("Whisper")]
+    assert len(whisper) == 2 and all(c[0] == c[2] == NOT_APPLICABLE_TEXT for c in whisper)
+    assert all(c[1] == MISSING_TEXT for c in whisper)  # epochs_per_stage: expected, not saved
+    rows = {r[0]: r for r in _rows(out, "training")}
+    first = _read(_runs(tmp_path / TREE.name)["probe/legacy/clapv2_s/linear"] / "config.json")
+    assert rows["CLAPv2 S / LINEAR / legacy / Ladder/P3 test"][1] == ", ".join(first["stages"])
+
+
 def test_the_p3_retention_before_and_after_tuning(
     done: tuple[Path, Path, dict[str, Any], str],
 ) -> None:
