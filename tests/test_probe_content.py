@@ -679,7 +679,22 @@ def test_the_documented_study_keys_are_the_bundled_studys(tmp_path: Path) -> Non
     blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", page, re.S)]
     study = tomllib.loads(STUDY.read_text())
     keys = {k for b in blocks for k in b}
-    assert keys == {"gate", "files", "derived", "note", "rename", "listing", "families", "runs"}
+    assert keys == {
+        "gate",
+        "files",
+        "derived",
+        "note",
+        "rename",
+        "listing",
+        "families",
+        "runs",
+        "jobs",
+        "history",
+        "summaries",
+        "leaders",
+    }, keys
+    for key in ("jobs", "history", "summaries", "leaders"):
+        assert [b[key] for b in blocks if key in b] == [study[key]], key
     assert [b["runs"] for b in blocks if "runs" in b] == [study["runs"]]
     assert [b["families"] for b in blocks if "families" in b] == [study["families"]]
     for block in blocks:
