@@ -22,8 +22,10 @@ from tests.conftest import ROOT
 STUDY = ROOT / "studies" / "probe_published_layout.toml"
 TREE = ROOT / "studies" / "probe_published_layout"
 CPS = "{test:cps_raw_mae} / {norm:cps_std}"
-NORM = "release/training_normalization.json"
-JOBS = "consolidated_benchmark/job_audit.json"
+STUDY_DIR = "embedding_probe_study_20261006"  # the module's study folder inside the tree
+NORM = "hf_layered_release/model/training_normalization.json"
+NORM_DECL = 'norm = "../hf_layered_release/model/training_normalization.json"'
+JOBS = f"{STUDY_DIR}/consolidated_benchmark/job_audit.json"
 
 
 def _copy(tmp_path: Path, formula: str = CPS) -> Path:
@@ -76,16 +78,18 @@ def test_a_derived_number_beyond_a_float_is_one_line(
 def test_a_tres_count_beyond_a_float_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    study = _copy(tmp_path)
+    study = _copy(tmp_path, "sum(tres({jobs:jobs[*].AllocTRES}, 'gres/gpu'))")
     _job(tmp_path, "AllocTRES", "cpu=72,gres/gpu=" + "9" * 400)
-    _refused(study, capsys, str(study), "key 'derived[1].formula'", "not a finite number")
+    _refused(study, capsys, str(study), "key 'derived[0].formula'", "not a finite number")
 
 
 @pytest.mark.parametrize(
     ("file", "edit", "key"),
     [
-        (NORM, {"cps_std": "2.5"}, "key 'cps_std': is str"),
-        (JOBS, ("ElapsedRaw", "3701"), "key 'jobs[2].ElapsedRaw': is str"),
+        # Decimal text is read as a number (sacct's "3701"); other text is refused.
+        (NORM, {"cps_std": "2.5x"}, "key 'cps_std': is text '2.5x'; expected a number"),
+        (JOBS, ("ElapsedRaw", "37e1"), "key 'jobs[2].ElapsedRaw': is text '37e1'"),
+        (JOBS, ("ElapsedRaw", " 3701"), "key 'jobs[2].ElapsedRaw': is text ' 3701'"),
     ],
 )
 def test_text_where_a_formula_wants_a_number_names_the_file_and_key(
@@ -144,7 +148,7 @@ def test_a_note_under_a_table_the_report_lacks_is_one_line(
 ) -> None:
     study = _copy(tmp_path)
     study.write_text(study.read_text().replace(old, new))
-    (tmp_path / TREE.name / "consolidated_benchmark/validation_job.json").write_text(
+    (tmp_path / TREE.name / f"{STUDY_DIR}/consolidated_benchmark/validation_job.json").write_text(
         json.dumps({"publication_recovery": False})
     )
     _refused(study, capsys, str(study), "key 'note[")
@@ -153,7 +157,7 @@ def test_a_note_under_a_table_the_report_lacks_is_one_line(
 @pytest.mark.parametrize(("flag", "shown"), [(True, True), ("false", False), (1, False)])
 def test_a_note_when_shows_only_for_a_saved_true(tmp_path: Path, flag: object, shown: bool) -> None:
     study = _copy(tmp_path)
-    (tmp_path / TREE.name / "consolidated_benchmark/validation_job.json").write_text(
+    (tmp_path / TREE.name / f"{STUDY_DIR}/consolidated_benchmark/validation_job.json").write_text(
         json.dumps({"publication_recovery": flag})
     )
     out = tmp_path / "out"
@@ -162,7 +166,7 @@ def test_a_note_when_shows_only_for_a_saved_true(tmp_path: Path, flag: object, s
     assert ("upload step failed" in provenance) is shown
 
 
-ADAPTER = "probes/gemini/clap/linear/crema_matched_adapter.json"
+ADAPTER = f"{STUDY_DIR}/probes/gemini/clapv2_s/linear/crema_matched_adapter.json"
 
 
 @pytest.mark.parametrize(
@@ -219,6 +223,13 @@ def test_the_slurm_gate_checks_something_and_groups_by_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: list[object], problem: str
 ) -> None:
     study = _copy(tmp_path)
+    # The rule without a workflow record: the last attempt per JobName (final_by).
+    final_from = (
+        'final_from = { file = "workflow.json", single = ["pilot_job"], '
+        'last_of = ["cache_jobs", "tasks"] }'
+    )
+    assert final_from in study.read_text()
+    study.write_text(study.read_text().replace(final_from, 'final_by = "JobName"'))
     path = tmp_path / TREE.name / JOBS
     doc = json.loads(path.read_text())
     doc["jobs"] = jobs
@@ -237,17 +248,19 @@ def _escape(tmp_path: Path, how: str) -> Path:
     secret.parent.mkdir()
     secret.write_text(json.dumps({"cps_std": 1.0}))
     if how == "symlink":  # a saved file of one run, a link out of the tree
-        target = tree / "probes" / "gemini" / "clap" / "linear" / "test_metrics.json"
+        target = (
+            tree / STUDY_DIR / "probes" / "gemini" / "clapv2_s" / "linear" / "test_metrics.json"
+        )
         target.unlink()
         target.symlink_to(secret)
     elif how == "files":
         study.write_text(
-            study.read_text().replace(f'norm = "{NORM}"', 'norm = "../elsewhere/private.json"')
+            study.read_text().replace(NORM_DECL, 'norm = "../../elsewhere/private.json"')
         )
     elif how == "gate":
         study.write_text(
             study.read_text().replace(
-                'file = "workflow.json"', 'file = "../elsewhere/private.json"'
+                'file = "workflow.json"', 'file = "../../elsewhere/private.json"'
             )
         )
     return study

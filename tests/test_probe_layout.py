@@ -23,10 +23,11 @@ from tests.conftest import ROOT
 
 STUDY = ROOT / "studies" / "probe_published_layout.toml"
 TREE = ROOT / "studies" / "probe_published_layout"
+SD = "embedding_probe_study_20261006"  # the module's study folder in the tree
 PROBES = [
     f"probe/{phase}/{model}/{head}"
     for phase in ("legacy", "gemini")
-    for model in ("clap", "clap-l")
+    for model in ("clapv2_s", "voiceclap_large_v2")
     for head in ("linear", "mlp")
 ]
 
@@ -43,9 +44,9 @@ def _leader(bundle: dict[str, Any], task: str) -> dict[str, Any]:
 def _expected_crema(tree: Path) -> tuple[str, float]:
     """The best frozen probe's matched CREMA-D accuracy, read from the tree's own files."""
     values = {
-        run: json.loads((tree / "probes" / run[6:] / "crema_matched_adapter.json").read_text())[
-            "metrics"
-        ]["accuracy"]
+        run: json.loads(
+            (tree / SD / "probes" / run[6:] / "crema_matched_adapter.json").read_text()
+        )["metrics"]["accuracy"]
         for run in PROBES
     }
     best = max(values.values())
@@ -59,7 +60,7 @@ def test_the_bundled_tree_is_what_the_generator_writes(tmp_path: Path) -> None:
         p.relative_to(TREE).as_posix(): p.read_bytes() for p in TREE.rglob("*") if p.is_file()
     }
     assert ours == shipped
-    assert len(STUDY.read_text().splitlines()) < 100
+    assert len(STUDY.read_text().splitlines()) <= 150
 
 
 def test_the_documented_command_reads_the_tree_as_it_is(
@@ -80,41 +81,47 @@ def test_the_documented_command_reads_the_tree_as_it_is(
     assert [r["id"] for r in bundle["runs"]] == [
         *PROBES,
         "whisper/legacy/base",
+        "whisper/legacy/small",
         "whisper/gemini/base",
+        "whisper/gemini/small",
     ]
     tree = tmp_path / "studies" / TREE.name
     run, best = _expected_crema(tree)
-    lead = _leader(bundle, "CREMA-D (matched MLP)")
+    lead = _leader(bundle, "CREMA-D")
     assert (lead["best_candidate_run"], lead["best_candidate_value"]) == (run, best)
-    # Every file read is hashed into the manifest: all 80 of the tree (the normalization,
-    # class and validation-job files too: derived numbers, class labels and a note read them;
-    # the four P3 retention files the whisper runs read from the tuned model's folder).
+    # Every file read is hashed into the manifest: 99 of the tree's 101 (the study folder and
+    # its three siblings: the original Whisper's public results, the release files, the tuned
+    # Whisper's training history; the P3 audits and Flash tests in the tuned model's folder).
     inputs = json.loads((out / "manifest.json").read_text())["inputs"]
     files = [p for p in tree.rglob("*") if p.is_file()]
     read = {f"{TREE.name}/{p.relative_to(tree).as_posix()}": p for p in files}  # study-relative
     recorded = {k: v for k, v in inputs.items() if TREE.name in k}
-    assert len(files) == 80 and len(recorded) == 80
+    assert len(files) == 101 and len(recorded) == 99
     for name, digest in recorded.items():
         assert hashlib.sha256(read[name].read_bytes()).hexdigest() == digest
     unread = {p.relative_to(tree).as_posix() for p in files} - {
         k.split(f"{TREE.name}/", 1)[1] for k in recorded
     }
-    assert unread == set()
+    # The tuned Whisper's COMPLETE.json: the module keeps it in its bundle only (no table).
+    assert unread == {f"{SD}/whisper/gemini/{size}/COMPLETE.json" for size in ("base", "small")}
     assert (
-        "| workflow COMPLETE with no errors | workflow.json | 1 | PASS |"
+        f"| workflow COMPLETE with no errors | {SD}/workflow.json | 1 | PASS |"
         in (out / "tables" / "gates.md").read_text()
     )
     # The byte copies are exact, extra keys included; the extras are listed as unused.
-    copy = out / "measurements" / "probe_gemini_clap_mlp" / "adapter_crema.json"
+    copy = out / "measurements" / "probe_gemini_clapv2_s_mlp" / "adapter_crema.json"
     assert (
         copy.read_bytes()
-        == (tree / "probes/gemini/clap/mlp/crema_matched_adapter.json").read_bytes()
+        == (tree / SD / "probes/gemini/clapv2_s/mlp/crema_matched_adapter.json").read_bytes()
     )
+    # The public copy is the file's bytes, not the renamed reading (rho stays rho there).
+    public = out / "measurements" / "probe_gemini_clapv2_s_mlp" / "public.json"
+    source = tree / SD / "probes/gemini/clapv2_s/mlp/public_metrics.json"
+    assert public.read_bytes() == source.read_bytes() and b'"rho"' in public.read_bytes()
     unused = bundle["runs"][0]["unused"]
-    assert "checkpoint" in unused["test"] and "emo-like.all.per_family" in unused["public"]
+    assert unused["test"] == ["checkpoint"] and "public" not in unused  # per_family is read
     # A leader reads crema.accuracy; the acted tables read the adapter's protocol and folds
     # and the fixed mapping's confusion matrix.
-    assert "crema.accuracy" not in unused["public"] and "crema.confusion" not in unused["public"]
     assert "adapter_crema" not in unused
 
 
@@ -129,7 +136,7 @@ def test_the_same_study_reads_another_tree_of_the_layout(tmp_path: Path) -> None
     assert main(["reproduce", str(study), "--out", str(out)]) == 0
     bundle = _bundle(out)
     run, best = _expected_crema(other)
-    lead = _leader(bundle, "CREMA-D (matched MLP)")
+    lead = _leader(bundle, "CREMA-D")
     assert (lead["best_candidate_run"], lead["best_candidate_value"]) == (run, best)
     assert best != _expected_crema(TREE)[1]  # other numbers, read unchanged
     assert "pipeline_note" in bundle["runs"][0]["unused"]["test"]  # and its extra key kept
@@ -224,27 +231,29 @@ def test_a_lock_file_pins_every_file_read(
     assert "layout.lock does not exist; write it with 'audiorepro lock" in capsys.readouterr().err
     assert main(["lock", str(study)]) == 0
     pinned = json.loads((tmp_path / "layout.lock").read_text())["files"]
-    assert len(pinned) == 80 and f"{TREE.name}/study.json" in pinned
+    assert len(pinned) == 99 and f"{TREE.name}/{SD}/study.json" in pinned
     assert main(["reproduce", str(study), *out]) == 0
-    changed = tmp_path / TREE.name / "probes/gemini/clap/mlp/COMPLETE.json"
+    changed = tmp_path / TREE.name / SD / "probes/gemini/clapv2_s/mlp/COMPLETE.json"
     changed.write_text(changed.read_text() + " ")
     capsys.readouterr()
     assert main(["reproduce", str(study), *out[:1], str(tmp_path / "out2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "probes/gemini/clap/mlp/COMPLETE.json has SHA-256" in err[0]
+    assert len(err) == 1 and "probes/gemini/clapv2_s/mlp/COMPLETE.json has SHA-256" in err[0]
     assert "the lock file pins" in err[0] and not (tmp_path / "out2").exists()
     assert main(["lock", str(study)]) == 0  # pinned as it is now
-    extra = tmp_path / TREE.name / "probes/legacy/clap/mlp/validation_metrics.json"
+    extra = tmp_path / TREE.name / SD / "probes/legacy/clapv2_s/mlp/validation_metrics.json"
     extra.write_text("{}")  # an optional file that appeared
     assert main(["reproduce", str(study), *out[:1], str(tmp_path / "out3")]) == 2
     assert "validation_metrics.json is not pinned" in capsys.readouterr().err
 
 
-def _jobs(state: str, code: str) -> list[dict[str, Any]]:
-    return [
-        {"JobIDRaw": "100", "JobName": "pilot", "State": "COMPLETED", "ExitCode": "0:0"},
-        {"JobIDRaw": "101", "JobName": "train", "State": state, "ExitCode": code},
-    ]
+def _audit(index: int, **fields: str) -> dict[str, Any]:
+    """The bundled job records with one attempt's fields changed."""
+    doc: dict[str, Any] = json.loads(
+        (TREE / SD / "consolidated_benchmark/job_audit.json").read_text()
+    )
+    doc["jobs"][index].update(fields)
+    return doc
 
 
 @pytest.mark.parametrize(
@@ -255,10 +264,10 @@ def _jobs(state: str, code: str) -> list[dict[str, Any]]:
         ("workflow.json", {"state": "COMPLETE", "errors": ["upload failed"]}, "workflow COMPLETE",
          "errors is \"['upload failed']\", expected none"),
         ("workflow.json", None, "workflow COMPLETE", "workflow.json"),
-        ("consolidated_benchmark/job_audit.json", {"jobs": _jobs("FAILED", "1:0")},
-         "every final Slurm attempt", "jobs[1].State is 'FAILED', expected 'COMPLETED'"),
-        ("consolidated_benchmark/job_audit.json", {"jobs": _jobs("COMPLETED", "0:9")},
-         "every final Slurm attempt", "jobs[1].ExitCode is '0:9', expected '0:0'"),
+        ("consolidated_benchmark/job_audit.json", _audit(8, State="FAILED", ExitCode="1:0"),
+         "every final Slurm attempt", "jobs[8].State is 'FAILED', expected 'COMPLETED'"),
+        ("consolidated_benchmark/job_audit.json", _audit(8, ExitCode="0:9"),
+         "every final Slurm attempt", "jobs[8].ExitCode is '0:9', expected '0:0'"),
     ],
 )  # fmt: skip
 def test_a_failed_gate_fails_the_study_and_names_it(
@@ -266,7 +275,7 @@ def test_a_failed_gate_fails_the_study_and_names_it(
 ) -> None:
     shutil.copytree(TREE, tmp_path / TREE.name)
     shutil.copy(STUDY, tmp_path / STUDY.name)
-    target = tmp_path / TREE.name / file
+    target = tmp_path / TREE.name / SD / file
     if doc is None:
         target.unlink()
     else:
@@ -279,19 +288,17 @@ def test_a_failed_gate_fails_the_study_and_names_it(
 
 
 def test_a_repaired_attempt_passes_the_slurm_gate(tmp_path: Path) -> None:
-    # A failed attempt followed by a successful one of the same job name: the final one counts.
+    # The bundled records: a failed cache job and a failed Whisper task each repaired by a
+    # later attempt the workflow names final, and a failed supplementary job; 7 final, PASS.
     shutil.copytree(TREE, tmp_path / TREE.name)
     shutil.copy(STUDY, tmp_path / STUDY.name)
-    jobs = [*_jobs("FAILED", "1:0"), {"JobIDRaw": "102", "JobName": "train",
-                                      "State": "COMPLETED", "ExitCode": "0:0"}]  # fmt: skip
-    (tmp_path / TREE.name / "consolidated_benchmark/job_audit.json").write_text(
-        json.dumps({"jobs": jobs})
-    )
     out = tmp_path / "out"
     assert main(["reproduce", str(tmp_path / STUDY.name), "--out", str(out)]) == 0
     gates = (out / "tables" / "gates.md").read_text()
-    row = "| every final Slurm attempt COMPLETED 0:0 | consolidated_benchmark/job_audit.json |"
-    assert f"{row} 2 | PASS |" in gates
+    row = (
+        f"| every final Slurm attempt COMPLETED 0:0 | {SD}/consolidated_benchmark/job_audit.json |"
+    )
+    assert f"{row} 7 | PASS |" in gates
 
 
 def test_a_gate_key_path_is_checked_when_the_study_is_read(
@@ -312,26 +319,27 @@ def test_the_target_count_is_exact_where_the_study_says_so(tmp_path: Path, exact
     text = STUDY.read_text()
     assert "exact = true" in text
     study.write_text(text if exact else text.replace("exact = true", "exact = false"))
-    path = tmp_path / TREE.name / "probes/gemini/clap/mlp/test_metrics.json"
+    path = tmp_path / TREE.name / SD / "probes/gemini/clapv2_s/mlp/test_metrics.json"
     doc = json.loads(path.read_text())
     doc["per_score"].append({"score": "extra_target", "n": 3, "raw_mae": 0.5})
     path.write_text(json.dumps(doc))
     out = tmp_path / "out"
     assert main(["reproduce", str(study), "--out", str(out)]) == (1 if exact else 0)
     failures = json.loads((out / "verification.json").read_text())["failures"]
-    expected = "completion: run probe/gemini/clap/mlp has 25 targets, exactly 24 expected"
+    expected = "completion: run probe/gemini/clapv2_s/mlp has 25 targets, exactly 24 expected"
     assert failures == ([expected] if exact else [])
 
 
 def test_published_values_by_key_path_are_verified_against_the_tree(tmp_path: Path) -> None:
     # Values read here from the tree with json; one off by 0.01 must fail, the others pass.
-    adapter = json.loads((TREE / "probes/gemini/clap/mlp/crema_matched_adapter.json").read_text())
+    folder = TREE / SD / "probes/gemini/clapv2_s/mlp"
+    adapter = json.loads((folder / "crema_matched_adapter.json").read_text())
     trial = adapter["folds"][1]["trials"][2]["inner_accuracy"]
-    history = (TREE / "probes/gemini/clap/mlp/metrics.jsonl").read_text().splitlines()
+    history = (folder / "metrics.jsonl").read_text().splitlines()
     loss = json.loads(history[2])["validation"]["loss"]
     golden = tmp_path / "published.toml"
     golden.write_text(
-        'schema = "audiorepro.probe-published/1"\n\n[[run]]\nrun = "probe/gemini/clap/mlp"\n'
+        'schema = "audiorepro.probe-published/1"\n\n[[run]]\nrun = "probe/gemini/clapv2_s/mlp"\n'
         "tolerance = 1e-9\n\n[run.values]\n"
         f'"adapter_crema:folds[fold=1].trials[2].inner_accuracy" = {trial!r}\n'
         f'"history:[epoch=3].validation.loss" = {loss!r}\n'

@@ -32,8 +32,15 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("layout") / "out"
-    assert main(["reproduce", str(LAYOUT_STUDY), "--out", str(out)]) == 0
+    with pytest.MonkeyPatch.context() as mp:  # the report shows its time: a fixed one
+        mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        assert main(["reproduce", str(LAYOUT_STUDY), "--out", str(out)]) == 0
     return out
+
+
+#: the report time of the layout study's runs here (the report shows it; SOURCE_DATE_EPOCH
+#: makes two runs' reports byte-identical)
+EPOCH = "1791331200"
 
 
 def _tables(page: str) -> list[tuple[int, str, int]]:
@@ -84,7 +91,9 @@ def test_the_heatmaps_and_history_curves_come_with_the_summaries(layout: Path) -
     assert page.index(f">{titles[0]}</h2>") < history
     # The same inputs, the same page: the moved figures keep the report byte-deterministic.
     again = layout.parent / "again"
-    assert main(["reproduce", str(LAYOUT_STUDY), "--out", str(again)]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        assert main(["reproduce", str(LAYOUT_STUDY), "--out", str(again)]) == 0
     assert (again / "report.html").read_bytes() == (layout / "report.html").read_bytes()
 
 

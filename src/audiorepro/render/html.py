@@ -706,6 +706,12 @@ def _probe_sections(tables: Mapping[str, Table]) -> dict[str, list[str]]:
     return sections
 
 
+def _generated(bundle: Mapping[str, Any]) -> str:
+    """The report's time (a study with a result manifest: the module's report shows it)."""
+    stamp = bundle.get("result_manifest", {}).get("generated_utc")
+    return f" · report generated <time>{_e(stamp)}</time> (UTC)" if stamp else ""
+
+
 def render_probe_report(
     study: Any,
     bundle: Mapping[str, Any],
@@ -739,7 +745,8 @@ def render_probe_report(
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{_e(study.title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{_e(study.title)}</h1><p class='sub'>audiorepro report of study "
-        f"<code>{_e(bundle['study']['name'])}</code></p>{_probe_summary(bundle)}"
+        f"<code>{_e(bundle['study']['name'])}</code>{_generated(bundle)}</p>"
+        f"{_probe_summary(bundle)}"
         + (
             f"<h2 id='leaders'>Task leaders</h2>{_charted(tables, sec['leaders'])}"
             if sec["leaders"]

@@ -78,8 +78,9 @@ def _zeroshot(bundle: Mapping[str, Any]) -> list[str]:
 
 
 def _probe(bundle: Mapping[str, Any]) -> list[str]:
-    """Each task's leader: recomputed from predictions (``leaders``) and over saved
-    measurements (``task_leaders``, the best candidate); no table when there is none."""
+    """The leaders recomputed from predictions, then each saved-measurement task's leader
+    (the best observed run among the candidates' best and the baselines, and its value); no
+    table at all where a study has neither (an empty header says nothing)."""
     rows = []
     for lead in bundle.get("leaders", []):
         ranking = lead.get("ranking") or []
@@ -87,9 +88,17 @@ def _probe(bundle: Mapping[str, Any]) -> list[str]:
         task, metric = str(lead.get("task")), str(lead.get("metric"))
         rows.append([task, metric, str(best.get("model", "-")), _fmt(best.get("value"))])
     for lead in bundle.get("task_leaders", []):
-        task, metric = str(lead.get("task")), str(lead.get("label") or lead.get("metric"))
-        run = lead.get("best_candidate_run")
-        rows.append([task, metric, str(run or "-"), _fmt(lead.get("best_candidate_value"))])
+        win = lead.get("highest_measured_run")
+        values = {lead.get("best_candidate_run"): lead.get("best_candidate_value")}
+        values.update(lead.get("baselines") or {})
+        value = values.get(win)
+        if lead.get("percent") and isinstance(value, int | float):
+            value = 100 * value
+        arrow = " ↑" if lead.get("higher_is_better") else " ↓"
+        metric = str(lead.get("label") or lead.get("metric")) + (
+            " (%)" if lead.get("percent") else ""
+        )
+        rows.append([str(lead.get("task")), metric + arrow, str(win or "-"), _fmt(value)])
     return _columns(["task", "metric", "leader", "value"], rows) if rows else []
 
 

@@ -229,6 +229,9 @@ class ProbeBundle(TypedDict):
     derived: NotRequired[list[DerivedRecord]]
     #: counts, run ids and job attempts (runner/probe_content.py)
     result_manifest: NotRequired[dict[str, Any]]
+    #: every file of the study's ``files`` as read (alias -> document): the backbones of
+    #: study.json, the training normalization, the job records, the validation job's receipt
+    files: NotRequired[dict[str, Any]]
     verification: ProbeVerification
 
 

@@ -471,7 +471,7 @@ def _load_saved(run: Run) -> tuple[dict[str, Measurements], list[str]]:
                 f"declared run {run.id}: saved {split} measurements {ref.path.name} are missing"
             )
             continue
-        saved[split] = read_measurements(ref.path, split, at=ref.at)
+        saved[split] = read_measurements(ref.path, split, at=ref.at, rename=ref.rename)
     return saved, problems
 
 

@@ -35,7 +35,8 @@ from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
 from audiorepro.runner.outputs import DerivedRecord, ProbeRun
 from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
-from audiorepro.specs.gates import final_items
+from audiorepro.specs.gates import final_by_ids, final_items, job_id, workflow_final_ids
+from audiorepro.specs.measurements import matches
 from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
 from audiorepro.specs.study import ProbeStudy
 
@@ -198,19 +199,18 @@ def _jobs(
             key=bad[0],
         )
     attempts: list[dict[str, Any]] = found
-    final = set(final_items(attempts, spec.final_by))  # as the gates pick them
+    final, rule = _final(attempts, spec, files)  # as the gates pick them
+    status = _status(attempts, final, spec, files)
     out.tables["job_attempts"] = Table(
         f"Every Slurm attempt ({study.content.files[spec.file].name}): repaired failures, "
         "replacements and final receipts",
         (*(Column(c) for c in spec.columns), Column("final attempt")),
         tuple(
-            (
-                str(i + 1),
-                (*(_cell(a.get(c)) for c in spec.columns), "final" if i in final else "superseded"),
-            )
+            (str(i + 1), (*(_cell(a.get(c)) for c in spec.columns), status[i]))
             for i, a in enumerate(attempts)
         ),
         row_header="attempt",
+        notes=(rule,),
     )
     workflow = files.doc(spec.workflow) if spec.workflow else None
     ok = [
@@ -249,6 +249,50 @@ def _jobs(
             "completed_utc": _cell(_field(workflow, spec.completed)) if workflow else None,
         }
     )
+
+
+def _final(attempts: list[dict[str, Any]], spec: JobsSpec, files: _Files) -> tuple[set[int], str]:
+    """The final attempts and the rule that picked them: the ids the workflow record names
+    (``final_from``), or, where the study has no workflow record, the last attempt per
+    ``final_by``."""
+    wf = spec.final_from
+    alias = None if wf is None else wf.file or spec.workflow
+    record = None if alias is None else files.doc(alias)
+    if wf is not None and alias is not None and record is not None:
+        name = files.paths[alias].name
+        try:
+            ids = workflow_final_ids(record, wf, name)
+            final = final_by_ids(attempts, ids, wf.id_field, files.paths[spec.file].name)
+        except ValueError as exc:
+            rule = f"{exc}; final attempts by {spec.final_by} instead (the gate fails)"
+            return set(final_items(attempts, spec.final_by)), rule
+        parts = [*wf.single, *(f"the last attempt of each of {p}" for p in wf.last_of)]
+        return set(final), f"Final: the jobs {name} names ({'; '.join(parts)})."
+    missing = f" ({files.paths[alias].name} is missing)" if alias is not None else ""
+    return (
+        set(final_items(attempts, spec.final_by)),
+        f"Final: the last attempt of each {spec.final_by}{missing}.",
+    )
+
+
+def _status(
+    attempts: list[dict[str, Any]], final: set[int], spec: JobsSpec, files: _Files
+) -> list[str]:
+    """Each attempt's role: final, superseded, or the supplementary job its record names
+    (publication recovered where that record says so)."""
+    record = files.doc(spec.supplementary) if spec.supplementary else None
+    extra = job_id(record.get("id")) if isinstance(record, dict) else None
+    recovered = isinstance(record, dict) and record.get("publication_recovery") is True
+    id_field = spec.final_from.id_field if spec.final_from else spec.columns[0]
+    out = []
+    for i, a in enumerate(attempts):
+        if i in final:
+            out.append("final")
+        elif extra is not None and job_id(a.get(id_field)) == extra:
+            out.append("supplementary" + ("; publication recovered" if recovered else ""))
+        else:
+            out.append("superseded")
+    return out
 
 
 def _pct(value: Any) -> Cell:
@@ -480,8 +524,9 @@ def _history(runs: list[ProbeRun], spec: HistorySpec, out: ContentResult) -> Non
         points: dict[str, float | None] = {}
         for line in doc:
             x = _cell(_field(line, spec.x))
-            y = values_at(line, spec.y, source)
-            y = y if isinstance(y, int | float) else None
+            # y = "a|b": a where the line records it, else b (two pipelines' spellings)
+            found = [values_at(line, p, source, text=False) for p in spec.y.split("|")]
+            y = next((v for v in found if isinstance(v, int | float)), None)
             rows.append((run["id"], (x, *(_cell(_field(line, c)) for c in spec.columns), y)))
             points[str(x)] = y
             if str(x) not in seen:  # a set: a history of 10**6 lines must not be quadratic
@@ -538,27 +583,72 @@ def _class_labels(study: ProbeStudy, out: ContentResult, files: _Files) -> None:
     )
 
 
-def _listing(study: ProbeStudy, spec: ListingSpec, out: ContentResult, files: _Files) -> None:
+def _column(item: Any, column: str, spec: ListingSpec, source: str, at: str) -> Cell:
+    """A record's column (``a|b``: a, else b); a ``numbers`` column's decimal text as its
+    number, other text one line naming the file and key."""
+    value = next((v for p in column.split("|") if (v := _field(item, p)) is not None), None)
+    if column in spec.numbers and value is not None:
+        return values_at(value, "", source, text=False, at=f"{at}.{column}")  # type: ignore[return-value]
+    return _cell(value)
+
+
+def _records_at(value: Any, source: str, at: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise UserError(f"is {type(value).__name__}; expected a list of records", source=source,
+                        key=at)  # fmt: skip
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise UserError(f"is {type(item).__name__}; expected a record (a table)",
+                            source=source, key=f"{at}[{i}]")  # fmt: skip
+    return value
+
+
+def _listing(
+    study: ProbeStudy, spec: ListingSpec, out: ContentResult, files: _Files, runs: list[ProbeRun]
+) -> None:
+    if spec.split is not None:
+        _split_listing(spec, out, runs)
+        return
+    assert spec.file is not None  # checked when the study was read
     doc = files.doc(spec.file)
     items = None if doc is None else _field(doc, spec.at)
     if items is None:
         return
-    if not isinstance(items, list):
-        raise UserError(
-            f"is {type(items).__name__}; expected a list of records",
-            source=files.source(spec.file),
-            key=spec.at,
-        )
+    source = files.source(spec.file)
     rows = []
-    for item in items:
-        cells = [_cell(_field(item, c)) for c in spec.columns]
+    for i, item in enumerate(_records_at(items, source, spec.at)):
+        cells = [_column(item, c, spec, source, f"{spec.at}[{i}]") for c in spec.columns]
         rows.append((str(cells[0]), tuple(cells[1:])))
-    out.tables[f"listing_{slug(spec.name)}"] = Table(
-        f"{spec.title} ({study.content.files[spec.file].name})",
-        tuple(Column(c) for c in spec.columns[1:]),
-        tuple(rows),
-        row_header=spec.columns[0],
-    )
+    if rows:
+        out.tables[f"listing_{slug(spec.name)}"] = Table(
+            f"{spec.title} ({study.content.files[spec.file].name})",
+            tuple(Column(c) for c in spec.columns[1:]),
+            tuple(rows),
+            row_header=spec.columns[0],
+        )
+
+
+def _split_listing(spec: ListingSpec, out: ContentResult, runs: list[ProbeRun]) -> None:
+    """One table over every run that has the split: a row per record of each list the
+    (wildcard) key path leads to, the keys ``*`` took in the column "where"."""
+    assert spec.split is not None
+    rows: list[tuple[str, tuple[Cell, ...]]] = []
+    wild = "*" in spec.at
+    for run in runs:
+        doc, source = _document(run, spec.split)
+        if doc is None:
+            continue
+        for at, took, value in matches(doc, spec.at):
+            for i, item in enumerate(_records_at(value, source, at)):
+                cells = tuple(_column(item, c, spec, source, f"{at}[{i}]") for c in spec.columns)
+                rows.append((run["id"], ((" / ".join(took),) if wild else ()) + cells))
+    if rows:
+        out.tables[f"listing_{slug(spec.name)}"] = Table(
+            f"{spec.title} (every run's {spec.split}: {spec.at})",
+            (*((Column("where"),) if wild else ()), *(Column(c) for c in spec.columns)),
+            tuple(rows),
+            row_header="run",
+        )
 
 
 def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
@@ -577,15 +667,28 @@ def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
     if c.class_labels is not None:
         _class_labels(study, out, files)
     for listing in c.listings:
-        _listing(study, listing, out, files)
+        _listing(study, listing, out, files, runs)
+    kinds = [r["attributes"].get("kind") for r in runs if r["attributes"].get("kind")]
+    splits = [s for r in runs for s in r["documents"]]
     out.manifest = {
         "runs": len(runs),
         "run_ids": [r["id"] for r in runs],
         "complete_runs": sum(r["problem"] is None for r in runs),
+        # The module's run counts (probe_runs, whisper_runs) by each run's kind, and its
+        # evaluation counts (P3 retention, pre-finetune) by the runs' files of each split.
+        "runs_by_kind": {k: kinds.count(k) for k in dict.fromkeys(kinds)},
+        "split_files": {s: splits.count(s) for s in dict.fromkeys(splits)},
+        "targets_per_run": None if study.completion is None else study.completion.targets,
         **out.manifest,
         "derived": {d["name"]: _shown(d, "") for d in out.derived if not d["per_run"]},
     }
     return out
+
+
+def file_documents(result: ContentResult) -> dict[str, Any]:
+    """Every aliased file of the study as read (None where it is not there), for the bundle."""
+    files = result.files
+    return {} if files is None else {alias: files.doc(alias) for alias in files.paths}
 
 
 def figures_html(result: ContentResult) -> list[tuple[str, str]]:
@@ -673,6 +776,10 @@ def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]
     if c.history is not None and c.history.split in documents:
         lines = documents[c.history.split].document
         paths += [f"{c.history.split}:[{i}]" for i in range(len(lines))]
+    for li in c.listings:  # a record-list table reads every list its key path leads to
+        if li.split is not None and li.split in documents:
+            found = matches(documents[li.split].document, li.at)
+            paths += [f"{li.split}:{at}" for at, _, _ in found]
     return paths
 
 

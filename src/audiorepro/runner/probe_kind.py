@@ -27,6 +27,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.manifest import timestamp
 from audiorepro.runner.outputs import (
     PROBE_BUNDLE,
     MetricParity,
@@ -51,7 +52,12 @@ from audiorepro.runner.probe import (
     leaders,
     verify_probe,
 )
-from audiorepro.runner.probe_content import ContentResult, attach_notes, figures_html
+from audiorepro.runner.probe_content import (
+    ContentResult,
+    attach_notes,
+    figures_html,
+    file_documents,
+)
 from audiorepro.runner.probe_content import content as module_content
 from audiorepro.runner.probe_saved import (
     SavedLeader,
@@ -157,7 +163,10 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         if parity["cells"] or parity["reference"]:
             tables["metric_parity_summary"] = parity_summary_table(parity)
             tables["metric_parity"] = parity_table(parity)
-        return attach_notes(study, tables, state.content.files)
+        noted = attach_notes(study, tables, state.content.files)
+        # A table with no row says nothing (a saved-only study has no recomputed leaders or
+        # family means): it is left out, not written as a bare header.
+        return {name: t for name, t in noted.items() if t.rows}
 
     def bundle_part(
         self, state: ProbeState, golden: Summary, tables: dict[str, Table]
@@ -195,6 +204,9 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
             "verification": verification,
         }
         if extra.derived or extra.manifest.get("job_attempts") is not None:
+            # The module's report and result manifest carry their time; so do these (set
+            # SOURCE_DATE_EPOCH for byte-identical outputs, as manifest.json's time).
+            extra.manifest["generated_utc"] = timestamp()["utc"]
             bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
         if study.content.files:
             bundle["study"]["files"] = {
@@ -204,6 +216,8 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
                 }
                 for alias, path in sorted(study.content.files.items())
             }
+        if extra.derived or extra.manifest.get("job_attempts") is not None:
+            bundle["files"] = file_documents(extra)
         figures = figures_html(extra)  # shown with the summaries, above the per-run panels
         report = render_probe_report(study, bundle, tables, _narrative(study), figures)
         return BundlePart(verification, report, bundle, [], inputs=_inputs(study))

@@ -642,8 +642,9 @@ def _retention(runs: list[ProbeRun], primary: str) -> Table | None:
         splits = [
             s
             for s in dict.fromkeys(s for r in mine for s in r["saved"])
-            if s != primary
-            and s != "public"
+            # The validation split has its own cross-run summary (summary_validation): the
+            # retention audit is the other shared selections (the module's P3 files).
+            if s not in (primary, "public", "validation")
             and not s.startswith("adapter")
             and sum(s in r["saved"] for r in mine) >= 2
         ]

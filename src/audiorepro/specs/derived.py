@@ -24,7 +24,9 @@ A reference ``{name:key path}`` names a split of the run (the formula is then pe
 file alias of ``files`` (relative to the study's ``root``); ``{*split:key path}`` is the list
 of that number over every run (None where a run lacks it). ``[*]`` in a key path is every
 item of a list. The formula is parsed with :mod:`ast` and only this grammar is accepted:
-numbers, references, ``+ - * /``, unary minus, parentheses, and the functions ``sum``,
+numbers, references, ``+ - * /``, unary minus, parentheses, one ``==`` or ``!=`` (1 where
+it holds, 0 where not: ``tres(..., 'gres/gpu') == 4`` keeps the four-GPU allocations), and the
+functions ``sum``,
 ``count``, ``mean`` (of a list, over its recorded items: None is left out), ``tres(x, 'kind')``
 (the count of one resource in a Slurm TRES text such as ``cpu=72,gres/gpu=4``; 0 where it is
 absent). Nothing is ever passed to :func:`eval`. Arithmetic on two lists is item by item
@@ -54,7 +56,7 @@ _REF = re.compile(r"\{(?P<all>\*?)(?P<name>[A-Za-z_][A-Za-z0-9_-]*):(?P<path>[^{
 FUNCTIONS = ("sum", "count", "mean", "tres")
 MAX_FORMULA = 2000
 MAX_DEPTH = 100
-GRAMMAR = "numbers, {file:key path} references, + - * /, sum/count/mean/tres"
+GRAMMAR = "numbers, {file:key path} references, + - * /, == !=, sum/count/mean/tres"
 
 Value = float | list[float | None] | None
 
@@ -115,6 +117,9 @@ def _check_node(node: ast.AST, names: int, where: str, source: Path) -> None:
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, ast.USub | ast.UAdd):
             bad = f"operator {type(node.op).__name__}"
+    elif isinstance(node, ast.Compare):
+        if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq | ast.NotEq):
+            bad = "a comparison other than one == or !="
     elif isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float | str):
             bad = f"constant {node.value!r}"
@@ -142,7 +147,7 @@ def _check_node(node: ast.AST, names: int, where: str, source: Path) -> None:
     if bad is not None:
         raise UserError(f"{bad} is not allowed; a formula has {GRAMMAR}", source=source, key=where)
     for child in ast.iter_child_nodes(node):
-        if not isinstance(child, ast.operator | ast.unaryop | ast.expr_context):
+        if not isinstance(child, ast.operator | ast.unaryop | ast.cmpop | ast.expr_context):
             _check_node(child, names, where, source)
 
 
@@ -291,9 +296,35 @@ def values_at(doc: Any, path: str, source: str, *, text: bool = True, at: str = 
     return out
 
 
+#: a number written as text, as Slurm's sacct writes ``ElapsedRaw`` and ``JobIDRaw``: digits,
+#: an optional sign and decimal fraction; no exponent, blank, underscore, nan or inf
+DECIMAL_TEXT = re.compile(r"[+-]?\d+(\.\d+)?")
+
+
+def decimal_text(value: str) -> int | float | None:
+    """The number a decimal text says (as the module's ``int()``/``float()`` read sacct's
+    fields, but strictly), or None where it is no decimal text.
+
+    >>> decimal_text("1800"), decimal_text("-2.50"), decimal_text("18e2x"), decimal_text(" 18")
+    (1800, -2.5, None, None)
+    """
+    if DECIMAL_TEXT.fullmatch(value) is None:
+        return None
+    return int(value) if "." not in value else float(value)
+
+
 def _number(value: Any, source: str, path: str, text: bool = True) -> Any:
     if value is None or (text and isinstance(value, str)):  # text: only tres() reads it
         return value
+    if isinstance(value, str):
+        number = decimal_text(value)
+        if number is None:
+            raise UserError(
+                f'is text {value[:40]!r}; expected a number (or decimal text such as "1800")',
+                source=source,
+                key=path,
+            )
+        return number
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise UserError(
             f"is {type(value).__name__}; expected a number, or null", source=source, key=path
@@ -352,6 +383,22 @@ def _arith(op: ast.operator, a: Any, b: Any) -> Any:
     return None if b == 0 else float(a / b)
 
 
+def _equal(a: Any, b: Any) -> Any:
+    """``a == b`` as 1.0 or 0.0, item by item over lists; None where either is None."""
+    if isinstance(a, list) or isinstance(b, list):
+        left = a if isinstance(a, list) else [a] * len(b)
+        right = b if isinstance(b, list) else [b] * len(a)
+        if len(left) != len(right):
+            raise ValueError(f"lists of {len(left)} and {len(right)} items")
+        return [_equal(x, y) for x, y in zip(left, right, strict=True)]
+    if a is None or b is None:
+        return None
+    for v in (a, b):
+        if isinstance(v, str):
+            raise ValueError(f"text {v[:40]!r} compared (tres() reads TRES text)")
+    return 1.0 if a == b else 0.0
+
+
 def _call(func: str, arg: Any, kind: str | None) -> Any:
     if func == "tres":
         assert kind is not None
@@ -394,6 +441,9 @@ def evaluate(formula: Formula, resolve: Callable[[Ref], Value]) -> float | None:
             return _arith(ast.Mult(), inner, sign)
         if isinstance(node, ast.BinOp):
             return _arith(node.op, walk(node.left), walk(node.right))
+        if isinstance(node, ast.Compare):
+            same = _equal(walk(node.left), walk(node.comparators[0]))
+            return _arith(ast.Sub(), 1.0, same) if isinstance(node.ops[0], ast.NotEq) else same
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         kind = node.args[1].value if len(node.args) == 2 else None  # type: ignore[attr-defined]
         return _call(node.func.id, walk(node.args[0]), kind)

@@ -23,7 +23,9 @@ addressed by key path only (``[epoch=3].val_loss``).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -340,7 +342,105 @@ def _jsonl(text: str, path: Path) -> list[Any]:
     return lines
 
 
-def read_measurements(path: Path, split: str, *, at: str | None = None) -> Measurements:
+#: one step of a rename's key path: a key or ``*`` (every key), then ``[*]`` (every item)
+_RENAME_STEP = re.compile(r"(?P<key>[^.\[\]*]+|\*)(?P<items>\[\*\])?")
+
+
+def rename_steps(path: str) -> list[tuple[str, bool]]:
+    """A rename's key path as (key or ``*``, every list item) steps; ValueError when it does
+    not parse (``a.*.per_prompt[*].rho``; the last step a plain key).
+
+    >>> rename_steps("*.*.per_prompt[*].rho")
+    [('*', False), ('*', False), ('per_prompt', True), ('rho', False)]
+    """
+    steps = _steps(path)
+    if steps[-1] != (steps[-1][0], False) or steps[-1][0] == "*":
+        raise ValueError(f"rename key path {path!r} must end in a plain key")
+    return steps
+
+
+def matches(doc: Any, path: str) -> list[tuple[str, tuple[str, ...], Any]]:
+    """Every place a wildcard key path (``*.*.per_family``: ``*`` every key, ``[*]`` every
+    item) leads in ``doc``: (its key path, the keys ``*`` took, the value), in file order.
+
+    >>> matches({"e": {"c1": {"f": [1]}, "c2": {"g": 2}}}, "e.*.f")
+    [('e.c1.f', ('c1',), [1])]
+    """
+    found: list[tuple[str, tuple[str, ...], Any]] = []
+
+    def walk(node: Any, steps: list[tuple[str, bool]], at: str, took: tuple[str, ...]) -> None:
+        if not steps:
+            found.append((at, took, node))
+            return
+        (key, items), rest = steps[0], steps[1:]
+        if not isinstance(node, dict):
+            return
+        for k in list(node) if key == "*" else [key] if key in node else []:
+            where, wild = (f"{at}.{k}" if at else k), took + ((k,) if key == "*" else ())
+            if items:
+                for i, item in enumerate(node[k] if isinstance(node[k], list) else []):
+                    walk(item, rest, f"{where}[{i}]", wild)
+            else:
+                walk(node[k], rest, where, wild)
+
+    walk(doc, [(k, i) for k, i in _steps(path)], "", ())
+    return found
+
+
+def _steps(path: str) -> list[tuple[str, bool]]:
+    steps = []
+    for part in path.split("."):
+        m = _RENAME_STEP.fullmatch(part)
+        if m is None:
+            raise ValueError(f"cannot read key path {path!r} at {part!r}")
+        steps.append((m["key"], m["items"] is not None))
+    return steps
+
+
+def apply_renames(doc: Any, renames: tuple[tuple[str, str], ...], source: str) -> Any:
+    """``doc`` with keys renamed as a study declares (``emolia_emo`` -> ``emolia-emo``,
+    ``*.*.per_prompt[*].rho`` -> ``spearman``): the module's spellings read as the kit's. A
+    key renamed beside the one it becomes (the file has both spellings) is one line naming
+    the file and the key, exit 2: which one holds the number would be a guess.
+
+    >>> apply_renames({"a": [{"rho": 1}]}, (("a[*].rho", "spearman"),), "f")
+    {'a': [{'spearman': 1}]}
+    """
+    out = json.loads(json.dumps(doc))  # a copy: the byte copy and hash stay the file's
+    for path, new in renames:
+        _rename(out, rename_steps(path), new, source, "")
+    return out
+
+
+def _rename(node: Any, steps: list[tuple[str, bool]], new: str, source: str, at: str) -> None:
+    (key, items), rest = steps[0], steps[1:]
+    if not isinstance(node, dict):
+        return
+    if not rest:
+        if key in node:
+            if new in node and new != key:
+                raise UserError(
+                    f"holds both {key!r} and {new!r}, which the study's rename makes one key",
+                    source=source,
+                    key=at + key,
+                )
+            # In place: the key keeps its position (tables list benchmarks in file order).
+            pairs = list(node.items())
+            node.clear()
+            node.update((new if k == key else k, v) for k, v in pairs)
+        return
+    for k in list(node) if key == "*" else [key] if key in node else []:
+        value = node[k]
+        if items:
+            for i, item in enumerate(value if isinstance(value, list) else []):
+                _rename(item, rest, new, source, f"{at}{k}[{i}].")
+        else:
+            _rename(value, rest, new, source, f"{at}{k}.")
+
+
+def read_measurements(
+    path: Path, split: str, *, at: str | None = None, rename: tuple[tuple[str, str], ...] = ()
+) -> Measurements:
     """Read one saved file as it is: a JSON file checked against its split's shape (what the
     shape knows; UserError, exit 2, when that is malformed), a ``.jsonl`` file line by line.
     ``at``: a key path to the sub-table that is the split (``models.base``: one file keeps
@@ -358,10 +458,11 @@ def read_measurements(path: Path, split: str, *, at: str | None = None) -> Measu
         if found is None:
             raise UserError(f"is missing; the study reads split {split!r} here", source=path,
                             key=at)  # fmt: skip
-        data = found[1]
+        data = apply_renames(found[1], rename, f"{path} (at {at})") if rename else found[1]
         path_text = f"{path} (at {at})"
         shape = parse_measurements(data, split, source=path_text)
         return Measurements(shape, data, tuple(_unknown(data, shape)), path_text)
+    data = apply_renames(data, rename, str(path)) if rename else data
     shape = parse_measurements(data, split, source=str(path))
     return Measurements(shape, data, tuple(_unknown(data, shape)), str(path))
 

@@ -48,7 +48,8 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.keypath import KeyPathError, parse
 from audiorepro.specs.derived import Derived, DerivedSpec, load_derived
-from audiorepro.specs.measurements import kind_of
+from audiorepro.specs.gates import FinalIds
+from audiorepro.specs.measurements import kind_of, matches
 from audiorepro.specs.runpattern import in_root
 from audiorepro.specs.schema import Spec, distinct_file_names
 
@@ -69,6 +70,13 @@ class JobsSpec(Spec):
     completed: str = Field("updated_utc", description="the workflow's completion-time key path")
     state: str = Field("state", description="the workflow's state key path")
     gpu: str = Field("gres/gpu", description="the TRES kind counted for GPU-hours")
+    final_from: FinalIds | None = Field(
+        None,
+        description="the final attempts by the ids the workflow record names (default: final_by)",
+    )
+    supplementary: str | None = Field(
+        None, description="the alias of a supplementary job's record ({id, publication_recovery})"
+    )
 
 
 class ActedSpec(Spec):
@@ -99,10 +107,18 @@ class ListingSpec(Spec):
 
     name: str = Field(min_length=1, description="the table's name (listing_<name>)")
     title: str = Field(description="the table's title")
-    file: str = Field(description="the alias of the file")
-    at: str = Field(description="the key path of the list")
+    file: str | None = Field(None, description="the alias of the file (or split)")
+    split: str | None = Field(None, description="a split of the runs: one table over every run")
+    at: str = Field(
+        description="the key path of the list; with split, ``*`` (every key) and ``[*]`` allowed"
+    )
     columns: list[str] = Field(
-        min_length=1, description="key paths of each record; the first labels the row"
+        min_length=1,
+        description="key paths of each record (a|b: a, else b); with file, the first is the row",
+    )
+    numbers: list[str] = Field(
+        default_factory=list,
+        description="columns that hold numbers: decimal text read as one, other text exit 2",
     )
 
 
@@ -184,6 +200,7 @@ def load_content(
     note: list[NoteSpec],
     listing: list[ListingSpec],
     root: Path,
+    base: Path | None = None,
     summaries: Sequence[SummarySpec] = (),
     splits: set[str],
     source: Path,
@@ -197,10 +214,16 @@ def load_content(
                 source=source,
                 key=f"files.{alias}",
             )
-        resolved[alias] = in_root(root, root / rel, source, f"files.{alias}")
+        resolved[alias] = in_root(root, (base or root) / rel, source, f"files.{alias}")
     if jobs is not None:
         _alias(jobs.file, resolved, source, "jobs.file")
         _alias(jobs.workflow, resolved, source, "jobs.workflow")
+        _alias(jobs.supplementary, resolved, source, "jobs.supplementary")
+        if jobs.final_from is not None:
+            _alias(jobs.final_from.file or jobs.workflow, resolved, source, "jobs.final_from.file")
+            if (jobs.final_from.file or jobs.workflow) is None:
+                raise UserError("names no workflow record (final_from.file or jobs.workflow)",
+                                source=source, key="jobs.final_from")  # fmt: skip
     for what, names in (
         ("[[acted]] corpus name", [(f"acted[{i}].corpus", a.corpus) for i, a in enumerate(acted)]),
         ("[[listing]] name", [(f"listing[{i}].name", li.name) for i, li in enumerate(listing)]),
@@ -221,6 +244,12 @@ def load_content(
                 source=source,
                 key=f"acted[{i}].adapter",
             )
+    if history is not None:
+        for path in [history.x, *history.y.split("|"), *history.columns]:
+            try:
+                parse(path)
+            except KeyPathError as exc:
+                raise UserError(str(exc), source=source, key="history") from None
     if history is not None and history.split not in splits:
         raise UserError(
             f"names split {history.split!r}, which no run has", source=source, key="history.split"
@@ -229,12 +258,7 @@ def load_content(
     if class_labels is not None:
         labels = _split_ref(class_labels, set(resolved), source, "class_labels")
     for i, li in enumerate(listing):
-        _alias(li.file, resolved, source, f"listing[{i}].file")
-        for path in [li.at, *li.columns]:
-            try:
-                parse(path)
-            except KeyPathError as exc:
-                raise UserError(str(exc), source=source, key=f"listing[{i}]") from None
+        _check_listing(li, resolved, splits, source, f"listing[{i}]")
     for i, n in enumerate(note):
         if n.when is not None:
             _split_ref(n.when, set(resolved), source, f"note[{i}].when")
@@ -250,6 +274,33 @@ def load_content(
         listings=tuple(listing),
         summaries=tuple(summaries),
     )
+
+
+def _check_listing(
+    li: ListingSpec, files: Mapping[str, Path], splits: set[str], source: Path, key: str
+) -> None:
+    """A listing reads one file alias or one split, its key paths parse, ``numbers`` are
+    among its columns."""
+    if (li.file is None) == (li.split is None):
+        raise UserError("names a 'file' or a 'split' (one of them)", source=source, key=key)
+    _alias(li.file, files, source, f"{key}.file")
+    if li.split is not None and li.split not in splits:
+        raise UserError(f"names split {li.split!r}, which no run has", source=source,
+                        key=f"{key}.split")  # fmt: skip
+    try:
+        if li.split is not None:
+            matches({}, li.at)
+        else:
+            parse(li.at)
+        for column in li.columns:
+            for path in column.split("|"):
+                parse(path)
+    except (KeyPathError, ValueError) as exc:
+        raise UserError(str(exc), source=source, key=key) from None
+    for j, column in enumerate(li.numbers):
+        if column not in li.columns:
+            raise UserError(f"names {column!r}, which is not one of columns", source=source,
+                            key=f"{key}.numbers[{j}]")  # fmt: skip
 
 
 def _check_summaries(summaries: Sequence[SummarySpec], splits: set[str], source: Path) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.core.paths import is_inside
 from audiorepro.formats.keypath import KeyPathError, locate
+from audiorepro.specs.measurements import rename_steps
 from audiorepro.specs.schema import Spec
 
 _PART = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\.label)?\}")
@@ -51,6 +53,10 @@ class FileAt(Spec):
     file: str = Field(description="a path relative to the run's folder (a template)")
     at: str | None = Field(None, description="a key path to the sub-table the split reads")
     optional: bool = Field(False, description="true: a run without this file lacks the split")
+    rename: dict[str, str] = Field(
+        default_factory=dict,
+        description="key path (``*``: every key, ``[*]``: every item) -> the key's new name",
+    )
 
 
 class ModelList(Spec):
@@ -91,6 +97,7 @@ class PatternFile:
 
     path: Path
     at: str | None = None
+    rename: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -120,8 +127,8 @@ def fill(template: str, parts: dict[str, str], labels: dict[str, dict[str, str]]
     return _PART.sub(one, template)
 
 
-def _model_values(root: Path, spec: ModelList, source: Path, key: str) -> list[str]:
-    path = in_root(root, root / spec.file, source, f"{key}.models.file")
+def _model_values(root: Path, base: Path, spec: ModelList, source: Path, key: str) -> list[str]:
+    path = in_root(root, base / spec.file, source, f"{key}.models.file")
     doc = parse_json(read_text(path, what="a JSON file of the study's tree"), source=path)
     try:
         found = locate(doc, spec.list)
@@ -169,6 +176,16 @@ def _check_parts(spec: RunPatternSpec, source: Path, key: str) -> list[str]:
             if m[1] not in parts:
                 raise UserError(f"names part {{{m[1]}}}, which the pattern does not have",
                                 source=source, key=f"{key}.{where}")  # fmt: skip
+    for split, ref in spec.metrics.items():
+        for path, new in ref.rename.items() if isinstance(ref, FileAt) else []:
+            try:
+                rename_steps(path)
+            except ValueError as exc:
+                where = f"{key}.metrics.{split}.rename"
+                raise UserError(str(exc), source=source, key=where) from None
+            if not new or "." in new:
+                raise UserError(f"renames {path!r} to {new!r}; expected a key without dots",
+                                source=source, key=f"{key}.metrics.{split}.rename")  # fmt: skip
     for part, values in spec.values.items():
         for j, value in enumerate(values):
             if not _safe(value):
@@ -192,26 +209,47 @@ def in_root(root: Path, path: Path, source: Path, key: str) -> Path:
     return resolved
 
 
-def expand(spec: RunPatternSpec, root: Path, source: Path, key: str) -> list[PatternRun]:
-    """Every run of one ``[[runs]]`` table, in the pattern's order."""
+def expand(
+    spec: RunPatternSpec,
+    root: Path,
+    source: Path,
+    key: str,
+    *,
+    base: Path | None = None,
+    implied: Mapping[str, str] | None = None,
+    renames: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[PatternRun]:
+    """Every run of one ``[[runs]]`` table, in the pattern's order. ``base``: the folder the
+    pattern and the model list are relative to (``study_dir``; default root); ``implied``:
+    split -> file every run reads unless its metrics name the split (an ``[[acted]]`` adapter's
+    ``<corpus>_matched_adapter.json``); ``renames``: split -> the study-wide renames
+    of that split's files (a file's own rename wins)."""
+    base = root if base is None else base
     names = _check_parts(spec, source, key)
     choices = {part: list(values) for part, values in spec.values.items()}
     if spec.models is not None:
-        choices[spec.models.part] = _model_values(root, spec.models, source, key)
+        choices[spec.models.part] = _model_values(root, base, spec.models, source, key)
+    declared: dict[str, str | FileAt] = {
+        **{s: FileAt(file=f) for s, f in (implied or {}).items()},
+        **spec.metrics,
+    }
     runs = []
     for combo in itertools.product(*(choices[p] for p in names)):
         parts = dict(zip(names, combo, strict=True))
-        folder = root / fill(spec.pattern, parts, {})
+        folder = base / fill(spec.pattern, parts, {})
         metrics = {}
-        for split, ref in spec.metrics.items():
-            ref = FileAt(file=ref) if isinstance(ref, str) else ref
+        for split, given in declared.items():
+            ref = FileAt(file=given) if isinstance(given, str) else given
+            wide = dict((renames or {}).get(split, {}))
+            if wide:
+                ref = ref.model_copy(update={"rename": {**wide, **ref.rename}})
             path = in_root(
                 root, folder / fill(ref.file, parts, {}), source, f"{key}.metrics.{split}"
             )
             if ref.optional and not path.exists():
                 continue
             at = None if ref.at is None else fill(ref.at, parts, {})
-            metrics[split] = PatternFile(path, at)
+            metrics[split] = PatternFile(path, at, tuple(ref.rename.items()))
         model = fill(spec.model, parts, spec.labels)
         runs.append(
             PatternRun(

@@ -139,6 +139,7 @@ from audiorepro.metrics.profile_registry import (
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
+from audiorepro.specs.measurements import rename_steps
 from audiorepro.specs.probe_content import (
     ActedSpec,
     Content,
@@ -440,6 +441,13 @@ class ProbeStudyFile(_StudyFile):
         min_length=1,
         description="[[runs]] tables: runs declared by a path pattern",
     )
+    study_dir: RelativePath | None = Field(
+        None,
+        description="a folder under root that patterns, files, gates and models are relative to",
+    )
+    rename: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="split -> key path -> new key name, for every run"
+    )
     lock: RelativePath | None = Field(
         None, description="a lock file (audiorepro lock) pinning every saved file's SHA-256"
     )
@@ -534,6 +542,8 @@ class SavedFile:
     sha256: str
     #: a key path to the sub-table the split reads (``models.base``), or the whole file
     at: str | None = None
+    #: keys renamed as the study declares (key path pattern -> new name)
+    rename: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1441,7 +1451,10 @@ def _as_run(p: PatternRun) -> Run:
         predictions=None,
         sha256=None,
         attributes=p.attributes,
-        metrics={s: SavedFile(f.path, _found(f.path).sha256, f.at) for s, f in p.metrics.items()},
+        metrics={
+            s: SavedFile(f.path, _found(f.path).sha256, f.at, f.rename)
+            for s, f in p.metrics.items()
+        },
         config=config[0] if config else None,
         more_config=tuple(config[1:]),
     )
@@ -1453,16 +1466,46 @@ def _pattern_runs(
     """The runs every ``[[runs]]`` pattern declares (:mod:`audiorepro.specs.runpattern`), and
     the files of the tree read to declare them (``study.json``)."""
     root = _required_path(source, "root", spec.root or ".", must_exist=True)
+    base = _base(spec, root, source)
     runs = []
-    tree = tuple(dict.fromkeys(_found(root / p.models.file) for p in spec.runs if p.models))
+    tree = tuple(dict.fromkeys(_found(base / p.models.file) for p in spec.runs if p.models))
+    _check_renames(spec, source)
+    # An [[acted]] adapter split adapter_<x> is read from <x>_matched_adapter.json (the
+    # module's name) in every run's folder unless a pattern's metrics name it.
+    implied = {
+        a.adapter: f"{a.adapter.removeprefix('adapter_')}_matched_adapter.json"
+        for a in spec.acted
+        if a.adapter is not None and a.adapter.startswith("adapter_")
+    }
     for i, pattern in enumerate(spec.runs):
-        for p in expand(pattern, root, source, f"runs[{i}]"):
+        for p in expand(pattern, root, source, f"runs[{i}]", base=base, implied=implied,
+                        renames=spec.rename):  # fmt: skip
             if p.id in seen:
                 raise UserError(f"declares run id {p.id!r} twice", source=source,
                                 key=f"runs[{i}].id")  # fmt: skip
             seen.add(p.id)
             runs.append(_as_run(p))
     return runs, tree
+
+
+def _base(spec: ProbeStudyFile, root: Path, source: Path) -> Path:
+    """The folder patterns, files, gates and the model list are relative to: ``study_dir``
+    under root (the module's study folder beside its sibling folders), else root."""
+    if spec.study_dir is None:
+        return root
+    return in_root(root, root / spec.study_dir, source, "study_dir")
+
+
+def _check_renames(spec: ProbeStudyFile, source: Path) -> None:
+    for split, renames in spec.rename.items():
+        for path, new in renames.items():
+            try:
+                rename_steps(path)
+            except ValueError as exc:
+                raise UserError(str(exc), source=source, key=f"rename.{split}") from None
+            if not new or "." in new:
+                raise UserError(f"renames {path!r} to {new!r}; expected a key without dots",
+                                source=source, key=f"rename.{split}")  # fmt: skip
 
 
 def _completion(c: CompletionSpec | None, runs: list[Run]) -> Completion | None:
@@ -1604,6 +1647,9 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
         listing=spec.listing,
         summaries=spec.summaries,
         root=_required_path(source, "root", spec.root or ".", must_exist=False),
+        base=_base(
+            spec, _required_path(source, "root", spec.root or ".", must_exist=False), source
+        ),
         splits={s for r in runs for s in r.metrics},
         source=source,
     )
@@ -1648,12 +1694,17 @@ def _probe(doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
 
 def _gates(spec: ProbeStudyFile, source: Path) -> tuple[Gate, ...]:
     root = _required_path(source, "root", spec.root or ".", must_exist=False)
+    base = _base(spec, root, source)
+    gates = []
     for i, g in enumerate(spec.gate):
         check_gate_spec(g, source, f"gate[{i}]")
-    return tuple(
-        Gate(g.name, in_root(root, root / g.file, source, f"gate[{i}].file"), g)
-        for i, g in enumerate(spec.gate)
-    )
+        workflow = None
+        if g.final_from is not None and g.final_from.file is not None:
+            key = f"gate[{i}].final_from.file"
+            workflow = in_root(root, base / g.final_from.file, source, key)
+        path = in_root(root, base / g.file, source, f"gate[{i}].file")
+        gates.append(Gate(g.name, path, g, workflow))
+    return tuple(gates)
 
 
 LOCK_SCHEMA = "audiorepro.lock/1"
@@ -1667,6 +1718,7 @@ def pinned_files(study: ProbeStudy) -> dict[str, str]:
     refs += [ref for r in study.runs for ref in (r.config, *r.more_config) if ref is not None]
     refs += list(study.tree_files)
     refs += [SavedFile(g.path, "") for g in study.gates]
+    refs += [SavedFile(g.workflow, "") for g in study.gates if g.workflow is not None]
     out = {}
     for ref in refs:
         if present(ref.path):
