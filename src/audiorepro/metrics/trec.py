@@ -455,3 +455,29 @@ def _summary(values: np.ndarray, owners: list[str], complete: TrecTable | None) 
         else:
             out.append(total / n)
     return out
+
+
+def rank_query(
+    scores: dict[str, float],
+    judged: dict[str, int],
+    *,
+    level: int = 1,
+    max_ret: int | None = None,
+    order: Order = "trec",
+) -> tuple[int, ...]:
+    """One query's levels in rank order (``-1``: not judged, ``-2``: judged negative), as
+    :func:`evaluate` ranks them (see the module docstring for the order and tie bounds).
+
+    >>> judged = {"a": 1, "b": 0, "c": 2}
+    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged)
+    (-1, 0, 1, 2)
+    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged, order="optimistic")
+    (1, -1, 0, 2)
+    """
+    run, qrels = table_from_dicts({"q": scores}), table_from_dicts({"q": judged})
+    qrel = qrels.value.astype(np.int64)
+    rels, _ = tk.rank_levels(
+        run.data, run.doc_start, run.doc_len, run.value, run.order, qrels.data,
+        qrels.doc_start, qrels.doc_len, qrel, qrels.order, level, ORDER_CODE[order],
+    )  # fmt: skip
+    return tuple(int(r) for r in rels[:max_ret])

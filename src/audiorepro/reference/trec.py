@@ -145,4 +145,6 @@ def reference_trec_eval(
     for name in names:
         values = [per_query[q][name] for q in qids]
         every[name] = sum(values) if name in COUNT_NAMES else math.fsum(values) / len(qids)
+    if complete and "num_rel" in every:  # trec_eval's -c: every judgement > 0 of the qrels
+        every["num_rel"] = sum(v > 0 for docs in judged.values() for v in docs.values())
     return {**per_query, "all": every}
