@@ -102,7 +102,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=10000)
     parser.add_argument("--docs", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of trec_eval, audiorepro")
+    parser.add_argument("--peer-repeat", type=int, default=1, help="runs of pytrec_eval, ranx")
+    parser.add_argument("--extra", action="store_true", help="also audiorepro -q, --tie-bounds")
     parser.add_argument("--trec-eval", default=None, help="trec_eval binary (built from source)")
     parser.add_argument("--tools", default="trec_eval,audiorepro,pytrec_eval,ranx")
     args = parser.parse_args()
@@ -120,10 +122,17 @@ def main() -> int:
                 if cmd is None:
                     print(f"| {name} | {tool} | skipped | | |")
                     continue
-                runs = sorted(timed(cmd) for _ in range(args.repeat))
+                repeat = args.repeat if tool in ("trec_eval", "audiorepro") else args.peer_repeat
+                runs = sorted(timed(cmd) for _ in range(repeat))
                 cpu, wall, rss = runs[len(runs) // 2]
                 print(f"| {name} | {tool} | {cpu:.1f} | {wall:.1f} | {rss / 2**20:.0f} MiB |",
                       flush=True)  # fmt: skip
+                if tool == "audiorepro" and args.extra:
+                    for more in (["--tie-bounds"], ["-q"]):
+                        cpu, wall, rss = sorted(timed([*cmd[:4], *more, *cmd[4:]])
+                                                for _ in range(repeat))[repeat // 2]  # fmt: skip
+                        print(f"| {name} | audiorepro {' '.join(more)} | {cpu:.1f} | {wall:.1f} "
+                              f"| {rss / 2**20:.0f} MiB |", flush=True)  # fmt: skip
     return 0
 
 

@@ -29,7 +29,7 @@ from audiorepro.metrics.trec import (
     parse_measures,
     rank_query,
 )
-from audiorepro.reference.trec import query_values, reference_trec_eval
+from audiorepro.reference.trec import all_trec_values, query_values, reference_trec_eval
 from tests.strategies import trec_pairs
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -246,3 +246,22 @@ def test_tie_averaged_ndcg_agrees_with_scikit_learn(docs: list[tuple[int, float]
     for k in KS:
         theirs = sklearn_metrics.ndcg_score(y_true, y_score, k=k)
         assert ours[f"ndcg_cut_{k}"] == pytest.approx(theirs, abs=1e-12), k
+
+
+ALL_TREC = parse_measures(["all_trec"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(trec_pairs(), st.sampled_from([1, 2, 3]))
+def test_the_reference_agrees_on_every_other_all_trec_family(pair: tuple, level: int) -> None:
+    """bpref, infAP, iprec_at_recall, 11pt_avg, Rprec_mult, utility, relative_P, unj, binG, G,
+    ndcg_rel, Rndcg, the set measures, num_nonrel_judged_ret, rbp and rbp_resid against
+    :func:`all_trec_values`, written from their definitions."""
+    qrels, run = pair
+    assume(all(any(v >= 0 for v in docs.values()) for docs in qrels.values()))
+    ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL_TREC, level=level)
+    for qid, values in ours.queries.items():
+        rels = list(rank_query(run[qid], qrels[qid], level=level))
+        ref = all_trec_values(rels, list(qrels[qid].values()), level=level)
+        for name, expected in ref.items():
+            assert values[name] == pytest.approx(expected, abs=1e-9), (qid, name)
