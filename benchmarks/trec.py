@@ -38,8 +38,8 @@ def make_files(folder: Path, queries: int, docs: int, seed: int = 0) -> tuple[Pa
                      enumerate(zip(ids.tolist(), scores.tolist(), strict=True))]  # fmt: skip
             fr.write("".join(lines))
             extra = rng.choice(np.arange(docs * 5, docs * 6), size=docs // 20, replace=False)
-            judged_lines = [f"{q} 0 D{d:08d} {lv}\n" for d, lv in
-                            zip(ids[judged].tolist(), levels[judged].tolist(), strict=True)]  # fmt: skip
+            pairs = zip(ids[judged].tolist(), levels[judged].tolist(), strict=True)
+            judged_lines = [f"{q} 0 D{d:08d} {lv}\n" for d, lv in pairs]
             judged_lines += [f"{q} 0 D{d:08d} {1 + d % 3}\n" for d in extra.tolist()]
             fq.write("".join(judged_lines))
     return qrels, run
@@ -54,7 +54,9 @@ def read(path, run):
         out.setdefault(f[0], {})[f[2]] = float(f[4]) if run else int(f[3])
     return out
 qrels, run = read(sys.argv[1], False), read(sys.argv[2], True)
-measures = {"map", "ndcg_cut.10"} if sys.argv[3] != "all_trec" else set(pytrec_eval.supported_measures)
+measures = set(pytrec_eval.supported_measures)
+if sys.argv[3] != "all_trec":
+    measures = {"map", "ndcg_cut.10"}
 pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
 """
 
@@ -107,9 +109,13 @@ def main() -> int:
     parser.add_argument("--extra", action="store_true", help="also audiorepro -q, --tie-bounds")
     parser.add_argument("--trec-eval", default=None, help="trec_eval binary (built from source)")
     parser.add_argument("--tools", default="trec_eval,audiorepro,pytrec_eval,ranx")
+    parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        qrels, run = make_files(Path(tmp), args.queries, args.docs)
+        folder = args.folder or Path(tmp)
+        qrels, run = folder / "qrels", folder / "run"
+        if not (qrels.exists() and run.exists()):
+            qrels, run = make_files(folder, args.queries, args.docs)
         # one warm-up so that audiorepro's compiled kernels are cached, as after installation
         subprocess.run([sys.executable, "-m", "audiorepro", "trec-eval", "-m", "all_trec",
                         str(qrels), str(run)], stdout=subprocess.DEVNULL, check=True)  # fmt: skip

@@ -29,12 +29,16 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
 from audiorepro.formats import trec_scan
+
+Array = npt.NDArray[Any]
 
 #: The longest line read: real qrels and run lines are well under 200 bytes; a longer one is
 #: a wrong file.
@@ -68,19 +72,19 @@ class TrecTable:
     order); query ``i``'s records are ``order[start[i]:stop[i]]``, sorted by docno
     (``strcmp``)."""
 
-    data: np.ndarray
-    doc_start: np.ndarray
-    doc_len: np.ndarray
-    value: np.ndarray
-    line: np.ndarray
+    data: Array
+    doc_start: Array
+    doc_len: Array
+    value: Array
+    line: Array
     qids: list[str]
-    start: np.ndarray
-    stop: np.ndarray
-    order: np.ndarray
+    start: Array
+    stop: Array
+    order: Array
     tag: str = ""
 
 
-def _read_bytes(path: str | Path, what: str) -> tuple[str, np.ndarray]:
+def _read_bytes(path: str | Path, what: str) -> tuple[str, Array]:
     if str(path) == "-":
         return "<stdin>", np.frombuffer(sys.stdin.buffer.read(), np.uint8)
     source = Path(path)
@@ -93,13 +97,12 @@ def _read_bytes(path: str | Path, what: str) -> tuple[str, np.ndarray]:
         ) from None
 
 
-def _scan_error(info: np.ndarray, source: str, what: str, names: tuple[str, ...]) -> None:
+def _scan_error(info: Array, source: str, what: str, names: tuple[str, ...]) -> None:
     code, number, fields = int(info[2]), int(info[3]), int(info[4])
     if code in (trec_scan.ERR_FEW_FIELDS, trec_scan.ERR_MANY_FIELDS):
         more = " or more" if names == RUN_FIELDS else ""
         raise UserError(
-            f"line {number} has {fields} fields; expected {len(names)}{more} "
-            f"({' '.join(names)})",
+            f"line {number} has {fields} fields; expected {len(names)}{more} ({' '.join(names)})",
             source=source,
         )
     if code == trec_scan.ERR_NUL:
@@ -118,7 +121,7 @@ def _scan_error(info: np.ndarray, source: str, what: str, names: tuple[str, ...]
     )
 
 
-def _check_utf8(data: np.ndarray, source: str, what: str) -> None:
+def _check_utf8(data: Array, source: str, what: str) -> None:
     for number, raw in enumerate(data.tobytes().split(b"\n"), start=1):
         try:
             raw.decode("utf-8")
@@ -129,7 +132,7 @@ def _check_utf8(data: np.ndarray, source: str, what: str) -> None:
             ) from None
 
 
-def _slow_scores(data: np.ndarray, value: np.ndarray, slow: np.ndarray, source: str) -> None:
+def _slow_scores(data: Array, value: Array, slow: Array, source: str) -> None:
     """Read with Python's ``float`` the scores the scanner left (see trec_scan)."""
     raw = data.tobytes() if slow.any() else b""
     for k in np.flatnonzero(slow):
@@ -158,7 +161,9 @@ def read_table(path: str | Path, *, run: bool) -> TrecTable:
     >>> t.qids, t.value.tolist(), t.tag
     (['1', '2'], [0.5, -0.001], 'y')
     """
-    what = "a TREC run (qid iter docno rank score tag)" if run else "TREC qrels (qid iter docno rel)"
+    what = (
+        "a TREC run (qid iter docno rank score tag)" if run else "TREC qrels (qid iter docno rel)"
+    )
     names = RUN_FIELDS if run else QRELS_FIELDS
     source, data = _read_bytes(path, what)
     out = trec_scan.scan(data, run, MAX_LINE_BYTES)

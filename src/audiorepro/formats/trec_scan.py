@@ -15,8 +15,13 @@ multiplication or division here; any other decimal is handed back to be read by 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 from numba import njit
+
+Array = npt.NDArray[Any]
 
 #: Scanner error codes (see :func:`scan`).
 ERR_FEW_FIELDS, ERR_MANY_FIELDS, ERR_NUL, ERR_LONG, ERR_NONFINITE = 1, 2, 3, 4, 5
@@ -30,7 +35,7 @@ def _space(c: int) -> bool:
 
 
 @njit(cache=True)
-def atol(data: np.ndarray, start: int, stop: int) -> int:
+def atol(data: Array, start: int, stop: int) -> int:
     """C ``atol`` on ``data[start:stop]`` (ASCII, saturating at 18 digits).
 
     >>> atol(np.frombuffer(b"-12x7", np.uint8), 0, 5), atol(np.frombuffer(b"x", np.uint8), 0, 1)
@@ -52,7 +57,7 @@ def atol(data: np.ndarray, start: int, stop: int) -> int:
 
 
 @njit(cache=True)
-def atof(data: np.ndarray, start: int, stop: int) -> tuple[float, int, int]:
+def atof(data: Array, start: int, stop: int) -> tuple[float, int, int]:
     """C ``atof`` on ``data[start:stop]``: ``(value, status, end)``; status 0 = exact here,
     1 = read ``data[start:end]`` with Python's ``float``, 2 = not finite.
 
@@ -120,7 +125,7 @@ def atof(data: np.ndarray, start: int, stop: int) -> tuple[float, int, int]:
 
 
 @njit(cache=True)
-def _count_lines(data: np.ndarray) -> int:
+def _count_lines(data: Array) -> int:
     n = 1
     for c in data:
         if c == 10:
@@ -129,9 +134,7 @@ def _count_lines(data: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def scan(
-    data: np.ndarray, run: bool, max_line: int
-) -> tuple[np.ndarray, ...]:
+def scan(data: Array, run: bool, max_line: int) -> tuple[Array, ...]:
     """Every judgement (qrels) or retrieved document (run) of ``data``.
 
     Returns ``(group, group_start, group_len, doc_start, doc_len, value, line, slow, info)``:
@@ -212,7 +215,7 @@ def scan(
         dstart[n], dlen[n] = starts[2], stops[2] - starts[2]
         line[n] = number
         if run:
-            v, status, e = atof(data, starts[4], stops[4])
+            v, status, _ = atof(data, starts[4], stops[4])
             if status == 2:
                 info[2], info[3] = 5, number
                 return group, gstart, glen, dstart, dlen, value, line, slow, info
@@ -231,7 +234,7 @@ def scan(
 
 
 @njit(cache=True, inline="always")
-def compare(a: np.ndarray, sa: int, la: int, b: np.ndarray, sb: int, lb: int) -> int:
+def compare(a: Array, sa: int, la: int, b: Array, sb: int, lb: int) -> int:
     """C ``strcmp`` of ``a[sa:sa+la]`` and ``b[sb:sb+lb]`` (bytes unsigned; a prefix first).
 
     >>> x = np.frombuffer(b"abab", np.uint8)
@@ -250,12 +253,12 @@ def compare(a: np.ndarray, sa: int, la: int, b: np.ndarray, sb: int, lb: int) ->
 
 @njit(cache=True)
 def sort_by_docno(
-    data: np.ndarray,
-    dstart: np.ndarray,
-    dlen: np.ndarray,
-    order: np.ndarray,
-    start: np.ndarray,
-    stop: np.ndarray,
+    data: Array,
+    dstart: Array,
+    dlen: Array,
+    order: Array,
+    start: Array,
+    stop: Array,
 ) -> int:
     """Sort each query's records ``order[start[i]:stop[i]]`` by docno (``strcmp``), in place,
     by a merge sort; return a record whose docno repeats one of its query, or -1."""
@@ -291,5 +294,5 @@ def sort_by_docno(
         for k in range(lo + 1, hi):
             a, b = order[k - 1], order[k]
             if compare(data, dstart[a], dlen[a], data, dstart[b], dlen[b]) == 0:
-                return b if b > a else a
+                return int(b if b > a else a)
     return -1

@@ -43,13 +43,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Qrels, Run, TrecTable, table_from_dicts
 from audiorepro.metrics import trec_kernels as tk
+
+Array = npt.NDArray[Any]
 
 Order = Literal["trec", "optimistic", "pessimistic", "average"]
 ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic", "average")
@@ -79,8 +82,14 @@ class TrecMeasure:
     doc: str = ""
 
 
-def _m(name: str, kind: int, doc: str, params: Params = "none",
-       defaults: Sequence[float] = (), **flags: bool) -> TrecMeasure:  # fmt: skip
+def _m(
+    name: str,
+    kind: int,
+    doc: str,
+    params: Params = "none",
+    defaults: Sequence[float] = (),
+    **flags: bool,
+) -> TrecMeasure:
     return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, **flags)
 
 
@@ -89,70 +98,159 @@ MEASURES: tuple[TrecMeasure, ...] = (
     _m("runid", -1, "the tag of the run's last line"),
     _m("num_q", -2, "queries evaluated", count=True),
     _m("num_ret", tk.NUM_RET, "n: documents ranked", count=True),
-    _m("num_rel", tk.NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)",
-       count=True),  # fmt: skip
+    _m("num_rel", tk.NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)", count=True),
     _m("num_rel_ret", tk.NUM_REL_RET, "relevant ranked", count=True),
     _m("map", tk.MAP, "sum over relevant ranks i of (relevant in 1..i)/i, over R; 0 if none"),
-    _m("gm_map", tk.GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)",
-       geometric=True),  # fmt: skip
+    _m("gm_map", tk.GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)", geometric=True),
     _m("Rprec", tk.RPREC, "relevant in the first R, over R"),
-    _m("bpref", tk.BPREF, "sum over relevant judged ranks of 1 - min(nonrel above, R) / "
-       "min(judged nonrel, R) (1 when none above), over R"),  # fmt: skip
+    _m(
+        "bpref",
+        tk.BPREF,
+        "sum over relevant judged ranks of 1 - min(nonrel above, R) / "
+        "min(judged nonrel, R) (1 when none above), over R",
+    ),
     _m("recip_rank", tk.RECIP_RANK, "1 / the first relevant rank"),
-    _m("iprec_at_recall", tk.IPREC, "max precision at or after the rank where "
-       "round(x R) relevant are found", "fraction", RECALL_POINTS),  # fmt: skip
+    _m(
+        "iprec_at_recall",
+        tk.IPREC,
+        "max precision at or after the rank where round(x R) relevant are found",
+        "fraction",
+        RECALL_POINTS,
+    ),
     _m("P", tk.P, "relevant in the first k, over k", "cut", CUTOFFS),
-    _m("relstring", tk.RELSTRING, "levels of the first N ranks ('-' not judged, '.' "
-       "negative, '>' above 9), per query only", "values", (10.0,)),  # fmt: skip
+    _m(
+        "relstring",
+        tk.RELSTRING,
+        "levels of the first N ranks ('-' not judged, '.' negative, '>' above 9), per query only",
+        "values",
+        (10.0,),
+    ),
     _m("recall", tk.RECALL, "relevant in the first k, over R", "cut", CUTOFFS),
     _m("infAP", tk.INFAP, "inferred AP (Yilmaz and Aslam) from sampled judgements"),
-    _m("gm_bpref", tk.GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)",
-       geometric=True),  # fmt: skip
-    _m("Rprec_mult", tk.RPREC_MULT, "precision at int(x R + 0.9) documents", "fraction",
-       R_MULTIPLES),  # fmt: skip
-    _m("utility", tk.UTILITY, "p1 relret + p2 (n - relret) + p3 (R - relret) + p4 (N + relret"
-       " - n - R)", "values", (1.0, -1.0, 0.0, 0.0)),  # fmt: skip
-    _m("11pt_avg", tk.PT11, "mean of iprec_at_recall over the given points", "values",
-       RECALL_POINTS),  # fmt: skip
+    _m("gm_bpref", tk.GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)", geometric=True),
+    _m(
+        "Rprec_mult",
+        tk.RPREC_MULT,
+        "precision at int(x R + 0.9) documents",
+        "fraction",
+        R_MULTIPLES,
+    ),
+    _m(
+        "utility",
+        tk.UTILITY,
+        "p1 relret + p2 (n - relret) + p3 (R - relret) + p4 (N + relret - n - R)",
+        "values",
+        (1.0, -1.0, 0.0, 0.0),
+    ),
+    _m(
+        "11pt_avg",
+        tk.PT11,
+        "mean of iprec_at_recall over the given points",
+        "values",
+        RECALL_POINTS,
+    ),
     _m("binG", tk.BING, "sum over relevant ranks i of 1/log2(i + 2 - relevant so far), over R"),
-    _m("G", tk.G, "gain over log2(2 + ideal cost so far - gain so far), over the ideal gain",
-       "pairs"),  # fmt: skip
+    _m(
+        "G",
+        tk.G,
+        "gain over log2(2 + ideal cost so far - gain so far), over the ideal gain",
+        "pairs",
+    ),
     _m("dcg", tk.DCG, "sum of gain_i / log2(i + 1)", "pairs"),
     _m("ideal_dcg", tk.IDEAL_DCG, "dcg of the gains sorted descending", "pairs"),
     _m("ndcg", tk.NDCG, "dcg / ideal_dcg", "pairs"),
-    _m("ndcg_rel", tk.NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)",
-       "pairs"),  # fmt: skip
+    _m(
+        "ndcg_rel", tk.NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)", "pairs"
+    ),
     _m("Rndcg", tk.RNDCG, "mean of ndcg where the ideal gain changes", "pairs"),
     _m("ndcg_cut", tk.NDCG_CUT, "ndcg of the first k ranks, levels as gains", "cut", CUTOFFS),
     _m("map_cut", tk.MAP_CUT, "map of the first k ranks (still over R)", "cut", CUTOFFS),
     _m("relative_P", tk.RELATIVE_P, "relevant in the first k, over min(k, R)", "cut", CUTOFFS),
-    _m("success", tk.SUCCESS, "1 if a relevant rank is in the first k", "cut",
-       SUCCESS_CUTOFFS),  # fmt: skip
+    _m("success", tk.SUCCESS, "1 if a relevant rank is in the first k", "cut", SUCCESS_CUTOFFS),
     _m("set_P", tk.SET_P, "relret / n"),
     _m("set_relative_P", tk.SET_RELATIVE_P, "relret / min(n, R)"),
     _m("set_recall", tk.SET_RECALL, "relret / R"),
     _m("set_map", tk.SET_MAP, "relret^2 / (n R)"),
-    _m("set_F", tk.SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values",
-       (1.0,)),  # fmt: skip
-    _m("num_nonrel_judged_ret", tk.NUM_NONREL_JUDGED_RET, "judged, not relevant, ranked",
-       count=True),  # fmt: skip
+    _m("set_F", tk.SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values", (1.0,)),
+    _m(
+        "num_nonrel_judged_ret",
+        tk.NUM_NONREL_JUDGED_RET,
+        "judged, not relevant, ranked",
+        count=True,
+    ),
     _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
     _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
     _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
 )
 BY_NAME = {m.name: m for m in MEASURES}
 NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P"),
-    "all_trec": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map",
-                 "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P", "relstring",
-                 "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "utility",
-                 "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success", "map_cut",
-                 "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall",
-                 "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret"),
-    "set": ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P",
-            "set_recall", "set_relative_P", "set_map", "set_F"),
-}  # fmt: skip
+    "official": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+    ),
+    "all_trec": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+        "relstring",
+        "recall",
+        "unj",
+        "rbp",
+        "rbp_resid",
+        "infAP",
+        "gm_bpref",
+        "utility",
+        "11pt_avg",
+        "ndcg",
+        "relative_P",
+        "Rprec_mult",
+        "success",
+        "map_cut",
+        "ndcg_cut",
+        "ndcg_rel",
+        "Rndcg",
+        "binG",
+        "G",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
+    ),
+    "set": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ),
+}
 OFFICIAL = NICKNAMES["official"]
 
 
@@ -220,8 +318,9 @@ def _parameters(measure: TrecMeasure, text: str | None, spec: str) -> Chosen:
         width = len(name) + 9
         return Chosen(measure, values, (), tuple(f"{name}_{v:3.2f}"[:width] for v in values))
     if name == "utility" and len(values) != 4:
-        raise UserError(f"{spec!r}: utility takes 4 coefficients; expected utility.1,-1,0,0",
-                        key="-m")  # fmt: skip
+        raise UserError(
+            f"{spec!r}: utility takes 4 coefficients; expected utility.1,-1,0,0", key="-m"
+        )
     label = name if text_out is None else f"{name}_{text_out}"
     return Chosen(measure, values, (), (label,))
 
@@ -292,7 +391,7 @@ class Evaluation:
     qids: list[str]
     names: list[str]
     measure_of: list[str]
-    values: np.ndarray
+    values: Array
     summary: list[float]
     relstrings: list[str] = field(default_factory=list)
     counts: frozenset[str] = frozenset()
@@ -324,7 +423,9 @@ def _num(value: float, count: bool) -> float:
     return int(value) if count else float(value)
 
 
-def _plan(chosen: dict[str, Chosen]) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], list[str]]:
+def _plan(
+    chosen: dict[str, Chosen],
+) -> tuple[Array, Array, Array, list[str], list[str]]:
     rows: list[list[int]] = []
     params: list[float] = []
     pairs: list[tuple[float, float, float]] = []
@@ -357,8 +458,9 @@ def _table(data: Qrels | Run | TrecTable) -> TrecTable:
     return data
 
 
-def _pairing(qrels: TrecTable, run: TrecTable, complete: bool, only: str | None
-             ) -> tuple[np.ndarray, np.ndarray, list[str]]:  # fmt: skip
+def _pairing(
+    qrels: TrecTable, run: TrecTable, complete: bool, only: str | None
+) -> tuple[Array, Array, list[str]]:
     in_run = {q: i for i, q in enumerate(run.qids)}
     run_of, qrels_of, qids = [], [], []
     for i, q in enumerate(qrels.qids):
@@ -407,11 +509,33 @@ def evaluate(
     plan, params, pairs, names, owners = _plan(measures)
     relmax = int(measures["relstring"].values[0]) if "relstring" in measures else 0
     values, relstr, rel_len = tk.evaluate_queries(
-        rt.data, rt.doc_start, rt.doc_len, rt.value, rt.order, rt.start, rt.stop,
-        qt.data, qt.doc_start, qt.doc_len, qt.value, qt.order, qt.start, qt.stop,
-        run_of, qrels_of, level, -1 if max_ret is None else max_ret, judged_only,
-        ORDER_CODE[order], plan, params, pairs, num_docs, len(names), max(relmax, 0),
-    )  # fmt: skip
+        rt.data,
+        rt.doc_start,
+        rt.doc_len,
+        rt.value,
+        rt.order,
+        rt.start,
+        rt.stop,
+        qt.data,
+        qt.doc_start,
+        qt.doc_len,
+        qt.value,
+        qt.order,
+        qt.start,
+        qt.stop,
+        run_of,
+        qrels_of,
+        level,
+        -1 if max_ret is None else max_ret,
+        judged_only,
+        ORDER_CODE[order],
+        plan,
+        params,
+        pairs,
+        num_docs,
+        len(names),
+        max(relmax, 0),
+    )
     counts = frozenset(m.name for m in MEASURES if m.count)
     if zscores is not None:
         _to_zscores(values, qids, names, zscores)
@@ -423,8 +547,12 @@ def evaluate(
 MISSING_ZSCORE = -1000000.0
 
 
-def _to_zscores(values: np.ndarray, qids: list[str], names: list[str],
-                table: dict[tuple[str, str], tuple[float, float]]) -> None:  # fmt: skip
+def _to_zscores(
+    values: Array,
+    qids: list[str],
+    names: list[str],
+    table: dict[tuple[str, str], tuple[float, float]],
+) -> None:
     known = {q for q, _ in table}
     for i, q in enumerate(qids):
         for j, name in enumerate(names):
@@ -437,7 +565,7 @@ def _to_zscores(values: np.ndarray, qids: list[str], names: list[str],
                 values[i, j] = 0.0 if values[i, j] == stat[0] else MISSING_ZSCORE
 
 
-def _summary(values: np.ndarray, owners: list[str], complete: TrecTable | None) -> list[float]:
+def _summary(values: Array, owners: list[str], complete: TrecTable | None) -> list[float]:
     n = values.shape[0]
     out: list[float] = []
     for j, owner in enumerate(owners):
@@ -477,7 +605,17 @@ def rank_query(
     run, qrels = table_from_dicts({"q": scores}), table_from_dicts({"q": judged})
     qrel = qrels.value.astype(np.int64)
     rels, _ = tk.rank_levels(
-        run.data, run.doc_start, run.doc_len, run.value, run.order, qrels.data,
-        qrels.doc_start, qrels.doc_len, qrel, qrels.order, level, ORDER_CODE[order],
-    )  # fmt: skip
+        run.data,
+        run.doc_start,
+        run.doc_len,
+        run.value,
+        run.order,
+        qrels.data,
+        qrels.doc_start,
+        qrels.doc_len,
+        qrel,
+        qrels.order,
+        level,
+        ORDER_CODE[order],
+    )
     return tuple(int(r) for r in rels[:max_ret])

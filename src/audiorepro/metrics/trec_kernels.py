@@ -12,11 +12,15 @@ unjudged"), ``counts[v]`` (judged documents at level ``v >= 0``, retrieved or no
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from numba import njit
 
 from audiorepro.formats.trec_scan import compare
+
+Array = npt.NDArray[Any]
 
 NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK = 0, 1, 2, 3, 4, 5, 6, 7
 IPREC, P, RELSTRING, RECALL, INFAP, GM_BPREF, RPREC_MULT, UTILITY = 8, 9, 10, 11, 12, 13, 14, 15
@@ -26,16 +30,15 @@ SET_RECALL, SET_MAP, SET_F, NUM_NONREL_JUDGED_RET, RBP, RBP_RESID, UNJ = 30, 31,
 MIN_GEO_MEAN = 0.00001
 INFAP_EPSILON = 0.00001
 NONPOOL, UNJUDGED = -1, -2
-FAST = {"cache": True, "error_model": "numpy"}
 
 
-@njit(**FAST)
+@njit(cache=True, error_model="numpy")
 def _lround(x: float) -> int:
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
-@njit(**FAST)
-def _ap(rels: np.ndarray, n: int, level: int, big_r: int) -> float:
+@njit(cache=True, error_model="numpy")
+def _ap(rels: Array, n: int, level: int, big_r: int) -> float:
     total, found = 0.0, 0
     for i in range(n):
         if rels[i] >= level:
@@ -44,8 +47,8 @@ def _ap(rels: np.ndarray, n: int, level: int, big_r: int) -> float:
     return total / big_r if found else 0.0
 
 
-@njit(**FAST)
-def _bpref(rels: np.ndarray, counts: np.ndarray, level: int, big_r: int) -> float:
+@njit(cache=True, error_model="numpy")
+def _bpref(rels: Array, counts: Array, level: int, big_r: int) -> float:
     num_nonrel = 0
     for j in range(min(level, counts.size)):
         num_nonrel += counts[j]
@@ -62,8 +65,8 @@ def _bpref(rels: np.ndarray, counts: np.ndarray, level: int, big_r: int) -> floa
     return total / big_r if big_r else total
 
 
-@njit(**FAST)
-def _infap(rels: np.ndarray, level: int, big_r: int) -> float:
+@njit(cache=True, error_model="numpy")
+def _infap(rels: Array, level: int, big_r: int) -> float:
     nonrel, rel, unjudged, total = 0, 0, 0, 0.0
     for j in range(rels.size):
         r = rels[j]
@@ -80,16 +83,14 @@ def _infap(rels: np.ndarray, level: int, big_r: int) -> float:
             total += 1.0
         else:
             fj = float(j)
-            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
-                (rel - 1 + nonrel + unjudged) / fj
-            ) * (((rel - 1) + INFAP_EPSILON) / ((rel - 1 + nonrel) + 2 * INFAP_EPSILON))
+            total += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel - 1 + nonrel + unjudged) / fj) * (
+                ((rel - 1) + INFAP_EPSILON) / ((rel - 1 + nonrel) + 2 * INFAP_EPSILON)
+            )
     return total / big_r if big_r else total
 
 
-@njit(**FAST)
-def _interpolated(
-    rels: np.ndarray, level: int, big_r: int, relret: int, ps: np.ndarray, out: np.ndarray
-) -> None:
+@njit(cache=True, error_model="numpy")
+def _interpolated(rels: Array, level: int, big_r: int, relret: int, ps: Array, out: Array) -> None:
     """Interpolated precision at recall fractions ``ps`` (ascending) into ``out``."""
     k = ps.size
     cuts = np.empty(k, np.int64)
@@ -117,10 +118,8 @@ def _interpolated(
         cur -= 1
 
 
-@njit(**FAST)
-def _rprec_mult(
-    rels: np.ndarray, level: int, big_r: int, relret: int, ps: np.ndarray, out: np.ndarray
-) -> None:
+@njit(cache=True, error_model="numpy")
+def _rprec_mult(rels: Array, level: int, big_r: int, relret: int, ps: Array, out: Array) -> None:
     k = ps.size
     cuts = np.empty(k, np.int64)
     for i in range(k):
@@ -142,9 +141,9 @@ def _rprec_mult(
         i -= 1
 
 
-@njit(**FAST)
-def _at_cutoffs(rels: np.ndarray, level: int, big_r: int, kind: int, cuts: np.ndarray,
-                out: np.ndarray) -> None:  # fmt: skip
+@njit(cache=True, error_model="numpy")
+def _at_cutoffs(rels: Array, level: int, big_r: int, kind: int, cuts: Array,
+                out: Array) -> None:  # fmt: skip
     """P, recall, relative_P, success, map_cut and unj at integer cutoffs (ascending)."""
     hits, unj, ap, first = 0, 0, 0.0, 0
     c = 0
@@ -176,9 +175,9 @@ def _at_cutoffs(rels: np.ndarray, level: int, big_r: int, kind: int, cuts: np.nd
             unj += 1
 
 
-@njit(**FAST)
-def _ndcg_cut(rels: np.ndarray, counts: np.ndarray, nlevels: int, cuts: np.ndarray,
-              avg: np.ndarray, out: np.ndarray) -> None:  # fmt: skip
+@njit(cache=True, error_model="numpy")
+def _ndcg_cut(rels: Array, counts: Array, nlevels: int, cuts: Array,
+              avg: Array, out: Array) -> None:  # fmt: skip
     total = 0.0
     c = 0
     n = rels.size
@@ -220,10 +219,8 @@ def _ndcg_cut(rels: np.ndarray, counts: np.ndarray, nlevels: int, cuts: np.ndarr
         c += 1
 
 
-@njit(**FAST)
-def _gain_table(
-    pairs: np.ndarray, counts: np.ndarray, nlevels: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@njit(cache=True, error_model="numpy")
+def _gain_table(pairs: Array, counts: Array, nlevels: int) -> tuple[Array, Array, Array]:
     """trec_eval's gain table: ``pairs`` rows ``(is_level, level, gain)`` given first, then
     every level ``0 .. nlevels-1`` not given (gain = level); the judged count of each level;
     sorted by gain ascending, gains compared as C truncates their difference to an int
@@ -256,8 +253,8 @@ def _gain_table(
     return lv[:k], gn[:k], ct[:k]
 
 
-@njit(**FAST)
-def _gains_of(rels: np.ndarray, lv: np.ndarray, gn: np.ndarray) -> np.ndarray:
+@njit(cache=True, error_model="numpy")
+def _gains_of(rels: Array, lv: Array, gn: Array) -> Array:
     """Each rank's gain: the first table entry of its level, 0 when none."""
     out = np.zeros(rels.size, np.float64)
     for i in range(rels.size):
@@ -268,8 +265,8 @@ def _gains_of(rels: np.ndarray, lv: np.ndarray, gn: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(**FAST)
-def _advance(cur: int, at: int, gn: np.ndarray, ct: np.ndarray) -> tuple[int, int, float]:
+@njit(cache=True, error_model="numpy")
+def _advance(cur: int, at: int, gn: Array, ct: Array) -> tuple[int, int, float]:
     """One step down the ideal ranking: (entry, count within it, ideal gain)."""
     at += 1
     while cur >= 0 and at > ct[cur]:
@@ -278,8 +275,8 @@ def _advance(cur: int, at: int, gn: np.ndarray, ct: np.ndarray) -> tuple[int, in
     return cur, at, (gn[cur] if cur >= 0 else 0.0)
 
 
-@njit(**FAST)
-def _ndcg(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> tuple[float, float]:
+@njit(cache=True, error_model="numpy")
+def _ndcg(g: Array, gn: Array, ct: Array) -> tuple[float, float]:
     """(DCG, ideal DCG) of the rank gains ``g``."""
     dcg = 0.0
     for i in range(g.size):
@@ -296,8 +293,8 @@ def _ndcg(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> tuple[float, float]:
     return dcg, ideal
 
 
-@njit(**FAST)
-def _rndcg(g: np.ndarray, gn: np.ndarray, ct: np.ndarray, big_r: int) -> float:
+@njit(cache=True, error_model="numpy")
+def _rndcg(g: Array, gn: Array, ct: Array, big_r: int) -> float:
     if big_r == 0:
         return 0.0
     n = g.size
@@ -338,8 +335,8 @@ def _rndcg(g: np.ndarray, gn: np.ndarray, ct: np.ndarray, big_r: int) -> float:
     return total / changes
 
 
-@njit(**FAST)
-def _g_measure(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> float:
+@njit(cache=True, error_model="numpy")
+def _g_measure(g: Array, gn: Array, ct: Array) -> float:
     n = g.size
     rg, sr, si, sc = 0.0, 0.0, 0.0, 0.0
     cur = gn.size - 1
@@ -367,8 +364,8 @@ def _g_measure(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> float:
     return rg / si if si > 0.0 else 0.0
 
 
-@njit(**FAST)
-def _ndcg_rel(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> float:
+@njit(cache=True, error_model="numpy")
+def _ndcg_rel(g: Array, gn: Array, ct: Array) -> float:
     n = g.size
     rdcg, idcg, total, nrr, nr = 0.0, 0.0, 0.0, 0, 0
     cur = gn.size - 1
@@ -402,8 +399,8 @@ def _ndcg_rel(g: np.ndarray, gn: np.ndarray, ct: np.ndarray) -> float:
     return total / nr if total > 0.0 else 0.0
 
 
-@njit(**FAST)
-def _rbp(rels: np.ndarray, pairs: np.ndarray, counts: np.ndarray, nlevels: int,
+@njit(cache=True, error_model="numpy")
+def _rbp(rels: Array, pairs: Array, counts: Array, nlevels: int,
          resid: bool) -> float:  # fmt: skip
     p = 0.9
     for i in range(pairs.shape[0]):
@@ -430,8 +427,8 @@ def _rbp(rels: np.ndarray, pairs: np.ndarray, counts: np.ndarray, nlevels: int,
     return (1.0 - p) * total
 
 
-@njit(**FAST)
-def _relstring(rels: np.ndarray, length: int, row: np.ndarray) -> int:
+@njit(cache=True, error_model="numpy")
+def _relstring(rels: Array, length: int, row: Array) -> int:
     m = max(0, min(length, rels.size, row.size))
     for i in range(m):
         r = rels[i]
@@ -448,7 +445,7 @@ def _relstring(rels: np.ndarray, length: int, row: np.ndarray) -> int:
     return m
 
 
-@njit(**FAST)
+@njit(cache=True, error_model="numpy")
 def _set_measure(kind: int, n: int, big_r: int, relret: int, x: float) -> float:
     if kind == SET_P:
         return relret / float(n) if n else 0.0
@@ -464,9 +461,9 @@ def _set_measure(kind: int, n: int, big_r: int, relret: int, x: float) -> float:
     return (x + 1.0) * prec * rec / (x * prec + rec)
 
 
-@njit(**FAST)
-def _scalar(kind: int, rels: np.ndarray, counts: np.ndarray, level: int, big_r: int,
-            relret: int, ps: np.ndarray, ndocs: int) -> float:  # fmt: skip
+@njit(cache=True, error_model="numpy")
+def _scalar(kind: int, rels: Array, counts: Array, level: int, big_r: int,
+            relret: int, ps: Array, ndocs: int) -> float:  # fmt: skip
     """The measures of one value and no ranked gains."""
     n = rels.size
     if kind == NUM_RET:
@@ -494,8 +491,8 @@ def _scalar(kind: int, rels: np.ndarray, counts: np.ndarray, level: int, big_r: 
     if kind == INFAP:
         return _infap(rels, level, big_r)
     if kind == UTILITY:
-        return (ps[0] * relret + ps[1] * (n - relret) + ps[2] * (big_r - relret)
-                + ps[3] * (ndocs + relret - n - big_r))  # fmt: skip
+        value: float = ps[0] * relret + ps[1] * (n - relret) + ps[2] * (big_r - relret)
+        return float(value + ps[3] * (ndocs + relret - n - big_r))
     if kind == BING:
         total, so_far = 0.0, 0
         for i in range(n):
@@ -511,11 +508,11 @@ def _scalar(kind: int, rels: np.ndarray, counts: np.ndarray, level: int, big_r: 
     return _set_measure(kind, n, big_r, relret, ps[0] if ps.size else 1.0)
 
 
-@njit(**FAST)
-def query_measures(rels: np.ndarray, counts: np.ndarray, nlevels: int, level: int,
-                   big_r: int, plan: np.ndarray, params: np.ndarray, pairs: np.ndarray,
-                   avg: np.ndarray, ndocs: int, out: np.ndarray,
-                   relstr: np.ndarray) -> int:  # fmt: skip
+@njit(cache=True, error_model="numpy")
+def query_measures(rels: Array, counts: Array, nlevels: int, level: int,
+                   big_r: int, plan: Array, params: Array, pairs: Array,
+                   avg: Array, ndocs: int, out: Array,
+                   relstr: Array) -> int:  # fmt: skip
     """Every planned measure of one query into ``out`` (plan rows: kind, first and last
     parameter, output offset); the relstring's length, its bytes in ``relstr``."""
     relret = 0
@@ -569,11 +566,11 @@ def query_measures(rels: np.ndarray, counts: np.ndarray, nlevels: int, level: in
     return length
 
 
-@njit(**FAST)
-def rank_levels(rdata: np.ndarray, rstart: np.ndarray, rlen: np.ndarray, score: np.ndarray,
-                recs: np.ndarray, qdata: np.ndarray, qstart: np.ndarray, qlen: np.ndarray,
-                qrel: np.ndarray, judged: np.ndarray, level: int,
-                order: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+@njit(cache=True, error_model="numpy")
+def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
+                recs: Array, qdata: Array, qstart: Array, qlen: Array,
+                qrel: Array, judged: Array, level: int,
+                order: int) -> tuple[Array, Array]:  # fmt: skip
     """One query's levels in rank order and, under the ``average`` order (3), each rank's
     mean gain over its group of equal scores. ``recs`` and ``judged``: the run's and the
     qrels' records of the query, each sorted by docno. Order 0 (trec): score descending, then
@@ -625,16 +622,16 @@ def rank_levels(rdata: np.ndarray, rstart: np.ndarray, rlen: np.ndarray, score: 
     return rels, avg
 
 
-@njit(**FAST)
-def evaluate_queries(rdata: np.ndarray, rstart: np.ndarray, rlen: np.ndarray,
-                     rvalue: np.ndarray, rorder: np.ndarray, rfirst: np.ndarray,
-                     rlast: np.ndarray, qdata: np.ndarray, qstart: np.ndarray,
-                     qlen: np.ndarray, qvalue: np.ndarray, qorder: np.ndarray,
-                     qfirst: np.ndarray, qlast: np.ndarray, run_of: np.ndarray,
-                     qrels_of: np.ndarray, level: int, max_ret: int, judged_only: bool,
-                     order: int, plan: np.ndarray, params: np.ndarray, pairs: np.ndarray,
+@njit(cache=True, error_model="numpy")
+def evaluate_queries(rdata: Array, rstart: Array, rlen: Array,
+                     rvalue: Array, rorder: Array, rfirst: Array,
+                     rlast: Array, qdata: Array, qstart: Array,
+                     qlen: Array, qvalue: Array, qorder: Array,
+                     qfirst: Array, qlast: Array, run_of: Array,
+                     qrels_of: Array, level: int, max_ret: int, judged_only: bool,
+                     order: int, plan: Array, params: Array, pairs: Array,
                      ndocs: int, nvalues: int,
-                     relmax: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+                     relmax: int) -> tuple[Array, Array, Array]:  # fmt: skip
     """Every planned value of every evaluated query ``k`` (its run query ``run_of[k]``, -1:
     absent, evaluated as trec_eval's ``-c`` does with one unjudged document; its qrels query
     ``qrels_of[k]``); ``max_ret`` < 0: no cut."""

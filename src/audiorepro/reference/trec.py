@@ -154,7 +154,9 @@ def reference_trec_eval(
 EPS = 0.00001
 
 
-def _gains(ideal_levels: list[int], pairs: dict[int, float] | None) -> tuple[dict[int, float], list[float]]:
+def _gains(
+    ideal_levels: list[int], pairs: dict[int, float] | None
+) -> tuple[dict[int, float], list[float]]:
     """The gain of each level (``pairs`` override ``gain = level``) and the ideal list: every
     judged document's gain, descending, cut at the first gain <= 0."""
     gain = {v: float(v) for v in set(ideal_levels)}
@@ -259,9 +261,7 @@ def _rndcg(gains: list[float], ideal: list[float], big_r: int) -> float:
     return math.fsum(points) / len(points)
 
 
-def all_trec_values(
-    rels: list[int], judged: list[int], *, level: int = 1
-) -> dict[str, float]:
+def all_trec_values(rels: list[int], judged: list[int], *, level: int = 1) -> dict[str, float]:
     """The families of ``-m all_trec`` not in :func:`query_values`, at trec_eval's default
     parameters, of one query: ``rels`` its levels in rank order (-1 not judged, -2 judged
     negative), ``judged`` every judged level of the query.
@@ -286,7 +286,9 @@ def all_trec_values(
         hits = sum(1 for v in rels[:c] if v >= level)
         out[f"Rprec_mult_{x:3.2f}"] = hits / c if c else 0.0
     out["utility"] = relret - (n - relret)
-    hits_at = [sum(1 for v in rels[:k] if v >= level) for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    hits_at = [
+        sum(1 for v in rels[:k] if v >= level) for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+    ]
     for k, h in zip((5, 10, 15, 20, 30, 100, 200, 500, 1000), hits_at, strict=True):
         out[f"relative_P_{k}"] = h / min(k, big_r) if big_r else 0.0
     for k in (5, 10, 20):
