@@ -619,3 +619,73 @@ def rank_query(
         ORDER_CODE[order],
     )
     return tuple(int(r) for r in rels[:max_ret])
+
+
+def one_query(
+    spec: str, rels: Sequence[int], judged: Sequence[int], *, level: int = 1, num_docs: int = 0
+) -> dict[str, float | str]:
+    """The values of one ``-m`` spec for one query given as its ranked levels ``rels`` (-1:
+    not judged, -2: judged negative) and every judged level ``judged`` of the query (retrieved
+    or not): each family's worked example. Ranks: 1 relevant (level 2), 2 not relevant, 3 not
+    judged, 4 relevant (level 1); judged: those three plus an unretrieved level 3, so R = 3.
+
+    >>> r, j = [2, 0, -1, 1], [2, 0, 1, 3]
+    >>> one_query("map", r, j)  # (1/1 + 2/4) / 3
+    {'map': 0.5}
+    >>> one_query("P.2,4", r, j), one_query("recall.4", r, j), one_query("Rprec", r, j)
+    ({'P_2': 0.5, 'P_4': 0.5}, {'recall_4': 0.6666666666666666}, {'Rprec': 0.3333333333333333})
+    >>> one_query("relative_P.2", r, j), one_query("success.1", r, j)  # 1/min(2, R)
+    ({'relative_P_2': 0.5}, {'success_1': 1.0})
+    >>> one_query("map_cut.2", r, j), one_query("recip_rank", r, j)
+    ({'map_cut_2': 0.3333333333333333}, {'recip_rank': 1.0})
+    >>> one_query("bpref", r, j)  # rank 1: 1; rank 4: 1 - min(1, 3)/min(1, 3)
+    {'bpref': 0.3333333333333333}
+    >>> one_query("infAP", r, j)  # (1 + 1/4 + 3/4 * 2/3 * (1 + e)/(1 + 1 + 2e)) / 3
+    {'infAP': 0.5}
+    >>> one_query("iprec_at_recall.0,.5,1", r, j)  # max precision at or after round(xR) found
+    {'iprec_at_recall_0.00': 1.0, 'iprec_at_recall_0.50': 0.5, 'iprec_at_recall_1.00': 0.0}
+    >>> one_query("11pt_avg.0,.5", r, j), one_query("Rprec_mult.1", r, j)
+    ({'11pt_avg_0,.5': 0.75}, {'Rprec_mult_1.00': 0.3333333333333333})
+    >>> one_query("utility.1,-1,0,0", r, j), one_query("binG", r, j)  # binG: (1 + 1/2) / 3
+    ({'utility_1,-1,0,0': 0.0}, {'binG': 0.5})
+    >>> one_query("ndcg", r, j)  # (2 + 1/log2 5) / (3 + 2/log2 3 + 1/log2 4)
+    {'ndcg': 0.5104469282277887}
+    >>> # level 1's gain 5: (2 + 5/log2 5) / (5 + 3/log2 3 + 2/log2 4); ndcg_cut_1: 2 / 3
+    >>> one_query("ndcg.1=5", r, j), one_query("ndcg_cut.1", r, j)
+    ({'ndcg_1=5': 0.5262249698012391}, {'ndcg_cut_1': 0.6666666666666666})
+    >>> one_query("dcg", r, j), one_query("ideal_dcg", r, j)
+    ({'dcg': 2.430676558073393}, {'ideal_dcg': 4.7618595071429155})
+    >>> one_query("G", r, j), one_query("ndcg_rel", r, j), one_query("Rndcg", r, j)
+    ({'G': 0.2747853857295761}, {'ndcg_rel': 0.5625201743740814}, {'Rndcg': 0.5186497947324504})
+    >>> one_query("set_P", r, j), one_query("set_recall", r, j), one_query("set_map", r, j)
+    ({'set_P': 0.5}, {'set_recall': 0.6666666666666666}, {'set_map': 0.3333333333333333})
+    >>> one_query("set_relative_P", r, j), one_query("set_F", r, j)
+    ({'set_relative_P': 0.6666666666666666}, {'set_F': 0.5714285714285715})
+    >>> one_query("num_nonrel_judged_ret", r, j), one_query("unj.2,4", r, j)
+    ({'num_nonrel_judged_ret': 1}, {'unj_2': 0.0, 'unj_4': 0.25})
+    >>> # rbp: 0.1 (2/3 + 1/3 0.9^3), gains scaled by 1/3; rbp_resid: 0.9^4 + 0.1 0.9^2
+    >>> one_query("rbp", r, j), one_query("rbp_resid", r, j)
+    ({'rbp': 0.09096666666666664}, {'rbp_resid': 0.7371000000000001})
+    >>> one_query("relstring", r, j), one_query("gm_map", r, j)
+    ({'relstring': "'20-1'"}, {'gm_map': -0.6931471805599453})
+    """
+    scores = {f"d{i:06d}": float(len(rels) - i) for i in range(len(rels))}
+    qrels = {d: v for d, v in zip(scores, rels, strict=True) if v != -1}
+    qrels = {d: (-1 if v == -2 else v) for d, v in qrels.items()}
+    found = [v for v in rels if v != -1]
+    rest = list(judged)
+    for v in found:
+        rest.remove(-1 if v == -2 else v)
+    qrels.update({f"u{i}": v for i, v in enumerate(rest)})
+    chosen = parse_measures([spec])
+    out = evaluate(Qrels({"q": qrels}), Run("r", {"q": scores}), measures=chosen, level=level,
+                   num_docs=num_docs)  # fmt: skip
+    values: dict[str, float | str] = {}
+    for j, name in enumerate(out.names):
+        if out.measure_of[j] == "relstring":
+            values[name] = f"'{out.relstrings[0]}'"
+        elif BY_NAME[out.measure_of[j]].geometric:
+            values[name] = float(out.values[0, j])
+        else:
+            values[name] = _num(out.values[0, j], name in out.counts)
+    return values
