@@ -106,10 +106,11 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="runs of trec_eval, audiorepro")
     parser.add_argument("--peer-repeat", type=int, default=1, help="runs of pytrec_eval, ranx")
-    parser.add_argument("--extra", action="store_true", help="also audiorepro -q, --tie-bounds")
+    parser.add_argument("--extra", action="store_true", help="also audiorepro --tie-bounds")
     parser.add_argument("--trec-eval", default=None, help="trec_eval binary (built from source)")
     parser.add_argument("--tools", default="trec_eval,audiorepro,pytrec_eval,ranx")
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
+    parser.add_argument("--sets", default=",".join(SETS), help="measure sets, comma separated")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.folder or Path(tmp)
@@ -117,12 +118,13 @@ def main() -> int:
         if not (qrels.exists() and run.exists()):
             qrels, run = make_files(folder, args.queries, args.docs)
         # one warm-up so that audiorepro's compiled kernels are cached, as after installation
-        subprocess.run([sys.executable, "-m", "audiorepro", "trec-eval", "-m", "all_trec",
-                        str(qrels), str(run)], stdout=subprocess.DEVNULL, check=True)  # fmt: skip
+        warm = ["trec-eval", "--tie-bounds", "-m", "ndcg", str(qrels), str(run)]
+        subprocess.run([sys.executable, "-m", "audiorepro", *warm], stdout=subprocess.DEVNULL,
+                       check=True)  # fmt: skip
         print(f"load average: {os.getloadavg()[0]:.2f}; {args.queries} queries x {args.docs}")
         print("| measures | tool | CPU seconds (median) | wall | peak memory |")
         print("|---|---|---:|---:|---:|")
-        for name in SETS:
+        for name in args.sets.split(","):
             for tool in args.tools.split(","):
                 cmd = commands(tool, qrels, run, name, args.trec_eval)
                 if cmd is None:
@@ -134,7 +136,7 @@ def main() -> int:
                 print(f"| {name} | {tool} | {cpu:.1f} | {wall:.1f} | {rss / 2**20:.0f} MiB |",
                       flush=True)  # fmt: skip
                 if tool == "audiorepro" and args.extra:
-                    for more in (["--tie-bounds"], ["-q"]):
+                    for more in (["--tie-bounds"],):
                         cpu, wall, rss = sorted(timed([*cmd[:4], *more, *cmd[4:]])
                                                 for _ in range(repeat))[repeat // 2]  # fmt: skip
                         print(f"| {name} | audiorepro {' '.join(more)} | {cpu:.1f} | {wall:.1f} "
