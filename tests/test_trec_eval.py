@@ -265,3 +265,28 @@ def test_the_reference_agrees_on_every_other_all_trec_family(pair: tuple, level:
         ref = all_trec_values(rels, list(qrels[qid].values()), level=level)
         for name, expected in ref.items():
             assert values[name] == pytest.approx(expected, abs=1e-9), (qid, name)
+
+
+NOT_BOUNDED = ("G", "unj_", "rbp_resid", "infAP", "num_nonrel_judged_ret")
+
+
+@settings(max_examples=40, deadline=None)
+@given(trec_pairs(max_queries=1, max_docs=6), OPTIONS)
+def test_tie_bounds_of_every_other_family_are_the_extremes(pair: tuple, options: dict) -> None:
+    """The bounds of the all_trec families that grow when a relevant or higher-gain document
+    moves up are the extremes over every order of the ties (docs/retrieval.md names the
+    others, whose columns are not bounds)."""
+    qrels, run = pair
+    (qid,) = qrels
+    assume(qid in run and len(set(run[qid].values())) < len(run[qid]))
+    kwargs = {"level": options["level"], "max_ret": options["max_ret"]}
+    every = [
+        evaluate(Qrels(qrels), Run("r", {qid: s}), measures=ALL_TREC, **kwargs).queries[qid]  # type: ignore[arg-type]
+        for s in _every_order(run[qid])
+    ]
+    for order, pick in (("optimistic", max), ("pessimistic", min)):
+        ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL_TREC, order=order, **kwargs)  # type: ignore[arg-type]
+        for name, value in ours.queries[qid].items():
+            if not name.startswith(NOT_BOUNDED):
+                extreme = pick(v[name] for v in every)
+                assert value == pytest.approx(extreme, abs=1e-12), (order, name)

@@ -16,10 +16,12 @@ ignored. ``max_ret`` (``-M``) keeps the first documents of that order, then ``ju
 among equal scores by "higher gain first, then relevant first" (``optimistic``) or the reverse
 (``pessimistic``); docno descending still orders what remains tied; both are taken before
 ``max_ret``. For every measure that grows when a relevant or higher-gain document moves up
-(the precision, recall, AP, reciprocal-rank, bpref, success, nDCG, G, binG and rbp families)
-the two orders give its lowest and highest value over every order of the ties. ``unj``,
-``rbp_resid``, ``infAP`` and ``relstring`` do not grow that way: their bound columns are
-their values under the two orders, not bounds. Set measures and counts ignore order (but for
+(the precision, recall, AP, reciprocal-rank, interpolated-precision, bpref, success, nDCG,
+ndcg_rel, Rndcg, binG and rbp families) the two orders give its lowest and highest value over
+every order of the ties (checked against every permutation on generated queries). ``G``,
+``unj``, ``rbp_resid``, ``infAP``, ``num_nonrel_judged_ret`` (through ``-M``) and
+``relstring`` do not: their bound columns are their values under the two orders, not bounds.
+Set measures and counts ignore order (but for
 which tied documents ``-M`` keeps). The ``average`` order gives nDCG (``ndcg``,
 ``ndcg_cut``) the tie-averaged value: each rank holds the mean level of its group of equal
 scores (the mean of nDCG over every order of the ties, McSherry and Najork).
