@@ -117,3 +117,23 @@ def test_numbers_are_read_as_trec_eval_s_atol_and_atof(
         "num_rel               \t1\t2",
         "relstring             \t1\t'210'",
     ]
+
+
+def test_scores_are_the_correctly_rounded_doubles(tmp_path: Path) -> None:
+    """Short decimals are read by the scanner, long ones by Python's float: both the double
+    nearest the decimal, as glibc's strtod gives trec_eval."""
+    import random
+
+    from audiorepro.formats.trec import read_table
+
+    rng = random.Random(7)
+    texts = [repr(rng.uniform(-1e3, 1e3)) for _ in range(300)]
+    texts += [f"{rng.random():.{rng.randint(1, 25)}f}" for _ in range(300)]
+    texts += [f"{rng.randint(1, 99)}e{rng.randint(-40, 40)}" for _ in range(100)]
+    texts += ["-0", "+.5", "7.", "1e400x"[:4], "00012.50e+1"]
+    run = tmp_path / "r"
+    run.write_text("".join(f"1 Q0 d{i} 1 {t} r\n" for i, t in enumerate(texts)))
+    table = read_table(run, run=True)
+    by_line = dict(zip(table.line.tolist(), table.value.tolist(), strict=True))
+    for i, text in enumerate(texts, start=1):
+        assert by_line[i] == float(text), text
