@@ -23,21 +23,23 @@ from hypothesis import strategies as st
 from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Qrels, Run, load_qrels, load_run
 from audiorepro.metrics.trec import (
-    BY_NAME,
     CUTOFFS,
     ORDERS,
     evaluate,
     parse_measures,
     rank_query,
 )
-from audiorepro.reference.trec import query_values, reference_trec_eval
+from audiorepro.reference.trec import all_trec_values, query_values, reference_trec_eval
 from tests.strategies import trec_pairs
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 KS = (1, 2, 3, 5, 10)
-ALL = {m.name: (KS if m.cutoffs else ()) for m in BY_NAME.values() if m.value is not None}
-ALL["num_q"] = ()
+CUT_NAMES = ("P", "recall", "ndcg_cut", "map_cut", "success")
+ALL = parse_measures(
+    ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg"]
+    + [f"{name}.{','.join(map(str, KS))}" for name in CUT_NAMES]
+)
 TREC_MEASURES = {"num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg"} | {
     f"{name}.{','.join(map(str, KS))}" for name in ("P", "recall", "ndcg_cut", "map_cut", "success")
 }
@@ -90,6 +92,10 @@ def test_trec_eval_itself_agrees_on_every_query(pair: tuple, options: dict) -> N
         if name == "num_q":
             assert value == len(theirs)
             continue
+        if name == "num_rel" and options["complete"]:
+            # trec_eval's -c: the all line counts every judgement > 0 of the qrels (not -l)
+            assert value == sum(v > 0 for docs in qrels.values() for v in docs.values())
+            continue
         total = 0.0
         for qid in theirs:
             total += theirs[qid][name]
@@ -101,7 +107,7 @@ def test_trec_eval_itself_agrees_on_every_query(pair: tuple, options: dict) -> N
 @given(trec_pairs(), OPTIONS, st.sampled_from(ORDERS))
 def test_the_reference_agrees_in_every_order(pair: tuple, options: dict, order: str) -> None:
     qrels, run = pair
-    cutoffs = {name: ks for name, ks in ALL.items() if ks}
+    cutoffs = {name: KS for name in CUT_NAMES}
     ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL, order=order, **options)  # type: ignore[arg-type]
     ref = reference_trec_eval(qrels, run, cutoffs, order=order, **options)
     for qid, values in [*ours.queries.items(), ("all", ours.all)]:
@@ -127,7 +133,7 @@ def test_tie_bounds_are_the_extremes_over_every_order_of_ties(pair: tuple, optio
     qrels, run = pair
     (qid,) = qrels
     assume(qid in run and len(set(run[qid].values())) < len(run[qid]))  # some tie
-    cutoffs = {name: ks for name, ks in ALL.items() if ks}
+    cutoffs = {name: KS for name in CUT_NAMES}
     kwargs = {"level": options["level"], "max_ret": options["max_ret"]}
     every = [query_values(s, qrels[qid], cutoffs, **kwargs) for s in _every_order(run[qid])]
     for order, pick in (("optimistic", max), ("pessimistic", min)):
@@ -145,19 +151,26 @@ def test_tie_bounds_are_the_extremes_over_every_order_of_ties(pair: tuple, optio
 
 def test_ties_go_to_the_greater_docno_by_bytes() -> None:
     ranked = rank_query({"d10": 1.0, "d9": 1.0, "D3": 1.0, "e": 2.0}, {"d9": 1})
-    assert ranked.rels == (-1, 1, -1, -1)  # e, then d9 > d10 > D3 (uppercase sorts first)
+    assert ranked == (-1, 1, -1, -1)  # e, then d9 > d10 > D3 (uppercase sorts first)
 
 
-def test_parse_measures_reads_trec_eval_syntax_and_refuses_the_rest() -> None:
-    assert parse_measures(["all_trec"])["ndcg_cut"] == CUTOFFS
-    assert parse_measures(["success.20,2"]) == {"success": (2, 20)}
+def test_parse_measures_follows_trec_eval_s_rules() -> None:
+    assert parse_measures(["all_trec"])["ndcg_cut"].values == CUTOFFS
+    assert parse_measures(["success.20,2"])["success"].names == ("success_2", "success_20")
+    # the first parameters given for a measure are kept, wherever it was marked
+    assert parse_measures(["all_trec", "P.5"])["P"].names == ("P_5",)
+    assert parse_measures(["P.5", "P.10"])["P"].names == ("P_5",)
+    # atol reads cutoffs: 23.4 is 23
+    assert parse_measures(["ndcg_cut.23.4"])["ndcg_cut"].names == ("ndcg_cut_23",)
+    assert parse_measures(["ndcg.1=3,2=9"])["ndcg"].names == ("ndcg_1=3,2=9",)
+    assert parse_measures(["map.5"])["map"].names == ("map",)  # parameters ignored
     for bad, expected in [
-        ("bpref", "unknown measure 'bpref'"),
-        ("map.5", "takes no cutoffs"),
-        ("P.0", "not an integer >= 1"),
-        ("P.5,", "cutoff ''"),
-        ("P.2.5", "cutoff '2.5'"),
-        ("official.5", "takes no cutoffs"),
+        ("bogus", "unknown measure 'bogus'"),
+        ("P.0", "not positive"),
+        ("P.5,5", "duplicate cutoffs"),
+        ("P.", "empty parameters"),
+        ("ndcg.1=3,2", "malformed pair"),
+        ("utility.1,2", "4 coefficients"),
     ]:
         with pytest.raises(UserError, match=expected):
             parse_measures([bad])
@@ -165,10 +178,10 @@ def test_parse_measures_reads_trec_eval_syntax_and_refuses_the_rest() -> None:
 
 def test_no_common_query_is_one_error() -> None:
     with pytest.raises(UserError, match="no query of the run has judgements"):
-        evaluate(Qrels({"1": {"a": 1}}), Run("r", {"2": {"a": 1.0}}), measures={"map": ()})
+        evaluate(Qrels({"1": {"a": 1}}), Run("r", {"2": {"a": 1.0}}), measures=ALL)
 
 
-def test_the_reader_keeps_file_order_ignores_comments_and_trailing_run_fields(
+def test_the_reader_ignores_comments_and_trailing_run_fields(
     tmp_path: Path,
 ) -> None:
     qrels = tmp_path / "qrels"
@@ -176,7 +189,7 @@ def test_the_reader_keeps_file_order_ignores_comments_and_trailing_run_fields(
     assert load_qrels(qrels).judged == {"1": {"b": 1, "a": -1}}
     run = tmp_path / "run"
     run.write_text("1 Q0 b 1 2.5 tagA reserved\n1 Q0 a 2 1e2 tagB\n")
-    assert load_run(run) == Run("tagA", {"1": {"b": 2.5, "a": 100.0}})
+    assert load_run(run) == Run("tagB", {"1": {"b": 2.5, "a": 100.0}})  # the last line's tag
 
 
 def test_a_query_judged_only_negatively_scores_zero() -> None:
@@ -233,3 +246,47 @@ def test_tie_averaged_ndcg_agrees_with_scikit_learn(docs: list[tuple[int, float]
     for k in KS:
         theirs = sklearn_metrics.ndcg_score(y_true, y_score, k=k)
         assert ours[f"ndcg_cut_{k}"] == pytest.approx(theirs, abs=1e-12), k
+
+
+ALL_TREC = parse_measures(["all_trec"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(trec_pairs(), st.sampled_from([1, 2, 3]))
+def test_the_reference_agrees_on_every_other_all_trec_family(pair: tuple, level: int) -> None:
+    """bpref, infAP, iprec_at_recall, 11pt_avg, Rprec_mult, utility, relative_P, unj, binG, G,
+    ndcg_rel, Rndcg, the set measures, num_nonrel_judged_ret, rbp and rbp_resid against
+    :func:`all_trec_values`, written from their definitions."""
+    qrels, run = pair
+    assume(all(any(v >= 0 for v in docs.values()) for docs in qrels.values()))
+    ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL_TREC, level=level)
+    for qid, values in ours.queries.items():
+        rels = list(rank_query(run[qid], qrels[qid], level=level))
+        ref = all_trec_values(rels, list(qrels[qid].values()), level=level)
+        for name, expected in ref.items():
+            assert values[name] == pytest.approx(expected, abs=1e-9), (qid, name)
+
+
+NOT_BOUNDED = ("G", "unj_", "rbp_resid", "infAP", "num_nonrel_judged_ret")
+
+
+@settings(max_examples=40, deadline=None)
+@given(trec_pairs(max_queries=1, max_docs=6), OPTIONS)
+def test_tie_bounds_of_every_other_family_are_the_extremes(pair: tuple, options: dict) -> None:
+    """The bounds of the all_trec families that grow when a relevant or higher-gain document
+    moves up are the extremes over every order of the ties (docs/retrieval.md names the
+    others, whose columns are not bounds)."""
+    qrels, run = pair
+    (qid,) = qrels
+    assume(qid in run and len(set(run[qid].values())) < len(run[qid]))
+    kwargs = {"level": options["level"], "max_ret": options["max_ret"]}
+    every = [
+        evaluate(Qrels(qrels), Run("r", {qid: s}), measures=ALL_TREC, **kwargs).queries[qid]  # type: ignore[arg-type]
+        for s in _every_order(run[qid])
+    ]
+    for order, pick in (("optimistic", max), ("pessimistic", min)):
+        ours = evaluate(Qrels(qrels), Run("r", run), measures=ALL_TREC, order=order, **kwargs)  # type: ignore[arg-type]
+        for name, value in ours.queries[qid].items():
+            if not name.startswith(NOT_BOUNDED):
+                extreme = pick(v[name] for v in every)
+                assert value == pytest.approx(extreme, abs=1e-12), (order, name)

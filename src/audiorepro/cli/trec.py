@@ -4,30 +4,45 @@ bounds beyond it (argument parsing and printing only; the measures are in
 
 from __future__ import annotations
 
+import math
+import sys
 from pathlib import Path
 
 import click
 
 from audiorepro.cli.commands import cli
-from audiorepro.formats.trec import load_qrels, load_run
-from audiorepro.metrics.trec import MEASURES, Evaluation, Order, evaluate, parse_measures
+from audiorepro.core.errors import UserError
+from audiorepro.formats.trec import read_table
+from audiorepro.metrics.trec import (
+    Evaluation,
+    Order,
+    c_atof,
+    c_atol,
+    evaluate,
+    parse_measures,
+)
 
 
-def _value(value: float, count: bool) -> str:
-    return f"{int(value)}" if count else f"{value:6.4f}"
+def c_float(value: float) -> str:
+    """C's ``%6.4f``, NaN included (``nan``, or ``-nan`` when its sign bit is set).
+
+    >>> c_float(0.25), c_float(float("nan")), c_float(-float("nan"))
+    ('0.2500', '   nan', '  -nan')
+    """
+    if math.isnan(value):
+        return ("-nan" if math.copysign(1.0, value) < 0 else "nan").rjust(6)
+    return f"{value:6.4f}"
 
 
-def _line(name: str, qid: str, values: list[float], count: bool) -> str:
-    """trec_eval's line: the name left-aligned in 22 columns, a tab, the qid, a tab, the value
-    (``%6.4f``, or an integer for a count); with tie bounds two more columns follow (three
-    for nDCG: its tie-averaged value last)."""
-    return f"{name:<22}\t{qid}\t" + "\t".join(_value(v, count) for v in values)
+def _cell(value: float, count: bool, z: bool) -> str:
+    return str(int(value)) if count and not z else c_float(value)
 
 
-def _names(values: dict[str, float]) -> list[str]:
-    """trec_eval's order: the measures' table order, cutoffs ascending (as computed)."""
-    order = {m.name: i for i, m in enumerate(MEASURES)}
-    return sorted(values, key=lambda n: order[n if n in order else n.rsplit("_", 1)[0]])
+def _row(name: str, qid: str, cells: list[str], z: bool) -> str:
+    """trec_eval's line: (``Z`` under ``-Z``) the name left-aligned in 22 columns, a tab, the
+    qid, a tab, the value; with tie bounds two more columns (three for nDCG: its
+    tie-averaged value last)."""
+    return f"{'Z' if z else ''}{name:<22}\t{qid}\t" + "\t".join(cells)
 
 
 def _columns(evaluations: list[Evaluation], name: str) -> list[Evaluation]:
@@ -35,35 +50,78 @@ def _columns(evaluations: list[Evaluation], name: str) -> list[Evaluation]:
     return evaluations if name.startswith("ndcg") else evaluations[:3]
 
 
-def trec_lines(evaluations: list[Evaluation], *, per_query: bool, runid: bool) -> list[str]:
-    """The output lines: per query (``-q``) in qid order, then ``all``. ``evaluations`` is the
-    trec order alone or followed by the pessimistic and optimistic bounds and the
-    tie-averaged order (printed for nDCG only)."""
+def _query_lines(evaluations: list[Evaluation], z: bool) -> list[str]:
     main = evaluations[0]
     lines: list[str] = []
-    if per_query:
-        for qid, values in main.queries.items():
-            for name in _names(values):
-                row = [e.queries[qid][name] for e in _columns(evaluations, name)]
-                lines.append(_line(name, qid, row, name in main.counts))
-    names = _names(main.all)
-    if runid:
-        lines.append(_line("runid", "all", [], False) + main.run_id)
-    for name in names:
-        row = [e.all[name] for e in _columns(evaluations, name)]
-        lines.append(_line(name, "all", row, name in main.counts))
+    skip = {"num_q", "gm_map", "gm_bpref", "runid"}
+    for i, qid in enumerate(main.qids):
+        for j, name in enumerate(main.names):
+            owner = main.measure_of[j]
+            if owner in skip:
+                continue
+            if owner == "relstring":
+                lines.append(f"{name:<22}\t{qid}\t'{main.relstrings[i]}'")
+                continue
+            count = name in main.counts
+            cells = [_cell(e.values[i, j], count, z) for e in _columns(evaluations, name)]
+            lines.append(_row(name, qid, cells, z))
     return lines
+
+
+def trec_lines(
+    evaluations: list[Evaluation], *, per_query: bool, summary: bool = True, z: bool = False
+) -> list[str]:
+    """The output lines: per query (``-q``) in qid order, then ``all`` (unless ``-n``).
+    ``evaluations`` is the trec order alone or followed by the pessimistic and optimistic
+    bounds and the tie-averaged order (printed for nDCG only)."""
+    main = evaluations[0]
+    lines = _query_lines(evaluations, z) if per_query else []
+    if not summary:
+        return lines
+    for j, name in enumerate(main.names):
+        owner = main.measure_of[j]
+        if owner == "relstring":
+            continue
+        if owner == "runid":
+            lines.append(f"{'runid':<22}\tall\t{main.run_id}")
+            continue
+        count = name in main.counts
+        cells = [_cell(e.summary[j], count, z) for e in _columns(evaluations, name)]
+        lines.append(_row(name, "all", cells, z))
+    return lines
+
+
+def _zscores(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
+    """trec_eval's ``-Z`` file: ``qid measure mean sd`` lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot be read ({exc}); expected qid measure mean sd lines",
+                        source=path) from None  # fmt: skip
+    table: dict[tuple[str, str], tuple[float, float]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != 4:
+            raise UserError(
+                f"line {number} has {len(fields)} fields; expected 4 (qid measure mean sd)",
+                source=path,
+            )
+        table[(fields[0], fields[1])] = (c_atof(fields[2]), c_atof(fields[3]))
+    return table
 
 
 @cli.command("trec-eval")
 @click.argument("qrels", type=click.Path(path_type=Path))
-@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("run", type=click.Path(path_type=Path, allow_dash=True))
 @click.option("-q", "per_query", is_flag=True, help="Also print every query's values.")
 @click.option(
     "-m",
     "measures",
     multiple=True,
-    help="Measure to print: NAME, NAME.k1,k2 (cutoffs), official (default) or all_trec.",
+    help="Measure: NAME, NAME.params (cutoffs, level=gain pairs), official (default), "
+    "all_trec or set; a measure takes the first parameters given for it.",
 )
 @click.option(
     "-c", "complete", is_flag=True, help="Average over every query of the qrels (absent: 0)."
@@ -72,13 +130,17 @@ def trec_lines(evaluations: list[Evaluation], *, per_query: bool, runid: bool) -
     "-M", "max_ret", type=click.IntRange(min=1), default=None, help="Documents kept per query."
 )
 @click.option(
-    "-l",
-    "level",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
+    "-l", "level", type=int, default=1, show_default=True,
     help="Lowest judged level that counts as relevant for binary measures.",
-)
+)  # fmt: skip
+@click.option("-n", "no_summary", is_flag=True, help="Print no 'all' lines.")
+@click.option("-N", "num_docs", type=int, default=0, help="Documents in the collection (utility).")
+@click.option("-J", "judged_only", is_flag=True, help="Drop retrieved documents not judged.")
+@click.option("-D", "debug", default=None, help="LEVEL[.QID]: evaluate query QID alone.")
+@click.option("-R", "rel_format", default="qrels", help="Judgement format: qrels only.")
+@click.option("-T", "results_format", default="trec_results", help="Run format: trec_results.")
+@click.option("-Z", "zscore_file", type=click.Path(path_type=Path), default=None,
+              help="Print z-scores against this 'qid measure mean sd' file.")  # fmt: skip
 @click.option(
     "--tie-bounds",
     is_flag=True,
@@ -93,11 +155,31 @@ def trec_eval_command(
     complete: bool,
     max_ret: int | None,
     level: int,
+    no_summary: bool,
+    num_docs: int,
+    judged_only: bool,
+    debug: str | None,
+    rel_format: str,
+    results_format: str,
+    zscore_file: Path | None,
     tie_bounds: bool,
 ) -> None:
-    """Evaluate a TREC RUN file against QRELS, printing trec_eval's lines."""
+    """Evaluate a TREC RUN file (``-``: standard input) against QRELS, printing trec_eval's
+    lines. -D's debugging output is not printed (its QID filter is honoured)."""
+    if rel_format != "qrels":
+        raise UserError(f"judgement format {rel_format!r} is not read here; expected qrels",
+                        key="-R")  # fmt: skip
+    if results_format != "trec_results":
+        raise UserError(
+            f"run format {results_format!r} is not read here; expected trec_results", key="-T"
+        )
+    only = None
+    if debug is not None:
+        c_atol(debug)
+        only = debug.partition(".")[2] or None
     chosen = parse_measures(list(measures))
-    judged, ranked = load_qrels(qrels), load_run(run)
+    zscores = _zscores(zscore_file) if zscore_file is not None else None
+    judged, ranked = read_table(qrels, run=False), read_table(run, run=True)
     bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
     orders = bounded if tie_bounds else bounded[:1]
     evaluations = [
@@ -109,13 +191,20 @@ def trec_eval_command(
             max_ret=max_ret,
             complete=complete,
             order=order,
+            judged_only=judged_only,
+            num_docs=num_docs,
+            only_query=only,
+            zscores=zscores,
         )
         for order in orders
     ]
-    lines = trec_lines(evaluations, per_query=per_query, runid="runid" in chosen)
-    if tie_bounds:
+    lines = trec_lines(
+        evaluations, per_query=per_query, summary=not no_summary, z=zscores is not None
+    )
+    if tie_bounds and lines:
         # The extra columns are not trec_eval's: a header says which is which.
         averaged = any(line.startswith("ndcg") for line in lines)
         header = f"{'measure':<22}\tquery\ttrec\tpessimistic\toptimistic"
         lines.insert(0, header + ("\ttie-averaged (ndcg)" if averaged else ""))
-    click.echo("\n".join(lines))
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")

@@ -1,40 +1,52 @@
 """TREC relevance judgements (qrels) and run files, as trec_eval reads them.
 
 - **qrels**: one judgement a line, ``qid iter docno rel`` separated by blanks or tabs: ``iter``
-  is ignored (conventionally ``0``), ``rel`` an integer relevance level (a negative level means
-  "in the pool but not judged", as in trec_eval: neither relevant nor counted).
+  is ignored (conventionally ``0``), ``rel`` the relevance level read as C's ``atol`` does
+  (a negative level means "in the pool but not judged", as in trec_eval).
 - **run**: one retrieved document a line, ``qid iter docno rank score tag``: ``iter`` (``Q0``)
-  and ``rank`` are ignored for ordering, as trec_eval does (it ranks by score, then docno), but
-  ``rank`` must be an integer; ``score`` a finite decimal number; ``tag`` the run's name.
-  Fields after the tag are ignored: trec_eval's format reserves them "for future expansion"
-  (its own test run ``results.trunc`` has them); fewer than six fields is an error.
+  and ``rank`` are ignored, as trec_eval does (it ranks by score, then docno); ``score`` is
+  read as C's ``atof`` does and must be finite; ``tag`` names the run (trec_eval's ``runid``
+  is the tag of the last line). Fields after the tag are ignored: trec_eval's format reserves
+  them "for future expansion" (its own test run ``results.trunc`` has them); fewer than six
+  fields is an error.
 
-Lines that are empty or start with ``#`` are comments (trec_eval 10 reads its test files with
-comments the same way). Everything else is strict: a wrong number of fields, a non-integer
-level or rank, a score that is not a finite number (NaN has no place in an order), a docno
-judged or retrieved twice for one query, a file with no line, a file that is not UTF-8 text
-(a binary file), or a line longer than :data:`MAX_LINE_BYTES` (read in bounded pieces, never
-whole) is one :class:`UserError` naming the file, the line number and the field.
+Numbers (:mod:`audiorepro.formats.trec_scan`): ASCII only, an optional sign and digits
+(``atof``: a decimal with an optional exponent), reading stops at the first byte that does not
+fit, and a field with no leading number is 0, exactly as trec_eval reads them (``0.5`` as a
+level is 0, ``12abc`` is 12). Blanks are C's ``isspace`` bytes; lines end at ``\\n``.
+
+Lines that are empty or whose first field starts with ``#`` are comments (trec_eval 10 reads
+its test files with comments the same way). Everything else is strict: a wrong number of
+fields, a score that is not finite, a docno judged or retrieved twice for one query, a file
+with no line, a file that is not UTF-8 text (a NUL byte: a binary file), or a line longer
+than :data:`MAX_LINE_BYTES` is one :class:`UserError` naming the file, the line number and
+the field. ``-`` as a run path reads standard input (trec_eval's convention).
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterator
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
+from audiorepro.formats import trec_scan
+
+Array = npt.NDArray[Any]
 
 #: The longest line read: real qrels and run lines are well under 200 bytes; a longer one is
-#: a wrong file, refused after reading at most this many bytes of it.
+#: a wrong file.
 MAX_LINE_BYTES = 1 << 16
 
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
 RUN_FIELDS = ("qid", "iter", "docno", "rank", "score", "tag")
+_FLOAT = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 @dataclass(frozen=True)
@@ -46,124 +58,184 @@ class Qrels:
 
 @dataclass(frozen=True)
 class Run:
-    """Retrieved documents per query in file order: ``scores[qid][docno]`` is the score;
-    ``run_id`` is the tag of the first line (trec_eval's ``runid``)."""
+    """Retrieved documents per query: ``scores[qid][docno]`` is the score; ``run_id`` is
+    trec_eval's ``runid`` (the tag of the last line)."""
 
     run_id: str
     scores: dict[str, dict[str, float]]
 
 
-def _lines(f: BinaryIO, source: Path, what: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) of every non-comment line, each line read in bounded pieces."""
-    number = 0
-    while True:
-        raw = f.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise UserError(
-                f"line {number} is longer than {MAX_LINE_BYTES} bytes; expected {what} lines",
-                source=source,
-            )
-        if b"\0" in raw:
-            raise UserError(
-                f"line {number} holds a NUL byte; expected {what} (text, not a binary file)",
-                source=source,
-            )
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UserError(
-                f"line {number} is not UTF-8 text ({exc.reason}); expected {what}",
-                source=source,
-            ) from None
-        fields = text.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        yield number, fields
+@dataclass(frozen=True)
+class TrecTable:
+    """A qrels or run file as arrays: the file's bytes, per record the docno's span and its
+    number (level or score) and line; ``qids`` sorted by bytes (trec_eval's ``strcmp``
+    order); query ``i``'s records are ``order[start[i]:stop[i]]``, sorted by docno
+    (``strcmp``)."""
+
+    data: Array
+    doc_start: Array
+    doc_len: Array
+    value: Array
+    line: Array
+    qids: list[str]
+    start: Array
+    stop: Array
+    order: Array
+    tag: str = ""
 
 
-def _fields(
-    fields: list[str],
-    names: tuple[str, ...],
-    number: int,
-    source: Path,
-    example: str,
-    *,
-    more: bool = False,
-) -> None:
-    if len(fields) < len(names) or (len(fields) > len(names) and not more):
-        raise UserError(
-            f"line {number} has {len(fields)} fields; expected {len(names)}"
-            f"{' or more' if more else ''} "
-            f"({' '.join(names)}, e.g. '{example}')",
-            source=source,
-        )
-
-
-#: The most digits of an integer field: a C ``long`` (trec_eval's ``atol``) holds every
-#: integer of 18 digits; a longer one is refused rather than saturated.
-MAX_INT_DIGITS = 18
-_INT = re.compile(rf"[+-]?[0-9]{{1,{MAX_INT_DIGITS}}}")
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_NOT_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
-
-
-def ascii_number(text: str, *, integer: bool) -> int | float | None:
-    """A field read as a number in trec_eval's ASCII syntax, or None when it is not one:
-    an optional sign and ASCII digits (at most :data:`MAX_INT_DIGITS`), or a decimal with an
-    optional exponent. Python's ``int``/``float`` also take ``1_0`` (10) and other scripts'
-    digits (Arabic-Indic ``١`` is 1), where trec_eval's ``atol``/``atof`` read 1 and 0:
-    such a field is refused, never read as another number.
-
-    >>> ascii_number("-12", integer=True), ascii_number("2.5e-1", integer=False)
-    (-12, 0.25)
-    >>> [ascii_number(t, integer=True) for t in ("1_0", "\u0661", "1" * 19, "0.5")]
-    [None, None, None, None]
-    """
-    if integer:
-        return int(text) if _INT.fullmatch(text) else None
-    return float(text) if _DECIMAL.fullmatch(text) else None
-
-
-def _integer(value: str, field: str, number: int, source: Path) -> int:
-    read = ascii_number(value, integer=True)
-    if read is None:
-        raise UserError(
-            f"line {number}: field '{field}' is {value[:40]!r}; expected an integer (ASCII "
-            f"digits, at most {MAX_INT_DIGITS}, as trec_eval's atol reads them)",
-            source=source,
-        )
-    return int(read)
-
-
-def _score(value: str, number: int, source: Path) -> float:
-    read = ascii_number(value, integer=False)
-    score = math.nan if read is None else float(read)
-    kind = "not finite" if read is not None or _NOT_FINITE.fullmatch(value) else "not a number"
-    if not math.isfinite(score):
-        raise UserError(
-            f"line {number}: field 'score' is {value[:40]!r} ({kind}); expected a finite "
-            "decimal number (ASCII, as trec_eval's atof reads it)",
-            source=source,
-        )
-    return score
-
-
-def _open(path: str | Path, what: str) -> tuple[Path, BinaryIO]:
+def _read_bytes(path: str | Path, what: str) -> tuple[str, Array]:
+    if str(path) == "-":
+        return "<stdin>", np.frombuffer(sys.stdin.buffer.read(), np.uint8)
     source = Path(path)
     check_regular_file(source, what=what)
     try:
-        return source, open(source, "rb")  # closed by the caller's with
+        return str(source), np.fromfile(source, np.uint8)
     except OSError as exc:
         raise UserError(
             f"cannot be read ({exc.strerror}); expected {what}", source=source
         ) from None
 
 
+def _scan_error(info: Array, source: str, what: str, names: tuple[str, ...]) -> None:
+    code, number, fields = int(info[2]), int(info[3]), int(info[4])
+    if code in (trec_scan.ERR_FEW_FIELDS, trec_scan.ERR_MANY_FIELDS):
+        more = " or more" if names == RUN_FIELDS else ""
+        raise UserError(
+            f"line {number} has {fields} fields; expected {len(names)}{more} ({' '.join(names)})",
+            source=source,
+        )
+    if code == trec_scan.ERR_NUL:
+        raise UserError(
+            f"line {number} holds a NUL byte; expected {what} (text, not a binary file)",
+            source=source,
+        )
+    if code == trec_scan.ERR_LONG:
+        raise UserError(
+            f"line {number} is longer than {MAX_LINE_BYTES} bytes; expected {what} lines",
+            source=source,
+        )
+    raise UserError(
+        f"line {number}: field 'score' is not finite; expected a finite decimal number",
+        source=source,
+    )
+
+
+def _check_utf8(data: Array, source: str, what: str) -> None:
+    for number, raw in enumerate(data.tobytes().split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"line {number} is not UTF-8 text ({exc.reason}); expected {what}",
+                source=source,
+            ) from None
+
+
+def _slow_scores(data: Array, value: Array, slow: Array, source: str) -> None:
+    """Read with Python's ``float`` the scores the scanner left (see trec_scan)."""
+    raw = data.tobytes() if slow.any() else b""
+    for k in np.flatnonzero(slow):
+        begin = int(value[k])
+        match = _FLOAT.match(raw, begin)
+        assert match is not None
+        number = float(match.group(0))
+        if not np.isfinite(number):
+            raise UserError(
+                f"field 'score' {match.group(0)[:40]!r} overflows; expected a finite decimal "
+                "number",
+                source=source,
+            )
+        value[k] = number
+
+
+def read_table(path: str | Path, *, run: bool) -> TrecTable:
+    """Read a qrels (``run=False``) or run file into a :class:`TrecTable`, or a
+    :class:`UserError` (see the module docstring).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = os.path.join(d, "r.txt")
+    ...     _ = open(p, "w").write("2 Q0 a 1 0.5 x\\n1 Q0 b 2 -1e-3 y\\n")
+    ...     t = read_table(p, run=True)
+    >>> t.qids, t.value.tolist(), t.tag
+    (['1', '2'], [0.5, -0.001], 'y')
+    """
+    what = (
+        "a TREC run (qid iter docno rank score tag)" if run else "TREC qrels (qid iter docno rel)"
+    )
+    names = RUN_FIELDS if run else QRELS_FIELDS
+    source, data = _read_bytes(path, what)
+    out = trec_scan.scan(data, run, MAX_LINE_BYTES)
+    group, gstart, glen, dstart, dlen, value, line, slow, info = out
+    if info[2]:
+        _scan_error(info, source, what, names)
+    n, groups = int(info[0]), int(info[1])
+    if info[7]:
+        _check_utf8(data, source, what)
+    if n == 0:
+        empty = "retrieved document" if run else "judgement"
+        raise UserError(f"holds no {empty}; expected {what} lines", source=source)
+    value = value[:n]
+    if run:
+        _slow_scores(data, value, slow[:n], source)
+    raw = data.tobytes() if groups < 4096 else None
+    names_of = [
+        (raw[s : s + ln] if raw is not None else data[s : s + ln].tobytes())
+        for s, ln in zip(gstart[:groups].tolist(), glen[:groups].tolist(), strict=True)
+    ]
+    unique = sorted(set(names_of))
+    rank = {q: i for i, q in enumerate(unique)}
+    group_q = np.array([rank[q] for q in names_of], np.int64)
+    rec_q = group_q[group[:n]]
+    counts = np.bincount(rec_q, minlength=len(unique))
+    stop = np.cumsum(counts)
+    start = stop - counts
+    if groups == len(unique) and np.all(group_q == np.arange(groups)):
+        order = np.arange(n, dtype=np.int64)
+    else:
+        order = np.argsort(rec_q, kind="stable")
+    twice = trec_scan.sort_by_docno(data, dstart, dlen, order, start, stop)
+    if twice >= 0:
+        docno = data[dstart[twice] : dstart[twice] + dlen[twice]].tobytes()
+        qid = unique[int(rec_q[twice])]
+        done = "retrieved" if run else "judged"
+        raise UserError(
+            f"line {int(line[twice])}: docno {docno.decode('utf-8')[:80]!r} is {done} twice "
+            f"for qid {qid.decode('utf-8')[:80]!r}; expected one line per document and query",
+            source=source,
+        )
+    tag = data[info[5] : info[5] + info[6]].tobytes().decode("utf-8") if run else ""
+    return TrecTable(
+        data=data,
+        doc_start=dstart[:n],
+        doc_len=dlen[:n],
+        value=value,
+        line=line[:n],
+        qids=[q.decode("utf-8") for q in unique],
+        start=start,
+        stop=stop,
+        order=order,
+        tag=tag,
+    )
+
+
+def _as_dicts(table: TrecTable) -> dict[str, dict[str, float]]:
+    raw = table.data.tobytes()
+    out: dict[str, dict[str, float]] = {}
+    for i, qid in enumerate(table.qids):
+        records = range(int(table.start[i]), int(table.stop[i]))
+        query: dict[str, float] = {}
+        for r in records:
+            k = int(table.order[r])
+            s = int(table.doc_start[k])
+            query[raw[s : s + int(table.doc_len[k])].decode("utf-8")] = float(table.value[k])
+        out[qid] = query
+    return out
+
+
 def load_qrels(path: str | Path) -> Qrels:
-    """Read a qrels file (see the module docstring), or a :class:`UserError`.
+    """Read a qrels file (see the module docstring) as dictionaries, or a :class:`UserError`.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as d:
@@ -172,28 +244,14 @@ def load_qrels(path: str | Path) -> Qrels:
     ...     load_qrels(p).judged
     {'1': {'a': 2, 'b': 0}, '2': {'a': -1}}
     """
-    what = "TREC qrels (qid iter docno rel)"
-    source, f = _open(path, what)
-    judged: dict[str, dict[str, int]] = {}
-    with f:
-        for number, fields in _lines(f, source, what):
-            _fields(fields, QRELS_FIELDS, number, source, "301 0 FR940202-2-00150 1")
-            qid, _, docno, rel = fields
-            query = judged.setdefault(qid, {})
-            if docno in query:
-                raise UserError(
-                    f"line {number}: docno {docno[:80]!r} is judged twice for qid "
-                    f"{qid[:80]!r}; expected one judgement per document and query",
-                    source=source,
-                )
-            query[docno] = _integer(rel, "rel", number, source)
-    if not judged:
-        raise UserError(f"holds no judgement; expected {what} lines", source=source)
+    table = read_table(path, run=False)
+    judged = {q: {d: int(v) for d, v in docs.items()} for q, docs in _as_dicts(table).items()}
     return Qrels(judged)
 
 
 def load_run(path: str | Path) -> Run:
-    """Read a TREC run file (see the module docstring), or a :class:`UserError`.
+    """Read a TREC run file (see the module docstring) as dictionaries, or a
+    :class:`UserError`.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as d:
@@ -202,26 +260,49 @@ def load_run(path: str | Path) -> Run:
     ...     load_run(p)
     Run(run_id='bm25', scores={'1': {'a': 0.5, 'b': -0.001}})
     """
-    what = "a TREC run (qid iter docno rank score tag)"
-    source, f = _open(path, what)
-    scores: dict[str, dict[str, float]] = {}
-    run_id: str | None = None
-    with f:
-        for number, fields in _lines(f, source, what):
-            _fields(
-                fields, RUN_FIELDS, number, source, "301 Q0 FR940202-2-00150 1 2.13 bm25", more=True
-            )
-            qid, _, docno, rank, score, tag = fields[:6]
-            _integer(rank, "rank", number, source)
-            query = scores.setdefault(qid, {})
-            if docno in query:
-                raise UserError(
-                    f"line {number}: docno {docno[:80]!r} is retrieved twice for qid "
-                    f"{qid[:80]!r}; expected each document at most once per query",
-                    source=source,
-                )
-            query[docno] = _score(score, number, source)
-            run_id = tag if run_id is None else run_id
-    if run_id is None:
-        raise UserError(f"holds no retrieved document; expected {what} lines", source=source)
-    return Run(run_id, scores)
+    table = read_table(path, run=True)
+    return Run(table.tag, _as_dicts(table))
+
+
+def table_from_dicts(
+    queries: dict[str, dict[str, float]] | dict[str, dict[str, int]], tag: str = ""
+) -> TrecTable:
+    """A :class:`TrecTable` of in-memory judgements or scores (docnos joined in one buffer).
+
+    >>> table_from_dicts({"2": {"a": 1.0}, "1": {"bb": 0.5}}).qids
+    ['1', '2']
+    """
+    qids = sorted(queries, key=lambda q: q.encode("utf-8"))
+    chunks: list[bytes] = []
+    starts: list[int] = []
+    lens: list[int] = []
+    values: list[float] = []
+    counts: list[int] = []
+    offset = 0
+    for qid in qids:
+        counts.append(len(queries[qid]))
+        for docno, number in queries[qid].items():
+            raw = docno.encode("utf-8")
+            chunks.append(raw)
+            starts.append(offset)
+            lens.append(len(raw))
+            values.append(float(number))
+            offset += len(raw)
+    data = np.frombuffer(b"".join(chunks) or b" ", np.uint8)
+    stop = np.cumsum(np.array(counts, np.int64))
+    start = stop - np.array(counts, np.int64)
+    doc_start, doc_len = np.array(starts, np.int64), np.array(lens, np.int32)
+    order = np.arange(len(values), dtype=np.int64)
+    trec_scan.sort_by_docno(data, doc_start, doc_len, order, start, stop)
+    return TrecTable(
+        data=data,
+        doc_start=doc_start,
+        doc_len=doc_len,
+        value=np.array(values, np.float64),
+        line=np.arange(1, len(values) + 1, dtype=np.int32),
+        qids=qids,
+        start=start,
+        stop=stop,
+        order=order,
+        tag=tag,
+    )

@@ -1,63 +1,596 @@
 """trec_eval's measures over TREC runs and qrels, with its conventions, and their tie bounds.
 
-One query is evaluated from its **ranked list**: the judged level of every retrieved document in
-rank order (``-1`` for a document the qrels do not judge, which is never relevant and has no
-gain), the number ``R`` of its relevant documents (judged level ``>= level``, retrieved or
-not: an unretrieved relevant document counts as never found) and the **ideal gains** (every
-positive judged level, descending) for nDCG. Binary measures use ``rel >= level``; nDCG uses
-the judged level itself as the gain, whatever ``level`` is (trec_eval does the same).
+One query is evaluated from its **ranked list**: the judged level of every retrieved document
+in rank order (``-1``: not in the qrels, "not in the pool"; ``-2``: in the qrels with a
+negative level, "in the pool, unjudged"), the judged counts per level ``>= 0`` (retrieved or
+not) and ``R``, the number judged at ``>= level`` (``-l``). Binary measures count a rank as
+relevant when its level ``>= level``; gain measures use the level as the gain unless ``-m
+NAME.level=gain,...`` gives others (trec_eval's ``setup_gains``). Every measure family of
+trec_eval 10 that reads qrels and a TREC run is here: :data:`MEASURES` gives each one's
+formula (``doc``) in trec_eval's printing order; the kernels are in
+:mod:`audiorepro.metrics.trec_kernels`.
 
-Order (:func:`rank_query`): trec_eval's rule is score descending, then docno descending
-(byte order); the run file's ``rank`` column is ignored. ``max_ret`` (trec_eval's ``-M``)
-keeps the first documents of that order. Tie bounds replace the docno rule among equal scores
-by "higher gain first, then relevant first" (``optimistic``: every measure here is then at its
-highest over all orders of the tied documents) or the reverse (``pessimistic``: its lowest);
-docno descending still orders what remains tied. The bounds are taken before ``max_ret``, so a
-tie that straddles the cut counts at its best and worst.
+Order: score descending, then docno descending (byte order); the run's ``rank`` column is
+ignored. ``max_ret`` (``-M``) keeps the first documents of that order, then ``judged_only``
+(``-J``) drops the documents not judged (level < 0). **Tie bounds** replace the docno rule
+among equal scores by "higher gain first, then relevant first" (``optimistic``) or the reverse
+(``pessimistic``); docno descending still orders what remains tied; both are taken before
+``max_ret``. For every measure that grows when a relevant or higher-gain document moves up
+(the precision, recall, AP, reciprocal-rank, interpolated-precision, bpref, success, nDCG,
+ndcg_rel, Rndcg, binG and rbp families) the two orders give its lowest and highest value over
+every order of the ties (checked against every permutation on generated queries). ``G``,
+``unj``, ``rbp_resid``, ``infAP``, ``num_nonrel_judged_ret`` (through ``-M``) and
+``relstring`` do not: their bound columns are their values under the two orders, not bounds.
+Set measures and counts ignore order (but for
+which tied documents ``-M`` keeps). The ``average`` order gives nDCG (``ndcg``,
+``ndcg_cut``) the tie-averaged value: each rank holds the mean level of its group of equal
+scores (the mean of nDCG over every order of the ties, McSherry and Najork).
 
-The ``average`` order keeps trec_eval's order and gives nDCG the **tie-averaged** value
-(scikit-learn's ``ndcg_score``, after McSherry and Najork): every retrieved document of a
-group of equal scores gets the mean gain of its group, so the value is the mean of nDCG over
-every order of the tied documents, between the two bounds. The mean is over the whole group
-before ``max_ret``, so a group that straddles the cut counts its mean gain at the kept ranks.
-The binary measures read the trec order under it (only nDCG has a tie-averaged value here).
-
-A query whose judgements are all negative has no relevant document and no gain: every measure
-is 0 (trec_eval leaves that case undefined: it reuses the previous query's count of levels).
+Queries: every qrels query the run retrieves for (``complete``, ``-c``: every qrels query, one
+the run lacks evaluated as trec_eval does, with one unjudged stand-in document, then
+``num_ret``, ``utility``, ``unj``, ``rbp_resid`` and ``relstring`` cleared). Differences from
+trec_eval 10, kept on purpose: a qrels query the run does not retrieve for is skipped without
+``-c`` (trec_eval 10 exits with "result qid not found in qrels"); a query whose judgements are
+all negative has no levels (trec_eval reuses the previous query's count of levels); gains
+tied after C's truncation of their difference are sorted stably.
 
 Floating-point sums run in rank order (and in query order for means), as trec_eval's do, so
-every value is the same double as trec_eval's (checked against pytrec_eval, which compiles
-trec_eval's code). The definitions are written from trec_eval's documentation and its test
-outputs; no code is taken from it.
+every value is the same double as trec_eval's. The definitions are written from trec_eval's
+documentation and sources read as a specification; no code is taken from it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.formats.trec import Qrels, Run
+from audiorepro.formats.trec import Qrels, Run, TrecTable, table_from_dicts
+from audiorepro.metrics import trec_kernels as tk
+
+Array = npt.NDArray[Any]
 
 Order = Literal["trec", "optimistic", "pessimistic", "average"]
 ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic", "average")
+ORDER_CODE = {"trec": 0, "pessimistic": 1, "optimistic": 2, "average": 3}
 #: trec_eval's default cutoffs.
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 SUCCESS_CUTOFFS = (1, 5, 10)
+RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+R_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+Params = Literal["none", "cut", "fraction", "values", "pairs"]
 
 
 @dataclass(frozen=True)
-class Ranked:
-    """One query's ranked list: levels in rank order, ``R`` and the ideal gains; under the
-    ``average`` order also each rank's tie-averaged gain (the mean gain of its tie group)."""
+class TrecMeasure:
+    """A trec_eval measure: name, kernel code, parameter kind (``cut``: integer cutoffs,
+    one value each, ``NAME_k``; ``fraction``: real cutoffs, ``NAME_%3.2f``; ``values``: real
+    parameters of one value; ``pairs``: ``level=gain`` or ``p=persistence``), defaults,
+    whether it is a count (printed as an integer; ``all`` is the sum), geometric (``all`` is
+    the geometric mean, no per-query line) and its formula."""
 
-    rels: tuple[int, ...]
-    num_rel: int
-    ideal: tuple[int, ...]
-    level: int = 1
-    averaged: tuple[float, ...] | None = None
+    name: str
+    kind: int
+    params: Params = "none"
+    defaults: tuple[float, ...] = ()
+    count: bool = False
+    geometric: bool = False
+    doc: str = ""
+
+
+def _m(
+    name: str,
+    kind: int,
+    doc: str,
+    params: Params = "none",
+    defaults: Sequence[float] = (),
+    **flags: bool,
+) -> TrecMeasure:
+    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, **flags)
+
+
+#: Every measure in trec_eval's printing order (``runid`` and ``num_q`` print on ``all`` only).
+MEASURES: tuple[TrecMeasure, ...] = (
+    _m("runid", -1, "the tag of the run's last line"),
+    _m("num_q", -2, "queries evaluated", count=True),
+    _m("num_ret", tk.NUM_RET, "n: documents ranked", count=True),
+    _m("num_rel", tk.NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)", count=True),
+    _m("num_rel_ret", tk.NUM_REL_RET, "relevant ranked", count=True),
+    _m("map", tk.MAP, "sum over relevant ranks i of (relevant in 1..i)/i, over R; 0 if none"),
+    _m("gm_map", tk.GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)", geometric=True),
+    _m("Rprec", tk.RPREC, "relevant in the first R, over R"),
+    _m(
+        "bpref",
+        tk.BPREF,
+        "sum over relevant judged ranks of 1 - min(nonrel above, R) / "
+        "min(judged nonrel, R) (1 when none above), over R",
+    ),
+    _m("recip_rank", tk.RECIP_RANK, "1 / the first relevant rank"),
+    _m(
+        "iprec_at_recall",
+        tk.IPREC,
+        "max precision at or after the rank where round(x R) relevant are found",
+        "fraction",
+        RECALL_POINTS,
+    ),
+    _m("P", tk.P, "relevant in the first k, over k", "cut", CUTOFFS),
+    _m(
+        "relstring",
+        tk.RELSTRING,
+        "levels of the first N ranks ('-' not judged, '.' negative, '>' above 9), per query only",
+        "values",
+        (10.0,),
+    ),
+    _m("recall", tk.RECALL, "relevant in the first k, over R", "cut", CUTOFFS),
+    _m("infAP", tk.INFAP, "inferred AP (Yilmaz and Aslam) from sampled judgements"),
+    _m("gm_bpref", tk.GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)", geometric=True),
+    _m(
+        "Rprec_mult",
+        tk.RPREC_MULT,
+        "precision at int(x R + 0.9) documents",
+        "fraction",
+        R_MULTIPLES,
+    ),
+    _m(
+        "utility",
+        tk.UTILITY,
+        "p1 relret + p2 (n - relret) + p3 (R - relret) + p4 (N + relret - n - R)",
+        "values",
+        (1.0, -1.0, 0.0, 0.0),
+    ),
+    _m(
+        "11pt_avg",
+        tk.PT11,
+        "mean of iprec_at_recall over the given points",
+        "values",
+        RECALL_POINTS,
+    ),
+    _m("binG", tk.BING, "sum over relevant ranks i of 1/log2(i + 2 - relevant so far), over R"),
+    _m(
+        "G",
+        tk.G,
+        "gain over log2(2 + ideal cost so far - gain so far), over the ideal gain",
+        "pairs",
+    ),
+    _m("dcg", tk.DCG, "sum of gain_i / log2(i + 1)", "pairs"),
+    _m("ideal_dcg", tk.IDEAL_DCG, "dcg of the gains sorted descending", "pairs"),
+    _m("ndcg", tk.NDCG, "dcg / ideal_dcg", "pairs"),
+    _m(
+        "ndcg_rel", tk.NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)", "pairs"
+    ),
+    _m("Rndcg", tk.RNDCG, "mean of ndcg where the ideal gain changes", "pairs"),
+    _m("ndcg_cut", tk.NDCG_CUT, "ndcg of the first k ranks, levels as gains", "cut", CUTOFFS),
+    _m("map_cut", tk.MAP_CUT, "map of the first k ranks (still over R)", "cut", CUTOFFS),
+    _m("relative_P", tk.RELATIVE_P, "relevant in the first k, over min(k, R)", "cut", CUTOFFS),
+    _m("success", tk.SUCCESS, "1 if a relevant rank is in the first k", "cut", SUCCESS_CUTOFFS),
+    _m("set_P", tk.SET_P, "relret / n"),
+    _m("set_relative_P", tk.SET_RELATIVE_P, "relret / min(n, R)"),
+    _m("set_recall", tk.SET_RECALL, "relret / R"),
+    _m("set_map", tk.SET_MAP, "relret^2 / (n R)"),
+    _m("set_F", tk.SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values", (1.0,)),
+    _m(
+        "num_nonrel_judged_ret",
+        tk.NUM_NONREL_JUDGED_RET,
+        "judged, not relevant, ranked",
+        count=True,
+    ),
+    _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
+    _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
+    _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
+)
+BY_NAME = {m.name: m for m in MEASURES}
+NICKNAMES: dict[str, tuple[str, ...]] = {
+    "official": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+    ),
+    "all_trec": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+        "relstring",
+        "recall",
+        "unj",
+        "rbp",
+        "rbp_resid",
+        "infAP",
+        "gm_bpref",
+        "utility",
+        "11pt_avg",
+        "ndcg",
+        "relative_P",
+        "Rprec_mult",
+        "success",
+        "map_cut",
+        "ndcg_cut",
+        "ndcg_rel",
+        "Rndcg",
+        "binG",
+        "G",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
+    ),
+    "set": (
+        "runid",
+        "num_q",
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "utility",
+        "set_P",
+        "set_recall",
+        "set_relative_P",
+        "set_map",
+        "set_F",
+    ),
+}
+OFFICIAL = NICKNAMES["official"]
+
+
+def c_atol(text: str) -> int:
+    """C ``atol`` (ASCII): leading blanks, a sign, digits up to the first other character.
+
+    >>> c_atol("23.4"), c_atol(" -7x"), c_atol("x")
+    (23, -7, 0)
+    """
+    s = text.lstrip(" \t\n\v\f\r")
+    sign = -1 if s[:1] == "-" else 1
+    s = s[1:] if s[:1] in "+-" and s else s
+    digits = ""
+    for ch in s:
+        if not ("0" <= ch <= "9"):
+            break
+        digits += ch
+    return sign * int(digits) if digits else 0
+
+
+def c_atof(text: str) -> float:
+    """C ``atof`` (ASCII decimals): the longest leading decimal number, 0 if none.
+
+    >>> c_atof(".25"), c_atof("-1e-1x"), c_atof("p")
+    (0.25, -0.1, 0.0)
+    """
+    import re
+
+    match = re.match(r"[ \t\n\v\f\r]*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)", text)
+    return float(match.group(1)) if match else 0.0
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A measure to compute: its parameters (cutoffs ascending; pairs as ``(is_level or 2
+    for p, level, value)`` rows) and the names of its values in printing order."""
+
+    measure: TrecMeasure
+    values: tuple[float, ...]
+    pairs: tuple[tuple[float, float, float], ...]
+    names: tuple[str, ...]
+
+
+def _parameters(measure: TrecMeasure, text: str | None, spec: str) -> Chosen:
+    name = measure.name
+    if measure.params == "none" or (text is None and measure.params == "pairs"):
+        return Chosen(measure, (), (), (name,))
+    if text is None:
+        values = measure.defaults
+        text_out = None
+    else:
+        pieces = text.split(",")
+        if measure.params == "pairs":
+            return _pairs(measure, text, pieces, spec)
+        values = tuple(float(c_atol(p)) if measure.params == "cut" else c_atof(p) for p in pieces)
+        text_out = text
+    if measure.params in ("cut", "fraction"):
+        values = tuple(sorted(values))
+        if measure.params == "cut" and values[0] <= 0:
+            raise UserError(f"{spec!r}: a cutoff is not positive; expected cutoffs >= 1", key="-m")
+        if len(set(values)) < len(values):
+            raise UserError(f"{spec!r}: duplicate cutoffs; expected each once", key="-m")
+        if measure.params == "cut":
+            return Chosen(measure, values, (), tuple(f"{name}_{int(v)}" for v in values))
+        width = len(name) + 9
+        return Chosen(measure, values, (), tuple(f"{name}_{v:3.2f}"[:width] for v in values))
+    if name == "utility" and len(values) != 4:
+        raise UserError(
+            f"{spec!r}: utility takes 4 coefficients; expected utility.1,-1,0,0", key="-m"
+        )
+    label = name if text_out is None else f"{name}_{text_out}"
+    return Chosen(measure, values, (), (label,))
+
+
+def _pairs(measure: TrecMeasure, text: str, pieces: list[str], spec: str) -> Chosen:
+    rows: list[tuple[float, float, float]] = []
+    for piece in pieces:
+        key, eq, value = piece.partition("=")
+        if not eq or "=" in value:
+            raise UserError(
+                f"{spec!r}: malformed pair parameters; expected {measure.name}.1=3,2=9 "
+                "(level=gain) or rbp.p=0.95",
+                key="-m",
+            )
+        body = key[1:] if key[:1] in "+-" else key
+        if body and body.isascii() and body.isdigit():
+            rows.append((1.0, float(c_atol(key)), c_atof(value)))
+        elif key == "p":
+            rows.append((2.0, 0.0, c_atof(value)))
+        else:
+            rows.append((0.0, 0.0, c_atof(value)))
+    return Chosen(measure, (), tuple(rows), (f"{measure.name}_{text}",))
+
+
+def parse_measures(specs: Sequence[str]) -> dict[str, Chosen]:
+    """``-m`` values as trec_eval reads them: ``NAME`` or a nickname (``official``,
+    ``all_trec``, ``set``) marks measures; ``NAME.params`` also records parameters, and a
+    measure takes the **first** parameters given for its name, wherever it was marked (so
+    ``-m all_trec -m P.5`` prints ``P_5`` alone). Integer cutoffs are read by ``atol``
+    (``ndcg_cut.23.4`` is 23), sorted, and must be positive and distinct. No ``-m``:
+    ``official``.
+
+    >>> list(parse_measures(["map", "P.10,5", "P.7"])["P"].names)
+    ['P_5', 'P_10']
+    >>> parse_measures([])["iprec_at_recall"].names[:2]
+    ('iprec_at_recall_0.00', 'iprec_at_recall_0.10')
+    """
+    marked: set[str] = set()
+    first: dict[str, str] = {}
+    for spec in specs or ["official"]:
+        name, dot, params = spec.partition(".")
+        if dot and name in NICKNAMES:  # a set takes no parameters (trec_eval names no member)
+            raise UserError(
+                f"{name!r} is a set of measures and takes no parameters (got {spec!r}); "
+                f"expected {name} alone, or a measure of it with its own, e.g. P.5",
+                key="-m",
+            )
+        if dot:
+            if not params:
+                raise UserError(f"{spec!r}: empty parameters; expected e.g. P.5,10", key="-m")
+            first.setdefault(name, params)
+        names = NICKNAMES.get(name, (name,))
+        for one in names:
+            if one not in BY_NAME:
+                raise UserError(
+                    f"unknown measure {spec!r}; expected official, all_trec, set or one of "
+                    + ", ".join(BY_NAME),
+                    key="-m",
+                )
+            marked.add(one)
+    return {
+        m.name: _parameters(m, first.get(m.name), f"{m.name}.{first.get(m.name)}")
+        for m in MEASURES
+        if m.name in marked
+    }
+
+
+@dataclass
+class Evaluation:
+    """Values per query (``values[q, j]``: query ``qids[q]``, value ``names[j]``) and for
+    ``all``, the relstring of each query, and which values are counts or geometric."""
+
+    run_id: str
+    qids: list[str]
+    names: list[str]
+    measure_of: list[str]
+    values: Array
+    summary: list[float]
+    relstrings: list[str] = field(default_factory=list)
+    counts: frozenset[str] = frozenset()
+
+    @cached_property
+    def queries(self) -> dict[str, dict[str, float]]:
+        """``{qid: {name: value}}`` (no ``num_q``, ``gm_*`` or ``relstring``)."""
+        per = [j for j, m in enumerate(self.measure_of) if _per_query(m)]
+        return {
+            q: {self.names[j]: _num(self.values[i, j], self.names[j] in self.counts) for j in per}
+            for i, q in enumerate(self.qids)
+        }
+
+    @cached_property
+    def all(self) -> dict[str, float]:
+        """``{name: value}`` of the ``all`` line (no ``relstring``)."""
+        return {
+            n: _num(v, n in self.counts)
+            for n, m, v in zip(self.names, self.measure_of, self.summary, strict=True)
+            if m != "relstring"
+        }
+
+
+def _per_query(measure: str) -> bool:
+    return measure not in ("num_q", "gm_map", "gm_bpref", "relstring", "runid")
+
+
+def _num(value: float, count: bool) -> float:
+    return int(value) if count else float(value)
+
+
+def _plan(
+    chosen: dict[str, Chosen],
+) -> tuple[Array, Array, Array, list[str], list[str]]:
+    rows: list[list[int]] = []
+    params: list[float] = []
+    pairs: list[tuple[float, float, float]] = []
+    names: list[str] = []
+    owners: list[str] = []
+    for c in chosen.values():
+        kind = c.measure.kind
+        if kind < 0:
+            names.append(c.measure.name)
+            owners.append(c.measure.name)
+            continue
+        if c.measure.params == "pairs":
+            rows.append([kind, len(pairs), len(pairs) + len(c.pairs), len(names)])
+            pairs.extend(c.pairs)
+        else:
+            rows.append([kind, len(params), len(params) + len(c.values), len(names)])
+            params.extend(c.values)
+        names.extend(c.names)
+        owners.extend([c.measure.name] * len(c.names))
+    plan = np.array(rows, np.int64).reshape(-1, 4)
+    pair_array = np.array(pairs, np.float64).reshape(-1, 3)
+    return plan, np.array(params, np.float64), pair_array, names, owners
+
+
+def _table(data: Qrels | Run | TrecTable) -> TrecTable:
+    if isinstance(data, Qrels):
+        return table_from_dicts(data.judged)
+    if isinstance(data, Run):
+        return table_from_dicts(data.scores, data.run_id)
+    return data
+
+
+def _pairing(
+    qrels: TrecTable, run: TrecTable, complete: bool, only: str | None
+) -> tuple[Array, Array, list[str]]:
+    in_run = {q: i for i, q in enumerate(run.qids)}
+    run_of, qrels_of, qids = [], [], []
+    for i, q in enumerate(qrels.qids):
+        if (only is not None and q != only) or (q not in in_run and not complete):
+            continue
+        run_of.append(in_run.get(q, -1))
+        qrels_of.append(i)
+        qids.append(q)
+    return np.array(run_of, np.int64), np.array(qrels_of, np.int64), qids
+
+
+def evaluate(
+    qrels: Qrels | TrecTable,
+    run: Run | TrecTable,
+    *,
+    measures: dict[str, Chosen],
+    level: int = 1,
+    max_ret: int | None = None,
+    complete: bool = False,
+    order: Order = "trec",
+    judged_only: bool = False,
+    num_docs: int = 0,
+    only_query: str | None = None,
+    zscores: dict[tuple[str, str], tuple[float, float]] | None = None,
+) -> Evaluation:
+    """trec_eval's evaluation: every query of the qrels that the run retrieved for (with
+    ``complete``, every query of the qrels), in qid (byte) order; queries of the run without
+    judgements are ignored. ``all`` is the sum of a count, the geometric mean of ``gm_*`` and
+    the mean of any other value over those queries (``zscores``: trec_eval's ``-Z``, each
+    query's value replaced by ``(value - mean) / sd`` before).
+
+    >>> qrels = Qrels({"1": {"a": 1, "b": 0}, "2": {"c": 1}})
+    >>> run = Run("r", {"1": {"a": 0.1, "b": 0.9}, "3": {"x": 1.0}})
+    >>> evaluate(qrels, run, measures=parse_measures(["num_q", "map"])).all
+    {'num_q': 1, 'map': 0.5}
+    >>> evaluate(qrels, run, measures=parse_measures(["num_q", "map"]), complete=True).all
+    {'num_q': 2, 'map': 0.25}
+    """
+    qt, rt = _table(qrels), _table(run)
+    run_of, qrels_of, qids = _pairing(qt, rt, complete, only_query)
+    if not qids:
+        raise UserError(
+            "no query of the run has judgements in the qrels; expected files of the same "
+            "queries (or -c to average over the qrels' queries)"
+        )
+    plan, params, pairs, names, owners = _plan(measures)
+    relmax = int(measures["relstring"].values[0]) if "relstring" in measures else 0
+    values, relstr, rel_len = tk.evaluate_queries(
+        rt.data,
+        rt.doc_start,
+        rt.doc_len,
+        rt.value,
+        rt.order,
+        rt.start,
+        rt.stop,
+        qt.data,
+        qt.doc_start,
+        qt.doc_len,
+        qt.value,
+        qt.order,
+        qt.start,
+        qt.stop,
+        run_of,
+        qrels_of,
+        level,
+        -1 if max_ret is None else max_ret,
+        judged_only,
+        ORDER_CODE[order],
+        plan,
+        params,
+        pairs,
+        num_docs,
+        len(names),
+        max(relmax, 0),
+    )
+    counts = frozenset(m.name for m in MEASURES if m.count)
+    if zscores is not None:
+        _to_zscores(values, qids, names, zscores)
+    summary = _summary(values, owners, qt if complete else None)
+    relstrings = [bytes(relstr[i, : rel_len[i]]).decode("ascii") for i in range(len(qids))]
+    return Evaluation(rt.tag, qids, names, owners, values, summary, relstrings, counts)
+
+
+MISSING_ZSCORE = -1000000.0
+
+
+def _to_zscores(
+    values: Array,
+    qids: list[str],
+    names: list[str],
+    table: dict[tuple[str, str], tuple[float, float]],
+) -> None:
+    known = {q for q, _ in table}
+    for i, q in enumerate(qids):
+        for j, name in enumerate(names):
+            stat = table.get((q, name)) if q in known else None
+            if stat is None:
+                values[i, j] = MISSING_ZSCORE
+            elif stat[1]:
+                values[i, j] = (values[i, j] - stat[0]) / stat[1]
+            else:
+                values[i, j] = 0.0 if values[i, j] == stat[0] else MISSING_ZSCORE
+
+
+def _summary(values: Array, owners: list[str], complete: TrecTable | None) -> list[float]:
+    n = values.shape[0]
+    out: list[float] = []
+    for j, owner in enumerate(owners):
+        column = values[:, j]
+        total = float(np.cumsum(column)[-1]) if n else 0.0
+        measure = BY_NAME[owner]
+        if owner == "num_q":
+            out.append(float(n))
+        elif owner == "num_rel" and complete is not None:
+            out.append(float(np.count_nonzero(complete.value > 0)))
+        elif measure.count or owner in ("runid", "relstring"):
+            out.append(total)
+        elif measure.geometric:
+            out.append(math.exp(total / n))
+        else:
+            out.append(total / n)
+    return out
 
 
 def rank_query(
@@ -67,341 +600,100 @@ def rank_query(
     level: int = 1,
     max_ret: int | None = None,
     order: Order = "trec",
-) -> Ranked:
-    """The ranked list of one query (see the module docstring for the order and tie bounds).
+) -> tuple[int, ...]:
+    """One query's levels in rank order (``-1``: not judged, ``-2``: judged negative), as
+    :func:`evaluate` ranks them (see the module docstring for the order and tie bounds).
 
     >>> judged = {"a": 1, "b": 0, "c": 2}
-    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged).rels
+    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged)
     (-1, 0, 1, 2)
-    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged, order="optimistic").rels
+    >>> rank_query({"a": 1.0, "b": 1.0, "z": 1.0, "c": 0.5}, judged, order="optimistic")
     (1, -1, 0, 2)
-    >>> rank_query({"a": 1.0, "b": 1.0}, judged, max_ret=1, order="pessimistic")
-    Ranked(rels=(0,), num_rel=2, ideal=(2, 1), level=1, averaged=None)
-    >>> rank_query({"a": 1.0, "b": 1.0, "c": 0.5}, judged, max_ret=1, order="average").averaged
-    (0.5,)
     """
-    levels = {d: judged.get(d, -1) for d in scores}
-    docs = sorted(scores, reverse=True)  # docno descending: the last tie-break
-    if order in ("optimistic", "pessimistic"):
-        sign = -1 if order == "optimistic" else 1
-        docs.sort(key=lambda d: (sign * max(levels[d], 0), sign * (levels[d] >= level)))
-    docs.sort(key=lambda d: -scores[d])  # stable: ties keep the order above
-    averaged = _tie_averaged_gains(docs, scores, levels) if order == "average" else None
-    if max_ret is not None:
-        docs = docs[:max_ret]
-    judged_levels = [v for v in judged.values() if v >= 0]
-    return Ranked(
-        rels=tuple(levels[d] if levels[d] >= 0 else -1 for d in docs),
-        num_rel=sum(v >= level for v in judged_levels),
-        ideal=tuple(sorted((v for v in judged_levels if v > 0), reverse=True)),
-        level=level,
-        averaged=None if averaged is None else tuple(averaged[: len(docs)]),
+    run, qrels = table_from_dicts({"q": scores}), table_from_dicts({"q": judged})
+    qrel = qrels.value.astype(np.int64)
+    rels, _ = tk.rank_levels(
+        run.data,
+        run.doc_start,
+        run.doc_len,
+        run.value,
+        run.order,
+        qrels.data,
+        qrels.doc_start,
+        qrels.doc_len,
+        qrel,
+        qrels.order,
+        level,
+        ORDER_CODE[order],
     )
+    return tuple(int(r) for r in rels[:max_ret])
 
 
-def _tie_averaged_gains(
-    docs: list[str], scores: dict[str, float], levels: dict[str, int]
-) -> list[float]:
-    """Each ranked document's mean gain over its group of equal scores (in rank order)."""
-    out: list[float] = []
-    start = 0
-    while start < len(docs):
-        stop = start
-        while stop < len(docs) and scores[docs[stop]] == scores[docs[start]]:
-            stop += 1
-        total = sum(max(levels[d], 0) for d in docs[start:stop])
-        out += [total / (stop - start)] * (stop - start)
-        start = stop
-    return out
+def one_query(
+    spec: str, rels: Sequence[int], judged: Sequence[int], *, level: int = 1, num_docs: int = 0
+) -> dict[str, float | str]:
+    """The values of one ``-m`` spec for one query given as its ranked levels ``rels`` (-1:
+    not judged, -2: judged negative) and every judged level ``judged`` of the query (retrieved
+    or not): each family's worked example. Ranks: 1 relevant (level 2), 2 not relevant, 3 not
+    judged, 4 relevant (level 1); judged: those three plus an unretrieved level 3, so R = 3.
 
-
-def _relevant(q: Ranked) -> list[bool]:
-    return [r >= q.level for r in q.rels]
-
-
-def num_rel_ret(q: Ranked) -> int:
-    """Relevant documents retrieved: ``|{i : rel_i >= level}|``. Ties matter only through
-    ``max_ret`` (which tied documents make the cut).
-
-    >>> num_rel_ret(Ranked((1, -1, 0, 2), num_rel=3, ideal=(2, 1, 1)))
-    2
+    >>> r, j = [2, 0, -1, 1], [2, 0, 1, 3]
+    >>> one_query("map", r, j)  # (1/1 + 2/4) / 3
+    {'map': 0.5}
+    >>> one_query("P.2,4", r, j), one_query("recall.4", r, j), one_query("Rprec", r, j)
+    ({'P_2': 0.5, 'P_4': 0.5}, {'recall_4': 0.6666666666666666}, {'Rprec': 0.3333333333333333})
+    >>> one_query("relative_P.2", r, j), one_query("success.1", r, j)  # 1/min(2, R)
+    ({'relative_P_2': 0.5}, {'success_1': 1.0})
+    >>> one_query("map_cut.2", r, j), one_query("recip_rank", r, j)
+    ({'map_cut_2': 0.3333333333333333}, {'recip_rank': 1.0})
+    >>> one_query("bpref", r, j)  # rank 1: 1; rank 4: 1 - min(1, 3)/min(1, 3)
+    {'bpref': 0.3333333333333333}
+    >>> one_query("infAP", r, j)  # (1 + 1/4 + 3/4 * 2/3 * (1 + e)/(1 + 1 + 2e)) / 3
+    {'infAP': 0.5}
+    >>> one_query("iprec_at_recall.0,.5,1", r, j)  # max precision at or after round(xR) found
+    {'iprec_at_recall_0.00': 1.0, 'iprec_at_recall_0.50': 0.5, 'iprec_at_recall_1.00': 0.0}
+    >>> one_query("11pt_avg.0,.5", r, j), one_query("Rprec_mult.1", r, j)
+    ({'11pt_avg_0,.5': 0.75}, {'Rprec_mult_1.00': 0.3333333333333333})
+    >>> one_query("utility.1,-1,0,0", r, j), one_query("binG", r, j)  # binG: (1 + 1/2) / 3
+    ({'utility_1,-1,0,0': 0.0}, {'binG': 0.5})
+    >>> one_query("ndcg", r, j)  # (2 + 1/log2 5) / (3 + 2/log2 3 + 1/log2 4)
+    {'ndcg': 0.5104469282277887}
+    >>> # level 1's gain 5: (2 + 5/log2 5) / (5 + 3/log2 3 + 2/log2 4); ndcg_cut_1: 2 / 3
+    >>> one_query("ndcg.1=5", r, j), one_query("ndcg_cut.1", r, j)
+    ({'ndcg_1=5': 0.5262249698012391}, {'ndcg_cut_1': 0.6666666666666666})
+    >>> one_query("dcg", r, j), one_query("ideal_dcg", r, j)
+    ({'dcg': 2.430676558073393}, {'ideal_dcg': 4.7618595071429155})
+    >>> one_query("G", r, j), one_query("ndcg_rel", r, j), one_query("Rndcg", r, j)
+    ({'G': 0.2747853857295761}, {'ndcg_rel': 0.5625201743740814}, {'Rndcg': 0.5186497947324504})
+    >>> one_query("set_P", r, j), one_query("set_recall", r, j), one_query("set_map", r, j)
+    ({'set_P': 0.5}, {'set_recall': 0.6666666666666666}, {'set_map': 0.3333333333333333})
+    >>> one_query("set_relative_P", r, j), one_query("set_F", r, j)
+    ({'set_relative_P': 0.6666666666666666}, {'set_F': 0.5714285714285715})
+    >>> one_query("num_nonrel_judged_ret", r, j), one_query("unj.2,4", r, j)
+    ({'num_nonrel_judged_ret': 1}, {'unj_2': 0.0, 'unj_4': 0.25})
+    >>> # rbp: 0.1 (2/3 + 1/3 0.9^3), gains scaled by 1/3; rbp_resid: 0.9^4 + 0.1 0.9^2
+    >>> one_query("rbp", r, j), one_query("rbp_resid", r, j)
+    ({'rbp': 0.09096666666666664}, {'rbp_resid': 0.7371000000000001})
+    >>> one_query("relstring", r, j), one_query("gm_map", r, j)
+    ({'relstring': "'20-1'"}, {'gm_map': -0.6931471805599453})
     """
-    return sum(_relevant(q))
-
-
-def average_precision(q: Ranked) -> float:
-    """``map``: ``sum_{i relevant} P@i / R``, 0 when ``R = 0``; unretrieved relevant documents
-    add 0. Tie policy: the order of :func:`rank_query` (docno, or a bound).
-
-    >>> average_precision(Ranked((1, 0, 1), num_rel=3, ideal=(1, 1, 1)))  # (1 + 2/3) / 3
-    0.5555555555555555
-    """
-    total, found = 0.0, 0
-    for i, rel in enumerate(_relevant(q)):
-        if rel:
-            found += 1
-            total += found / (i + 1)
-    return total / q.num_rel if found else 0.0
-
-
-def average_precision_at(q: Ranked, k: int) -> float:
-    """``map_cut_k``: ``sum_{i <= k relevant} P@i / R`` (divided by all of ``R``, not
-    ``min(k, R)``), 0 when ``R = 0``. Tie policy: as :func:`average_precision`.
-
-    >>> average_precision_at(Ranked((0, 1, 1), num_rel=2, ideal=(1, 1)), 2)  # (1/2) / 2
-    0.25
-    """
-    return average_precision(Ranked(q.rels[:k], q.num_rel, q.ideal, q.level))
-
-
-def r_precision(q: Ranked) -> float:
-    """``Rprec``: relevant documents among the first ``R`` retrieved, over ``R``; 0 when
-    ``R = 0`` or nothing is retrieved. Tie policy: as :func:`average_precision`.
-
-    >>> r_precision(Ranked((1, 0, 1), num_rel=2, ideal=(1, 1)))
-    0.5
-    """
-    if min(q.num_rel, len(q.rels)) == 0:
-        return 0.0
-    return sum(_relevant(q)[: q.num_rel]) / q.num_rel
-
-
-def reciprocal_rank(q: Ranked) -> float:
-    """``recip_rank``: ``1 / i`` for the first relevant rank ``i``, 0 if none is retrieved.
-    Tie policy: as :func:`average_precision`.
-
-    >>> reciprocal_rank(Ranked((0, -1, 3), num_rel=1, ideal=(3,)))
-    0.3333333333333333
-    """
-    for i, rel in enumerate(_relevant(q)):
-        if rel:
-            return 1.0 / (i + 1)
-    return 0.0
-
-
-def precision_at(q: Ranked, k: int) -> float:
-    """``P_k``: relevant documents among the first ``k`` over ``k`` (over ``k`` even when fewer
-    are retrieved). Tie policy: as :func:`average_precision`.
-
-    >>> precision_at(Ranked((1, 0), num_rel=4, ideal=(1, 1, 1, 1)), 5)
-    0.2
-    """
-    return sum(_relevant(q)[:k]) / k
-
-
-def recall_at(q: Ranked, k: int) -> float:
-    """``recall_k``: relevant documents among the first ``k`` over ``R``; 0 when ``R = 0``.
-    Tie policy: as :func:`average_precision`.
-
-    >>> recall_at(Ranked((1, 0, 1), num_rel=4, ideal=(1, 1, 1, 1)), 2)
-    0.25
-    """
-    return sum(_relevant(q)[:k]) / q.num_rel if q.num_rel else 0.0
-
-
-def success_at(q: Ranked, k: int) -> float:
-    """``success_k``: 1 if a relevant document is among the first ``k``, else 0. Tie policy:
-    as :func:`average_precision`.
-
-    >>> success_at(Ranked((0, 2), num_rel=1, ideal=(2,)), 1), success_at(Ranked((0, 2), 1, (2,)), 2)
-    (0.0, 1.0)
-    """
-    return 1.0 if any(_relevant(q)[:k]) else 0.0
-
-
-def _dcg(gains: Sequence[float]) -> float:
-    total = 0.0
-    for i, gain in enumerate(gains):
-        if gain > 0:
-            total += gain / math.log2(i + 2)
-    return total
-
-
-def ndcg(q: Ranked) -> float:
-    """``ndcg``: ``DCG / IDCG`` with ``DCG = sum_i g_i / log2(i + 1)`` over every retrieved rank
-    ``i`` (gain ``g_i`` = the judged level when positive, else 0) and ``IDCG`` the same sum over
-    the ideal gains (all positive judged levels, descending, retrieved or not); 0 when
-    ``IDCG = 0``. Tie policy: as :func:`average_precision`; the optimistic bound puts higher
-    gains first among equal scores. Under the ``average`` order (:attr:`Ranked.averaged`)
-    ``g_i`` is the mean gain of rank ``i``'s tie group: ``DCG = sum_groups mean(g) *
-    sum_{i in group} 1 / log2(i + 1)``, the mean over every order of the ties.
-
-    >>> # (1/log2(4) + 2/log2(5)) / (2/log2(2) + 1/log2(3))
-    >>> round(ndcg(Ranked((-1, 0, 1, 2), num_rel=2, ideal=(2, 1), level=1)), 4)
-    0.5174
-    >>> # a gain 1 tied with a gain 0 at ranks 1-2: (1/2) * (1 + 1/log2(3)) / 1
-    >>> round(ndcg(Ranked((0, 1), num_rel=1, ideal=(1,), averaged=(0.5, 0.5))), 4)
-    0.8155
-    """
-    ideal = _dcg(q.ideal)
-    gains = q.rels if q.averaged is None else q.averaged
-    return _dcg(gains) / ideal if ideal > 0 else 0.0
-
-
-def ndcg_at(q: Ranked, k: int) -> float:
-    """``ndcg_cut_k``: :func:`ndcg` with both sums cut after rank ``k``. Tie policy: as
-    :func:`ndcg` (the ``average`` order: tie-averaged gains, a group cut at ``k`` keeping its
-    mean gain at the ranks within).
-
-    >>> ndcg_at(Ranked((0, 2, 1), num_rel=2, ideal=(2, 1)), 1), ndcg_at(Ranked((2,), 1, (2,)), 3)
-    (0.0, 1.0)
-    >>> ndcg_at(Ranked((0, 2), num_rel=1, ideal=(2,), averaged=(1.0, 1.0)), 1)
-    0.5
-    """
-    ideal = _dcg(q.ideal[:k])
-    gains = q.rels if q.averaged is None else q.averaged
-    return _dcg(gains[:k]) / ideal if ideal > 0 else 0.0
-
-
-QueryValue = Callable[[Ranked], float]
-CutValue = Callable[[Ranked, int], float]
-
-
-@dataclass(frozen=True)
-class TrecMeasure:
-    """A trec_eval measure: its name, default cutoffs (``()``: it takes none), whether its
-    value is a count (printed as an integer, summed in ``all``) and how one query is valued."""
-
-    name: str
-    value: QueryValue | CutValue | None
-    cutoffs: tuple[int, ...] = ()
-    count: bool = False
-
-
-#: The supported measures in trec_eval's printing order (``runid`` and ``num_q`` are printed
-#: only for ``all``; their values come from the run and the number of queries).
-MEASURES: tuple[TrecMeasure, ...] = (
-    TrecMeasure("runid", None),
-    TrecMeasure("num_q", None, count=True),
-    TrecMeasure("num_ret", lambda q: len(q.rels), count=True),
-    TrecMeasure("num_rel", lambda q: q.num_rel, count=True),
-    TrecMeasure("num_rel_ret", num_rel_ret, count=True),
-    TrecMeasure("map", average_precision),
-    TrecMeasure("Rprec", r_precision),
-    TrecMeasure("recip_rank", reciprocal_rank),
-    TrecMeasure("P", precision_at, CUTOFFS),
-    TrecMeasure("recall", recall_at, CUTOFFS),
-    TrecMeasure("ndcg", ndcg),
-    TrecMeasure("ndcg_cut", ndcg_at, CUTOFFS),
-    TrecMeasure("map_cut", average_precision_at, CUTOFFS),
-    TrecMeasure("success", success_at, SUCCESS_CUTOFFS),
-)
-BY_NAME = {m.name: m for m in MEASURES}
-#: trec_eval's default set (``-m official``), as far as it is supported here.
-OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec",
-            "recip_rank", "P")  # fmt: skip
-
-
-def parse_measures(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
-    """``-m`` values to measures and cutoffs: ``NAME``, ``NAME.k1,k2`` (positive integer
-    cutoffs; repeated names join their cutoffs), ``official`` or ``all_trec`` (every supported
-    measure). No value means ``official``.
-
-    >>> parse_measures(["map", "P.10,5", "P.5"])
-    {'map': (), 'P': (5, 10)}
-    >>> parse_measures([])["P"]
-    (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-    """
-    chosen: dict[str, set[int]] = {}
-    for spec in specs or ["official"]:
-        name, dot, params = spec.partition(".")
-        if dot and name in ("official", "all_trec"):
-            raise UserError(
-                f"{spec!r}: the measure set {name!r} takes no cutoffs; expected {name}, or "
-                "cutoffs on one measure (e.g. P.5,10)",
-                key="-m",
-            )
-        names = {"official": OFFICIAL, "all_trec": tuple(BY_NAME)}.get(name, (name,))
-        for one in names:
-            _add_measure(chosen, one, params if dot else None, spec)
-    return {m.name: tuple(sorted(chosen[m.name])) for m in MEASURES if m.name in chosen}
-
-
-def _add_measure(chosen: dict[str, set[int]], name: str, params: str | None, spec: str) -> None:
-    measure = BY_NAME.get(name)
-    if measure is None:
-        raise UserError(
-            f"unknown measure {spec!r}; expected one of official, all_trec, " + ", ".join(BY_NAME),
-            key="-m",
-        )
-    if params is None:
-        chosen.setdefault(name, set()).update(measure.cutoffs)
-        return
-    if not measure.cutoffs or name != spec.partition(".")[0]:
-        raise UserError(f"measure {spec!r} takes no cutoffs; expected {name}", key="-m")
-    for text in params.split(","):
-        if not (text.isascii() and text.isdigit() and int(text) >= 1):
-            raise UserError(
-                f"cutoff {text!r} of {spec!r} is not an integer >= 1; expected e.g. {name}.5,10",
-                key="-m",
-            )
-        chosen.setdefault(name, set()).add(int(text))
-
-
-@dataclass
-class Evaluation:
-    """Values per query (sorted by qid) and for ``all``, keyed by the printed measure name."""
-
-    run_id: str
-    queries: dict[str, dict[str, float]] = field(default_factory=dict)
-    all: dict[str, float] = field(default_factory=dict)
-    counts: frozenset[str] = frozenset()
-
-
-def _query_values(q: Ranked, measures: dict[str, tuple[int, ...]]) -> dict[str, float]:
-    values: dict[str, float] = {}
-    for name, cutoffs in measures.items():
-        value = BY_NAME[name].value
-        if value is None:
-            continue
-        if cutoffs:
-            for k in cutoffs:
-                values[f"{name}_{k}"] = value(q, k)  # type: ignore[call-arg]
+    scores = {f"d{i:06d}": float(len(rels) - i) for i in range(len(rels))}
+    qrels = {d: v for d, v in zip(scores, rels, strict=True) if v != -1}
+    qrels = {d: (-1 if v == -2 else v) for d, v in qrels.items()}
+    found = [v for v in rels if v != -1]
+    rest = list(judged)
+    for v in found:
+        rest.remove(-1 if v == -2 else v)
+    qrels.update({f"u{i}": v for i, v in enumerate(rest)})
+    chosen = parse_measures([spec])
+    out = evaluate(Qrels({"q": qrels}), Run("r", {"q": scores}), measures=chosen, level=level,
+                   num_docs=num_docs)  # fmt: skip
+    values: dict[str, float | str] = {}
+    for j, name in enumerate(out.names):
+        if out.measure_of[j] == "relstring":
+            values[name] = f"'{out.relstrings[0]}'"
+        elif BY_NAME[out.measure_of[j]].geometric:
+            values[name] = float(out.values[0, j])
         else:
-            values[name] = value(q)  # type: ignore[call-arg]
+            values[name] = _num(out.values[0, j], name in out.counts)
     return values
-
-
-def evaluate(
-    qrels: Qrels,
-    run: Run,
-    *,
-    measures: dict[str, tuple[int, ...]],
-    level: int = 1,
-    max_ret: int | None = None,
-    complete: bool = False,
-    order: Order = "trec",
-) -> Evaluation:
-    """trec_eval's evaluation: every query of the qrels that the run retrieved for (with
-    ``complete``, trec_eval's ``-c``, every query of the qrels, an absent one as an empty
-    ranking), in qid order; queries of the run without judgements are ignored. ``all`` is the
-    sum of a count and the mean of any other measure over those queries.
-
-    >>> qrels = Qrels({"1": {"a": 1, "b": 0}, "2": {"c": 1}})
-    >>> run = Run("r", {"1": {"a": 0.1, "b": 0.9}, "3": {"x": 1.0}})
-    >>> evaluate(qrels, run, measures={"num_q": (), "map": ()}).all
-    {'map': 0.5, 'num_q': 1}
-    >>> evaluate(qrels, run, measures={"num_q": (), "map": ()}, complete=True).all
-    {'map': 0.25, 'num_q': 2}
-    """
-    qids = sorted(q for q in qrels.judged if complete or q in run.scores)
-    if not qids:
-        raise UserError(
-            "no query of the run has judgements in the qrels; expected files of the same "
-            "queries (or -c to average over the qrels' queries)"
-        )
-    result = Evaluation(run.run_id, counts=frozenset(m.name for m in MEASURES if m.count))
-    for qid in qids:
-        ranked = rank_query(
-            run.scores.get(qid, {}), qrels.judged[qid], level=level, max_ret=max_ret, order=order
-        )
-        result.queries[qid] = _query_values(ranked, measures)
-    names = list(result.queries[qids[0]])
-    for name in names:
-        total: float = 0 if name in result.counts else 0.0
-        for qid in qids:
-            total += result.queries[qid][name]
-        result.all[name] = total if name in result.counts else total / len(qids)
-    if "num_q" in measures:
-        result.all["num_q"] = len(qids)
-    return result

@@ -145,4 +145,174 @@ def reference_trec_eval(
     for name in names:
         values = [per_query[q][name] for q in qids]
         every[name] = sum(values) if name in COUNT_NAMES else math.fsum(values) / len(qids)
+    if complete and "num_rel" in every:  # trec_eval's -c: every judgement > 0 of the qrels
+        every["num_rel"] = sum(v > 0 for docs in judged.values() for v in docs.values())
     return {**per_query, "all": every}
+
+
+# ---- the other families of trec_eval 10 (all_trec), from their definitions ---------------
+EPS = 0.00001
+
+
+def _gains(
+    ideal_levels: list[int], pairs: dict[int, float] | None
+) -> tuple[dict[int, float], list[float]]:
+    """The gain of each level (``pairs`` override ``gain = level``) and the ideal list: every
+    judged document's gain, descending, cut at the first gain <= 0."""
+    gain = {v: float(v) for v in set(ideal_levels)}
+    gain.update(pairs or {})
+    ideal = sorted((gain.get(v, 0.0) for v in ideal_levels), reverse=True)
+    return gain, [g for g in ideal if g > 0]
+
+
+def _disc(i: int) -> float:
+    return math.log2(i + 1)  # rank i, 1-based
+
+
+def _interp(rels: list[int], level: int, big_r: int, x: float) -> float:
+    hits = [i for i, v in enumerate(rels, start=1) if v >= level]
+    c = math.floor(x * big_r + 0.5)
+    if c > len(hits):
+        return 0.0
+    first = hits[c - 1] if c >= 1 else 1
+    found = [sum(1 for h in hits if h <= j) / j for j in range(first, len(rels) + 1)]
+    return max(found) if found else 0.0
+
+
+def _bpref(rels: list[int], judged: list[int], level: int, big_r: int) -> float:
+    nonrel_total = sum(1 for v in judged if 0 <= v < level)
+    total, above = 0.0, 0
+    for v in rels:
+        if v < 0:
+            continue
+        if v < level:
+            above += 1
+        else:
+            total += 1.0 - (min(above, big_r) / min(nonrel_total, big_r) if above else 0.0)
+    return total / big_r if big_r else total
+
+
+def _infap(rels: list[int], level: int, big_r: int) -> float:
+    total = 0.0
+    rel = nonrel = pooled = 0
+    for k, v in enumerate(rels, start=1):
+        if v == -1:
+            continue
+        if v == -2:
+            pooled += 1
+        elif v < level:
+            nonrel += 1
+        else:
+            if k == 1:
+                total += 1.0
+            else:
+                judged_above = rel + nonrel + pooled
+                total += 1 / k + (k - 1) / k * (judged_above / (k - 1)) * (
+                    (rel + EPS) / (rel + nonrel + 2 * EPS)
+                )
+            rel += 1
+    return total / big_r if big_r else total
+
+
+def _g(gains: list[float], ideal: list[float]) -> float:
+    total = s_res = cost = 0.0
+    for i, g in enumerate(gains):
+        s_res += g
+        cost += max(ideal[i] if i < len(ideal) else 0.0, 1.0)
+        if g != 0:
+            total += g / math.log2(2 + cost - s_res)
+    return total / math.fsum(ideal) if ideal else 0.0
+
+
+def _ndcg_rel(gains: list[float], ideal: list[float]) -> float:
+    if not ideal:
+        return 0.0
+
+    def at(i: int) -> float:  # nDCG of the first i ranks, the ideal cut at i
+        return math.fsum(g / _disc(j) for j, g in enumerate(gains[:i], 1) if g != 0) / math.fsum(
+            g / _disc(j) for j, g in enumerate(ideal[:i], 1)
+        )
+
+    points = [at(i) for i, g in enumerate(gains, 1) if g > 0]
+    total = math.fsum(points) + (len(ideal) - len(points)) * at(max(len(gains), len(ideal)))
+    return total / len(ideal) if total > 0 else 0.0
+
+
+def _rndcg(gains: list[float], ideal: list[float], big_r: int) -> float:
+    """Mean of nDCG at each rank where the ideal gain changes (the last: where the ranking
+    ends, when it is longer than the ideal list)."""
+    if big_r == 0:
+        return 0.0
+
+    def ratio(i: int, k: int) -> float:  # the first i results over the first k ideal gains
+        best = math.fsum(g / _disc(j) for j, g in enumerate(ideal[:k], 1))
+        found = math.fsum(g / _disc(j) for j, g in enumerate(gains[:i], 1) if g != 0)
+        return found / best
+
+    points = []
+    extended = [*ideal, 0.0]
+    for p in range(1, len(extended)):
+        if extended[p] != extended[p - 1] and p <= len(gains):
+            points.append(ratio(p, p))
+        elif extended[p] != extended[p - 1]:
+            points.append(ratio(len(gains), p))
+    if len(gains) > len(ideal) + 1:
+        points.append(ratio(len(gains), len(ideal)))
+    return math.fsum(points) / len(points)
+
+
+def all_trec_values(rels: list[int], judged: list[int], *, level: int = 1) -> dict[str, float]:
+    """The families of ``-m all_trec`` not in :func:`query_values`, at trec_eval's default
+    parameters, of one query: ``rels`` its levels in rank order (-1 not judged, -2 judged
+    negative), ``judged`` every judged level of the query.
+
+    >>> v = all_trec_values([1, 0, -1, 2], [1, 0, 2, 1, 0])
+    >>> v["bpref"], v["set_P"], v["unj_5"], round(v["binG"], 4)
+    (0.5, 0.5, 0.2, 0.5)
+    """
+    big_r = sum(1 for v in judged if v >= 0 and v >= level)
+    n = len(rels)
+    relret = sum(1 for v in rels if v >= level)
+    _, ideal = _gains([v for v in judged if v >= 0], None)
+    gains = [float(v) if v > 0 else 0.0 for v in rels]
+    out: dict[str, float] = {}
+    for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        out[f"iprec_at_recall_{x:3.2f}"] = _interp(rels, level, big_r, x)
+    out["11pt_avg"] = math.fsum(out[k] for k in list(out)) / 11
+    out["bpref"] = _bpref(rels, judged, level, big_r)
+    out["infAP"] = _infap(rels, level, big_r)
+    for x in (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0):
+        c = int(x * big_r + 0.9)
+        hits = sum(1 for v in rels[:c] if v >= level)
+        out[f"Rprec_mult_{x:3.2f}"] = hits / c if c else 0.0
+    out["utility"] = relret - (n - relret)
+    hits_at = [
+        sum(1 for v in rels[:k] if v >= level) for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+    ]
+    for k, h in zip((5, 10, 15, 20, 30, 100, 200, 500, 1000), hits_at, strict=True):
+        out[f"relative_P_{k}"] = h / min(k, big_r) if big_r else 0.0
+    for k in (5, 10, 20):
+        out[f"unj_{k}"] = sum(1 for v in rels[:k] if v < 0) / k
+    seen = 0
+    bing = 0.0
+    for i, v in enumerate(rels, start=1):
+        if v >= level:
+            seen += 1
+            bing += 1 / math.log2(2 + i - seen)
+    out["binG"] = bing / big_r if seen else 0.0
+    out["G"] = _g(gains, ideal)
+    out["ndcg_rel"] = _ndcg_rel(gains, ideal)
+    out["Rndcg"] = _rndcg(gains, ideal, big_r)
+    out["set_P"] = relret / n if n else 0.0
+    out["set_recall"] = relret / big_r if big_r else 0.0
+    out["set_relative_P"] = relret / min(n, big_r) if n and big_r else 0.0
+    out["set_map"] = relret * relret / (n * big_r) if n and big_r else 0.0
+    p_set, r_set = (relret / n, relret / big_r) if relret else (0.0, 0.0)
+    out["set_F"] = 2 * p_set * r_set / (p_set + r_set) if relret else 0.0
+    out["num_nonrel_judged_ret"] = sum(1 for v in rels if 0 <= v < level)
+    top = max([v for v in judged if v >= 0], default=0)
+    scale = top if top > 1 else 1  # gains scaled into [0, 1] (levels from 0)
+    out["rbp"] = 0.1 * math.fsum((v / scale if v > 0 else 0.0) * 0.9**i for i, v in enumerate(rels))
+    unj = [i for i, v in enumerate(rels) if v < 0]
+    out["rbp_resid"] = 0.9**n + 0.1 * math.fsum(0.9**i for i in unj) if unj else 0.0
+    return out
