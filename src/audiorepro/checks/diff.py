@@ -397,26 +397,28 @@ def flatten_zeroshot(
     return _numbers(bundle, typed, _zeroshot_part)
 
 
-def flatten_linear_probe(bundle: Mapping[str, Any]) -> list[NumberRecord]:
+def _linear_probe_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A linear-probe number: a cell's accuracies and reports tier b (an iterative solver over
+    float64 BLAS), on the cell's identities and the probe definition; counts are tier a."""
+    kinds = (*_CELL_KINDS, "definitions")
+    if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
+        owner = _owner(bundle, where)
+        if owner is None:
+            return _every(bundle, kinds)
+        return _Part(str(owner["id"]), "b", _keys(str(owner["id"]), kinds, tier="b"))
+    cid = str(bundle["cells"][where[1]]["id"])
+    if where[2] in ("n_clips", "n_dims"):
+        return _Part(cid, "a", _keys(cid, _CELL_KINDS, tier="a"))
+    return _Part(cid, "b", _keys(cid, kinds, tier="b"))
+
+
+def flatten_linear_probe(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
     """Every number of a linear-probe bundle (``audiorepro.linear-probe-bundle/1``): the
     accuracies and other metrics of each split and of the pooled predictions (tier b: an
     iterative solver over float64 BLAS), the counts (tier a)."""
-    records: list[NumberRecord] = []
-    kinds = (*_CELL_KINDS, "definitions")
-    for cell in bundle["cells"]:
-        cid = str(cell["id"])
-        records.append(_record(cid, "mean_accuracy", cell["mean_accuracy"], kinds, "b"))
-        for fold in cell["folds"]:
-            name = f"folds/{fold['fold']}"
-            for key in ("accuracy", "min_margin", "n_train", "n_test", "near_ties"):
-                records.append(_record(cid, f"{name}/{key}", fold[key], kinds, "b"))
-            for leaf, v in leaves(fold["report"]):
-                records.append(_record(cid, f"{name}/report/{leaf}", v, kinds, "b"))
-        for leaf, v in leaves(cell["pooled"]):
-            records.append(_record(cid, f"pooled/{leaf}", v, kinds, "b"))
-        for name in ("n_clips", "n_dims"):
-            records.append(_record(cid, name, cell[name], _CELL_KINDS, "a"))
-    return records
+    return _numbers(bundle, typed, _linear_probe_part)
 
 
 # ---------------------------------------------------------------------------- identities
