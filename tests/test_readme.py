@@ -183,5 +183,6 @@ def test_ci_run_refreshes_the_package_lists_once_and_says_what_skips(tmp_path: P
         "ci: skip: the LaTeX compile test",
         "ci: skip: the report browser test",
         "ci: skip: the scale-out tests on a real Slurm",
+        "ci: skip: tools/make_speech.py's regeneration test",
         "ci: skip: the container check",
     ]

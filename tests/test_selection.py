@@ -92,6 +92,8 @@ def test_a_pattern_matching_no_cell_lists_the_cells(
 
 def test_verify_a_part_of_a_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     study = _study(tmp_path, value=0.5)  # cell five's published t2a/r@1 is wrong
-    assert main(["verify", str(study), "--cells", "one"]) == 0  # no published value: none fail
+    # cell one has no published value: nothing checked, which is never a pass (issue 35)
+    assert main(["verify", str(study), "--cells", "one"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("NOTHING CHECKED")
     assert main(["verify", str(study), "--cells", "five"]) == 1
     assert "FAIL         five  t2a/r@1" in capsys.readouterr().out

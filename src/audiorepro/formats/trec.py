@@ -149,6 +149,23 @@ def _slow_scores(data: Array, value: Array, slow: Array, source: str) -> None:
         value[k] = number
 
 
+#: The largest relevance level read (either sign): the measures keep per-level counts, so a
+#: level of 2**63 - 1 (400 digits, read by atol as LONG_MAX) would ask for exabytes; real
+#: graded qrels use a handful of levels.
+MAX_LEVEL = 1_000_000
+
+
+def _bounded_levels(value: Array, line: Array, source: str) -> None:
+    big = np.flatnonzero(np.abs(value) > MAX_LEVEL)
+    if big.size:
+        i = int(big[0])
+        raise UserError(
+            f"line {int(line[i])}: field 'rel' is {int(value[i])}; expected a relevance level "
+            f"between -{MAX_LEVEL} and {MAX_LEVEL}",
+            source=source,
+        )
+
+
 def read_table(path: str | Path, *, run: bool) -> TrecTable:
     """Read a qrels (``run=False``) or run file into a :class:`TrecTable`, or a
     :class:`UserError` (see the module docstring).
@@ -179,6 +196,8 @@ def read_table(path: str | Path, *, run: bool) -> TrecTable:
     value = value[:n]
     if run:
         _slow_scores(data, value, slow[:n], source)
+    else:
+        _bounded_levels(value, line[:n], source)
     raw = data.tobytes() if groups < 4096 else None
     names_of = [
         (raw[s : s + ln] if raw is not None else data[s : s + ln].tobytes())

@@ -42,6 +42,7 @@ documentation and sources read as a specification; no code is taken from it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -273,15 +274,17 @@ def c_atol(text: str) -> int:
     return sign * int(digits) if digits else 0
 
 
+#: C ``atof``'s decimal prefix, ASCII digits only (``\d`` alone also matches other scripts').
+_ATOF = re.compile(r"[ \t\n\v\f\r]*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)", re.ASCII)
+
+
 def c_atof(text: str) -> float:
     """C ``atof`` (ASCII decimals): the longest leading decimal number, 0 if none.
 
     >>> c_atof(".25"), c_atof("-1e-1x"), c_atof("p")
     (0.25, -0.1, 0.0)
     """
-    import re
-
-    match = re.match(r"[ \t\n\v\f\r]*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)", text)
+    match = _ATOF.match(text)
     return float(match.group(1)) if match else 0.0
 
 
