@@ -419,7 +419,9 @@ def test_evaluate_takes_a_plain_local_model_folder_as_its_help_says(
     with pytest.raises(UserError, match="neither a registry name"):
         study_model("clap.pt", None)  # a file names its kind: laion:clap.pt
     (tmp_path / "630k-audioset-best").mkdir()
-    assert study_model("630k-audioset-best", None) == "630k-audioset-best"
+    # the registry entry wins over the folder: it is not fetched, so the way out is named
+    with pytest.raises(UserError, match="audiorepro fetch 630k-audioset-best"):
+        study_model("630k-audioset-best", None)
     help_text = _help("evaluate")
     assert "a local folder" in " ".join(help_text.split())
 
