@@ -206,12 +206,13 @@ def study_model(model: str, registry: Path | None) -> str:
         model = f"hf:{model}"
     spec = resolve_spec(model, known)
     if model == spec.name and not model.startswith(("hf:", "laion:")):
-        if not checkpoint_present(spec, hub_cache(None)):
+        # Only a registry checkpoint is fetched (py:/hear: encoders load the user's own files).
+        if spec.format in ("hf", "laion") and not checkpoint_present(spec, hub_cache(None)):
             # Said now, as `list` says it: a run would only fail its cell, in a whole folder.
             raise UserError(
                 f"is not fetched here: audiorepro fetch {model} (then evaluate again)", key=model
             )
-        return model  # a registry name
+        return model  # a registry name or a user's encoder spec, as given
     if spec.format == "hf" and spec.is_hub:
         return model
     return f"{spec.format}:{spec.location}"

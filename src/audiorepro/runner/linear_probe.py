@@ -541,6 +541,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
     """Linear probes on clip embeddings, fold by fold, re-derived from the embeddings."""
 
     name = "linear-probe"
+    bundle_schema = LINEAR_PROBE_BUNDLE  # how diff finds this kind's typed view of a bundle
     # An extraction cell (an ESC-50-form folder) goes through the cache in ``load``, and
     # through the executors (Slurm arrays) by :meth:`extraction`.
     extracts = True
