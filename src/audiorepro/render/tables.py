@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from audiorepro.core.io import atomic_write_bytes, slug
 
@@ -94,6 +96,19 @@ def number(value: float | int, digits: int) -> str:
     if value != 0 and float(text) == 0:
         return f"{value:.3g}"
     return text
+
+
+def published_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The "Published vs reproduced" table of a kind's published-value rows (``cell``,
+    ``metric``, ``published``, ``reproduced``, ``delta``, ``tolerance``, ``status``)."""
+    names = ("metric", "published", "reproduced", "delta", "tolerance", "status")
+    return Table(
+        title="Published vs reproduced",
+        columns=tuple(Column(n) for n in names),
+        rows=tuple((r["cell"], tuple(r[n] for n in names)) for r in rows),
+        row_header="cell",
+        digits=6,
+    )
 
 
 def to_csv(table: Table) -> str:

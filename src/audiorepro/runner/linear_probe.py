@@ -55,7 +55,7 @@ from audiorepro.metrics.linear_probe import (
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.reference.linear_probe import reference_linear_v1
 from audiorepro.render.html import table_html
-from audiorepro.render.tables import Column, Table
+from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs, zeroshot_extraction
 from audiorepro.runner.kinds import (
@@ -493,28 +493,7 @@ def _tables(
             "mean_accuracy is the unweighted mean over the splits",
         ),
     )
-    published = Table(
-        title="Published vs reproduced",
-        columns=tuple(
-            Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")
-        ),
-        rows=tuple(
-            (
-                r["cell"],
-                (
-                    r["metric"],
-                    r["published"],
-                    r["reproduced"],
-                    r["delta"],
-                    r["tolerance"],
-                    r["status"],
-                ),
-            )
-            for r in golden["rows"]
-        ),
-        row_header="cell",
-        digits=6,
-    )
+    published = published_table(golden["rows"])
     return {"linear_probe": main, "published": published}
 
 

@@ -43,7 +43,7 @@ from audiorepro.metrics.zeroshot import (
 )
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
-from audiorepro.render.tables import Column, Table
+from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.zeroshot import (
     MissingInputs,
@@ -223,28 +223,7 @@ def _tables(
             "mean_rank ... mAP@10 as laion-clap computes them (laion-clap-zeroshot)",
         ),
     )
-    published = Table(
-        title="Published vs reproduced",
-        columns=tuple(
-            Column(n) for n in ("metric", "published", "reproduced", "delta", "tolerance", "status")
-        ),
-        rows=tuple(
-            (
-                r["cell"],
-                (
-                    r["metric"],
-                    r["published"],
-                    r["reproduced"],
-                    r["delta"],
-                    r["tolerance"],
-                    r["status"],
-                ),
-            )
-            for r in golden["rows"]
-        ),
-        row_header="cell",
-        digits=6,
-    )
+    published = published_table(golden["rows"])
     return {f"zeroshot_{slug(ds.name)}": main, "published": published}
 
 
