@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import site
 import subprocess
 import sys
 import tempfile
@@ -63,11 +64,15 @@ def write_image(path: Path) -> Path:
 
     src = Path(audiorepro.__file__).resolve().parents[1]
     folders = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), src}
+    # An installed package (tox's wheel) is found through site-packages already; putting
+    # site-packages on PYTHONPATH would put it before the standard library, and the `typing`
+    # backport that resemblyzer requires would then shadow the standard library's typing.
+    installed = src in {Path(p).resolve() for p in site.getsitepackages()}
     image = {
         "kind": IMAGE_KIND,
         "bin": str(Path(sys.prefix) / "bin"),
         "folders": sorted(str(f) for f in folders),
-        "pythonpath": str(src),
+        "pythonpath": "" if installed else str(src),
     }
     path.write_text(json.dumps(image, indent=1, sort_keys=True) + "\n")
     return path
@@ -137,7 +142,8 @@ def _environment(call: dict[str, object], image: dict[str, object], home: str) -
     definition = apptainer_def.parse((ROOT / "apptainer.def").read_text())
     keep = {k: os.environ[k] for k in ("TERM", "LANG") if k in os.environ}
     env = {**keep, "HOME": home, "PATH": f"{image['bin']}:/usr/local/bin:/usr/bin:/bin"}
-    env["PYTHONPATH"] = str(image["pythonpath"])
+    if image["pythonpath"]:
+        env["PYTHONPATH"] = str(image["pythonpath"])
     script = definition.sections.get("environment", "")
     exported = subprocess.run(
         ["env", "-i", "sh", "-c", f"{script}\nenv -0"], capture_output=True, check=True
