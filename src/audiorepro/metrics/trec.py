@@ -83,6 +83,7 @@ class TrecMeasure:
     count: bool = False
     geometric: bool = False
     doc: str = ""
+    judgements: str = "qrels"
 
 
 def _m(
@@ -91,9 +92,22 @@ def _m(
     doc: str,
     params: Params = "none",
     defaults: Sequence[float] = (),
+    judgements: str = "qrels",
     **flags: bool,
 ) -> TrecMeasure:
-    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, **flags)
+    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, judgements=judgements,
+                       **flags)  # fmt: skip
+
+
+#: The judgement formats (``-R``) and the measures each one feeds (``runid`` and ``num_q``
+#: read none).
+FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+PREFS = "prefs"  # the judgements of a preference measure: -R prefs or -R qrels_prefs
+
+
+def _pref(name: str, doc: str, count: bool = False) -> TrecMeasure:
+    """A preference measure (:mod:`audiorepro.metrics.trec_prefs` computes it)."""
+    return _m(name, -3, doc, judgements=PREFS, count=count)
 
 
 #: Every measure in trec_eval's printing order (``runid`` and ``num_q`` print on ``all`` only).
@@ -181,6 +195,42 @@ MEASURES: tuple[TrecMeasure, ...] = (
         "judged, not relevant, ranked",
         count=True,
     ),
+    _pref("prefs_num_prefs_poss", "possible preferences, ranked or not", count=True),
+    _pref("prefs_num_prefs_ful", "fulfilled preferences, implied ones included", count=True),
+    _pref("prefs_num_prefs_ful_ret", "fulfilled preferences, both ranked", count=True),
+    _pref("prefs_simp", "fulfilled / possible preferences, pooled over judgement groups"),
+    _pref("prefs_pair", "mean over preferred pairs of the share of their preferences fulfilled"),
+    _pref("prefs_avgjg", "mean over judgement groups of fulfilled / possible"),
+    _pref("prefs_avgjg_Rnonrel", "prefs_avgjg with each group's non-relevant counted as R"),
+    _pref("prefs_simp_ret", "prefs_simp over ranked pairs only"),
+    _pref("prefs_pair_ret", "prefs_pair over ranked pairs only"),
+    _pref("prefs_avgjg_ret", "prefs_avgjg over ranked pairs only"),
+    _pref("prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over ranked documents only"),
+    _pref("prefs_simp_imp", "prefs_simp without pairs of two unranked documents"),
+    _pref("prefs_pair_imp", "prefs_pair without pairs of two unranked documents"),
+    _pref("prefs_avgjg_imp", "prefs_avgjg without pairs of two unranked documents"),
+    _m(
+        "map_avgjg",
+        -4,
+        "map of each judgement group, averaged over the groups",
+        judgements="qrels_jg",
+    ),
+    _m(
+        "P_avgjg",
+        -4,
+        "P of each judgement group, averaged over the groups",
+        "cut",
+        CUTOFFS,
+        judgements="qrels_jg",
+    ),
+    _m(
+        "Rprec_mult_avgjg",
+        -4,
+        "Rprec_mult of each judgement group, averaged over the groups",
+        "fraction",
+        R_MULTIPLES,
+        judgements="qrels_jg",
+    ),
     _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
     _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
     _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
@@ -253,8 +303,60 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "set_map",
         "set_F",
     ),
+    "all_prefs": (
+        "runid",
+        "num_q",
+        "prefs_num_prefs_poss",
+        "prefs_num_prefs_ful",
+        "prefs_num_prefs_ful_ret",
+        "prefs_simp",
+        "prefs_pair",
+        "prefs_avgjg",
+        "prefs_avgjg_Rnonrel",
+        "prefs_simp_ret",
+        "prefs_pair_ret",
+        "prefs_avgjg_ret",
+        "prefs_avgjg_Rnonrel_ret",
+        "prefs_simp_imp",
+        "prefs_pair_imp",
+        "prefs_avgjg_imp",
+    ),
+    "prefs": (
+        "runid",
+        "num_q",
+        "prefs_num_prefs_poss",
+        "prefs_num_prefs_ful",
+        "prefs_num_prefs_ful_ret",
+        "prefs_simp",
+        "prefs_pair",
+        "prefs_avgjg",
+    ),
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }
 OFFICIAL = NICKNAMES["official"]
+
+
+def check_judgements(measures: dict[str, Chosen], rel_format: str) -> None:
+    """Each chosen measure must read the judgement format ``rel_format`` (``-R``): ``qrels``
+    measures need ``-R qrels``, preference measures ``-R prefs`` or ``qrels_prefs`` and the
+    ``*_avgjg`` measures ``-R qrels_jg`` (trec_eval stops with "Can't calculate measure").
+
+    >>> check_judgements(parse_measures(["prefs"]), "qrels_prefs")
+    >>> check_judgements(parse_measures(["map"]), "prefs")
+    Traceback (most recent call last):
+    audiorepro.core.errors.UserError: '-m': measure 'map' reads -R qrels judgements; got -R prefs
+    """
+    if rel_format not in FORMATS:
+        raise UserError(f"judgement format {rel_format!r} is not read here; expected one of "
+                        + ", ".join(FORMATS), key="-R")  # fmt: skip
+    wanted = PREFS if rel_format == "qrels_prefs" else rel_format
+    for name, c in measures.items():
+        needs = c.measure.judgements
+        if name not in ("runid", "num_q") and needs != wanted:
+            shown = "prefs or -R qrels_prefs" if needs == PREFS else needs
+            raise UserError(
+                f"measure {name!r} reads -R {shown} judgements; got -R {rel_format}", key="-m"
+            )
 
 
 def c_atol(text: str) -> int:
@@ -381,7 +483,7 @@ def parse_measures(specs: Sequence[str]) -> dict[str, Chosen]:
         for one in names:
             if one not in BY_NAME:
                 raise UserError(
-                    f"unknown measure {spec!r}; expected official, all_trec, set or one of "
+                    f"unknown measure {spec!r}; expected {', '.join(NICKNAMES)} or one of "
                     + ", ".join(BY_NAME),
                     key="-m",
                 )
@@ -549,7 +651,7 @@ def evaluate(
     )
     counts = frozenset(m.name for m in MEASURES if m.count)
     if zscores is not None:
-        _to_zscores(values, qids, names, zscores)
+        to_zscores(values, qids, names, zscores)
     summary = _summary(values, owners, qt if complete else None)
     relstrings = [bytes(relstr[i, : rel_len[i]]).decode("ascii") for i in range(len(qids))]
     return Evaluation(rt.tag, qids, names, owners, values, summary, relstrings, counts)
@@ -558,12 +660,14 @@ def evaluate(
 MISSING_ZSCORE = -1000000.0
 
 
-def _to_zscores(
+def to_zscores(
     values: Array,
     qids: list[str],
     names: list[str],
     table: dict[tuple[str, str], tuple[float, float]],
 ) -> None:
+    """trec_eval's ``-Z``, in place: each value ``(value - mean) / sd`` from ``table``
+    (``-1000000`` where the table has no line for it, or ``sd`` is 0 and the value differs)."""
     known = {q for q, _ in table}
     for i, q in enumerate(qids):
         for j, name in enumerate(names):
