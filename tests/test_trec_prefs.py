@@ -177,3 +177,18 @@ def test_the_command_prints_trec_eval_s_lines(
     run.write_text(RUN)
     assert main(["trec-eval", "-R", "prefs", "-m", "prefs_simp", str(prefs), str(run)]) == 0
     assert capsys.readouterr().out == "prefs_simp            \tall\t0.0000\n"
+
+
+def test_every_family_has_a_formula_a_tie_rule_and_a_doctest() -> None:
+    from audiorepro.metrics import trec, trec_groups
+
+    for m in trec.MEASURES:
+        if m.judgements == "qrels":
+            text = trec.family_docstring(m)
+        elif m.judgements == "prefs":
+            text = PREFS_FAMILIES[m.name][0].__doc__ or ""
+        else:
+            text = (trec_groups.__doc__ or "") + (trec_groups.evaluate_groups.__doc__ or "")
+        assert m.doc, m.name
+        assert "Tie rule" in text or "ranked as for qrels" in text, m.name
+        assert ">>> " in text, m.name
