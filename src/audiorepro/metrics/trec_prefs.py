@@ -423,8 +423,9 @@ def prefs_avgjg_Rnonrel(q: QueryPrefs) -> float:
     ``N > R`` the group is recounted with only its first ``R`` non-relevant documents (by
     document number). trec_eval's recount, kept: for a group of one sub-group it also pairs
     every document of its lowest class with those first ``R`` of them (fulfilled when it
-    ranks above); a group whose count is 0/0 makes the query's value 0. Tie rule: the
-    module's order.
+    ranks above); a group whose count is 0/0 makes the query's value 0. Not kept: when that
+    lowest class (negative levels) holds fewer than ``R`` documents, trec_eval reads past its
+    end (undefined); here the class is taken whole. Tie rule: the module's order.
 
     >>> lines = judgements("u s a 1; u s b 0; u s c 0; u s d 0")
     >>> # R = 1 < N = 3: kept b, the first non-relevant; a > b, and b, c, d against b
