@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import groupby
 from typing import Any
 
@@ -80,6 +81,21 @@ class QueryPrefs:
     num_judged: int
     num_judged_ret: int
     counts: Array
+
+    @cached_property
+    def pair_shares(self) -> tuple[Array, Array, int]:
+        """For the ``prefs_pair`` families: the shares ``counts[i, j] / (counts[i, j] +
+        counts[j, i])`` of the pairs i < j with a preference either way, both ranked (row by
+        row), then one ranked (i ranked, j not), and the number of such pairs of two unranked
+        documents."""
+        c, m, n = self.counts, self.num_judged_ret, self.num_judged
+        i, j = np.triu_indices(m, 1)
+        ranked = _shares(c[i, j], c[j, i])
+        i, j = np.divmod(np.arange(m * (n - m)), max(n - m, 1))
+        implied = _shares(c[i, j + m], c[j + m, i])
+        rest = c[m:, m:]
+        unranked = int(np.count_nonzero(np.triu(rest + rest.T, 1)))
+        return ranked, implied, unranked
 
 
 def judgements(text: str) -> list[PrefJudgement]:
@@ -308,20 +324,9 @@ def _pair_ratios(q: QueryPrefs, blocks: str) -> float:
     """Mean over document pairs with a preference (either way, any group) of the share of
     the pair's preferences that the ranking fulfils; ``blocks``: ``r`` both ranked, ``i`` one
     ranked, ``n`` neither (counted, contributing 0). Sums run row by row, ranked pairs first."""
-    c, m, n = q.counts, q.num_judged_ret, q.num_judged
-    parts: list[Array] = []
-    pairs = 0
-    if "r" in blocks:
-        i, j = np.triu_indices(m, 1)
-        parts.append(_shares(c[i, j], c[j, i]))
-    if "i" in blocks:
-        i, j = np.divmod(np.arange(m * (n - m)), max(n - m, 1))
-        parts.append(_shares(c[i, j + m], c[j + m, i]))
-    for part in parts:
-        pairs += part.size
-    if "n" in blocks:
-        i, j = np.triu_indices(n - m, 1)
-        pairs += int(np.count_nonzero(c[i + m, j + m] + c[j + m, i + m]))
+    ranked, implied, unranked = q.pair_shares
+    parts = [ranked] + ([implied] if "i" in blocks else [])
+    pairs = sum(part.size for part in parts) + (unranked if "n" in blocks else 0)
     if not pairs:
         return 0.0
     every = np.concatenate([*parts, np.zeros(1)])
