@@ -236,6 +236,8 @@ MEASURES: tuple[TrecMeasure, ...] = (
     _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
 )
 BY_NAME = {m.name: m for m in MEASURES}
+#: trec_eval's ``all_prefs`` set, in its printing order.
+ALL_PREFS = ("runid", "num_q", *(m.name for m in MEASURES if m.judgements == PREFS))
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": (
         "runid",
@@ -303,34 +305,9 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "set_map",
         "set_F",
     ),
-    "all_prefs": (
-        "runid",
-        "num_q",
-        "prefs_num_prefs_poss",
-        "prefs_num_prefs_ful",
-        "prefs_num_prefs_ful_ret",
-        "prefs_simp",
-        "prefs_pair",
-        "prefs_avgjg",
-        "prefs_avgjg_Rnonrel",
-        "prefs_simp_ret",
-        "prefs_pair_ret",
-        "prefs_avgjg_ret",
-        "prefs_avgjg_Rnonrel_ret",
-        "prefs_simp_imp",
-        "prefs_pair_imp",
-        "prefs_avgjg_imp",
-    ),
-    "prefs": (
-        "runid",
-        "num_q",
-        "prefs_num_prefs_poss",
-        "prefs_num_prefs_ful",
-        "prefs_num_prefs_ful_ret",
-        "prefs_simp",
-        "prefs_pair",
-        "prefs_avgjg",
-    ),
+    "all_prefs": ALL_PREFS,
+    # trec_eval's official preference set: the first three counts and ratios
+    "prefs": ALL_PREFS[:8],
     "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }
 OFFICIAL = NICKNAMES["official"]
