@@ -82,7 +82,8 @@ def test_a_hostile_trec_file_is_one_line(
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
-        (["-m", "prefs_simp"], "unknown measure 'prefs_simp'"),
+        (["-m", "prefs_simp"], "measure 'prefs_simp' reads -R prefs"),
+        (["-m", "bogus_measure"], "unknown measure 'bogus_measure'"),
         (["-m", "P.0"], "not positive"),
         (["-m", "P.5,5"], "duplicate cutoffs"),
         (["-M", "0"], "-M"),

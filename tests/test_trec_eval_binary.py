@@ -92,3 +92,62 @@ def test_whole_outputs_equal_trec_eval_s(
         ).stdout.decode()
         assert main(["trec-eval", *options, str(qrels), str(run)]) == 0
         assert capsys.readouterr().out == theirs, options
+
+
+def _prefs_files(folder: Path, seed: int) -> tuple[Path, Path, Path]:
+    """A run, preference judgements (1-3 judgement groups of 1-3 sub-groups per query, each
+    group's levels drawn once so that trec_eval's consistency checks hold, level 0 frequent)
+    and the same documents as judgement groups (``qid jg docno level``)."""
+    rng = random.Random(1000 + seed)
+    prefs, groups, run = [], [], []
+    for q in range(rng.randint(2, 6)):
+        qid = f"p{q * 3}"
+        docs = list(dict.fromkeys(f"d{rng.randint(0, 30)}" for _ in range(rng.randint(1, 20))))
+        pool = [*docs, *(f"x{i}" for i in range(4))]
+        run += [f"{qid} Q0 {d} {r} {rng.choice([1, 2, 2.5, rng.random() * 3]):.4f} s{seed}"
+                for r, d in enumerate(docs)]  # fmt: skip
+        for g in range(rng.randint(1, 3)):
+            hidden = {d: rng.choice([0, 0, 0, 1, 2, 3.5]) for d in pool}
+            for s in range(rng.randint(1, 3)):
+                for d in rng.sample(pool, k=rng.randint(1, len(pool))):
+                    prefs.append(f"{qid} u{g} s{s} {d} {hidden[d]}")
+            judged = rng.sample(pool, k=rng.randint(1, len(pool)))
+            groups += [f"{qid} u{g} {d} {int(hidden[d]) - (d == judged[0])}" for d in judged]
+    rng.shuffle(run)
+    # As preferences, no negative level: with one, trec_eval's prefs_avgjg_Rnonrel can read
+    # past the group's lowest class (docs/retrieval.md).
+    qrels_prefs = [line.replace(" -1", " 0") for line in groups]
+    for name, lines in (("run", run), ("prefs", prefs), ("groups", groups),
+                        ("qrels_prefs", qrels_prefs)):  # fmt: skip
+        (folder / name).write_text("\n".join(lines) + "\n")
+    return folder / "prefs", folder / "groups", folder / "run"
+
+
+PREFS_OPTIONS = [
+    ["-q", "-m", "all_prefs", "-R", "prefs"],
+    ["-q", "-m", "all_prefs", "-R", "prefs", "-M4"],
+    ["-m", "prefs", "-R", "prefs", "-c"],
+    ["-q", "-m", "all_prefs", "-R", "qrels_prefs"],
+    ["-q", "-m", "qrels_jg", "-R", "qrels_jg"],
+    ["-q", "-m", "qrels_jg", "-R", "qrels_jg", "-l2", "-M5", "-mP_avgjg.1,3"],
+    ["-q", "-m", "qrels_jg", "-R", "qrels_jg", "-J", "-c"],
+]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_preference_and_group_outputs_equal_trec_eval_s(
+    seed: int, trec_eval: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prefs, groups, run = _prefs_files(tmp_path, seed)
+    for options in PREFS_OPTIONS:
+        judged = {"prefs": prefs, "qrels_prefs": tmp_path / "qrels_prefs", "qrels_jg": groups}[
+            options[options.index("-R") + 1]
+        ]
+        if "-c" in options:  # a judged query the run lacks: trec_eval's stand-in document
+            extra = "zz u0 s0 a 1\nzz u0 s0 b 0\n" if judged == prefs else "zz u0 a 1\n"
+            judged.write_text(judged.read_text() + extra)
+        theirs = subprocess.run(
+            [str(trec_eval), *options, str(judged), str(run)], capture_output=True, check=True
+        ).stdout.decode()
+        assert main(["trec-eval", *options, str(judged), str(run)]) == 0
+        assert capsys.readouterr().out == theirs, options

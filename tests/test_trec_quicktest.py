@@ -1,7 +1,7 @@
 """``audiorepro trec-eval`` reproduces trec_eval's own quicktest (its Makefile's commands on its
-test files, vendored in ``fixtures/trec`` with PROVENANCE.md): each expected output file whole,
-byte for byte, with the same flags (the preference and judgement-group cases, which need
-``-R prefs``/``qrels_prefs``/``qrels_jg``, are not run: see PROVENANCE.md)."""
+test files, vendored in ``fixtures/trec`` with PROVENANCE.md): every line of its quicktest
+target, each expected output file whole, byte for byte, with the same flags (the preference and
+judgement-group cases, ``-R prefs``/``qrels_prefs``/``qrels_jg``, included)."""
 
 from __future__ import annotations
 
@@ -16,53 +16,64 @@ from audiorepro.cli import main
 
 TREC = Path(__file__).resolve().parent.parent / "fixtures" / "trec"
 
-#: (expected output, qrels, run, options): the quicktest target of trec_eval's Makefile.
-CASES = [
-    ("out.test", "qrels.test", "results.test", []),
-    ("out.test", "qrels.test.with-comments", "results.test", []),
-    ("out.comment.test", "qrels.comment.test", "results.comment.test", []),
-    ("out.test.a", "qrels.test", "results.test", ["-m", "all_trec"]),
-    ("out.test.aq", "qrels.test", "results.test", ["-m", "all_trec", "-q"]),
-    ("out.test.aqc", "qrels.test", "results.trunc", ["-m", "all_trec", "-q", "-c"]),
-    ("out.test.aqcM", "qrels.test", "results.trunc", ["-m", "all_trec", "-q", "-c", "-M100"]),
-    (
-        "out.test.aql",
-        "qrels.rel_level",
-        "results.test",
-        ["-m", "all_trec", "-mrelstring.20", "-q", "-l2"],
-    ),
-    (
-        "out.test.meas_params",
-        "qrels.test",
-        "results.test",
-        [
-            "-q", "-miprec_at_recall..10,.20,.25,.75,.50", "-m", "P.5,7,3", "-m",
-            "recall.20,2000", "-m", "Rprec_mult.5.0,0.2,0.35", "-mutility.2,-1,0,0", "-m",
-            "11pt_avg..25,.5,.75", "-mndcg.1=3,2=9,4=4.5", "-mndcg_cut.10,20,23.4",
-            "-msuccess.2,5,20",
-        ],
-    ),
-    ("out.test.aqZ", "qrels.test", "results.test", ["-q", "-m", "all_trec", "-Z", "zscores_file"]),
-]  # fmt: skip
+#: The quicktest target of trec_eval's Makefile at the pinned commit (PROVENANCE.md), its 15
+#: command lines verbatim: ``./trec_eval OPTIONS QRELS RUN | diff - EXPECTED``.
+QUICKTEST = """
+./trec_eval test/qrels.test test/results.test | diff - test/out.test
+./trec_eval test/qrels.test.with-comments test/results.test | diff - test/out.test
+./trec_eval test/qrels.comment.test test/results.comment.test | diff - test/out.comment.test
+./trec_eval -m all_trec test/qrels.test test/results.test | diff - test/out.test.a
+./trec_eval -m all_trec -q test/qrels.test test/results.test | diff - test/out.test.aq
+./trec_eval -m all_trec -q -c test/qrels.test test/results.trunc | diff - test/out.test.aqc
+./trec_eval -m all_trec -q -c -M100 test/qrels.test test/results.trunc | diff - test/out.test.aqcM
+./trec_eval -m all_trec -mrelstring.20 -q -l2 test/qrels.rel_level test/results.test | diff - test/out.test.aql
+./trec_eval -m all_prefs -q -R prefs test/prefs.test test/prefs.results.test | diff - test/out.test.prefs
+./trec_eval -m all_prefs -q -R prefs test/prefs.comment.test test/prefs.results.test | diff - test/out.test.prefs
+./trec_eval -m all_prefs -q -R qrels_prefs test/qrels.test test/results.test | diff - test/out.test.qrels_prefs
+./trec_eval -m qrels_jg -q -R qrels_jg  test/qrels.123 test/results.test | diff - test/out.test.qrels_jg
+./trec_eval -m qrels_jg -q -R qrels_jg  test/qrels.comments.123 test/results.test | diff - test/out.test.qrels_jg
+./trec_eval -q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 -m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 -mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 test/qrels.test test/results.test | diff - test/out.test.meas_params
+./trec_eval -q -m all_trec -Z test/zscores_file test/qrels.test test/results.test | diff - test/out.test.aqZ
+"""  # noqa: E501 (the Makefile's lines, whole)
+
+
+def _case(line: str) -> tuple[str, list[str]]:
+    """(expected output, trec-eval arguments) of one quicktest line, the ``test/`` files
+    taken from fixtures/trec."""
+    command, _, check = line.partition(" | ")
+    argv = shlex.split(command)
+    assert argv[0] == "./trec_eval" and check.startswith("diff - test/"), line
+    files = [str(TREC / a.removeprefix("test/")) if a.startswith("test/") else a
+             for a in argv[1:]]  # fmt: skip
+    return check.removeprefix("diff - test/"), files
+
+
+CASES = [_case(line) for line in QUICKTEST.strip().splitlines()]
+
+
+def test_every_quicktest_line_is_a_case() -> None:
+    assert len(CASES) == 15
+    assert {expected for expected, _ in CASES} == {
+        p.name for p in TREC.iterdir() if p.name.startswith("out.")
+    }
 
 
 def test_the_vendored_files_are_trec_eval_s() -> None:
     sums = (TREC / "SHA256SUMS").read_text().split("\n")
     listed = [line.split() for line in sums if line]
-    assert len(listed) == 17
+    assert len(listed) == 25
     for digest, name in listed:
         assert hashlib.sha256((TREC / name).read_bytes()).hexdigest() == digest, name
 
 
-@pytest.mark.parametrize(("expected", "qrels", "run", "options"), CASES)
+@pytest.mark.parametrize(("expected", "argv"), CASES)
 def test_trec_eval_quicktest_outputs_are_reproduced_whole(
-    expected: str, qrels: str, run: str, options: list[str], capsys: pytest.CaptureFixture[str]
+    expected: str, argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    options = [str(TREC / o) if o == "zscores_file" else o for o in options]
-    code = main(["trec-eval", *options, str(TREC / qrels), str(TREC / run)])
+    code = main(["trec-eval", *argv])
     out = capsys.readouterr().out
     assert code == 0
-    assert out == (TREC / expected).read_text()
+    assert out.encode() == (TREC / expected).read_bytes()
 
 
 def test_the_run_is_read_from_standard_input_with_a_dash(

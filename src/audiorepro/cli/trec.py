@@ -12,15 +12,20 @@ import click
 
 from audiorepro.cli.commands import cli
 from audiorepro.core.errors import UserError
-from audiorepro.formats.trec import read_table
+from audiorepro.formats.trec import Run, load_run, read_table
+from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
 from audiorepro.metrics.trec import (
+    Chosen,
     Evaluation,
     Order,
     c_atof,
     c_atol,
+    check_judgements,
     evaluate,
     parse_measures,
 )
+from audiorepro.metrics.trec_groups import evaluate_groups
+from audiorepro.metrics.trec_prefs import evaluate_prefs
 
 
 def c_float(value: float) -> str:
@@ -137,7 +142,11 @@ def _zscores(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
 @click.option("-N", "num_docs", type=int, default=0, help="Documents in the collection (utility).")
 @click.option("-J", "judged_only", is_flag=True, help="Drop retrieved documents not judged.")
 @click.option("-D", "debug", default=None, help="LEVEL[.QID]: evaluate query QID alone.")
-@click.option("-R", "rel_format", default="qrels", help="Judgement format: qrels only.")
+@click.option(
+    "-R", "rel_format", default="qrels", show_default=True,
+    help="Judgement format: qrels, prefs, qrels_prefs (preference measures) or qrels_jg "
+    "(judgement groups).",
+)  # fmt: skip
 @click.option("-T", "results_format", default="trec_results", help="Run format: trec_results.")
 @click.option("-Z", "zscore_file", type=click.Path(path_type=Path), default=None,
               help="Print z-scores against this 'qid measure mean sd' file.")  # fmt: skip
@@ -166,9 +175,6 @@ def trec_eval_command(
 ) -> None:
     """Evaluate a TREC RUN file (``-``: standard input) against QRELS, printing trec_eval's
     lines. -D's debugging output is not printed (its QID filter is honoured)."""
-    if rel_format != "qrels":
-        raise UserError(f"judgement format {rel_format!r} is not read here; expected qrels",
-                        key="-R")  # fmt: skip
     if results_format != "trec_results":
         raise UserError(
             f"run format {results_format!r} is not read here; expected trec_results", key="-T"
@@ -178,7 +184,19 @@ def trec_eval_command(
         c_atol(debug)
         only = debug.partition(".")[2] or None
     chosen = parse_measures(list(measures))
+    check_judgements(chosen, rel_format)
     zscores = _zscores(zscore_file) if zscore_file is not None else None
+    if rel_format != "qrels":
+        if tie_bounds:
+            raise UserError(f"tie bounds are not defined for -R {rel_format} measures; "
+                            "expected --tie-bounds with -R qrels", key="--tie-bounds")  # fmt: skip
+        other = _other_format(qrels, run, rel_format, chosen, level, max_ret, complete,
+                              judged_only, only, zscores)  # fmt: skip
+        lines = trec_lines([other], per_query=per_query, summary=not no_summary,
+                           z=zscores is not None)  # fmt: skip
+        if lines:
+            sys.stdout.write("\n".join(lines) + "\n")
+        return
     judged, ranked = read_table(qrels, run=False), read_table(run, run=True)
     bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
     orders = bounded if tie_bounds else bounded[:1]
@@ -208,3 +226,27 @@ def trec_eval_command(
         lines.insert(0, header + ("\ttie-averaged (ndcg)" if averaged else ""))
     if lines:
         sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _other_format(
+    qrels: Path,
+    run: Path,
+    rel_format: str,
+    chosen: dict[str, Chosen],
+    level: int,
+    max_ret: int | None,
+    complete: bool,
+    judged_only: bool,
+    only: str | None,
+    zscores: dict[tuple[str, str], tuple[float, float]] | None,
+) -> Evaluation:
+    """The evaluation under ``-R prefs``, ``qrels_prefs`` or ``qrels_jg``."""
+    if rel_format == "qrels_jg":
+        groups = read_qrels_jg(qrels, number=c_atol)
+        return evaluate_groups(groups, read_table(run, run=True), measures=chosen, level=level,
+                               max_ret=max_ret, complete=complete, judged_only=judged_only,
+                               only_query=only, zscores=zscores)  # fmt: skip
+    prefs = read_prefs(qrels, qrels_form=rel_format == "qrels_prefs", number=c_atof)
+    ranked: Run = load_run(run)
+    return evaluate_prefs(prefs, ranked, measures=chosen, max_ret=max_ret, complete=complete,
+                          only_query=only, zscores=zscores)  # fmt: skip

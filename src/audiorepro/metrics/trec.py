@@ -83,6 +83,7 @@ class TrecMeasure:
     count: bool = False
     geometric: bool = False
     doc: str = ""
+    judgements: str = "qrels"
 
 
 def _m(
@@ -91,9 +92,22 @@ def _m(
     doc: str,
     params: Params = "none",
     defaults: Sequence[float] = (),
+    judgements: str = "qrels",
     **flags: bool,
 ) -> TrecMeasure:
-    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, **flags)
+    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, judgements=judgements,
+                       **flags)  # fmt: skip
+
+
+#: The judgement formats (``-R``) and the measures each one feeds (``runid`` and ``num_q``
+#: read none).
+FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
+PREFS = "prefs"  # the judgements of a preference measure: -R prefs or -R qrels_prefs
+
+
+def _pref(name: str, doc: str, count: bool = False) -> TrecMeasure:
+    """A preference measure (:mod:`audiorepro.metrics.trec_prefs` computes it)."""
+    return _m(name, -3, doc, judgements=PREFS, count=count)
 
 
 #: Every measure in trec_eval's printing order (``runid`` and ``num_q`` print on ``all`` only).
@@ -181,11 +195,49 @@ MEASURES: tuple[TrecMeasure, ...] = (
         "judged, not relevant, ranked",
         count=True,
     ),
+    _pref("prefs_num_prefs_poss", "possible preferences, ranked or not", count=True),
+    _pref("prefs_num_prefs_ful", "fulfilled preferences, implied ones included", count=True),
+    _pref("prefs_num_prefs_ful_ret", "fulfilled preferences, both ranked", count=True),
+    _pref("prefs_simp", "fulfilled / possible preferences, pooled over judgement groups"),
+    _pref("prefs_pair", "mean over preferred pairs of the share of their preferences fulfilled"),
+    _pref("prefs_avgjg", "mean over judgement groups of fulfilled / possible"),
+    _pref("prefs_avgjg_Rnonrel", "prefs_avgjg with each group's non-relevant counted as R"),
+    _pref("prefs_simp_ret", "prefs_simp over ranked pairs only"),
+    _pref("prefs_pair_ret", "prefs_pair over ranked pairs only"),
+    _pref("prefs_avgjg_ret", "prefs_avgjg over ranked pairs only"),
+    _pref("prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over ranked documents only"),
+    _pref("prefs_simp_imp", "prefs_simp without pairs of two unranked documents"),
+    _pref("prefs_pair_imp", "prefs_pair without pairs of two unranked documents"),
+    _pref("prefs_avgjg_imp", "prefs_avgjg without pairs of two unranked documents"),
+    _m(
+        "map_avgjg",
+        -4,
+        "map of each judgement group, averaged over the groups",
+        judgements="qrels_jg",
+    ),
+    _m(
+        "P_avgjg",
+        -4,
+        "P of each judgement group, averaged over the groups",
+        "cut",
+        CUTOFFS,
+        judgements="qrels_jg",
+    ),
+    _m(
+        "Rprec_mult_avgjg",
+        -4,
+        "Rprec_mult of each judgement group, averaged over the groups",
+        "fraction",
+        R_MULTIPLES,
+        judgements="qrels_jg",
+    ),
     _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
     _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
     _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
 )
 BY_NAME = {m.name: m for m in MEASURES}
+#: trec_eval's ``all_prefs`` set, in its printing order.
+ALL_PREFS = ("runid", "num_q", *(m.name for m in MEASURES if m.judgements == PREFS))
 NICKNAMES: dict[str, tuple[str, ...]] = {
     "official": (
         "runid",
@@ -253,8 +305,35 @@ NICKNAMES: dict[str, tuple[str, ...]] = {
         "set_map",
         "set_F",
     ),
+    "all_prefs": ALL_PREFS,
+    # trec_eval's official preference set: the first three counts and ratios
+    "prefs": ALL_PREFS[:8],
+    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
 }
 OFFICIAL = NICKNAMES["official"]
+
+
+def check_judgements(measures: dict[str, Chosen], rel_format: str) -> None:
+    """Each chosen measure must read the judgement format ``rel_format`` (``-R``): ``qrels``
+    measures need ``-R qrels``, preference measures ``-R prefs`` or ``qrels_prefs`` and the
+    ``*_avgjg`` measures ``-R qrels_jg`` (trec_eval stops with "Can't calculate measure").
+
+    >>> check_judgements(parse_measures(["prefs"]), "qrels_prefs")
+    >>> check_judgements(parse_measures(["map"]), "prefs")
+    Traceback (most recent call last):
+    audiorepro.core.errors.UserError: '-m': measure 'map' reads -R qrels judgements; got -R prefs
+    """
+    if rel_format not in FORMATS:
+        raise UserError(f"judgement format {rel_format!r} is not read here; expected one of "
+                        + ", ".join(FORMATS), key="-R")  # fmt: skip
+    wanted = PREFS if rel_format == "qrels_prefs" else rel_format
+    for name, c in measures.items():
+        needs = c.measure.judgements
+        if name not in ("runid", "num_q") and needs != wanted:
+            shown = "prefs or -R qrels_prefs" if needs == PREFS else needs
+            raise UserError(
+                f"measure {name!r} reads -R {shown} judgements; got -R {rel_format}", key="-m"
+            )
 
 
 def c_atol(text: str) -> int:
@@ -381,7 +460,7 @@ def parse_measures(specs: Sequence[str]) -> dict[str, Chosen]:
         for one in names:
             if one not in BY_NAME:
                 raise UserError(
-                    f"unknown measure {spec!r}; expected official, all_trec, set or one of "
+                    f"unknown measure {spec!r}; expected {', '.join(NICKNAMES)} or one of "
                     + ", ".join(BY_NAME),
                     key="-m",
                 )
@@ -549,7 +628,7 @@ def evaluate(
     )
     counts = frozenset(m.name for m in MEASURES if m.count)
     if zscores is not None:
-        _to_zscores(values, qids, names, zscores)
+        to_zscores(values, qids, names, zscores)
     summary = _summary(values, owners, qt if complete else None)
     relstrings = [bytes(relstr[i, : rel_len[i]]).decode("ascii") for i in range(len(qids))]
     return Evaluation(rt.tag, qids, names, owners, values, summary, relstrings, counts)
@@ -558,12 +637,14 @@ def evaluate(
 MISSING_ZSCORE = -1000000.0
 
 
-def _to_zscores(
+def to_zscores(
     values: Array,
     qids: list[str],
     names: list[str],
     table: dict[tuple[str, str], tuple[float, float]],
 ) -> None:
+    """trec_eval's ``-Z``, in place: each value ``(value - mean) / sd`` from ``table``
+    (``-1000000`` where the table has no line for it, or ``sd`` is 0 and the value differs)."""
     known = {q for q, _ in table}
     for i, q in enumerate(qids):
         for j, name in enumerate(names):
@@ -640,45 +721,11 @@ def one_query(
     or not): each family's worked example. Ranks: 1 relevant (level 2), 2 not relevant, 3 not
     judged, 4 relevant (level 1); judged: those three plus an unretrieved level 3, so R = 3.
 
-    >>> r, j = [2, 0, -1, 1], [2, 0, 1, 3]
-    >>> one_query("map", r, j)  # (1/1 + 2/4) / 3
+    >>> one_query("map", [2, 0, -1, 1], [2, 0, 1, 3])  # (1/1 + 2/4) / 3
     {'map': 0.5}
-    >>> one_query("P.2,4", r, j), one_query("recall.4", r, j), one_query("Rprec", r, j)
-    ({'P_2': 0.5, 'P_4': 0.5}, {'recall_4': 0.6666666666666666}, {'Rprec': 0.3333333333333333})
-    >>> one_query("relative_P.2", r, j), one_query("success.1", r, j)  # 1/min(2, R)
-    ({'relative_P_2': 0.5}, {'success_1': 1.0})
-    >>> one_query("map_cut.2", r, j), one_query("recip_rank", r, j)
-    ({'map_cut_2': 0.3333333333333333}, {'recip_rank': 1.0})
-    >>> one_query("bpref", r, j)  # rank 1: 1; rank 4: 1 - min(1, 3)/min(1, 3)
-    {'bpref': 0.3333333333333333}
-    >>> one_query("infAP", r, j)  # (1 + 1/4 + 3/4 * 2/3 * (1 + e)/(1 + 1 + 2e)) / 3
-    {'infAP': 0.5}
-    >>> one_query("iprec_at_recall.0,.5,1", r, j)  # max precision at or after round(xR) found
-    {'iprec_at_recall_0.00': 1.0, 'iprec_at_recall_0.50': 0.5, 'iprec_at_recall_1.00': 0.0}
-    >>> one_query("11pt_avg.0,.5", r, j), one_query("Rprec_mult.1", r, j)
-    ({'11pt_avg_0,.5': 0.75}, {'Rprec_mult_1.00': 0.3333333333333333})
-    >>> one_query("utility.1,-1,0,0", r, j), one_query("binG", r, j)  # binG: (1 + 1/2) / 3
-    ({'utility_1,-1,0,0': 0.0}, {'binG': 0.5})
-    >>> one_query("ndcg", r, j)  # (2 + 1/log2 5) / (3 + 2/log2 3 + 1/log2 4)
-    {'ndcg': 0.5104469282277887}
-    >>> # level 1's gain 5: (2 + 5/log2 5) / (5 + 3/log2 3 + 2/log2 4); ndcg_cut_1: 2 / 3
-    >>> one_query("ndcg.1=5", r, j), one_query("ndcg_cut.1", r, j)
-    ({'ndcg_1=5': 0.5262249698012391}, {'ndcg_cut_1': 0.6666666666666666})
-    >>> one_query("dcg", r, j), one_query("ideal_dcg", r, j)
-    ({'dcg': 2.430676558073393}, {'ideal_dcg': 4.7618595071429155})
-    >>> one_query("G", r, j), one_query("ndcg_rel", r, j), one_query("Rndcg", r, j)
-    ({'G': 0.2747853857295761}, {'ndcg_rel': 0.5625201743740814}, {'Rndcg': 0.5186497947324504})
-    >>> one_query("set_P", r, j), one_query("set_recall", r, j), one_query("set_map", r, j)
-    ({'set_P': 0.5}, {'set_recall': 0.6666666666666666}, {'set_map': 0.3333333333333333})
-    >>> one_query("set_relative_P", r, j), one_query("set_F", r, j)
-    ({'set_relative_P': 0.6666666666666666}, {'set_F': 0.5714285714285715})
-    >>> one_query("num_nonrel_judged_ret", r, j), one_query("unj.2,4", r, j)
-    ({'num_nonrel_judged_ret': 1}, {'unj_2': 0.0, 'unj_4': 0.25})
-    >>> # rbp: 0.1 (2/3 + 1/3 0.9^3), gains scaled by 1/3; rbp_resid: 0.9^4 + 0.1 0.9^2
-    >>> one_query("rbp", r, j), one_query("rbp_resid", r, j)
-    ({'rbp': 0.09096666666666664}, {'rbp_resid': 0.7371000000000001})
-    >>> one_query("relstring", r, j), one_query("gm_map", r, j)
-    ({'relstring': "'20-1'"}, {'gm_map': -0.6931471805599453})
+
+    Each family's own example is in its docstring, :func:`family_docstring` (run as doctests
+    through ``__test__``).
     """
     scores = {f"d{i:06d}": float(len(rels) - i) for i in range(len(rels))}
     qrels = {d: v for d, v in zip(scores, rels, strict=True) if v != -1}
@@ -700,3 +747,103 @@ def one_query(
         else:
             values[name] = _num(out.values[0, j], name in out.counts)
     return values
+
+
+#: The worked query of the families' examples: ranks 1 relevant (level 2), 2 not relevant,
+#: 3 not judged, 4 relevant (level 1); judged: those three plus an unretrieved level 3 (R = 3).
+EXAMPLE_SETUP = ">>> r, j = [2, 0, -1, 1], [2, 0, 1, 3]\n"
+
+#: Each qrels family's doctest on the worked query (:data:`EXAMPLE_SETUP`).
+EXAMPLES: dict[str, str] = {
+    "runid": ">>> run = Run('bm25', {'1': {'a': 1.0}})\n"
+    ">>> evaluate(Qrels({'1': {'a': 1}}), run, measures=parse_measures(['runid'])).run_id\n"
+    "'bm25'\n",
+    "num_q": ">>> run = Run('r', {'1': {'a': 1.0}, '2': {'b': 1.0}, '3': {'c': 1.0}})\n"
+    ">>> qrels = Qrels({'1': {'a': 1}, '2': {'c': 1}})  # query 3 has no judgements\n"
+    ">>> evaluate(qrels, run, measures=parse_measures(['num_q'])).all  # all line only\n"
+    "{'num_q': 2}\n",
+    "num_ret": ">>> one_query('num_ret', r, j)\n{'num_ret': 4}\n",
+    "num_rel": ">>> one_query('num_rel', r, j), one_query('num_rel', r, j, level=2)\n"
+    "({'num_rel': 3}, {'num_rel': 2})\n",
+    "num_rel_ret": ">>> one_query('num_rel_ret', r, j)\n{'num_rel_ret': 2}\n",
+    "map": ">>> one_query('map', r, j)  # (1/1 + 2/4) / 3\n{'map': 0.5}\n",
+    "gm_map": ">>> one_query('gm_map', r, j)  # log(0.5); all: exp of the mean\n"
+    "{'gm_map': -0.6931471805599453}\n",
+    "Rprec": ">>> one_query('Rprec', r, j)  # 1 relevant in the first 3\n"
+    "{'Rprec': 0.3333333333333333}\n",
+    "bpref": ">>> one_query('bpref', r, j)  # rank 1: 1; rank 4: 1 - min(1, 3)/min(1, 3)\n"
+    "{'bpref': 0.3333333333333333}\n",
+    "recip_rank": ">>> one_query('recip_rank', r, j)\n{'recip_rank': 1.0}\n",
+    "iprec_at_recall": ">>> one_query('iprec_at_recall.0,.5,1', r, j)  # max P at/after round(xR)\n"
+    "{'iprec_at_recall_0.00': 1.0, 'iprec_at_recall_0.50': 0.5, 'iprec_at_recall_1.00': 0.0}\n",
+    "P": ">>> one_query('P.2,4', r, j)\n{'P_2': 0.5, 'P_4': 0.5}\n",
+    "relstring": ">>> one_query('relstring', r, j)\n{'relstring': \"'20-1'\"}\n",
+    "recall": ">>> one_query('recall.4', r, j)\n{'recall_4': 0.6666666666666666}\n",
+    "infAP": ">>> one_query('infAP', r, j)  # (1 + 1/4 + 3/4 * 2/3 * (1 + e)/(1 + 1 + 2e)) / 3\n"
+    "{'infAP': 0.5}\n",
+    "gm_bpref": ">>> one_query('gm_bpref', r, j)  # log(1/3)\n{'gm_bpref': -1.0986122886681098}\n",
+    "Rprec_mult": ">>> one_query('Rprec_mult.1', r, j)\n{'Rprec_mult_1.00': 0.3333333333333333}\n",
+    "utility": ">>> one_query('utility.1,-1,0,0', r, j)  # 2 - 2\n{'utility_1,-1,0,0': 0.0}\n",
+    "11pt_avg": ">>> one_query('11pt_avg.0,.5', r, j)  # (1 + 0.5) / 2\n{'11pt_avg_0,.5': 0.75}\n",
+    "binG": ">>> one_query('binG', r, j)  # (1 + 1/2) / 3\n{'binG': 0.5}\n",
+    "G": ">>> one_query('G', r, j)\n{'G': 0.2747853857295761}\n",
+    "dcg": ">>> one_query('dcg', r, j)  # 2 + 1/log2 5\n{'dcg': 2.430676558073393}\n",
+    "ideal_dcg": ">>> one_query('ideal_dcg', r, j)  # 3 + 2/log2 3 + 1/log2 4\n"
+    "{'ideal_dcg': 4.7618595071429155}\n",
+    "ndcg": ">>> one_query('ndcg', r, j)  # (2 + 1/log2 5) / (3 + 2/log2 3 + 1/log2 4)\n"
+    "{'ndcg': 0.5104469282277887}\n"
+    ">>> one_query('ndcg.1=5', r, j)  # (2 + 5/log2 5) / (5 + 3/log2 3 + 2/log2 4)\n"
+    "{'ndcg_1=5': 0.5262249698012391}\n",
+    "ndcg_rel": ">>> one_query('ndcg_rel', r, j)\n{'ndcg_rel': 0.5625201743740814}\n",
+    "Rndcg": ">>> one_query('Rndcg', r, j)\n{'Rndcg': 0.5186497947324504}\n",
+    "ndcg_cut": ">>> one_query('ndcg_cut.1', r, j)  # 2 / 3\n{'ndcg_cut_1': 0.6666666666666666}\n",
+    "map_cut": ">>> one_query('map_cut.2', r, j)  # 1/1 over R = 3\n"
+    "{'map_cut_2': 0.3333333333333333}\n",
+    "relative_P": ">>> one_query('relative_P.2', r, j)  # 1 / min(2, 3)\n{'relative_P_2': 0.5}\n",
+    "success": ">>> one_query('success.1', r, j)\n{'success_1': 1.0}\n",
+    "set_P": ">>> one_query('set_P', r, j)\n{'set_P': 0.5}\n",
+    "set_relative_P": ">>> one_query('set_relative_P', r, j)  # 2 / min(4, 3)\n"
+    "{'set_relative_P': 0.6666666666666666}\n",
+    "set_recall": ">>> one_query('set_recall', r, j)\n{'set_recall': 0.6666666666666666}\n",
+    "set_map": ">>> one_query('set_map', r, j)  # 2^2 / (4 3)\n{'set_map': 0.3333333333333333}\n",
+    "set_F": ">>> one_query('set_F', r, j)  # 2 (1/2)(2/3) / (1/2 + 2/3)\n"
+    "{'set_F': 0.5714285714285715}\n",
+    "num_nonrel_judged_ret": ">>> one_query('num_nonrel_judged_ret', r, j)\n"
+    "{'num_nonrel_judged_ret': 1}\n",
+    "rbp": ">>> one_query('rbp', r, j)  # 0.1 (2/3 + 1/3 0.9^3), gains scaled by 1/3\n"
+    "{'rbp': 0.09096666666666664}\n",
+    "rbp_resid": ">>> one_query('rbp_resid', r, j)  # 0.9^4 + 0.1 0.9^2\n"
+    "{'rbp_resid': 0.7371000000000001}\n",
+    "unj": ">>> one_query('unj.2,4', r, j)\n{'unj_2': 0.0, 'unj_4': 0.25}\n",
+}
+
+#: Families whose ``--tie-bounds`` columns are not bounds (their values under the two orders).
+NOT_BOUNDED = frozenset({"G", "unj", "rbp_resid", "infAP", "num_nonrel_judged_ret", "relstring"})
+#: Families that do not depend on the order of the ranked documents (but for ``-M``).
+ORDER_FREE = frozenset({"runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility",
+                        "ideal_dcg", "set_P", "set_relative_P", "set_recall", "set_map",
+                        "set_F"})  # fmt: skip
+
+
+def family_docstring(measure: TrecMeasure) -> str:
+    """A qrels family's docstring: its formula, its tie rule and its doctest (a preference
+    or judgement-group family's are its function's, in ``trec_prefs`` and ``trec_groups``).
+
+    >>> print(family_docstring(BY_NAME["P"]).splitlines()[0])
+    P: relevant in the first k, over k.
+    """
+    order = "ranked by score descending, then docno descending (trec_eval's order)"
+    if measure.name in ORDER_FREE:
+        tie = "independent of the order of ties (but for which tied documents -M keeps)"
+    elif measure.name in NOT_BOUNDED:
+        tie = order + "; --tie-bounds gives its values under the two orders, not bounds"
+    else:
+        tie = order + "; --tie-bounds gives its exact lowest and highest value over ties"
+    if measure.name in ("ndcg", "ndcg_cut"):
+        tie += ", and its tie-averaged value (each rank the mean gain of its tie group)"
+    example = EXAMPLES.get(measure.name, "")
+    return f"{measure.name}: {measure.doc}.\n\nTie rule: {tie}.\n\n{EXAMPLE_SETUP}{example}"
+
+
+#: One doctest per qrels family (``pytest --doctest-modules`` runs each under its name).
+__test__ = {m.name: family_docstring(m) for m in MEASURES if m.judgements == "qrels"}

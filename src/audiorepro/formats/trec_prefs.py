@@ -1,0 +1,144 @@
+"""trec_eval's other judgement formats (``-R``): preferences and judgement groups.
+
+- **prefs** (``-R prefs``): ``qid jg jsg docno level``: a judgement group ``jg`` (one user's
+  information need) holds sub-groups ``jsg``; inside a sub-group every document is preferred
+  to every document with a lower ``level`` (read as C's ``atof``; ``0`` means "not
+  relevant"). See :mod:`audiorepro.metrics.trec_prefs` for what the preferences are.
+- **qrels_prefs** (``-R qrels_prefs``): ordinary qrels lines ``qid jg docno level`` read as
+  preferences: the second column (qrels' ``iter``, usually ``0``) is the judgement group, each
+  group one sub-group, the level read by ``atof``.
+- **qrels_jg** (``-R qrels_jg``): qrels lines ``qid jg docno level`` where the second column
+  names a judgement group: each group is a qrels of its own (the level read by ``atol``; a
+  docno judged twice in one group of one query is an error).
+
+As in the qrels reader (:mod:`audiorepro.formats.trec`): fields are separated by C's
+``isspace`` bytes, lines that are empty or start with ``#`` are comments (trec_eval 10 skips
+a ``#`` line and stops on an empty one), and a line with another number of fields, a file with
+no judgement or one that is not UTF-8 is one :class:`UserError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import check_regular_file
+
+PREFS_FIELDS = ("qid", "jg", "jsg", "docno", "level")
+QRELS_JG_FIELDS = ("qid", "jg", "docno", "level")
+
+
+class PrefJudgement(NamedTuple):
+    """One preference line of a query: judgement group, sub-group, docno and level."""
+
+    jg: str
+    jsg: str
+    docno: str
+    level: float
+
+
+def _lines(path: str | Path, what: str) -> list[tuple[int, list[bytes]]]:
+    """The data lines of ``path`` as (line number, fields); comments and empty lines left
+    out."""
+    if str(path) == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        check_regular_file(Path(path), what=what)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise UserError(f"cannot be read ({exc.strerror}); expected {what}",
+                            source=path) from None  # fmt: skip
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"is not UTF-8 text (byte {exc.start}); expected {what}",
+                        source=path) from None  # fmt: skip
+    out: list[tuple[int, list[bytes]]] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        fields = line.split()
+        if fields and not fields[0].startswith(b"#"):
+            out.append((number, fields))
+    if not out:
+        raise UserError(f"holds no judgement; expected {what} lines", source=path)
+    return out
+
+
+def _checked(path: str | Path, names: tuple[str, ...], what: str) -> list[tuple[int, list[str]]]:
+    rows = []
+    for number, fields in _lines(path, what):
+        if len(fields) != len(names):
+            raise UserError(
+                f"line {number} has {len(fields)} fields; expected {len(names)} "
+                f"({' '.join(names)})",
+                source=path,
+            )
+        rows.append((number, [f.decode("utf-8") for f in fields]))
+    return rows
+
+
+def read_prefs(
+    path: str | Path, *, qrels_form: bool = False, number: Callable[[str], float] = float
+) -> dict[str, list[PrefJudgement]]:
+    """The preference judgements of every query (``-R prefs``; ``qrels_form``: ``-R
+    qrels_prefs``, each qrels ``iter`` a judgement group of one sub-group ``0``), qids in
+    byte order, each query's lines in file order; ``number`` reads a level (trec-eval passes
+    C's ``atof``, :func:`audiorepro.metrics.trec.c_atof`).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = os.path.join(d, "prefs")
+    ...     _ = open(p, "w").write("# user 1\\nq1 u1 s1 a 3\\nq1 u1 s1 b 0.5\\n")
+    ...     read_prefs(p)
+    {'q1': [PrefJudgement(jg='u1', jsg='s1', docno='a', level=3.0), \
+PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
+    """
+    if qrels_form:
+        what = "TREC qrels read as preferences (qid jg docno level)"
+        rows = _checked(path, QRELS_JG_FIELDS, what)
+        made = [(f[0], PrefJudgement(f[1], "0", f[2], number(f[3]))) for _, f in rows]
+    else:
+        what = "trec_eval preferences (qid jg jsg docno level)"
+        rows = _checked(path, PREFS_FIELDS, what)
+        made = [(f[0], PrefJudgement(f[1], f[2], f[3], number(f[4]))) for _, f in rows]
+    out: dict[str, list[PrefJudgement]] = {}
+    for qid, judgement in made:
+        out.setdefault(qid, []).append(judgement)
+    return {q: out[q] for q in sorted(out, key=lambda q: q.encode("utf-8"))}
+
+
+def read_qrels_jg(
+    path: str | Path, *, number: Callable[[str], int] = int
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Judgement groups (``-R qrels_jg``): ``{qid: {jg: {docno: level}}}``, qids and groups
+    in byte order; ``number`` reads a level (trec-eval passes C's ``atol``).
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = os.path.join(d, "qrels")
+    ...     _ = open(p, "w").write("1 b x 1\\n1 a x 0\\n1 a y 2\\n")
+    ...     read_qrels_jg(p)
+    {'1': {'a': {'x': 0, 'y': 2}, 'b': {'x': 1}}}
+    """
+    what = "TREC qrels with judgement groups (qid jg docno level)"
+    groups: dict[str, dict[str, dict[str, int]]] = {}
+    for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
+        judged = groups.setdefault(qid, {}).setdefault(jg, {})
+        if docno in judged:
+            raise UserError(
+                f"line {line}: docno {docno[:80]!r} is judged twice for qid {qid[:80]!r} in "
+                f"judgement group {jg[:80]!r}; expected one line per document, group and query",
+                source=path,
+            )
+        judged[docno] = number(level)
+
+    return {q: {g: groups[q][g] for g in _byte_order(groups[q])} for q in _byte_order(groups)}
+
+
+def _byte_order(
+    keys: dict[str, dict[str, int]] | dict[str, dict[str, dict[str, int]]],
+) -> list[str]:
+    return sorted(keys, key=lambda k: k.encode("utf-8"))
