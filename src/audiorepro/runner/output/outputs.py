@@ -179,7 +179,7 @@ class ProbeRun(TypedDict):
     problem: str | None
     #: split -> the whole saved document, for key paths (not in the bundle)
     documents: dict[str, Any]
-    #: split -> the saved keys no table used (set by ``probe_saved.unused_keys``)
+    #: split -> the saved keys no table used (set by ``kinds.probe.saved.unused_keys``)
     unused: NotRequired[dict[str, list[str]]]
 
 
@@ -225,9 +225,9 @@ class ProbeBundle(TypedDict):
     family_means: list[dict[str, Any]]
     #: the study's ``[[leaders]]`` tasks over saved measurements
     task_leaders: NotRequired[list[dict[str, Any]]]
-    #: the study's ``[[derived]]`` numbers with their formulas (runner/probe_content.py)
+    #: the study's ``[[derived]]`` numbers with their formulas (runner/kinds/probe/content.py)
     derived: NotRequired[list[DerivedRecord]]
-    #: counts, run ids and job attempts (runner/probe_content.py)
+    #: counts, run ids and job attempts (runner/kinds/probe/content.py)
     result_manifest: NotRequired[dict[str, Any]]
     #: every file of the study's ``files`` as read (alias -> document): the backbones of
     #: study.json, the training normalization, the job records, the validation job's receipt

@@ -16,7 +16,7 @@ extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
@@ -28,7 +28,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, slug
+from audiorepro.core.io import JsonObject, atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.profile_registry import is_canonical
@@ -369,12 +369,12 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     def verify(self, study: ZeroshotStudy, cache: Path) -> Summary:
         return verify_zeroshot(study, cache)
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: a metric (canonical or of the laion-clap profile; tier b: over
     CPU-extracted embeddings), or an input count or setting (no tier)."""
     if not below or below[0] != "metrics":

@@ -30,7 +30,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes, slug
+from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, slug
 from audiorepro.formats.probe_inputs import (
     Aligned,
     ClipEmbeddings,
@@ -617,7 +617,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
             self.compute(state)
             return _golden(study, state.cells, state.errors)
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
@@ -627,7 +627,7 @@ _COUNTS = frozenset(
 )
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: an accuracy, recall, precision or F1 (higher, tier b: an iterative
     solver over float64 BLAS), a margin (tier b), a count or setting (no tier)."""
     if not below or below[0] in ("probe", "model_meta", "protocol"):
@@ -645,7 +645,7 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     return None, None
 
 
-def _identities(cell: Mapping[str, Any]) -> Identities:
+def _identities(cell: JsonObject) -> Identities:
     probe = cell.get("probe") or {}
     settings = tuple(
         f"{k}={probe[k]}" for k in ("definition", "C", "grid", "scikit_learn") if k in probe

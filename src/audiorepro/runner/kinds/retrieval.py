@@ -29,7 +29,7 @@ A study with a failing cell still writes everything, says so first, and exits 1.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from audiorepro.checks.verify import (
 )
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import JsonObject
 
 #: The numbers every table leads with; each carries a bootstrap interval.
 from audiorepro.core.progress import progress_bar
@@ -93,7 +94,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.outputs import (
+from audiorepro.runner.output.outputs import (
     RETRIEVAL_BUNDLE,
     BundleCell,
     RetrievalBundle,
@@ -500,7 +501,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
             load_cell(res, cache, empty_queries=study.empty_queries)
         return summarize(golden_rows(study, results))
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
@@ -509,7 +510,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 _INPUT_KEYS = ("n_clips", "n_captions", "captions_per_clip", "model_meta")
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: a metric with its direction, tier a over a shipped dump and tier b
     over an extracted one (its meta names the weights) or in the float32 laion-clap
     profile; or an input count (no tier)."""
