@@ -25,7 +25,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json, read_json
 from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
-from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_dump
+from audiorepro.formats.dump import Dump, Embeddings, load_dump, make_dump, read_npz, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
 from audiorepro.models.embedder import load_embedder, require_text
 from audiorepro.models.extract import library_versions, shard_range
@@ -39,6 +39,7 @@ from audiorepro.runner.cache import (
     record_entry,
 )
 from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.specs.settings import Settings
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -137,7 +138,7 @@ def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | N
     return record
 
 
-def _cell_spec(cell: ZeroshotCell) -> tuple[ModelSpec, dict[str, Any]]:
+def _cell_spec(cell: ZeroshotCell) -> tuple[ModelSpec, Settings]:
     """The cell's model with the architecture its settings give, and its other settings."""
     return model_spec(cell.model, cell.registry, cell.settings)
 
@@ -159,8 +160,8 @@ def zeroshot_key(cell: ZeroshotCell, inputs: ZeroshotInputs) -> str:
 class Extraction:
     """A cell's embeddings (or one shard's rows of them) and the dump's meta."""
 
-    audio: npt.NDArray[Any]
-    text: npt.NDArray[Any]
+    audio: Embeddings
+    text: Embeddings
     meta: dict[str, Any]
     audio_range: tuple[int, int]
     text_range: tuple[int, int]
@@ -259,7 +260,7 @@ def merge_parts(parts: list[Path], inputs: ZeroshotInputs, key: str, out: Path) 
             rows[kind] = stop
     meta = {k: v for k, v in loaded[0][0]["meta"].items() if k != "cache_key"}
 
-    def joined(kind: str) -> npt.NDArray[Any]:
+    def joined(kind: str) -> Embeddings:
         return np.concatenate([a[f"{kind}_embeds"] for _, a in loaded if a[f"{kind}_embeds"].size])
 
     ex = Extraction(joined("audio"), joined("text"), meta, (0, rows["audio"]), (0, rows["text"]))
@@ -279,8 +280,8 @@ def class_relevance(labels: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64
 
 def write_relevance_dump(
     path: Path,
-    audio: npt.NDArray[Any],
-    text: npt.NDArray[Any],
+    audio: Embeddings,
+    text: Embeddings,
     labels: npt.NDArray[np.int64],
     *,
     audio_ids: list[str],

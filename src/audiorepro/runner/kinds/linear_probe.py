@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast
 
 import numpy as np
+import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
@@ -279,8 +280,8 @@ def _dump_meta(path: Path) -> dict[str, Any]:
 
 
 def predictions_arrays(
-    classes: tuple[str, ...], true: np.ndarray[Any, Any], pred: np.ndarray[Any, Any]
-) -> dict[str, np.ndarray[Any, Any]]:
+    classes: tuple[str, ...], true: npt.ArrayLike, pred: npt.ArrayLike
+) -> dict[str, npt.NDArray[np.str_] | npt.NDArray[np.int64]]:
     """One split's test predictions as a prediction file's classification section."""
     return {
         "cls_names": np.asarray(classes, dtype=str),

@@ -30,7 +30,7 @@ from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
-from audiorepro.formats.dump import Dump, load_dump
+from audiorepro.formats.dump import Dump, Embeddings, load_dump
 from audiorepro.metrics.profile_registry import is_canonical
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.metrics.zeroshot import (
@@ -127,7 +127,7 @@ TIE_POLICIES = ("pessimistic", "optimistic")
 
 
 def cell_metrics(
-    audio: npt.NDArray[Any], text: npt.NDArray[Any], labels: npt.NDArray[np.int64]
+    audio: Embeddings, text: Embeddings, labels: npt.NDArray[np.int64]
 ) -> dict[str, Any]:
     """Canonical metrics under both tie policies and the laion-clap zero-shot profile."""
     return {
