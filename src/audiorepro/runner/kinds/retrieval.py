@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.checks.explain import CONCEPTS, peer_name
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
@@ -97,6 +98,8 @@ from audiorepro.runner.kinds import (
 from audiorepro.runner.output.outputs import (
     RETRIEVAL_BUNDLE,
     BundleCell,
+    PairedRecord,
+    RankHistogram,
     RetrievalBundle,
     RetrievalVerification,
 )
@@ -118,7 +121,7 @@ class CellResult:
     parity: ParityCell | None = None
     retrieval: RetrievalResult | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
-    rank_histogram: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rank_histogram: dict[str, RankHistogram] = field(default_factory=dict)
 
 
 def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
@@ -168,7 +171,7 @@ RANK_BINS = (
 )
 
 
-def rank_histogram(first: Any) -> dict[str, Any]:
+def rank_histogram(first: npt.ArrayLike) -> RankHistogram:
     """Counts of queries by the position of their first relevant item.
 
     >>> rank_histogram(np.array([1, 1, 4, 300]))["counts"]
@@ -182,9 +185,9 @@ def rank_histogram(first: Any) -> dict[str, Any]:
     return {"bins": [label for label, _, _ in RANK_BINS], "counts": counts}
 
 
-def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, Any]]:
+def _paired(results: list[CellResult], study: RetrievalStudy) -> list[PairedRecord]:
     """Paired bootstrap of every later model against the first, per dataset, same queries."""
-    out: list[dict[str, Any]] = []
+    out: list[PairedRecord] = []
     by_dataset: dict[str, list[CellResult]] = {}
     for r in results:
         if r.retrieval is not None:
@@ -209,14 +212,17 @@ def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, 
                         ra, rb, m, n_resamples=b.resamples, seed=b.seed, level=b.level
                     )
                     out.append(
-                        {
-                            "dataset": dataset,
-                            "a": other.cell.id,
-                            "b": base.cell.id,
-                            "direction": direction,
-                            "metric": m,
-                            **d,
-                        }
+                        PairedRecord(
+                            dataset=dataset,
+                            a=other.cell.id,
+                            b=base.cell.id,
+                            direction=direction,
+                            metric=m,
+                            difference=d["difference"],
+                            low=d["low"],
+                            high=d["high"],
+                            fraction_not_better=d["fraction_not_better"],
+                        )
                     )
     return out
 
@@ -389,7 +395,7 @@ class RetrievalState(KindState):
     study: RetrievalStudy | None = None
     ctx: Context | None = None
     results: list[CellResult] = field(default_factory=list)
-    paired: list[dict[str, Any]] = field(default_factory=list)
+    paired: list[PairedRecord] = field(default_factory=list)
     parity: ParityBlock | None = None
     identity: list[dict[str, Any]] = field(default_factory=list)
 
@@ -693,7 +699,7 @@ def _identity(check: Any) -> dict[str, Any]:
 def _bundle(
     study: RetrievalStudy,
     results: list[CellResult],
-    paired: list[dict[str, Any]],
+    paired: list[PairedRecord],
     verification: RetrievalVerification,
 ) -> RetrievalBundle:
     cells = []

@@ -65,7 +65,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.specs.selection import selection_record
+from audiorepro.specs.selection import SelectionRecord, selection_record
 from audiorepro.specs.study import ZeroshotStudy
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
@@ -120,7 +120,7 @@ class ZeroshotBundle(TypedDict):
     cells: list[ZeroshotBundleCell]
     verification: ZeroshotVerification
     #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)
-    selection: NotRequired[dict[str, Any]]
+    selection: NotRequired[SelectionRecord]
 
 
 TIE_POLICIES = ("pessimistic", "optimistic")
