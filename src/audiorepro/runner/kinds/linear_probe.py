@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -290,7 +290,7 @@ def predictions_arrays(
     }
 
 
-def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> dict[str, Any]:
+def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> LinearProbeFold:
     """One split's numbers as the bundle holds them."""
     true = inputs.aligned.y[r.split.test]
     return {
@@ -311,9 +311,9 @@ def cell_record(
     cell: LinearProbeCell,
     inputs: CellInputs,
     results: list[FoldResult],
-    folds: list[dict[str, Any]],
+    folds: list[LinearProbeFold],
     bootstrap: Bootstrap,
-) -> dict[str, Any]:
+) -> LinearProbeBundleCell:
     """A cell's numbers: every split, their mean, the pooled predictions' metrics."""
     true = np.concatenate([inputs.aligned.y[r.split.test] for r in results])
     pred = np.concatenate([r.fit.pred for r in results])
@@ -354,7 +354,7 @@ def cell_record(
     }
 
 
-def reproduced(cell: Mapping[str, Any]) -> dict[str, float]:
+def reproduced(cell: LinearProbeBundleCell) -> dict[str, float]:
     """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
     out = {"mean_accuracy": float(cell["mean_accuracy"])}
     out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
@@ -369,12 +369,12 @@ def twin_parity(
     inputs: CellInputs,
     results: list[FoldResult],
     out: Path,
-    folds: list[dict[str, Any]],
-) -> dict[str, Any]:
+    folds: list[LinearProbeFold],
+) -> TwinCell:
     """Per split: the SciPy twin's predictions against scikit-learn's (equal outside the
     twin's near-tie band, accuracies within the band's share), and the written prediction
     file re-read by ``probe-metrics``' code (its accuracy equal to the split's)."""
-    rows = []
+    rows: list[TwinRow] = []
     x, y = inputs.clips.embeds, inputs.aligned.y
     for r, f in zip(results, folds, strict=True):
         s = r.split
@@ -410,9 +410,9 @@ class LinearProbeState(KindState):
     ctx: Context | None = None
     inputs: dict[str, CellInputs] = field(default_factory=dict)
     results: dict[str, list[FoldResult]] = field(default_factory=dict)
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cells: dict[str, LinearProbeBundleCell] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    parity: list[dict[str, Any]] = field(default_factory=list)
+    parity: list[TwinCell] = field(default_factory=list)
 
 
 def _load(
@@ -427,12 +427,12 @@ def _load(
 
 def compute_cell(
     cell: LinearProbeCell, inputs: CellInputs, out: Path, bootstrap: Bootstrap
-) -> tuple[list[FoldResult], dict[str, Any]]:
+) -> tuple[list[FoldResult], LinearProbeBundleCell]:
     """Every split's probe, its prediction file written under ``out``, the cell's record."""
     results = probe_splits(
         inputs.clips.embeds, inputs.aligned.y, inputs.splits, c=cell.c, grid=cell.grid
     )
-    folds = []
+    folds: list[LinearProbeFold] = []
     for r in results:
         rel = f"predictions/{slug(cell.id)}/{slug(r.split.name)}.npz"
         arrays = predictions_arrays(
@@ -444,7 +444,7 @@ def compute_cell(
 
 
 def _golden(
-    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+    study: LinearProbeStudy, cells: Mapping[str, LinearProbeBundleCell], errors: dict[str, str]
 ) -> Summary:
     rows: list[ValueRow] = []
     for pub in study.published:
@@ -458,7 +458,7 @@ def _golden(
 
 
 def _tables(
-    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], golden: Summary
+    study: LinearProbeStudy, cells: Mapping[str, LinearProbeBundleCell], golden: Summary
 ) -> dict[str, Table]:
     names = list(dict.fromkeys(f["fold"] for c in cells.values() for f in c["folds"]))
     columns = (
@@ -466,7 +466,7 @@ def _tables(
         *(Column(f"fold {n}", True) for n in names),
         *(Column(f"pooled {m}", True) for m in POOLED),
     )
-    rows = []
+    rows: list[tuple[str, tuple[float | None, ...]]] = []
     for cell in study.cells:
         c = cells.get(cell.id)
         if c is None:
@@ -575,7 +575,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
             bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
         )
         verification: LinearProbeVerification = {
-            "metric_parity": {"cells": cast(list[TwinCell], parity), "passed": passed},
+            "metric_parity": {"cells": parity, "passed": passed},
             "metric_parity_passed": passed,
             "failures": state.failures,
             "golden": golden,
@@ -590,7 +590,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
                 "definitions_version": DEFINITIONS_VERSION,
                 "bootstrap": {"resamples": b.resamples, "seed": b.seed, "level": b.level},
             },
-            "cells": cast(list[LinearProbeBundleCell], cells),
+            "cells": cells,
             "verification": verification,
         }
         inputs = {}
