@@ -9,13 +9,14 @@ steps (:func:`.kinds.run_kind`) into staging and publishes the output folder who
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, settle, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import JsonObject
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 
@@ -272,14 +273,14 @@ OUT_TO_CHECK = (
 )
 
 
-def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> tuple[str, int]:
+def _checked(intact: int, listed: int, records: Sequence[JsonObject]) -> tuple[str, int]:
     """What ``verify OUT`` checked, for its verdict line: files against the manifest, and
     what the run's records (the nested studies' too) say passed of parity, identity,
     completion rules, gates and published values; and how many such checks there were
     besides the published values (the files alone check no number). The records were
     written by a run: read as they are."""
 
-    def items(record: dict[str, Any], *keys: str) -> list[Any]:
+    def items(record: JsonObject, *keys: str) -> list[Any]:
         value: Any = record
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None

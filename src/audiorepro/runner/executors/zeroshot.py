@@ -15,14 +15,15 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NotRequired
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json, read_json
+from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, parse_json, read_json
 from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, Embeddings, load_dump, make_dump, read_npz, save_dump
@@ -52,6 +53,22 @@ class MissingInputs(UserError):
     ``verify`` reports the values NOT VERIFIED."""
 
 
+class InputsRecord(TypedDict):
+    """What a zero-shot study evaluates, as its bundle, cache key and dumps record it."""
+
+    dataset: str
+    metadata_file: str
+    metadata_sha256: str
+    folds: list[int]
+    template: str
+    classes: list[str]
+    n_clips: int
+    #: one hash over "name sha256" lines of every clip, in clip order (as extract does)
+    audio_sha256: str
+    #: ``fetch esc50``'s ``dataset.json`` beside the metadata, as it is (absent: none)
+    prepared: NotRequired[JsonObject]
+
+
 @dataclasses.dataclass
 class ZeroshotInputs:
     """The evaluated clips (files, labels) and the class prompts."""
@@ -60,7 +77,7 @@ class ZeroshotInputs:
     paths: list[Path]
     labels: npt.NDArray[np.int64]
     prompts: list[str]
-    record: dict[str, Any]
+    record: InputsRecord
 
 
 def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
@@ -103,7 +120,7 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     prompts = [prompt(ds.template, c) for c in meta.classes]
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
     metadata_sha256 = sha256_file(ds.metadata)
-    record: dict[str, Any] = {
+    record: InputsRecord = {
         "dataset": ds.name,
         "metadata_file": ds.metadata.name,
         "metadata_sha256": metadata_sha256,
@@ -126,7 +143,7 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     )
 
 
-def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | None:
+def _prepared_record(metadata: Path, metadata_sha256: str) -> JsonObject | None:
     """``fetch esc50``'s ``dataset.json`` beside the metadata (the pinned commit, the archive's
     hash, clips present) when it describes this metadata file; it travels with the dumps."""
     path = metadata.parent / RECORD_NAME

@@ -50,6 +50,7 @@ from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.zeroshot import (
+    InputsRecord,
     MissingInputs,
     ZeroshotInputs,
     cached_cell,
@@ -116,11 +117,21 @@ class ZeroshotBundleCell(TypedDict):
     model_meta: dict[str, Any]  #: the dump's meta_json
 
 
+class ZeroshotStudyRecord(TypedDict):
+    """The study in its bundle: name, title, tie policy, definitions version, inputs."""
+
+    name: str
+    title: str
+    tie_policy: str
+    definitions_version: int
+    inputs: InputsRecord
+
+
 class ZeroshotBundle(TypedDict):
     """``bundle.json.gz`` of a zero-shot study (decompressed)."""
 
     schema: Literal["audiorepro.zeroshot-bundle/1"]
-    study: dict[str, Any]  #: name, title, tie policy, definitions version, inputs
+    study: ZeroshotStudyRecord
     cells: list[ZeroshotBundleCell]
     verification: ZeroshotVerification
     #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)

@@ -75,7 +75,7 @@ class RunPredicate(TypedDict):
     #: input file name -> SHA-256
     inputs: Any
     #: a summary of the manifest's environment (:data:`ENVIRONMENT_KEYS`)
-    environment: dict[str, Any]
+    environment: dict[str, object]
     git: Any
     time: Any
     #: the audiorepro version that signed
