@@ -72,6 +72,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.study import (
     Bootstrap,
     LinearProbeCell,
@@ -157,11 +158,20 @@ class LinearProbeBundleCell(TypedDict):
     model_meta: dict[str, Any]  #: the dump's meta_json
 
 
+class LinearProbeStudyRecord(TypedDict):
+    """The study in its bundle: name, title, definitions version, bootstrap."""
+
+    name: str
+    title: str
+    definitions_version: str
+    bootstrap: BootstrapRecord
+
+
 class LinearProbeBundle(TypedDict):
     """``bundle.json.gz`` of a linear-probe study (decompressed)."""
 
     schema: Literal["audiorepro.linear-probe-bundle/1"]
-    study: dict[str, Any]  #: name, title, definitions version, bootstrap
+    study: LinearProbeStudyRecord
     cells: list[LinearProbeBundleCell]
     verification: LinearProbeVerification
 

@@ -29,10 +29,10 @@ A study with a failing cell still writes everything, says so first, and exits 1.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -107,6 +107,7 @@ from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, Published, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
+T = TypeVar("T")
 
 
 @dataclass
@@ -124,8 +125,9 @@ class CellResult:
     rank_histogram: dict[str, RankHistogram] = field(default_factory=dict)
 
 
-def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
-    return progress_bar(items, f"{stage:<9}", enabled, unit="item")
+def _progress(items: list[T], stage: str, enabled: bool) -> Iterable[T]:
+    shown: Iterable[T] = progress_bar(items, f"{stage:<9}", enabled, unit="item")
+    return shown
 
 
 def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
