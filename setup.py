@@ -1,6 +1,6 @@
 """Build hook: stamp the git commit and dirty flag of the checkout a wheel is built from into
 the package (``audiorepro/_build_info.json``), so that a wheel install's manifests record it
-(``audiorepro.runner.manifest``). Deterministic: the file holds the commit and the flag only,
+(``audiorepro.runner.output.manifest``). Deterministic: the file holds the commit and the flag only,
 and is left out when the build does not run in a git checkout (an sdist)."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def demo_data(out: Path) -> dict[str, Any]:
 def probe_data(out: Path) -> dict[str, Any]:
     """Every metric of every probe run, and the family means: all tier a (float64 over the
     shipped prediction files, with order-fixed sums)."""
-    from audiorepro.runner.probe import flatten
+    from audiorepro.runner.kinds.probe.runs import flatten
 
     bundle = _bundle(out)
     return with_legend(

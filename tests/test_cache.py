@@ -119,7 +119,7 @@ def test_a_cache_that_cannot_be_written_stops_the_run(
     recorded as a failed cell while the run goes on to write its outputs (exit 1)."""
     from audiorepro.core.errors import WriteError
     from audiorepro.core.io import atomic_write_bytes
-    from audiorepro.runner.retrieval import CellResult, load_cell
+    from audiorepro.runner.kinds.retrieval import CellResult, load_cell
 
     checkpoint = tmp_path / "model.pt"
     checkpoint.write_bytes(b"w")

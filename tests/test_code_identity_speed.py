@@ -55,3 +55,35 @@ def test_library_versions_are_read_once_per_process(monkeypatch: pytest.MonkeyPa
         assert len(calls) == len(extract.VERSIONED)
     finally:
         extract._library_versions.cache_clear()
+
+
+def test_upgrading_a_wrapped_package_changes_the_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """resemblyzer's encoder lives inside audiorepro (``audiorepro.models.resemblyzer``) and
+    wraps the installed ``resemblyzer``: a new resemblyzer under the same audiorepro source is
+    new code, so the extraction cache's key changes (never the old version's embeddings)."""
+    from audiorepro.models.registry import load_registry, resolve_spec
+    from audiorepro.runner import cache
+
+    spec = resolve_spec("resemblyzer", load_registry([]))
+    real_map = dict(encoder_specs._packages_distributions())
+    real_version = metadata.version
+    installed = {"Resemblyzer": "0.1.4"}
+    monkeypatch.setattr(
+        encoder_specs,
+        "_packages_distributions",
+        lambda: {**real_map, "resemblyzer": ["Resemblyzer"]},
+    )
+    monkeypatch.setattr(metadata, "version", lambda name: installed.get(name) or real_version(name))
+    monkeypatch.setattr(cache, "weight_hashes", lambda spec: {"pretrained.pt": "0" * 64})
+
+    def key() -> dict[str, object]:
+        return cache.model_key("resemblyzer", spec, {}, "cpu")
+
+    before = key()
+    assert before["code"]["imports"]["Resemblyzer"] == "0.1.4"  # type: ignore[index]
+    assert key() == before
+    installed["Resemblyzer"] = "0.2.0"
+    after = key()
+    assert after["code"]["imports"]["Resemblyzer"] == "0.2.0"  # type: ignore[index]
+    assert after["code"]["source_sha256"] == before["code"]["source_sha256"]  # type: ignore[index]
+    assert after != before

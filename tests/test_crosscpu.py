@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from audiorepro.checks.tiers import EMBEDDING_REL_TOLERANCE
-from audiorepro.runner.manifest import cpu_dispatch
+from audiorepro.runner.output.manifest import cpu_dispatch
 from tests.conftest import DUMPS, GOLDEN, ROOT
 from tests.goldens import compare_with_golden, demo_data, probe_data, with_legend
 
@@ -72,7 +72,7 @@ _SCRIPT = """
 import json, sys
 from pathlib import Path
 from audiorepro.cli import main
-from audiorepro.runner.manifest import cpu_dispatch
+from audiorepro.runner.output.manifest import cpu_dispatch
 out = Path(sys.argv[1])
 rc = {"fixtures": {}}
 rc["make_fixtures"] = __import__("subprocess").run(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.runner.probe_saved import _not_read
+from audiorepro.runner.kinds.probe.saved import _not_read
 from audiorepro.specs.gates import Gate, GateSpec, check_gate
 from tests.conftest import ROOT
 

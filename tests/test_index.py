@@ -1,4 +1,4 @@
-"""``OUT/README.txt``: the output folder's index (:mod:`audiorepro.runner.index`), an output
+"""``OUT/README.txt``: the output folder's index (:mod:`audiorepro.runner.output.index`), an output
 like any other: listed in the manifest, checked by ``verify``, covered by the signature."""
 
 from __future__ import annotations

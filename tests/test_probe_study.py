@@ -13,7 +13,7 @@ import pytest
 from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.runner.demo import prepare_probe_demo
-from audiorepro.runner.probe import flatten, leaders
+from audiorepro.runner.kinds.probe.runs import flatten, leaders
 from audiorepro.specs.study import load_study
 from tests.conftest import FIXTURES, GOLDEN
 from tests.goldens import probe_data

@@ -241,3 +241,28 @@ def test_evaluate_and_help_read_the_registry(toy: Profile) -> None:
         "laion-clap-zeroshot (a dump with one relevant text, the class prompt, per clip), "
         f"or {TOY}."
     )
+
+
+def test_a_zeroshot_study_computes_every_zeroshot_profile_of_the_registry() -> None:
+    """A zero-shot cell's metrics are the canonical ones and every zero-shot profile the
+    registry holds, each under its own name: a profile registered once reaches the study."""
+    from audiorepro.metrics.zeroshot import laion_clap_zeroshot
+    from audiorepro.runner.kinds.zeroshot import cell_metrics
+
+    rng = np.random.default_rng(5)
+    audio = rng.standard_normal((6, 4)).astype(np.float32)
+    text = rng.standard_normal((3, 4)).astype(np.float32)
+    labels = np.array([0, 1, 2, 0, 1, 2], dtype=np.int64)
+    dump = make_dump(audio, text, relevance_indptr=np.arange(7), relevance_indices=labels)
+
+    def clips(request: ProfileRequest) -> ProfileResult:
+        return ProfileResult("toy-zeroshot", {"clips": float(request.dump.n_clips)})
+
+    register_profile(Profile("toy-zeroshot", "zeroshot", clips, metric_names=("clips",)))
+    try:
+        metrics = cell_metrics(dump, labels)
+    finally:
+        unregister_profile("toy-zeroshot")
+    assert metrics["toy-zeroshot"] == {"clips": 6.0}
+    assert metrics["laion-clap-zeroshot"] == laion_clap_zeroshot(audio, text, labels)
+    assert set(metrics["canonical"]) == {"pessimistic", "optimistic"}

@@ -22,10 +22,10 @@ import pytest
 
 from audiorepro.core import progress
 from audiorepro.core.progress import MILESTONE_MIN, StageLines, progress_bar
-from audiorepro.runner.publish import run_files
+from audiorepro.runner.output.publish import run_files
 from tests.test_core_install import _dump_study
 
-#: The stages a one-cell retrieval study of dumps runs (:mod:`audiorepro.runner.retrieval`).
+#: The stages a one-cell retrieval study of dumps runs (:mod:`audiorepro.runner.kinds.retrieval`).
 STAGES = ("extract", "metrics", "parity")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from audiorepro.runner.manifest import PACKAGE, checkout_of, git_provenance
+from audiorepro.runner.output.manifest import PACKAGE, checkout_of, git_provenance
 from tests.conftest import ROOT
 from tests.test_outputs_folder import _reproduce, _study
 
@@ -83,7 +83,7 @@ def test_a_wheel_built_from_a_checkout_records_its_commit(tmp_path: Path) -> Non
     shutil.rmtree(clone)  # no checkout left to find
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
     env.pop("AUDIOREPRO_REVISION", None)
-    code = "from audiorepro.runner.manifest import git_provenance; print(git_provenance())"
+    code = "from audiorepro.runner.output.manifest import git_provenance; print(git_provenance())"
     got = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
         cwd=tmp_path,

@@ -2,7 +2,7 @@
 ``apptainer --bind "$PWD/out":/out`` case), runs killed at any moment (SIGKILL, midway through
 publication), a publication that fails, two runs into one OUT, and folders that belong to
 someone else (another run's, the user's, a FIFO). Each test failed before staging moved
-into OUT (:mod:`audiorepro.runner.publish`)."""
+into OUT (:mod:`audiorepro.runner.output.publish`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from audiorepro.cli import main
-from audiorepro.runner.publish import AREA
+from audiorepro.runner.output.publish import AREA
 from tests.conftest import ROOT
 from tests.test_outputs_folder import _reproduce, _study
 
@@ -126,7 +126,7 @@ def test_a_sigkill_midway_leaves_the_bind_mounted_out_as_it_was(tmp_path: Path) 
 
 _KILL_AT = """
 import os, sys
-import audiorepro.runner.publish as publish
+import audiorepro.runner.output.publish as publish
 from audiorepro.cli import main
 real, count = publish._rename, [0]
 def rename(src, dst, out):
@@ -156,7 +156,7 @@ def test_a_publication_killed_midway_is_refused_by_verify_and_rolled_back(
 ) -> None:
     """Killed after ``at`` of the swap's renames (5 old entries out, then 5 new in): verify
     says so in one line, and the next run restores the previous outputs before anything."""
-    from audiorepro.runner.publish import recover
+    from audiorepro.runner.output.publish import recover
 
     out = tmp_path / "out"
     assert _reproduce(_study(tmp_path), out) == 0
@@ -192,7 +192,7 @@ def test_a_failed_publication_is_undone_and_says_so(
 ) -> None:
     """A rename of the swap refused by the file system: one true line naming the folder at
     fault, exit 2; OUT holds its previous outputs and its cache; no staging left."""
-    import audiorepro.runner.publish as publish
+    import audiorepro.runner.output.publish as publish
 
     out = tmp_path / "out"
     assert _reproduce(_study(tmp_path), out) == 0
@@ -275,7 +275,7 @@ def test_a_read_only_out_is_one_line_naming_it(tmp_path: Path) -> None:
 _HOLD = """
 import sys, time
 from pathlib import Path
-from audiorepro.runner.publish import claim, new_staging
+from audiorepro.runner.output.publish import claim, new_staging
 with claim(Path(sys.argv[1])):
     new_staging(Path(sys.argv[1]))
     print("holding", flush=True)
@@ -314,7 +314,7 @@ def test_a_second_run_into_one_out_is_refused_and_a_dead_holder_is_no_obstacle(
 
 
 def test_each_run_stages_in_a_folder_of_its_own(tmp_path: Path) -> None:
-    from audiorepro.runner.publish import claim, new_staging
+    from audiorepro.runner.output.publish import claim, new_staging
 
     out = tmp_path / "out"
     with claim(out):
@@ -409,7 +409,7 @@ def test_verify_racing_a_republish_is_one_line(
 
 def test_a_journal_naming_paths_outside_out_is_refused(tmp_path: Path) -> None:
     from audiorepro.core.errors import UserError
-    from audiorepro.runner.publish import recover
+    from audiorepro.runner.output.publish import recover
 
     out = tmp_path / "out"
     (out / AREA).mkdir(parents=True)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from audiorepro.core.errors import UserError
-from audiorepro.runner.linear_probe import LINEAR_PROBE_BUNDLE
-from audiorepro.runner.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
-from audiorepro.runner.zeroshot import ZEROSHOT_BUNDLE
+from audiorepro.runner.kinds.linear_probe import LINEAR_PROBE_BUNDLE
+from audiorepro.runner.kinds.zeroshot import ZEROSHOT_BUNDLE
+from audiorepro.runner.output.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
 from audiorepro.specs.published import PublishedFile
 from audiorepro.specs.registry import RegistryFile
 from audiorepro.specs.schema import validate

@@ -509,8 +509,8 @@ def test_a_signed_statement_of_the_wrong_shape_is_one_line(
     keys: dict[str, KeyPair], run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Signed by the trusted key, but not a statement audiorepro writes: exit 2, not a pass."""
-    from audiorepro.runner.attest import envelope_of
-    from audiorepro.runner.keys import load_signing_key
+    from audiorepro.runner.output.attest import envelope_of
+    from audiorepro.runner.output.keys import load_signing_key
 
     key = load_signing_key(keys["openssl"].private)
     statement = {"_type": "https://in-toto.io/Statement/v1", "subject": "everything"}
@@ -583,7 +583,7 @@ def test_a_nested_study_is_signed_with_the_run(
     """The demo's shape (a probe study in OUT/probe): its files and its manifest are subjects,
     and a consistent rewrite inside it (both manifests re-hashed) fails only with --key."""
     from audiorepro.runner.demo import prepare_probe_demo
-    from audiorepro.runner.keys import load_signing_key
+    from audiorepro.runner.output.keys import load_signing_key
     from audiorepro.runner.study import run_studies
     from audiorepro.specs.study import load_study
 

@@ -23,7 +23,7 @@ from audiorepro.checks.tiers import (
 )
 from audiorepro.formats.dump import make_dump
 from audiorepro.metrics.retrieval import compute_retrieval
-from audiorepro.runner.manifest import DISPATCH_VARIABLES, cpu_dispatch
+from audiorepro.runner.output.manifest import DISPATCH_VARIABLES, cpu_dispatch
 from tests.conftest import FIXTURES
 from tests.strategies import dumps, relevance_dumps
 

@@ -3,7 +3,7 @@
 
 The schemas are generated from the declarations the package validates with (the pydantic
 models of ``audiorepro.specs``) and the typed records it writes (``audiorepro.metrics``,
-``audiorepro.runner.outputs``), so that editors can check a study as it is typed. Usage::
+``audiorepro.runner.output.outputs``), so that editors can check a study as it is typed. Usage::
 
     python tools/schemas.py           # regenerate docs/schemas/*.schema.json
     python tools/schemas.py --check   # exit 1 when a file differs from a regeneration
@@ -25,14 +25,14 @@ from audiorepro.checks.diff_report import DiffDocument  # noqa: E402
 from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
-from audiorepro.runner.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
-from audiorepro.runner.outputs import (  # noqa: E402
+from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
+from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
+from audiorepro.runner.output.outputs import (  # noqa: E402
     ProbeBundle,
     ProbeVerification,
     RetrievalBundle,
     RetrievalVerification,
 )
-from audiorepro.runner.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.probe_published import ProbePublishedFile  # noqa: E402

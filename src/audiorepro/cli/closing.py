@@ -15,7 +15,7 @@ from typing import Any
 from audiorepro.checks.diff_load import MAX_BUNDLE_BYTES, parse_bundle
 from audiorepro.core.errors import UserError
 from audiorepro.render.summary import results_table
-from audiorepro.runner.outputs import Outcome
+from audiorepro.runner.output.outputs import Outcome
 from audiorepro.specs.study import Study
 
 

@@ -59,14 +59,14 @@ from audiorepro.models.registry import (
     with_architecture,
 )
 from audiorepro.models.tiny import build_tiny_models
-from audiorepro.runner.attest import check_signature
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
-from audiorepro.runner.keys import SigningKey, load_signing_key, load_trusted_keys
 from audiorepro.runner.kinds import typed_numbers
-from audiorepro.runner.probe import verify_probe_saved
-from audiorepro.runner.publish import ATTESTATION, check_out, claim
+from audiorepro.runner.kinds.probe.runs import verify_probe_saved
+from audiorepro.runner.output.attest import check_signature
+from audiorepro.runner.output.keys import SigningKey, load_signing_key, load_trusted_keys
+from audiorepro.runner.output.publish import ATTESTATION, check_out, claim
 from audiorepro.runner.study import (
     OUT_TO_CHECK,
     folder_problem,

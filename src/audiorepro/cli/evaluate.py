@@ -12,7 +12,7 @@ from audiorepro.core.errors import EXIT_CHECK_FAILED
 from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
 from audiorepro.metrics.profiles import profile_names
 from audiorepro.runner.evaluate import prepare_evaluate
-from audiorepro.runner.publish import check_out, claim
+from audiorepro.runner.output.publish import check_out, claim
 from audiorepro.runner.study import run_studies
 from audiorepro.specs.study import load_study
 

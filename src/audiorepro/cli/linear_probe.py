@@ -10,7 +10,7 @@ import click
 from audiorepro.cli.commands import cli, json_option
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import write_json
-from audiorepro.runner.linear_probe import linear_probe_dump
+from audiorepro.runner.kinds.linear_probe import linear_probe_dump
 
 
 def _positive_c(text: str) -> float:

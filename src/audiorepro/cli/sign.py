@@ -1,5 +1,5 @@
 """``audiorepro sign OUT --key PRIVATE_KEY``: a signed attestation of an output folder
-(:mod:`audiorepro.runner.attest`)."""
+(:mod:`audiorepro.runner.output.attest`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import click
 
 from audiorepro.cli.commands import cli
 from audiorepro.core.errors import UserError
-from audiorepro.runner.attest import sign_folder
-from audiorepro.runner.keys import load_signing_key
-from audiorepro.runner.publish import ATTESTATION
+from audiorepro.runner.output.attest import sign_folder
+from audiorepro.runner.output.keys import load_signing_key
+from audiorepro.runner.output.publish import ATTESTATION
 
 
 @cli.command()

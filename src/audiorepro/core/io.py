@@ -18,15 +18,19 @@ import sys
 import tempfile
 import tomllib
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import WRITE_ERRNOS, UserError, WriteError, write_error
 from audiorepro.core.hashing import check_regular_file
+
+#: A JSON object as parsed from a file (:func:`read_json`, a bundle read back): typed loosely
+#: where it is read, since its shape is the file's; what flows on from it is a typed record.
+JsonObject: TypeAlias = Mapping[str, Any]
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # Read once: os.umask can only be read by setting it, which is not thread-safe per write.

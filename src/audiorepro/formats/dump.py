@@ -171,6 +171,10 @@ class Relevance:
         return t2a
 
 
+#: Embeddings, one row per clip or text: float32 or float64 ``[N, D]``.
+Embeddings = npt.NDArray[np.floating[Any]]
+
+
 class GainLevels(TypedDict):
     """A graded dump's gains as an auditor reads them (:meth:`Dump.gain_levels`)."""
 
@@ -184,8 +188,8 @@ class GainLevels(TypedDict):
 class Dump:
     """A validated embedding dump. Arrays are read-only."""
 
-    audio_embeds: npt.NDArray[np.floating[Any]]
-    text_embeds: npt.NDArray[np.floating[Any]]
+    audio_embeds: Embeddings
+    text_embeds: Embeddings
     #: Version 1: the clip of each caption. None for a version-2 (relevance) dump.
     text_to_audio: npt.NDArray[np.int64] | None
     audio_ids: tuple[str, ...] | None = None

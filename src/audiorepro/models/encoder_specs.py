@@ -19,16 +19,19 @@ would.
 
 The encoder's code identity (:func:`code_identity`) is part of the extraction cache's key and
 of every dump's record: the SHA-256 of its source (every ``.py`` file of the module's
-top-level package, or the one file) and its distribution's version, read from the files
-without importing them, so that a changed encoder is never served embeddings of the old one.
+top-level package, or the one file), its distribution's version and the versions of the
+distributions its module imports (:func:`wrapped_versions`), read from the files without
+importing them, so that a changed encoder is never served embeddings of the old one.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
@@ -185,10 +188,59 @@ def _distribution_version(user: UserSpec) -> tuple[str | None, str | None]:
         return name, None
 
 
+def _module_file(user: UserSpec) -> Path | None:
+    """The file of the module the spec names (a package: its ``__init__.py``), found under its
+    top-level package's folders without importing anything; None where there is none."""
+    if user.is_file:
+        return Path(user.target)
+    top, *rest = user.target.split(".")
+    found = importlib.util.find_spec(top)
+    if found is None:
+        return None
+    roots = list(found.submodule_search_locations or [])
+    if not roots:
+        return Path(found.origin) if found.origin and not rest else None
+    for root in roots:
+        base = Path(root).joinpath(*rest)
+        candidates = [base.with_suffix(".py")] if rest else []
+        for path in (*candidates, base / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
+
+
+def wrapped_versions(user: UserSpec) -> dict[str, str | None]:
+    """The distributions the encoder's own module imports (every import statement, those
+    inside functions too; not the standard library, not the module's own top-level package)
+    and their installed versions, read without importing: an encoder that wraps another
+    package (``audiorepro.models.resemblyzer`` over ``resemblyzer``) gets a new code identity
+    when that package is upgraded. A name no installed distribution provides: itself, None."""
+    path = _module_file(user)
+    if path is None or not path.is_file():
+        return {}
+    own = None if user.is_file else user.target.split(".")[0]
+    tops: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            tops |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            tops.add(node.module.split(".")[0])
+    out: dict[str, str | None] = {}
+    for top in sorted(tops - set(sys.stdlib_module_names) - {own, "__future__"}):
+        dists = _packages_distributions().get(top, [])
+        name = sorted(dists)[0] if dists else top
+        try:
+            out[name] = metadata.version(name) if dists else None
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return dict(sorted(out.items()))
+
+
 def code_identity(user: UserSpec) -> dict[str, Any]:
     """The encoder's code as the cache key and the dump record it: the SHA-256 over its
-    source files (``"relative path\\0bytes\\0"`` each, sorted) and its distribution's name
-    and version (None for a file or a module no distribution installed)."""
+    source files (``"relative path\\0bytes\\0"`` each, sorted), its distribution's name
+    and version (None for a file or a module no distribution installed) and the versions of
+    the distributions its module imports (:func:`wrapped_versions`)."""
     digest = hashlib.sha256()
     files = _source_files(user)
     for rel, path in files:
@@ -199,4 +251,5 @@ def code_identity(user: UserSpec) -> dict[str, Any]:
         "source_files": len(files),
         "package": package,
         "version": version,
+        "imports": wrapped_versions(user),
     }

@@ -1,6 +1,6 @@
 """The extraction cache (``OUT/cache/dumps``): one dump per key over everything that decides
 its bytes, shared by the local and Slurm executors and by retrieval and zero-shot cells
-(:func:`audiorepro.runner.zeroshot.zeroshot_key`).
+(:func:`audiorepro.runner.executors.zeroshot.zeroshot_key`).
 
 Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
 replaced at the same path gets a new key), the encoder's code (a user's module: the SHA-256
@@ -18,8 +18,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
@@ -32,7 +33,7 @@ from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.models.embedder import spec_code, spec_weight_hashes
 from audiorepro.models.extract import extract
 from audiorepro.models.registry import ModelSpec, load_registry, resolve_spec
-from audiorepro.specs.settings import ARCHITECTURE_KEYS
+from audiorepro.specs.settings import ARCHITECTURE_KEYS, Settings
 from audiorepro.specs.study import Cell
 
 
@@ -76,7 +77,7 @@ def extract_key(cell: Cell) -> str:
 
 
 def audio_only_key(
-    model: str, registry: Path | None, settings: dict[str, Any], device: str, audio: Path
+    model: str, registry: Path | None, settings: Settings, device: str, audio: Path
 ) -> str:
     """The cache key of an audio-only extraction (``extract`` without captions) of every clip
     of ``audio`` (a folder or list file): the model's part (:func:`model_key`: weights, code,
@@ -91,7 +92,7 @@ def audio_only_key(
 def extract_audio_only(
     model: str,
     registry: Path | None,
-    settings: dict[str, Any],
+    settings: Settings,
     device: str,
     audio: Path,
     path: Path,
@@ -173,7 +174,20 @@ def cached_audio_dump(cache: Path, key: str) -> AudioDump | None:
     return dump
 
 
-def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str) -> dict[str, Any]:
+class ModelKey(TypedDict):
+    """The model's part of an extraction's cache key (:func:`model_key`)."""
+
+    model: str
+    weights: dict[str, str]  #: weight file -> SHA-256
+    code: Mapping[str, object]  #: the encoder's code identity (hashed into the key as it is)
+    location: str | None  #: a hub model's repository (None: a local file or folder)
+    revision: str | None
+    settings: Settings  #: sorted by key
+    device: str
+    cpu_threads: int
+
+
+def model_key(model: str, spec: ModelSpec, settings: Settings, device: str) -> ModelKey:
     """The part of an extraction's cache key that names the model and how it ran: the
     SHA-256 of every weight file, where and at which revision, the settings, the device and
     the CPU thread count (retrieval and zero-shot keys alike)."""
@@ -189,14 +203,13 @@ def model_key(model: str, spec: ModelSpec, settings: dict[str, Any], device: str
     }
 
 
-def model_spec(
-    model: str, registry: Path | None, settings: dict[str, Any]
-) -> tuple[ModelSpec, dict[str, Any]]:
+def model_spec(model: str, registry: Path | None, settings: Settings) -> tuple[ModelSpec, Settings]:
     """A cell's model, with the architecture its settings give (``enable_fusion`` for a
     ``laion:`` path spec), and its other (preprocessing) settings: retrieval and zero-shot
     cells alike."""
     spec = resolve_spec(model, load_registry([registry] if registry else []))
-    arch = {k: v for k, v in settings.items() if k in ARCHITECTURE_KEYS}
+    # each architecture key's value has its field's type (parse_architecture checked it)
+    arch: dict[str, Any] = {k: v for k, v in settings.items() if k in ARCHITECTURE_KEYS}
     rest = {k: v for k, v in settings.items() if k not in ARCHITECTURE_KEYS}
     if arch:
         spec = dataclasses.replace(
@@ -205,7 +218,7 @@ def model_spec(
     return spec, rest
 
 
-def cell_spec(cell: Cell) -> tuple[ModelSpec, dict[str, Any]]:
+def cell_spec(cell: Cell) -> tuple[ModelSpec, Settings]:
     """A retrieval cell's model and preprocessing settings (:func:`model_spec`)."""
     assert cell.extract is not None
     return model_spec(cell.extract.model, cell.extract.registry, cell.extract.settings)

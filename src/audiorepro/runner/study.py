@@ -1,31 +1,40 @@
 """A study of any kind -> its output folder; and re-reading a study or an output folder.
 
 This is the runner's entry: it looks the study's kind up in the registry of kinds
-(:mod:`.kinds`: :mod:`.retrieval`, :mod:`.probe_kind`, :mod:`.zeroshot`,
-:mod:`.linear_probe`), runs the executor
+(:mod:`.kinds`: :mod:`.kinds.retrieval`, :mod:`.kinds.probe`, :mod:`.kinds.zeroshot`,
+:mod:`.kinds.linear_probe`), runs the executor
 that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
 steps (:func:`.kinds.run_kind`) into staging and publishes the output folder whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, settle, summarize
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
-
-# The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
-from audiorepro.runner import linear_probe, probe_kind, retrieval, zeroshot  # noqa: F401
-from audiorepro.runner.attest import check_signature, sign_folder
+from audiorepro.core.io import JsonObject
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
-from audiorepro.runner.keys import SigningKey, TrustedKey
-from audiorepro.runner.kinds import Context, StudyKind, kind_named, run_kind
-from audiorepro.runner.outputs import Outcome
-from audiorepro.runner.publish import (
+
+# The built-in kinds register themselves (:func:`.kinds.register_kind`) when imported.
+from audiorepro.runner.kinds import (
+    AnyKind,
+    Context,
+    kind_named,
+    linear_probe,  # noqa: F401
+    probe,  # noqa: F401
+    retrieval,  # noqa: F401
+    run_kind,
+    zeroshot,  # noqa: F401
+)
+from audiorepro.runner.output.attest import check_signature, sign_folder
+from audiorepro.runner.output.keys import SigningKey, TrustedKey
+from audiorepro.runner.output.outputs import Outcome
+from audiorepro.runner.output.publish import (
     check_out,
     claim,
     discard,
@@ -38,7 +47,7 @@ from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_re
 from audiorepro.specs.study import Study
 
 
-def study_kind(study: Study) -> StudyKind[Any, Any]:
+def study_kind(study: Study) -> AnyKind:
     """The registered kind (:mod:`.kinds`) that runs ``study``."""
     return kind_named(study.kind)
 
@@ -101,11 +110,11 @@ def run_studies(
     sign_key: SigningKey | None = None,
 ) -> list[tuple[Study, Path, Outcome]]:
     """Run studies into one output folder (``"."`` for the top-level study, ``"probe"`` for a
-    nested one) and publish it whole (:mod:`.publish`).
+    nested one) and publish it whole (:mod:`.output.publish`).
 
     Nested studies run first, so the top-level manifest, written last, covers their files.
     When a Slurm array task failed, nothing is published (the outcome has ``executor_failed``).
-    With ``sign_key``, the attestation (:mod:`.attest`) is written in staging, last.
+    With ``sign_key``, the attestation (:mod:`.output.attest`) is written in staging, last.
     Returns each study with its folder in OUT and its outcome, in the order given.
     """
     out = Path(out)
@@ -122,7 +131,7 @@ def _run_claimed(
     say: Callable[[str], None],
     sign_key: SigningKey | None,
 ) -> list[tuple[Study, Path, Outcome]]:
-    """:func:`run_studies` with OUT held (:func:`.publish.claim`)."""
+    """:func:`run_studies` with OUT held (:func:`.output.publish.claim`)."""
     check_out(out)
     for study, _ in jobs:
         extraction = study_extraction(study)
@@ -264,14 +273,14 @@ OUT_TO_CHECK = (
 )
 
 
-def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> tuple[str, int]:
+def _checked(intact: int, listed: int, records: Sequence[JsonObject]) -> tuple[str, int]:
     """What ``verify OUT`` checked, for its verdict line: files against the manifest, and
     what the run's records (the nested studies' too) say passed of parity, identity,
     completion rules, gates and published values; and how many such checks there were
     besides the published values (the files alone check no number). The records were
     written by a run: read as they are."""
 
-    def items(record: dict[str, Any], *keys: str) -> list[Any]:
+    def items(record: JsonObject, *keys: str) -> list[Any]:
         value: Any = record
         for key in keys:
             value = value.get(key) if isinstance(value, dict) else None
@@ -286,7 +295,7 @@ def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> tuple[s
     golden = [g for r in records for g in items(r, "golden", "rows")]
     golden_ok = sum(1 for g in golden if isinstance(g, dict) and g.get("status") == PASS)
     rests = [r.get("rests_on") for r in records]
-    probe = {
+    probe_counts = {
         what: sum(v.get(what, 0) for v in rests if isinstance(v, dict) and _count(v.get(what)))
         for what in ("completion", "gates")
     }
@@ -296,8 +305,8 @@ def _checked(intact: int, listed: int, records: list[dict[str, Any]]) -> tuple[s
         f"published {golden_ok}/{len(golden)}"
     )
     if any(isinstance(v, dict) for v in rests):
-        text += f", completion {probe['completion']} run(s), gates {probe['gates']}"
-    return text, len(parity) + len(identity) + probe["completion"] + probe["gates"]
+        text += f", completion {probe_counts['completion']} run(s), gates {probe_counts['gates']}"
+    return text, len(parity) + len(identity) + probe_counts["completion"] + probe_counts["gates"]
 
 
 def _count(value: Any) -> bool:

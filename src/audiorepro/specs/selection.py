@@ -9,6 +9,8 @@ import dataclasses
 import fnmatch
 import re
 
+from typing_extensions import TypedDict
+
 from audiorepro.core.errors import UserError
 from audiorepro.specs.study import DEVICE_PATTERN, RetrievalStudy, Selection, Study, ZeroshotStudy
 
@@ -66,7 +68,18 @@ def select(study: Study, *, cells: str | None, device: str | None) -> Study:
     return dataclasses.replace(study, cells=kept, published=published, selection=selection)
 
 
-def selection_record(selection: Selection | None) -> dict[str, object] | None:
+class SelectionRecord(TypedDict):
+    """A run of part of a study (``--cells``/``--device``) as its bundle records it."""
+
+    cells: str | None
+    device: str | None
+    #: the ids of the cells that ran, and of every cell of the study
+    ran: list[str]
+    of: list[str]
+    partial: bool
+
+
+def selection_record(selection: Selection | None) -> SelectionRecord | None:
     """The selection as the bundle and the manifest record it (None: the whole study)."""
     if selection is None:
         return None

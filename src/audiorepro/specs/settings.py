@@ -126,6 +126,11 @@ _PARSERS: dict[str, Any] = {
 
 #: Model-constructor arguments a study's ``extract.settings`` may hold beside preprocessing
 #: settings (a ``laion:`` path spec has no registry entry to give them).
+#: A setting's value as a study or ``--set`` gives it, parsed (:func:`parse_value`).
+SettingValue = str | int | float | bool
+#: A cell's settings by key: preprocessing and architecture (``enable_fusion``, ...).
+Settings = dict[str, SettingValue]
+
 ARCHITECTURE_KEYS = ("enable_fusion", "amodel", "tmodel")
 
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
@@ -44,6 +44,9 @@ from audiorepro.runner.executors.extraction import StudyExtraction
 #: States after which a Slurm job will not change any more (sacct's vocabulary).
 RUNNING_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED",
                   "RESIZING", "PREEMPTED", "UNKNOWN", "READY"}  # fmt: skip
+
+if TYPE_CHECKING:
+    from submitit import Job
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ def _executor(out: Path, options: SlurmOptions) -> Any:
 
     folder = options.folder or out / "slurm"
     executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=0)
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "time": options.time_min,
         "array_parallelism": options.array_parallelism,
         "job_name": "audiorepro-extract",
@@ -267,7 +270,7 @@ def _executor(out: Path, options: SlurmOptions) -> Any:
 
 def submit(
     study: StudyExtraction, out: Path, parts: list[Part], options: SlurmOptions
-) -> list[Any]:
+) -> list[Job[None]]:
     """Submit one array task per part; returns submitit's jobs, in the parts' order."""
     for part in parts:
         part.path.parent.mkdir(parents=True, exist_ok=True)
@@ -276,7 +279,7 @@ def submit(
 
 
 def wait(
-    jobs: list[Any], timeout: float, poll: float, say: Callable[[str], None]
+    jobs: list[Job[None]], timeout: float, poll: float, say: Callable[[str], None]
 ) -> dict[str, str]:
     """Wait, at most ``timeout`` seconds, until no job is pending or running.
 

@@ -15,17 +15,18 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NotRequired
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json, read_json
+from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, parse_json, read_json
 from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
-from audiorepro.formats.dump import Dump, load_dump, make_dump, read_npz, save_dump
+from audiorepro.formats.dump import Dump, Embeddings, load_dump, make_dump, read_npz, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
 from audiorepro.models.embedder import load_embedder, require_text
 from audiorepro.models.extract import library_versions, shard_range
@@ -39,6 +40,7 @@ from audiorepro.runner.cache import (
     record_entry,
 )
 from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.specs.settings import Settings
 from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
@@ -51,6 +53,22 @@ class MissingInputs(UserError):
     ``verify`` reports the values NOT VERIFIED."""
 
 
+class InputsRecord(TypedDict):
+    """What a zero-shot study evaluates, as its bundle, cache key and dumps record it."""
+
+    dataset: str
+    metadata_file: str
+    metadata_sha256: str
+    folds: list[int]
+    template: str
+    classes: list[str]
+    n_clips: int
+    #: one hash over "name sha256" lines of every clip, in clip order (as extract does)
+    audio_sha256: str
+    #: ``fetch esc50``'s ``dataset.json`` beside the metadata, as it is (absent: none)
+    prepared: NotRequired[JsonObject]
+
+
 @dataclasses.dataclass
 class ZeroshotInputs:
     """The evaluated clips (files, labels) and the class prompts."""
@@ -59,7 +77,7 @@ class ZeroshotInputs:
     paths: list[Path]
     labels: npt.NDArray[np.int64]
     prompts: list[str]
-    record: dict[str, Any]
+    record: InputsRecord
 
 
 def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
@@ -102,7 +120,7 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     prompts = [prompt(ds.template, c) for c in meta.classes]
     listing = "".join(f"{a['file']} {a['sha256']}\n" for a in map(audio_identity, paths))
     metadata_sha256 = sha256_file(ds.metadata)
-    record: dict[str, Any] = {
+    record: InputsRecord = {
         "dataset": ds.name,
         "metadata_file": ds.metadata.name,
         "metadata_sha256": metadata_sha256,
@@ -125,7 +143,7 @@ def study_inputs(study: ZeroshotStudy) -> ZeroshotInputs:
     )
 
 
-def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | None:
+def _prepared_record(metadata: Path, metadata_sha256: str) -> JsonObject | None:
     """``fetch esc50``'s ``dataset.json`` beside the metadata (the pinned commit, the archive's
     hash, clips present) when it describes this metadata file; it travels with the dumps."""
     path = metadata.parent / RECORD_NAME
@@ -137,7 +155,7 @@ def _prepared_record(metadata: Path, metadata_sha256: str) -> dict[str, Any] | N
     return record
 
 
-def _cell_spec(cell: ZeroshotCell) -> tuple[ModelSpec, dict[str, Any]]:
+def _cell_spec(cell: ZeroshotCell) -> tuple[ModelSpec, Settings]:
     """The cell's model with the architecture its settings give, and its other settings."""
     return model_spec(cell.model, cell.registry, cell.settings)
 
@@ -159,8 +177,8 @@ def zeroshot_key(cell: ZeroshotCell, inputs: ZeroshotInputs) -> str:
 class Extraction:
     """A cell's embeddings (or one shard's rows of them) and the dump's meta."""
 
-    audio: npt.NDArray[Any]
-    text: npt.NDArray[Any]
+    audio: Embeddings
+    text: Embeddings
     meta: dict[str, Any]
     audio_range: tuple[int, int]
     text_range: tuple[int, int]
@@ -259,7 +277,7 @@ def merge_parts(parts: list[Path], inputs: ZeroshotInputs, key: str, out: Path) 
             rows[kind] = stop
     meta = {k: v for k, v in loaded[0][0]["meta"].items() if k != "cache_key"}
 
-    def joined(kind: str) -> npt.NDArray[Any]:
+    def joined(kind: str) -> Embeddings:
         return np.concatenate([a[f"{kind}_embeds"] for _, a in loaded if a[f"{kind}_embeds"].size])
 
     ex = Extraction(joined("audio"), joined("text"), meta, (0, rows["audio"]), (0, rows["text"]))
@@ -279,8 +297,8 @@ def class_relevance(labels: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64
 
 def write_relevance_dump(
     path: Path,
-    audio: npt.NDArray[Any],
-    text: npt.NDArray[Any],
+    audio: Embeddings,
+    text: Embeddings,
     labels: npt.NDArray[np.int64],
     *,
     audio_ids: list[str],

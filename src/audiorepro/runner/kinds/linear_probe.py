@@ -22,15 +22,16 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 import numpy as np
+import numpy.typing as npt
 from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, npz_bytes, slug
+from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, slug
 from audiorepro.formats.probe_inputs import (
     Aligned,
     ClipEmbeddings,
@@ -71,6 +72,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.study import (
     Bootstrap,
     LinearProbeCell,
@@ -156,11 +158,20 @@ class LinearProbeBundleCell(TypedDict):
     model_meta: dict[str, Any]  #: the dump's meta_json
 
 
+class LinearProbeStudyRecord(TypedDict):
+    """The study in its bundle: name, title, definitions version, bootstrap."""
+
+    name: str
+    title: str
+    definitions_version: str
+    bootstrap: BootstrapRecord
+
+
 class LinearProbeBundle(TypedDict):
     """``bundle.json.gz`` of a linear-probe study (decompressed)."""
 
     schema: Literal["audiorepro.linear-probe-bundle/1"]
-    study: dict[str, Any]  #: name, title, definitions version, bootstrap
+    study: LinearProbeStudyRecord
     cells: list[LinearProbeBundleCell]
     verification: LinearProbeVerification
 
@@ -279,8 +290,8 @@ def _dump_meta(path: Path) -> dict[str, Any]:
 
 
 def predictions_arrays(
-    classes: tuple[str, ...], true: np.ndarray[Any, Any], pred: np.ndarray[Any, Any]
-) -> dict[str, np.ndarray[Any, Any]]:
+    classes: tuple[str, ...], true: npt.ArrayLike, pred: npt.ArrayLike
+) -> dict[str, npt.NDArray[np.str_] | npt.NDArray[np.int64]]:
     """One split's test predictions as a prediction file's classification section."""
     return {
         "cls_names": np.asarray(classes, dtype=str),
@@ -289,7 +300,7 @@ def predictions_arrays(
     }
 
 
-def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> dict[str, Any]:
+def fold_record(r: FoldResult, inputs: CellInputs, rel: str, sha: str) -> LinearProbeFold:
     """One split's numbers as the bundle holds them."""
     true = inputs.aligned.y[r.split.test]
     return {
@@ -310,9 +321,9 @@ def cell_record(
     cell: LinearProbeCell,
     inputs: CellInputs,
     results: list[FoldResult],
-    folds: list[dict[str, Any]],
+    folds: list[LinearProbeFold],
     bootstrap: Bootstrap,
-) -> dict[str, Any]:
+) -> LinearProbeBundleCell:
     """A cell's numbers: every split, their mean, the pooled predictions' metrics."""
     true = np.concatenate([inputs.aligned.y[r.split.test] for r in results])
     pred = np.concatenate([r.fit.pred for r in results])
@@ -353,7 +364,7 @@ def cell_record(
     }
 
 
-def reproduced(cell: Mapping[str, Any]) -> dict[str, float]:
+def reproduced(cell: LinearProbeBundleCell) -> dict[str, float]:
     """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
     out = {"mean_accuracy": float(cell["mean_accuracy"])}
     out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
@@ -368,12 +379,12 @@ def twin_parity(
     inputs: CellInputs,
     results: list[FoldResult],
     out: Path,
-    folds: list[dict[str, Any]],
-) -> dict[str, Any]:
+    folds: list[LinearProbeFold],
+) -> TwinCell:
     """Per split: the SciPy twin's predictions against scikit-learn's (equal outside the
     twin's near-tie band, accuracies within the band's share), and the written prediction
     file re-read by ``probe-metrics``' code (its accuracy equal to the split's)."""
-    rows = []
+    rows: list[TwinRow] = []
     x, y = inputs.clips.embeds, inputs.aligned.y
     for r, f in zip(results, folds, strict=True):
         s = r.split
@@ -409,9 +420,9 @@ class LinearProbeState(KindState):
     ctx: Context | None = None
     inputs: dict[str, CellInputs] = field(default_factory=dict)
     results: dict[str, list[FoldResult]] = field(default_factory=dict)
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cells: dict[str, LinearProbeBundleCell] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    parity: list[dict[str, Any]] = field(default_factory=list)
+    parity: list[TwinCell] = field(default_factory=list)
 
 
 def _load(
@@ -426,12 +437,12 @@ def _load(
 
 def compute_cell(
     cell: LinearProbeCell, inputs: CellInputs, out: Path, bootstrap: Bootstrap
-) -> tuple[list[FoldResult], dict[str, Any]]:
+) -> tuple[list[FoldResult], LinearProbeBundleCell]:
     """Every split's probe, its prediction file written under ``out``, the cell's record."""
     results = probe_splits(
         inputs.clips.embeds, inputs.aligned.y, inputs.splits, c=cell.c, grid=cell.grid
     )
-    folds = []
+    folds: list[LinearProbeFold] = []
     for r in results:
         rel = f"predictions/{slug(cell.id)}/{slug(r.split.name)}.npz"
         arrays = predictions_arrays(
@@ -443,7 +454,7 @@ def compute_cell(
 
 
 def _golden(
-    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], errors: dict[str, str]
+    study: LinearProbeStudy, cells: Mapping[str, LinearProbeBundleCell], errors: dict[str, str]
 ) -> Summary:
     rows: list[ValueRow] = []
     for pub in study.published:
@@ -457,7 +468,7 @@ def _golden(
 
 
 def _tables(
-    study: LinearProbeStudy, cells: Mapping[str, Mapping[str, Any]], golden: Summary
+    study: LinearProbeStudy, cells: Mapping[str, LinearProbeBundleCell], golden: Summary
 ) -> dict[str, Table]:
     names = list(dict.fromkeys(f["fold"] for c in cells.values() for f in c["folds"]))
     columns = (
@@ -465,7 +476,7 @@ def _tables(
         *(Column(f"fold {n}", True) for n in names),
         *(Column(f"pooled {m}", True) for m in POOLED),
     )
-    rows = []
+    rows: list[tuple[str, tuple[float | None, ...]]] = []
     for cell in study.cells:
         c = cells.get(cell.id)
         if c is None:
@@ -574,7 +585,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
             bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
         )
         verification: LinearProbeVerification = {
-            "metric_parity": {"cells": cast(list[TwinCell], parity), "passed": passed},
+            "metric_parity": {"cells": parity, "passed": passed},
             "metric_parity_passed": passed,
             "failures": state.failures,
             "golden": golden,
@@ -589,7 +600,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
                 "definitions_version": DEFINITIONS_VERSION,
                 "bootstrap": {"resamples": b.resamples, "seed": b.seed, "level": b.level},
             },
-            "cells": cast(list[LinearProbeBundleCell], cells),
+            "cells": cells,
             "verification": verification,
         }
         inputs = {}
@@ -617,7 +628,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
             self.compute(state)
             return _golden(study, state.cells, state.errors)
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
@@ -627,7 +638,7 @@ _COUNTS = frozenset(
 )
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: an accuracy, recall, precision or F1 (higher, tier b: an iterative
     solver over float64 BLAS), a margin (tier b), a count or setting (no tier)."""
     if not below or below[0] in ("probe", "model_meta", "protocol"):
@@ -645,7 +656,7 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     return None, None
 
 
-def _identities(cell: Mapping[str, Any]) -> Identities:
+def _identities(cell: JsonObject) -> Identities:
     probe = cell.get("probe") or {}
     settings = tuple(
         f"{k}={probe[k]}" for k in ("definition", "C", "grid", "scikit_learn") if k in probe

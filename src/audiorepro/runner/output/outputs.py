@@ -21,6 +21,7 @@ from audiorepro.checks.verify import Summary
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import EmptyPolicy, GainLevels
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
+from audiorepro.specs.selection import SelectionRecord
 
 RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
 PROBE_BUNDLE: Final = "audiorepro.probe-bundle/1"
@@ -109,6 +110,29 @@ class RetrievalStudyRecord(TypedDict):
     empty_queries: NotRequired[EmptyPolicy]
 
 
+class RankHistogram(TypedDict):
+    """Counts of queries by the position of their first relevant item, in bins."""
+
+    bins: list[str]
+    counts: list[int]
+
+
+class PairedRecord(TypedDict):
+    """A paired bootstrap of model ``a`` against ``b`` (the dataset's first cell) on the same
+    queries: ``metric(a) - metric(b)``, its interval and the fraction of resamples in which
+    ``a`` is not better."""
+
+    dataset: str
+    a: str
+    b: str
+    direction: str
+    metric: str
+    difference: float
+    low: float
+    high: float
+    fraction_not_better: float
+
+
 class BundleCell(TypedDict):
     """One cell: its identity, and (when its dump was there) every number of it."""
 
@@ -123,7 +147,8 @@ class BundleCell(TypedDict):
     model_meta: NotRequired[dict[str, Any]]
     #: direction -> hit rate at k = 1..10
     curves: NotRequired[dict[str, list[float]]]
-    rank_histogram: NotRequired[dict[str, dict[str, Any]]]
+    #: direction -> queries by the rank of their first relevant item
+    rank_histogram: NotRequired[dict[str, RankHistogram]]
     #: direction -> metric -> value
     metrics: NotRequired[dict[str, dict[str, float]]]
     ties: NotRequired[dict[str, TieSummary]]
@@ -151,11 +176,11 @@ class RetrievalBundle(TypedDict):
     definitions_minor: NotRequired[int]
     study: RetrievalStudyRecord
     cells: list[BundleCell]
-    paired_bootstrap: list[dict[str, Any]]
+    paired_bootstrap: list[PairedRecord]
     verification: RetrievalVerification
     status: BundleStatus
     #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)
-    selection: NotRequired[dict[str, Any]]
+    selection: NotRequired[SelectionRecord]
 
 
 class ProbeRun(TypedDict):
@@ -179,7 +204,7 @@ class ProbeRun(TypedDict):
     problem: str | None
     #: split -> the whole saved document, for key paths (not in the bundle)
     documents: dict[str, Any]
-    #: split -> the saved keys no table used (set by ``probe_saved.unused_keys``)
+    #: split -> the saved keys no table used (set by ``kinds.probe.saved.unused_keys``)
     unused: NotRequired[dict[str, list[str]]]
 
 
@@ -225,9 +250,9 @@ class ProbeBundle(TypedDict):
     family_means: list[dict[str, Any]]
     #: the study's ``[[leaders]]`` tasks over saved measurements
     task_leaders: NotRequired[list[dict[str, Any]]]
-    #: the study's ``[[derived]]`` numbers with their formulas (runner/probe_content.py)
+    #: the study's ``[[derived]]`` numbers with their formulas (runner/kinds/probe/content.py)
     derived: NotRequired[list[DerivedRecord]]
-    #: counts, run ids and job attempts (runner/probe_content.py)
+    #: counts, run ids and job attempts (runner/kinds/probe/content.py)
     result_manifest: NotRequired[dict[str, Any]]
     #: every file of the study's ``files`` as read (alias -> document): the backbones of
     #: study.json, the training normalization, the job records, the validation job's receipt

@@ -29,12 +29,13 @@ A study with a failing cell still writes everything, says so first, and exits 1.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.checks.explain import CONCEPTS, peer_name
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
@@ -49,6 +50,7 @@ from audiorepro.checks.verify import (
 )
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.io import JsonObject
 
 #: The numbers every table leads with; each carries a bootstrap interval.
 from audiorepro.core.progress import progress_bar
@@ -93,9 +95,11 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.outputs import (
+from audiorepro.runner.output.outputs import (
     RETRIEVAL_BUNDLE,
     BundleCell,
+    PairedRecord,
+    RankHistogram,
     RetrievalBundle,
     RetrievalVerification,
 )
@@ -103,6 +107,7 @@ from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, Published, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
+T = TypeVar("T")
 
 
 @dataclass
@@ -117,11 +122,12 @@ class CellResult:
     parity: ParityCell | None = None
     retrieval: RetrievalResult | None = None
     curves: dict[str, list[float]] = field(default_factory=dict)
-    rank_histogram: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rank_histogram: dict[str, RankHistogram] = field(default_factory=dict)
 
 
-def _progress(items: list[Any], stage: str, enabled: bool) -> Any:
-    return progress_bar(items, f"{stage:<9}", enabled, unit="item")
+def _progress(items: list[T], stage: str, enabled: bool) -> Iterable[T]:
+    shown: Iterable[T] = progress_bar(items, f"{stage:<9}", enabled, unit="item")
+    return shown
 
 
 def _cell_metrics(res: CellResult, study: RetrievalStudy) -> None:
@@ -167,7 +173,7 @@ RANK_BINS = (
 )
 
 
-def rank_histogram(first: Any) -> dict[str, Any]:
+def rank_histogram(first: npt.ArrayLike) -> RankHistogram:
     """Counts of queries by the position of their first relevant item.
 
     >>> rank_histogram(np.array([1, 1, 4, 300]))["counts"]
@@ -181,9 +187,9 @@ def rank_histogram(first: Any) -> dict[str, Any]:
     return {"bins": [label for label, _, _ in RANK_BINS], "counts": counts}
 
 
-def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, Any]]:
+def _paired(results: list[CellResult], study: RetrievalStudy) -> list[PairedRecord]:
     """Paired bootstrap of every later model against the first, per dataset, same queries."""
-    out: list[dict[str, Any]] = []
+    out: list[PairedRecord] = []
     by_dataset: dict[str, list[CellResult]] = {}
     for r in results:
         if r.retrieval is not None:
@@ -208,14 +214,17 @@ def _paired(results: list[CellResult], study: RetrievalStudy) -> list[dict[str, 
                         ra, rb, m, n_resamples=b.resamples, seed=b.seed, level=b.level
                     )
                     out.append(
-                        {
-                            "dataset": dataset,
-                            "a": other.cell.id,
-                            "b": base.cell.id,
-                            "direction": direction,
-                            "metric": m,
-                            **d,
-                        }
+                        PairedRecord(
+                            dataset=dataset,
+                            a=other.cell.id,
+                            b=base.cell.id,
+                            direction=direction,
+                            metric=m,
+                            difference=d["difference"],
+                            low=d["low"],
+                            high=d["high"],
+                            fraction_not_better=d["fraction_not_better"],
+                        )
                     )
     return out
 
@@ -388,7 +397,7 @@ class RetrievalState(KindState):
     study: RetrievalStudy | None = None
     ctx: Context | None = None
     results: list[CellResult] = field(default_factory=list)
-    paired: list[dict[str, Any]] = field(default_factory=list)
+    paired: list[PairedRecord] = field(default_factory=list)
     parity: ParityBlock | None = None
     identity: list[dict[str, Any]] = field(default_factory=list)
 
@@ -500,7 +509,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
             load_cell(res, cache, empty_queries=study.empty_queries)
         return summarize(golden_rows(study, results))
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
@@ -509,7 +518,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 _INPUT_KEYS = ("n_clips", "n_captions", "captions_per_clip", "model_meta")
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: a metric with its direction, tier a over a shipped dump and tier b
     over an extracted one (its meta names the weights) or in the float32 laion-clap
     profile; or an input count (no tier)."""
@@ -692,7 +701,7 @@ def _identity(check: Any) -> dict[str, Any]:
 def _bundle(
     study: RetrievalStudy,
     results: list[CellResult],
-    paired: list[dict[str, Any]],
+    paired: list[PairedRecord],
     verification: RetrievalVerification,
 ) -> RetrievalBundle:
     cells = []

@@ -42,8 +42,8 @@ from audiorepro.checks.verify import ValueRow, check_failed
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text
-from audiorepro.runner.keys import SigningKey, TrustedKey
-from audiorepro.runner.publish import ATTESTATION, run_files
+from audiorepro.runner.output.keys import SigningKey, TrustedKey
+from audiorepro.runner.output.publish import ATTESTATION, run_files
 from audiorepro.specs.records import ManifestRecord, read_record, safe_relative
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
@@ -75,7 +75,7 @@ class RunPredicate(TypedDict):
     #: input file name -> SHA-256
     inputs: Any
     #: a summary of the manifest's environment (:data:`ENVIRONMENT_KEYS`)
-    environment: dict[str, Any]
+    environment: dict[str, object]
     git: Any
     time: Any
     #: the audiorepro version that signed

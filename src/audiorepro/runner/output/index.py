@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.core.io import atomic_write_bytes
-from audiorepro.runner.publish import ATTESTATION
+from audiorepro.runner.output.publish import ATTESTATION
 
 INDEX = "README.txt"
 

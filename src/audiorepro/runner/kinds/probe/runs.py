@@ -46,18 +46,18 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
-from audiorepro.runner.outputs import (
-    MetricParity,
-    ParityCell,
-    ProbeRun,
-)
-from audiorepro.runner.probe_saved import (
+from audiorepro.runner.kinds.probe.saved import (
     CLASSIFICATION_FIELDS,
     FieldColumn,
     parity,
     percent_cell,
     reference_check,
     saved_value,
+)
+from audiorepro.runner.output.outputs import (
+    MetricParity,
+    ParityCell,
+    ProbeRun,
 )
 from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements

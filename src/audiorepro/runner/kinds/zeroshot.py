@@ -16,7 +16,7 @@ extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
@@ -25,27 +25,32 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+import audiorepro.metrics.profiles  # noqa: F401 (registers the built-in profiles)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, slug
+from audiorepro.core.io import JsonObject, atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
-from audiorepro.metrics.profile_registry import is_canonical
+from audiorepro.metrics.profile_registry import (
+    ProfileRequest,
+    canonical_profile,
+    is_canonical,
+    registered_profiles,
+)
 from audiorepro.metrics.retrieval import compute_retrieval
 from audiorepro.metrics.zeroshot import (
     DEFINITIONS_VERSION,
     HIGHER_IS_BETTER,
-    LAION_CLAP_METRICS,
     METRICS,
     compute_zeroshot,
-    laion_clap_zeroshot,
 )
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.zeroshot import (
+    InputsRecord,
     MissingInputs,
     ZeroshotInputs,
     cached_cell,
@@ -65,7 +70,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.specs.selection import selection_record
+from audiorepro.specs.selection import SelectionRecord, selection_record
 from audiorepro.specs.study import ZeroshotStudy
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
@@ -112,31 +117,45 @@ class ZeroshotBundleCell(TypedDict):
     model_meta: dict[str, Any]  #: the dump's meta_json
 
 
+class ZeroshotStudyRecord(TypedDict):
+    """The study in its bundle: name, title, tie policy, definitions version, inputs."""
+
+    name: str
+    title: str
+    tie_policy: str
+    definitions_version: int
+    inputs: InputsRecord
+
+
 class ZeroshotBundle(TypedDict):
     """``bundle.json.gz`` of a zero-shot study (decompressed)."""
 
     schema: Literal["audiorepro.zeroshot-bundle/1"]
-    study: dict[str, Any]  #: name, title, tie policy, definitions version, inputs
+    study: ZeroshotStudyRecord
     cells: list[ZeroshotBundleCell]
     verification: ZeroshotVerification
     #: ``--cells``/``--device`` of a run of part of the study (absent: the whole study)
-    selection: NotRequired[dict[str, Any]]
+    selection: NotRequired[SelectionRecord]
 
 
 TIE_POLICIES = ("pessimistic", "optimistic")
 
 
-def cell_metrics(
-    audio: npt.NDArray[Any], text: npt.NDArray[Any], labels: npt.NDArray[np.int64]
-) -> dict[str, Any]:
-    """Canonical metrics under both tie policies and the laion-clap zero-shot profile."""
-    return {
+def cell_metrics(dump: Dump, labels: npt.NDArray[np.int64]) -> dict[str, Any]:
+    """Canonical metrics under both tie policies, then every zero-shot profile of the
+    registry (``laion-clap-zeroshot``) under its own name, over the cell's dump (class
+    relevance: each clip relevant to its class prompt)."""
+    audio, text = dump.audio_embeds, dump.text_embeds
+    metrics: dict[str, Any] = {
         "canonical": {
             tie: compute_zeroshot(audio, text, labels, tie_policy=tie)  # type: ignore[arg-type]
             for tie in TIE_POLICIES
-        },
-        "laion-clap-zeroshot": laion_clap_zeroshot(audio, text, labels),
+        }
     }
+    for profile in registered_profiles("zeroshot"):
+        request = ProfileRequest(dump, None, "pessimistic", None)
+        metrics[profile.name] = profile.compute(request).metrics
+    return metrics
 
 
 def reproduced_values(metrics: dict[str, Any], profile: str, tie_policy: str) -> dict[str, float]:
@@ -201,15 +220,17 @@ def _golden(
 def _tables(
     study: ZeroshotStudy, metrics: dict[str, dict[str, Any]], golden: Summary
 ) -> dict[str, Table]:
-    names = (*METRICS, *LAION_CLAP_METRICS)
+    peers = [p for p in registered_profiles("zeroshot") if not is_canonical(p.name)]
+    names = (*METRICS, *(n for p in peers for n in p.metric_names or ()))
     rows: list[tuple[str, tuple[float | None, ...]]] = []
     for cell in study.cells:
         m = metrics.get(cell.id)
         if m is None:
             rows.append((cell.id, tuple(None for _ in names)))
             continue
-        values = reproduced_values(m, "zeroshot", study.tie_policy)
-        values.update(m["laion-clap-zeroshot"])
+        values = reproduced_values(m, canonical_profile("zeroshot"), study.tie_policy)
+        for p in peers:
+            values.update(m[p.name])
         rows.append((cell.id, tuple(values[n] for n in names)))
     ds = study.dataset
     main = Table(
@@ -294,9 +315,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     def compute(self, state: ZeroshotState) -> None:
         assert state.inputs is not None
         for cell_id, (_, dump) in state.dumps.items():
-            state.metrics[cell_id] = cell_metrics(
-                dump.audio_embeds, dump.text_embeds, state.inputs.labels
-            )
+            state.metrics[cell_id] = cell_metrics(dump, state.inputs.labels)
 
     def check_parity(self, state: ZeroshotState) -> None:
         assert state.study is not None and state.inputs is not None
@@ -369,12 +388,12 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     def verify(self, study: ZeroshotStudy, cache: Path) -> Summary:
         return verify_zeroshot(study, cache)
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
 
 
-def _classify(cell: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A cell's number: a metric (canonical or of the laion-clap profile; tier b: over
     CPU-extracted embeddings), or an input count or setting (no tier)."""
     if not below or below[0] != "metrics":
@@ -413,5 +432,5 @@ def verify_zeroshot(study: ZeroshotStudy, cache: Path) -> Summary:
         except UserError as exc:
             errors[cell.id] = str(exc)
             continue
-        metrics[cell.id] = cell_metrics(dump.audio_embeds, dump.text_embeds, inputs.labels)
+        metrics[cell.id] = cell_metrics(dump, inputs.labels)
     return _golden(study, metrics, errors)

@@ -1,17 +1,17 @@
 """The probe study kind through the one interface (:mod:`.kinds`): a thin adapter over the
-probe stages of :mod:`.probe` and :mod:`.probe_saved` (loading the runs, parity of saved
+probe stages of :mod:`.runs` and :mod:`.saved` (loading the runs, parity of saved
 against recomputed numbers, leaders, tables, the bundle), in the order they always ran.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from audiorepro.checks.verify import Summary, summarize
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import JsonObject
 from audiorepro.render.html import render_probe_report
 from audiorepro.render.tables import Table
 from audiorepro.runner.kinds import (
@@ -27,15 +27,14 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.manifest import timestamp
-from audiorepro.runner.outputs import (
-    PROBE_BUNDLE,
-    MetricParity,
-    ProbeBundle,
-    ProbeRun,
-    ProbeVerification,
+from audiorepro.runner.kinds.probe.content import (
+    ContentResult,
+    attach_notes,
+    figures_html,
+    file_documents,
 )
-from audiorepro.runner.probe import (
+from audiorepro.runner.kinds.probe.content import content as module_content
+from audiorepro.runner.kinds.probe.runs import (
     TASK_METRICS,
     FamilyMean,
     Leader,
@@ -52,14 +51,7 @@ from audiorepro.runner.probe import (
     leaders,
     verify_probe,
 )
-from audiorepro.runner.probe_content import (
-    ContentResult,
-    attach_notes,
-    figures_html,
-    file_documents,
-)
-from audiorepro.runner.probe_content import content as module_content
-from audiorepro.runner.probe_saved import (
+from audiorepro.runner.kinds.probe.saved import (
     SavedLeader,
     completion_problems,
     parity_summary_table,
@@ -68,13 +60,21 @@ from audiorepro.runner.probe_saved import (
     task_leaders,
     unused_keys,
 )
+from audiorepro.runner.output.manifest import timestamp
+from audiorepro.runner.output.outputs import (
+    PROBE_BUNDLE,
+    MetricParity,
+    ProbeBundle,
+    ProbeRun,
+    ProbeVerification,
+)
 from audiorepro.specs.gates import GateResult, check_gate
 from audiorepro.specs.study import ProbeStudy, SavedFile
 
 
 @dataclass
 class ProbeState(KindState):
-    """A probe study between the steps of :class:`ProbeKind` (the runs as :mod:`.probe`
+    """A probe study between the steps of :class:`ProbeKind` (the runs as :mod:`.runs`
     builds them)."""
 
     study: ProbeStudy | None = None
@@ -225,7 +225,7 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
     def verify(self, study: ProbeStudy, cache: Path) -> Summary:
         return verify_probe(study)
 
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "runs", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("runs",), _classify_rest)
 
@@ -254,7 +254,7 @@ _DIRECTIONS: dict[str, Better] = {
 }
 
 
-def _classify(run: Mapping[str, Any], below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
+def _classify(run: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     """A run's number: recomputed from its predictions or read from its saved files (tier a:
     float64 with order-fixed sums over the shipped files), its direction when the metric's
     name says it; a count (``n``) has none; a run's config and attributes are settings."""
@@ -269,7 +269,7 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
     return _DIRECTIONS.get(name), "a"
 
 
-def _identities(run: Mapping[str, Any]) -> Identities:
+def _identities(run: JsonObject) -> Identities:
     saved = run.get("saved_sha256") or {}
     files = tuple(h for h in (run.get("predictions_sha256"), *saved.values()) if h)
     settings = tuple(f"{k}={v}" for k, v in sorted((run.get("attributes") or {}).items()))

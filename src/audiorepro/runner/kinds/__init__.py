@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 # The typed view's record and walk live with the checks that read it (``diff``); every kind
 # here writes them.
@@ -36,12 +36,13 @@ from audiorepro.checks.numbers import numeric_leaves as numeric_leaves
 from audiorepro.checks.numbers import readable as readable
 from audiorepro.checks.verify import PASS, Summary
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import JsonObject
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump
 from audiorepro.render.tables import Table, write_table
 from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.manifest import write_manifest
-from audiorepro.runner.outputs import Outcome, write_outputs
+from audiorepro.runner.output.manifest import write_manifest
+from audiorepro.runner.output.outputs import Outcome, write_outputs
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
         """Recompute only what the published values need (``audiorepro verify STUDY``)."""
 
     @abstractmethod
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+    def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         """Every number of a bundle of this kind (decompressed ``bundle.json.gz``)."""
 
 
@@ -139,7 +140,7 @@ def golden_failures(golden: Summary) -> list[str]:
     ]
 
 
-def run_kind(kind: StudyKind[Any, Any], study: Any, ctx: Context) -> Outcome:
+def run_kind(kind: StudyKind[StudyT, StateT], study: StudyT, ctx: Context) -> Outcome:
     """Every step of ``kind`` for ``study`` into ``ctx.out``; returns whether it passed."""
     state = kind.load(study, ctx)
     kind.compute(state)
@@ -157,9 +158,12 @@ def run_kind(kind: StudyKind[Any, Any], study: Any, ctx: Context) -> Outcome:
     return {"passed": not failures, "failures": failures}
 
 
-_KINDS: dict[str, StudyKind[Any, Any]] = {}
+#: A registered kind, of whichever study and state (the registry holds kinds of every study).
+AnyKind: TypeAlias = StudyKind[Any, Any]
 
-KindT = TypeVar("KindT", bound=type[StudyKind[Any, Any]])
+_KINDS: dict[str, AnyKind] = {}
+
+KindT = TypeVar("KindT", bound=type[AnyKind])
 
 
 def register_kind(cls: KindT) -> KindT:
@@ -175,7 +179,7 @@ def unregister_kind(name: str) -> None:
     _KINDS.pop(name, None)
 
 
-def kind_named(name: str) -> StudyKind[Any, Any]:
+def kind_named(name: str) -> AnyKind:
     """The registered kind called ``name``."""
     try:
         return _KINDS[name]
@@ -185,7 +189,7 @@ def kind_named(name: str) -> StudyKind[Any, Any]:
         ) from None
 
 
-def typed_numbers(bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
+def typed_numbers(bundle: JsonObject) -> Iterator[NumberRecord]:
     """Every number of a bundle read back, as the kind that wrote it (its ``schema``) yields
     them: the one typed view that ``audiorepro diff`` compares."""
     schema = bundle.get("schema")
@@ -227,11 +231,11 @@ def records(
 
 
 def cell_records(
-    bundle: Mapping[str, Any],
+    bundle: JsonObject,
     key: str,
     *,
-    classify: Callable[[Mapping[str, Any], tuple[str | int, ...]], tuple[Better, NumberTier]],
-    identities: Callable[[Mapping[str, Any]], Identities],
+    classify: Callable[[JsonObject, tuple[str | int, ...]], tuple[Better, NumberTier]],
+    identities: Callable[[JsonObject], Identities],
 ) -> Iterator[NumberRecord]:
     """The records of every cell (or run) of ``bundle[key]``, named by its ``id``;
     ``classify`` gets the cell and the keys below it."""
@@ -245,7 +249,7 @@ def cell_records(
         )
 
 
-def dump_identities(cell: Mapping[str, Any]) -> Identities:
+def dump_identities(cell: JsonObject) -> Identities:
     """A dump cell's identities: its dump's and weights' SHA-256 and its preprocessing.
 
     >>> dump_identities({"dump_sha256": "d", "model_meta": {"preprocessing": {"sr": 48000}}})
@@ -260,7 +264,7 @@ def dump_identities(cell: Mapping[str, Any]) -> Identities:
 
 
 def rest_records(
-    bundle: Mapping[str, Any],
+    bundle: JsonObject,
     skip: tuple[str, ...],
     classify: Callable[[tuple[str | int, ...]], tuple[Better, NumberTier]],
 ) -> Iterator[NumberRecord]:

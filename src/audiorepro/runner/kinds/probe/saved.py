@@ -52,8 +52,8 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
-from audiorepro.runner.outputs import MetricParity, ParityCell, ProbeRun
-from audiorepro.runner.probe_content import read_key_paths
+from audiorepro.runner.kinds.probe.content import read_key_paths
+from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
 
@@ -213,7 +213,7 @@ def percent_cell(value: float | int | None, percent: bool) -> float | int | None
 class FieldColumn:
     """A declared column: the field it shows (a key of a run's report section, or of a saved
     split's shape), its column, and whether the fraction is shown as a percentage
-    (:func:`percent_cell`). The recomputed tables (:mod:`.probe`) and the saved ones share it."""
+    (:func:`percent_cell`). The recomputed tables (:mod:`.runs`) and the saved ones share it."""
 
     field: str
     column: Column

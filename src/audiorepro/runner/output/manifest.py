@@ -29,8 +29,8 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import Dump
 from audiorepro.models.extract import library_versions
-from audiorepro.runner.index import write_index
-from audiorepro.runner.publish import run_files
+from audiorepro.runner.output.index import write_index
+from audiorepro.runner.output.publish import run_files
 
 SCHEMA = "audiorepro.manifest/1"
 THREAD_VARIABLES = (
@@ -42,7 +42,97 @@ THREAD_VARIABLES = (
 DETERMINISM_VARIABLES = ("PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "SOURCE_DATE_EPOCH")
 
 
-def timestamp() -> dict[str, Any]:
+class RunTime(TypedDict):
+    """The manifest's ``time``: when the run was (UTC, ISO 8601) and where that came from."""
+
+    utc: str
+    source: str  #: ``SOURCE_DATE_EPOCH`` or ``clock``
+
+
+class GpuRecord(TypedDict):
+    name: str
+    capability: list[int]
+
+
+class CudaRecord(TypedDict):
+    """The CUDA toolkit after the GPUs of :func:`environment`'s ``gpus``."""
+
+    cuda: str | None
+    cudnn: int | None
+
+
+#: A thread pool as threadpoolctl reports it (architecture, internal_api, num_threads,
+#: user_api, version).
+ThreadPool = dict[str, str | int | None]
+
+
+class BlasRecord(TypedDict, total=False):
+    """The BLAS and LAPACK numpy was built with, and the thread pools in use (None: no
+    threadpoolctl)."""
+
+    numpy_blas: str | None
+    numpy_lapack: str | None
+    threadpools: list[ThreadPool] | None
+
+
+class CpuDispatch(TypedDict):
+    """The CPU's vector features and the code paths in force (:func:`cpu_dispatch`)."""
+
+    isa_flags: list[str]
+    numpy_cpu_features: list[str]
+    torch_cpu_capability: str | None
+    variables: dict[str, str | None]
+
+
+class ContainerRecord(TypedDict):
+    """The image a run ran in (:func:`container`)."""
+
+    base_image: str
+    base_image_pinned: bool
+    base_image_note: str | None
+    lock: str | None
+    lock_sha256: str | None
+
+
+class Environment(TypedDict):
+    """The manifest's ``environment``: Python, platform, CPU and GPUs, package versions,
+    BLAS, CPU dispatch, the thread and determinism variables, the image."""
+
+    python: str
+    implementation: str
+    platform: str
+    machine: str
+    cpu: str | None
+    cpu_count: int | None
+    gpus: list[GpuRecord | CudaRecord]
+    packages: dict[str, str | None]
+    blas: BlasRecord
+    cpu_dispatch: CpuDispatch
+    thread_variables: dict[str, str | None]
+    determinism_variables: dict[str, str | None]
+    container: ContainerRecord | None
+
+
+class GitProvenance(TypedDict):
+    """The manifest's ``git``: the commit and dirty flag of the audiorepro source, and where
+    they come from (``source``), or a ``note`` saying there is none."""
+
+    commit: str | None
+    dirty: bool | None
+    source: NotRequired[str]
+    note: NotRequired[str]
+
+
+class SelectionRecord(TypedDict):
+    """``--cells``/``--device`` of a run of part of a study (:class:`Selection`)."""
+
+    cells: str | None
+    device: str | None
+    ran: list[str]
+    of: list[str]
+
+
+def timestamp() -> RunTime:
     """The run's time: ``SOURCE_DATE_EPOCH`` when set (reproducible builds), else now (UTC)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch is not None and epoch.strip().isdigit():
@@ -64,27 +154,27 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _gpus() -> list[dict[str, Any]]:
+def _gpus() -> list[GpuRecord | CudaRecord]:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
         return []
-    return [
-        {
-            "name": torch.cuda.get_device_name(i),
-            "capability": list(torch.cuda.get_device_capability(i)),
-        }
+    gpus: list[GpuRecord | CudaRecord] = [
+        GpuRecord(
+            name=torch.cuda.get_device_name(i),
+            capability=list(torch.cuda.get_device_capability(i)),
+        )
         for i in range(torch.cuda.device_count())
-    ] + [{"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}]
+    ]
+    return [*gpus, CudaRecord(cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())]
 
 
-def _blas() -> dict[str, Any]:
-    info: dict[str, Any] = {}
+def _blas() -> BlasRecord:
+    info: BlasRecord = {}
     try:
         show_config: Any = np.show_config  # numpy >= 1.25 returns a dict with mode="dicts"
         config = show_config(mode="dicts")
-        deps: dict[str, Any] = (
-            config.get("Build Dependencies", {}) if isinstance(config, dict) else {}
-        )
+        # numpy's own (untyped) build configuration, read where it is parsed
+        deps = config.get("Build Dependencies", {}) if isinstance(config, dict) else {}
         info["numpy_blas"] = deps.get("blas", {}).get("name")
         info["numpy_lapack"] = deps.get("lapack", {}).get("name")
     except (TypeError, AttributeError):
@@ -134,7 +224,7 @@ def _isa_flags() -> list[str]:
     return []
 
 
-def cpu_dispatch() -> dict[str, Any]:
+def cpu_dispatch() -> CpuDispatch:
     """The CPU's features and the code paths in force: two outputs whose tier-b numbers
     differ (docs/tiers.md, "What bit-identical covers") can be told apart by this block."""
     features: dict[str, bool] = {}
@@ -156,7 +246,7 @@ def cpu_dispatch() -> dict[str, Any]:
 
 
 #: The package's own folder (``.../audiorepro``), where the provenance is looked up from.
-PACKAGE = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parents[2]
 
 
 def _run_git(root: Path, *args: str) -> str | None:
@@ -179,7 +269,7 @@ def checkout_of(package: Path) -> Path | None:
     return None
 
 
-def git_provenance(package: Path = PACKAGE) -> dict[str, Any]:
+def git_provenance(package: Path = PACKAGE) -> GitProvenance:
     """The commit and dirty flag of the audiorepro source, and where they come from: the
     checkout it runs from; else the stamp a wheel build wrote (``_build_info.json``,
     ``setup.py``); else the image's ``REVISION`` build argument (``AUDIOREPRO_REVISION``);
@@ -204,7 +294,7 @@ def git_provenance(package: Path = PACKAGE) -> dict[str, Any]:
     return {"commit": None, "dirty": None, "note": "not from a git checkout"}
 
 
-def environment() -> dict[str, Any]:
+def environment() -> Environment:
     return {
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
@@ -222,7 +312,7 @@ def environment() -> dict[str, Any]:
     }
 
 
-def container() -> dict[str, Any] | None:
+def container() -> ContainerRecord | None:
     """The image this runs in (set by the Dockerfile), or None outside it.
 
     ``base_image_pinned`` is true only when the base image is named by digest; until
@@ -266,12 +356,12 @@ class Manifest(TypedDict):
     inputs: dict[str, str | None]
     #: output path (relative, sorted) -> SHA-256
     outputs: dict[str, str]
-    environment: dict[str, Any]
-    git: dict[str, Any]
-    time: dict[str, Any]
+    environment: Environment
+    git: GitProvenance
+    time: RunTime
     host: str
     #: ``--cells``/``--device`` when given (absent: the whole study, its own devices)
-    selection: NotRequired[dict[str, Any]]
+    selection: NotRequired[SelectionRecord]
 
 
 def write_manifest(
