@@ -29,6 +29,19 @@ def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float
     return scores, targets
 
 
+def trial_scores(embeddings: Any, enrollment: Sequence[int], test: Sequence[int]) -> list[float]:
+    """Each trial's cosine: rows ``enrollment[k]`` and ``test[k]`` as unit vectors, dotted."""
+    rows = [[float(x) for x in row] for row in embeddings]
+    units = []
+    for row in rows:
+        norm = math.sqrt(math.fsum(x * x for x in row))
+        units.append([x / norm for x in row])
+    return [
+        math.fsum(a * b for a, b in zip(units[int(i)], units[int(j)], strict=True))
+        for i, j in zip(enrollment, test, strict=True)
+    ]
+
+
 def equal_error_rate(scores: Any, is_target: Any) -> float | None:
     """The crossing of the operating-point curve with ``F = M`` (see the metric's definition)."""
     trials = [(float(s), bool(t)) for s, t in zip(scores, is_target, strict=True)]
