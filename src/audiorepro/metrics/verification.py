@@ -66,7 +66,8 @@ def trial_scores(
     if not np.all(norms > 0) or not np.all(np.isfinite(e)):
         raise ValueError("an embedding is zero or not finite")
     unit = e / norms[:, None]
-    return np.einsum("nd,nd->n", unit[i], unit[j])
+    scores: npt.NDArray[np.float64] = np.einsum("nd,nd->n", unit[i], unit[j])
+    return scores
 
 
 def equal_error_rate(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -29,7 +29,7 @@ def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float
     return scores, targets
 
 
-def trial_scores(embeddings: Any, enrollment: Sequence[int], test: Sequence[int]) -> list[float]:
+def trial_scores(embeddings: Any, enrollment: Iterable[Any], test: Iterable[Any]) -> list[float]:
     """Each trial's cosine: rows ``enrollment[k]`` and ``test[k]`` as unit vectors, dotted."""
     rows = [[float(x) for x in row] for row in embeddings]
     units = []

@@ -28,6 +28,7 @@ from audiorepro.runner.kinds import (
     probe,  # noqa: F401
     retrieval,  # noqa: F401
     run_kind,
+    speaker_verification,  # noqa: F401
     zeroshot,  # noqa: F401
 )
 from audiorepro.runner.output.attest import check_signature, sign_folder
