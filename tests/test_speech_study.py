@@ -10,9 +10,10 @@ embeddings equal resemblyzer's own calls bit for bit and the EER is the referenc
 them, printed in the report and the tables; a rerun uses the cache and is byte-identical, as
 is a fresh extraction; published values give PASS and FAIL (and ``verify STUDY`` without any
 says NOTHING CHECKED); ``diff`` reads the run; bad trial lists are one line, exit 2; shards
-and ``--jobs`` give the unsharded dump's bytes (what a Slurm array task writes), and
+and ``--jobs`` give the unsharded dump's bytes, as do the study's ``extract-part`` tasks
+merged (what a Slurm array runs; the planner submits nothing once the dump is cached), and
 ``identity`` finds the shipped weights identical to themselves and a perturbed copy
-different. The cross-CPU tier: ``tests/test_crosscpu.py``; the study as Slurm arrays:
+different. The cross-CPU tier: ``tests/test_crosscpu.py``; the study as real Slurm arrays:
 ``tests/test_scaleout.py``.
 
 resemblyzer comes with the dev lock (extra ``speech``): where the model stack is installed
@@ -267,6 +268,33 @@ def test_shards_and_jobs_give_the_unsharded_dump(first_run: Path, tmp_path: Path
     assert (tmp_path / "jobs.npz").read_bytes() == whole.read_bytes()
     cached = load_audio_dump(first_run / "dumps" / "resemblyzer_speech.npz")
     assert np.array_equal(load_audio_dump(whole).audio_embeds, cached.audio_embeds)
+
+
+@pytest.mark.slow
+def test_array_tasks_write_the_local_dump_and_a_rerun_plans_none(
+    first_run: Path, tmp_path: Path
+) -> None:
+    """What a Slurm array runs, without a cluster (``tests/test_scaleout.py`` has one): three
+    ``extract-part`` tasks and the driver's merge give the cache entry of a local run, byte
+    for byte; the planner sees an audio-only entry in the cache and plans no task (a rerun on
+    Slurm submits nothing)."""
+    from audiorepro.runner.executors.slurm import plan
+    from audiorepro.runner.study import study_extraction
+    from audiorepro.specs.study import load_study
+
+    extraction = study_extraction(load_study(STUDY))
+    assert extraction is not None
+    assert plan(extraction, first_run, 3) == ([], [])
+    parts, todo = plan(extraction, tmp_path, 3)
+    assert [p.shard for p in todo] == [0, 1, 2] and parts == todo
+    cell = extraction.cell("resemblyzer/speech")
+    for part in todo:
+        argv = ["extract-part", str(STUDY), "--cell", part.cell, "--shard", f"{part.shard}/3"]
+        assert main([*argv, "--key", part.key, "--out", str(part.path)]) == 0
+    merged = tmp_path / "merged.npz"
+    cell.merge([p.path for p in parts], parts[0].key, merged)
+    [local] = sorted((first_run / "cache" / "dumps").glob("*.npz"))
+    assert merged.read_bytes() == local.read_bytes()
 
 
 @pytest.mark.slow
