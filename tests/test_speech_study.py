@@ -208,6 +208,21 @@ BAD_TRIALS = {
 }
 
 
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [('tie_policy = "optimistic"', "tie_policy"), ("bootstrap = { resamples = 10 }", "bootstrap")],
+)
+def test_a_setting_the_kind_does_not_use_is_refused_not_ignored(
+    line: str, key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _study(tmp_path / "s")
+    study.write_text(study.read_text().replace("[[cell]]", f"{line}\n[[cell]]", 1))
+    capsys.readouterr()
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"study.toml: key '{key}': is not used" in err, err
+
+
 @pytest.mark.parametrize("case", list(BAD_TRIALS), ids=list(BAD_TRIALS))
 def test_a_bad_trial_list_is_one_line_exit_2_and_out_untouched(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

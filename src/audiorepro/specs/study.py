@@ -1247,6 +1247,20 @@ class SpeakerVerificationStudyFile(_StudyFile):
         default_factory=list, description="a list of [[published]] tables"
     )
 
+    @model_validator(mode="after")
+    def _no_bootstrap_or_tie_policy(self) -> SpeakerVerificationStudyFile:
+        # Inherited from the common study table, but the EER has one tie rule (tied trials
+        # are accepted together) and no interval: a value given here would be ignored.
+        for key, why in (
+            ("bootstrap", "it computes no bootstrap intervals"),
+            ("tie_policy", "the EER accepts tied trials together, its one tie rule"),
+        ):
+            if key in self.model_fields_set:
+                raise KeyProblem(
+                    (key,), f"is not used by a speaker-verification study ({why}); expected none"
+                )
+        return self
+
 
 @dataclass(frozen=True)
 class SpeakerExtraction:
