@@ -174,6 +174,39 @@ def test_the_typed_view_covers_every_number(first_run: Path) -> None:
     assert view["cells/resemblyzer/speech/target_trials"].tier is None
 
 
+@pytest.mark.slow
+def test_a_dump_cell_gives_the_eer_of_the_extracted_one(
+    first_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cell over a dump you have (``dump`` with its ``sha256``: here the first run's) gives
+    the extraction cell's EER; its manifest names the dump as an input; a trial of a clip the
+    dump lacks is one line naming the dump, exit 2."""
+    dump = first_run / "dumps" / "resemblyzer_speech.npz"
+
+    def study(folder: Path, trials: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "study.toml").write_text(
+            'schema = "audiorepro.study/1"\nkind = "speaker-verification"\nname = "given"\n'
+            f'[[cell]]\nid = "given"\nmodel = "resemblyzer"\ndump = "{dump}"\n'
+            f'sha256 = "{sha256_file(dump)}"\ntrials = "{trials}"\n'
+            f'trials_sha256 = "{sha256_file(trials)}"\n'
+        )
+        return folder / "study.toml"
+
+    out, given = tmp_path / "out", study(tmp_path / "s", SPEECH / "trials.csv")
+    assert main(["reproduce", str(given), "--out", str(out)]) == 0
+    [cell] = _bundle(out)["cells"]
+    assert cell["eer"] == _bundle(first_run)["cells"][0]["eer"] and cell["dump"] == dump.name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][dump.name] == sha256_file(dump)
+    bad = _trials(tmp_path / "t", ["spk1_01.wav,spk1_02.wav,1", "spk1_01.wav,other.wav,0"])
+    capsys.readouterr()
+    assert main(["reproduce", str(study(tmp_path / "b", bad)), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "key 'row 3.test': names clip 'other.wav', which is not among the 48 clips of " in err
+    assert f"dump {dump.name} (cell[0].dump)" in err and err.count("\n") == 1
+
+
 def _trials(folder: Path, rows: list[str]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "trials.csv").write_text("enrollment,test,target\n" + "".join(r + "\n" for r in rows))
