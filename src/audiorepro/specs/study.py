@@ -130,9 +130,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -1072,20 +1073,41 @@ class LinearProbeStudy:
     selection: Selection | None = None
 
 
-def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
-    where = f"cell[{i}]"
-    if (c.dump is None) == (c.extract is None):
+def _dump_or_extract(
+    dump: str | None, sha256: str | None, extract: bool, source: Path, where: str
+) -> None:
+    """A cell's embeddings come from exactly one of a dump (with its SHA-256) or an
+    extraction, or one line naming the key."""
+    if (dump is None) == (not extract):
         raise UserError(
             "give exactly one of 'dump' (with 'sha256') or 'extract'",
             source=source,
             key=f"{where}.dump",
         )
-    if (c.dump is None) != (c.sha256 is None):
+    if (dump is None) != (sha256 is None):
         raise UserError(
             "is missing; 'dump' and 'sha256' go together",
             source=source,
-            key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}",
+            key=f"{where}.{'sha256' if sha256 is None else 'dump'}",
         )
+
+
+def _check_hashes(
+    files: Sequence[tuple[Path | None, str | None, str]], source: Path, where: str
+) -> None:
+    """Each file that is here has the SHA-256 the study states, or one line naming the key."""
+    for path, digest, key in files:
+        if path is not None and path.is_file() and sha256_file(path) != digest:
+            raise UserError(
+                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
+                source=source,
+                key=f"{where}.{key}",
+            )
+
+
+def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
+    where = f"cell[{i}]"
+    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
     labels = _required_path(source, f"{where}.labels", c.labels, must_exist=strict)
     dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
     if strict and c.labels_sha256 == PLACEHOLDER and labels.is_file():
@@ -1095,16 +1117,9 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
             source=source,
             key=f"{where}.labels_sha256",
         )
-    for path, digest, key in (
-        (labels, c.labels_sha256, "labels_sha256"),
-        (dump, c.sha256, "sha256"),
-    ):
-        if strict and path is not None and path.is_file() and sha256_file(path) != digest:
-            raise UserError(
-                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
-                source=source,
-                key=f"{where}.{key}",
-            )
+    if strict:
+        files = ((labels, c.labels_sha256, "labels_sha256"), (dump, c.sha256, "sha256"))
+        _check_hashes(files, source, where)
     split = None
     if isinstance(c.protocol, DeclaredSplitSpec):
         tr, te = c.protocol.train, c.protocol.test
@@ -1148,42 +1163,78 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
     )
 
 
-def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
-    spec = validate(LinearProbeStudyFile, doc, source=str(source))
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_IdSpec = TypeVar("_IdSpec", bound=_HasId)
+_CellT = TypeVar("_CellT")
+
+
+def _cells(
+    source: Path, specs: Sequence[_IdSpec], make: Callable[[_IdSpec, int], _CellT]
+) -> list[_CellT]:
+    """Each ``[[cell]]`` of a study made by ``make`` (with its index); an id given twice, or
+    two ids that would name one output file, is one line naming the key."""
     seen: set[str] = set()
     cells = []
-    for i, c in enumerate(spec.cell):
+    for i, c in enumerate(specs):
         if c.id in seen:
             raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
         seen.add(c.id)
-        cells.append(_lp_cell(c, i, source, strict))
+        cells.append(make(c, i))
     distinct_file_names(
-        [(f"cell[{i}].id", c.id) for i, c in enumerate(cells)], source=str(source), what="a cell id"
+        [(f"cell[{i}].id", c.id) for i, c in enumerate(specs)], source=str(source), what="a cell id"
     )
+    return cells
+
+
+def _cell_published(
+    source: Path,
+    specs: Sequence[LinearProbePublishedSpec | SpeakerPublishedSpec],
+    cells: set[str],
+    metric_problem: Callable[[str], str | None],
+    profile: str,
+    tie_policy: TiePolicy,
+) -> tuple[Published, ...]:
+    """Each ``[[published]]`` table of a study of cells: a cell of the study, metrics the kind
+    computes (``metric_problem`` says why not), a tolerance that means something."""
     published = []
-    for i, p in enumerate(spec.published):
+    for i, p in enumerate(specs):
         where = f"published[{i}]"
-        if p.cell not in seen:
+        if p.cell not in cells:
             raise UserError(
                 f"names {p.cell!r}, which is not a cell of this study",
                 source=source,
                 key=f"{where}.cell",
             )
         for metric in p.values:
-            if not LINEAR_PROBE_METRIC.match(metric):
-                raise UserError(
-                    "unknown linear-probe metric; expected mean_accuracy, "
-                    "fold/<fold>/accuracy or pooled/<accuracy|balanced_accuracy|"
-                    "macro_f1>",
-                    source=source,
-                    key=f"{where}.values.{metric}",
-                )
+            problem = metric_problem(metric)
+            if problem is not None:
+                raise UserError(problem, source=source, key=f"{where}.values.{metric}")
         _check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
-        published.append(
-            Published(
-                p.cell, "linear-v1", spec.tie_policy, p.tolerance, p.provenance, dict(p.values)
-            )
-        )
+        values = dict(p.values)
+        published.append(Published(p.cell, profile, tie_policy, p.tolerance, p.provenance, values))
+    return tuple(published)
+
+
+def _linear_probe_metric(metric: str) -> str | None:
+    if LINEAR_PROBE_METRIC.match(metric):
+        return None
+    return (
+        "unknown linear-probe metric; expected mean_accuracy, fold/<fold>/accuracy or "
+        "pooled/<accuracy|balanced_accuracy|macro_f1>"
+    )
+
+
+def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
+    spec = validate(LinearProbeStudyFile, doc, source=str(source))
+    cells = _cells(source, spec.cell, lambda c, i: _lp_cell(c, i, source, strict))
+    ids = {c.id for c in cells}
+    published = _cell_published(
+        source, spec.published, ids, _linear_probe_metric, "linear-v1", spec.tie_policy
+    )
     b = spec.bootstrap
     return LinearProbeStudy(
         name=spec.name,
@@ -1191,7 +1242,7 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
         source=source,
         bootstrap=Bootstrap(b.resamples, b.seed, b.level),
         cells=tuple(cells),
-        published=tuple(published),
+        published=published,
     )
 
 
@@ -1201,17 +1252,9 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
 SPEAKER_METRICS = ("eer",)
 
 
-class SpeakerExtractSpec(Spec):
+class SpeakerExtractSpec(LinearProbeExtractSpec):
     """How to make a cell's clip embeddings: a model (any encoder: audio is enough) over every
     clip of an audio folder or list file, through the extraction cache."""
-
-    model: str = Field(description="a model spec or registry name")
-    audio: RelativePath
-    registry: RelativePath | None = None
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="a table of architecture and preprocessing settings"
-    )
-    device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
 
 
 class SpeakerCellSpec(Spec):
@@ -1226,12 +1269,9 @@ class SpeakerCellSpec(Spec):
     trials_sha256: FileSha256
 
 
-class SpeakerPublishedSpec(Spec):
+class SpeakerPublishedSpec(LinearProbePublishedSpec):
     """Published values of one speaker-verification cell, with tolerance and provenance."""
 
-    cell: str = Field(description="the id of a cell of this study")
-    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
-    provenance: str = Field(description="where the value was published")
     values: dict[str, Number] = Field(
         min_length=1, description="metric -> published value: eer (a fraction in [0, 1])"
     )
@@ -1307,30 +1347,12 @@ def _speaker_clips(cell: SpeakerCell, where: str) -> tuple[tuple[str, ...], str]
 
 def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> SpeakerCell:
     where = f"cell[{i}]"
-    if (c.dump is None) == (c.extract is None):
-        raise UserError(
-            "give exactly one of 'dump' (with 'sha256') or 'extract'",
-            source=source,
-            key=f"{where}.dump",
-        )
-    if (c.dump is None) != (c.sha256 is None):
-        raise UserError(
-            "is missing; 'dump' and 'sha256' go together",
-            source=source,
-            key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}",
-        )
+    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
     trials = _required_path(source, f"{where}.trials", c.trials, must_exist=strict)
     dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
-    for path, digest, key in (
-        (trials, c.trials_sha256, "trials_sha256"),
-        (dump, c.sha256, "sha256"),
-    ):
-        if strict and path is not None and path.is_file() and sha256_file(path) != digest:
-            raise UserError(
-                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
-                source=source,
-                key=f"{where}.{key}",
-            )
+    if strict:
+        files = ((trials, c.trials_sha256, "trials_sha256"), (dump, c.sha256, "sha256"))
+        _check_hashes(files, source, where)
     extract = None
     if c.extract is not None:
         e = c.extract
@@ -1348,46 +1370,27 @@ def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> Spe
     return cell
 
 
+def _speaker_metric(metric: str) -> str | None:
+    if metric in SPEAKER_METRICS:
+        return None
+    return f"unknown speaker-verification metric; expected {', '.join(SPEAKER_METRICS)}"
+
+
 def _speaker_verification(
     doc: dict[str, Any], source: Path, strict: bool
 ) -> SpeakerVerificationStudy:
     spec = validate(SpeakerVerificationStudyFile, doc, source=str(source))
-    seen: set[str] = set()
-    cells = []
-    for i, c in enumerate(spec.cell):
-        if c.id in seen:
-            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
-        seen.add(c.id)
-        cells.append(_speaker_cell(c, i, source, strict))
-    distinct_file_names(
-        [(f"cell[{i}].id", c.id) for i, c in enumerate(cells)], source=str(source), what="a cell id"
+    cells = _cells(source, spec.cell, lambda c, i: _speaker_cell(c, i, source, strict))
+    ids = {c.id for c in cells}
+    published = _cell_published(
+        source, spec.published, ids, _speaker_metric, "eer", spec.tie_policy
     )
-    published = []
-    for i, p in enumerate(spec.published):
-        where = f"published[{i}]"
-        if p.cell not in seen:
-            raise UserError(
-                f"names {p.cell!r}, which is not a cell of this study",
-                source=source,
-                key=f"{where}.cell",
-            )
-        for metric in p.values:
-            if metric not in SPEAKER_METRICS:
-                raise UserError(
-                    f"unknown speaker-verification metric; expected {', '.join(SPEAKER_METRICS)}",
-                    source=source,
-                    key=f"{where}.values.{metric}",
-                )
-        _check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
-        published.append(
-            Published(p.cell, "eer", spec.tie_policy, p.tolerance, p.provenance, dict(p.values))
-        )
     return SpeakerVerificationStudy(
         name=spec.name,
         title=spec.title if spec.title is not None else spec.name,
         source=source,
         cells=tuple(cells),
-        published=tuple(published),
+        published=published,
     )
 
 
