@@ -42,6 +42,7 @@ KINDS = {
     "probe": "audiorepro.runner.kinds.probe",  # an adapter over its runs, content and saved
     "zeroshot": "audiorepro.runner.kinds.zeroshot",
     "linear-probe": "audiorepro.runner.kinds.linear_probe",
+    "speaker-verification": "audiorepro.runner.kinds.speaker_verification",
 }
 #: Dependencies heavy enough to import lazily, inside the function that needs them: the
 #: optional model stack (with fetch's downloaders), Slurm and browser stacks, and scipy.signal

@@ -465,6 +465,30 @@ def test_speech_extraction_as_a_slurm_array_is_the_local_dump(slurm: Path, tmp_p
     assert (tmp_path / "merged.npz").read_bytes() == whole.read_bytes()
 
 
+def test_the_speaker_verification_study_on_slurm_is_byte_identical_to_local(
+    slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bundled speaker-verification study (resemblyzer's real weights on the fixture
+    speech, extra ``speech``) as a three-task array: the merged audio-only dump and every
+    output after it are the bytes of a local run; a rerun submits nothing (the cache has the
+    dump, checked as an audio-only entry)."""
+    from audiorepro.cli import main
+
+    study = ROOT / "studies" / "speaker_verification.toml"
+    local, out = tmp_path / "local", tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(local)]) == 0
+    argv = ["reproduce", str(study), "--out", str(out), "--executor", "slurm"]
+    argv += ["--shards", "3", "--wait-timeout", "900"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "submitting 3 of 3 extraction part(s)" in capsys.readouterr().out
+    names = (*DETERMINISTIC, "dumps/resemblyzer_speech.npz")
+    assert outputs(out, names) == outputs(local, names)
+    assert main(argv) == 0
+    assert "submitting" not in capsys.readouterr().out
+    assert outputs(out, names) == outputs(local, names)
+
+
 def test_a_python_encoder_study_on_slurm_is_byte_identical_to_local(
     slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

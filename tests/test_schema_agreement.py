@@ -41,6 +41,7 @@ from audiorepro.specs.study import (
     LinearProbeStudyFile,
     ProbeStudyFile,
     RetrievalStudyFile,
+    SpeakerVerificationStudyFile,
     ZeroshotStudyFile,
 )
 from tests import test_hostile as hostile
@@ -82,6 +83,7 @@ def _study(doc: Any) -> object:
         "probe": ProbeStudyFile,
         "zeroshot": ZeroshotStudyFile,
         "linear-probe": LinearProbeStudyFile,
+        "speaker-verification": SpeakerVerificationStudyFile,
     }
     model = kinds.get(kind, RetrievalStudyFile) if isinstance(kind, str) else RetrievalStudyFile
     return validate(model, doc, source="s.toml")

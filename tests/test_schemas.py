@@ -14,6 +14,7 @@ import pytest
 
 from audiorepro.core.errors import UserError
 from audiorepro.runner.kinds.linear_probe import LINEAR_PROBE_BUNDLE
+from audiorepro.runner.kinds.speaker_verification import SPEAKER_BUNDLE
 from audiorepro.runner.kinds.zeroshot import ZEROSHOT_BUNDLE
 from audiorepro.runner.output.outputs import PROBE_BUNDLE, RETRIEVAL_BUNDLE
 from audiorepro.specs.published import PublishedFile
@@ -80,9 +81,9 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
         doc["$defs"][ref["$ref"].rpartition("/")[2]]["properties"]["schema"]["const"]
         for ref in doc["anyOf"]
     }
-    bundles = {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE, LINEAR_PROBE_BUNDLE}
+    bundles = {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE, LINEAR_PROBE_BUNDLE, SPEAKER_BUNDLE}
     assert consts == bundles
-    assert len(bundles) == 4
+    assert len(bundles) == 5
 
 
 def test_the_bundled_files_validate() -> None:
@@ -95,6 +96,7 @@ def test_the_bundled_files_validate() -> None:
     assert load_published(GOLDEN / "published" / "clap_retrieval.toml")
     assert load_probe_published(GOLDEN / "published" / "probe_demo.toml")
     assert load_study(ROOT / "studies" / "clap_retrieval.toml", strict=False).name
+    assert load_study(ROOT / "studies" / "speaker_verification.toml").kind == "speaker-verification"
 
 
 def _registry(entry: dict[str, Any]) -> dict[str, Any]:

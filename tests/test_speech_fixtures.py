@@ -29,7 +29,7 @@ def test_committed_files_match_their_hashes() -> None:
     tool = _tool()
     assert tool.check_committed(SPEECH) == []  # type: ignore[attr-defined]
     sums = tool.read_sums(SPEECH)  # type: ignore[attr-defined]
-    assert len(sums) == 49  # 6 speakers x 8 sentences, and speakers.csv
+    assert len(sums) == 50  # 6 speakers x 8 sentences, speakers.csv and trials.csv
 
 
 def test_a_changed_or_stray_file_is_named(tmp_path: Path) -> None:
@@ -61,6 +61,21 @@ def test_clips_are_16khz_mono_pcm_and_labelled() -> None:
             assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
             assert 1.0 < w.getnframes() / 16000 < 3.0
         assert row["file_name"].startswith(row["speaker"] + "_")
+
+
+def test_the_trial_list_is_every_pair_of_clips_target_when_one_speaker() -> None:
+    """``trials.csv`` as a study reads it (:mod:`audiorepro.formats.trials`): each unordered
+    pair of the 48 clips once, target exactly when ``speakers.csv`` gives both one speaker."""
+    from audiorepro.formats.trials import read_trials
+
+    with open(SPEECH / "speakers.csv", newline="") as f:
+        speaker = {r["file_name"]: r["speaker"] for r in csv.DictReader(f)}
+    trials = read_trials(SPEECH / "trials.csv")
+    pairs = {frozenset(p) for p in zip(trials.enrollment, trials.test, strict=True)}
+    assert len(pairs) == len(trials.test) == 48 * 47 // 2
+    assert all(len(p) == 2 and p <= set(speaker) for p in pairs)
+    same = [speaker[a] == speaker[b] for a, b in zip(trials.enrollment, trials.test, strict=True)]
+    assert trials.target.tolist() == same and sum(same) == 6 * (8 * 7 // 2)
 
 
 def test_regenerated_byte_identically(tmp_path: Path) -> None:

@@ -1,17 +1,20 @@
 """A real pretrained network on real speech, end to end (issue 37 item 3).
 
-resemblyzer's ``VoiceEncoder`` with the weights its wheel ships (the bundled registry's
-``resemblyzer`` entry, SHA-256 checked) embeds the fixture speech set (``fixtures/speech``,
-espeak-ng, six speakers x eight sentences) through audiorepro's extraction, and a
-speaker-verification study computes the EER over every pair of clips (target: same speaker).
-The study kind is declared here, in the test module, and registered through the kinds'
-registry; the runner then runs it like the built-in kinds (tables, the three outputs,
-manifest, publication). Checked: the embeddings equal resemblyzer's own calls bit for bit,
-the EER its reference twin, the extraction cache is used on a rerun, reruns are
-byte-identical, shards and ``--jobs`` give the unsharded dump's bytes (what a Slurm array
-task writes), and ``identity`` finds the shipped weights identical to themselves and a
-perturbed copy different. The cross-CPU tier: ``tests/test_crosscpu.py``; the same
-extraction as a real Slurm array: ``tests/test_scaleout.py``.
+The bundled study ``studies/speaker_verification.toml`` (kind ``speaker-verification``,
+:mod:`audiorepro.runner.kinds.speaker_verification`) embeds the fixture speech set
+(``fixtures/speech``: espeak-ng, six speakers x eight sentences) with resemblyzer's
+``VoiceEncoder`` and the weights its wheel ships (the bundled registry's ``resemblyzer``
+entry, SHA-256 checked), through the extraction cache, and computes the EER over the trial
+list ``fixtures/speech/trials.csv`` (every pair of clips; target: same speaker). Checked: the
+embeddings equal resemblyzer's own calls bit for bit and the EER is the reference twin's over
+them, printed in the report and the tables; a rerun uses the cache and is byte-identical, as
+is a fresh extraction; published values give PASS and FAIL (and ``verify STUDY`` without any
+says NOTHING CHECKED); ``diff`` reads the run; bad trial lists are one line, exit 2; shards
+and ``--jobs`` give the unsharded dump's bytes, as do the study's ``extract-part`` tasks
+merged (what a Slurm array runs; the planner submits nothing once the dump is cached), and
+``identity`` finds the shipped weights identical to themselves and a perturbed copy
+different. The cross-CPU tier: ``tests/test_crosscpu.py``; the study as real Slurm arrays:
+``tests/test_scaleout.py``.
 
 resemblyzer comes with the dev lock (extra ``speech``): where the model stack is installed
 and resemblyzer is not, this module fails rather than skips.
@@ -20,13 +23,10 @@ and resemblyzer is not, this module fails rather than skips.
 from __future__ import annotations
 
 import csv
-import hashlib
-import html
+import gzip
 import importlib.util
 import json
 import shutil
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,200 +37,35 @@ pytest.importorskip("torch", reason="the model stack is not installed (tox -e py
 if importlib.util.find_spec("resemblyzer") is None:
     pytest.fail("resemblyzer is not installed: pip install -e '.[speech]'", pytrace=False)
 
-from audiorepro.checks.verify import Summary, summarize
 from audiorepro.cli import main
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.formats.audio_dump import AudioDump, load_audio_dump
-from audiorepro.formats.captions import list_audio
-from audiorepro.metrics.verification import equal_error_rate, speaker_trials
-from audiorepro.models import extract as extraction
+from audiorepro.formats.audio_dump import load_audio_dump
 from audiorepro.reference import verification as reference
-from audiorepro.render.tables import Column, Table
-from audiorepro.runner.cache import cache_dump_path, entry_record_path, model_key
-from audiorepro.runner.cache import model_spec as resolve_cell_model
-from audiorepro.runner.kinds import (
-    Better,
-    BundlePart,
-    Context,
-    Identities,
-    KindState,
-    NumberRecord,
-    NumberTier,
-    StudyKind,
-    cell_records,
-    register_kind,
-    rest_records,
-    unregister_kind,
-)
-from audiorepro.runner.study import run_studies
+from audiorepro.runner import cache as extraction_cache
 from tests.conftest import ROOT, outputs
+from tests.test_number_view import _view
 
 SPEECH = ROOT / "fixtures" / "speech"
-OUTPUTS = ("report.html", "bundle.json.gz", "verification.json")
-
-
-@dataclass(frozen=True)
-class SpeechCell:
-    id: str
-    model: str
-    audio: Path
-    speakers: Path  # file_name,speaker
-
-
-@dataclass(frozen=True)
-class SpeechStudy:
-    name: str
-    title: str
-    source: Path
-    cells: tuple[SpeechCell, ...]
-    kind: str = "speaker-verification"
-
-
-@dataclass
-class SpeechState(KindState):
-    study: SpeechStudy | None = None
-    dumps: dict[str, AudioDump] = field(default_factory=dict)
-    speakers: dict[str, list[str]] = field(default_factory=dict)
-    eer: dict[str, float | None] = field(default_factory=dict)
-    trials: dict[str, tuple[int, int]] = field(default_factory=dict)
-    parity: dict[str, bool] = field(default_factory=dict)
-
-
-def cell_key(cell: SpeechCell) -> str:
-    """The extraction cache's key: the model part the runner's cells use (weights' SHA-256,
-    the encoder's code, settings, device, threads) and every clip's SHA-256."""
-    spec, settings = resolve_cell_model(cell.model, None, {})
-    listing = [[name, sha256_file(path)] for name, path in list_audio(cell.audio).items()]
-    key = {**model_key(cell.model, spec, settings, "cpu"), "audio": listing}
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
-
-
-def extract_cached(cell: SpeechCell, cache: Path) -> AudioDump:
-    """The cell's audio-only dump from the cache (its record's SHA-256 matches), or
-    extracted into it by audiorepro's extraction."""
-    key = cell_key(cell)
-    path, record = cache_dump_path(cache, key), entry_record_path(cache, key)
-    if path.is_file() and record.is_file():
-        recorded = json.loads(record.read_text())
-        if recorded == {"cache_key": key, "sha256": sha256_file(path)}:
-            return load_audio_dump(path)
-    spec, _ = resolve_cell_model(cell.model, None, {})
-    cache.mkdir(parents=True, exist_ok=True)
-    extraction.extract(spec, cell.audio, None, path, extra_meta={"cache_key": key})
-    atomic_write_bytes(record, json_dumps({"cache_key": key, "sha256": sha256_file(path)}).encode())
-    return load_audio_dump(path)
-
-
-def read_speakers(path: Path) -> dict[str, str]:
-    with open(path, newline="") as f:
-        return {row["file_name"]: row["speaker"] for row in csv.DictReader(f)}
-
-
-class SpeechKind(StudyKind[SpeechStudy, SpeechState]):
-    """Speaker verification over audio-only dumps: every pair of clips is a trial."""
-
-    name = "speaker-verification"
-
-    def load(self, study: SpeechStudy, ctx: Context) -> SpeechState:
-        state = SpeechState(study=study)
-        for cell in study.cells:
-            dump = extract_cached(cell, ctx.cache)
-            labels = read_speakers(cell.speakers)
-            state.dumps[cell.id] = dump
-            state.speakers[cell.id] = [labels[clip] for clip in dump.audio_ids]
-        return state
-
-    def compute(self, state: SpeechState) -> None:
-        for cell, dump in state.dumps.items():
-            scores, target = speaker_trials(dump.audio_embeds, state.speakers[cell])
-            state.eer[cell] = equal_error_rate(scores, target)
-            state.trials[cell] = (int(target.sum()), int((~target).sum()))
-
-    def check_parity(self, state: SpeechState) -> None:
-        for cell, dump in state.dumps.items():
-            scores, target = reference.speaker_trials(dump.audio_embeds, state.speakers[cell])
-            state.parity[cell] = reference.equal_error_rate(scores, target) == state.eer[cell]
-            if not state.parity[cell]:
-                state.failures.append(f"cell {cell}: EER differs from its reference")
-
-    def compare_published(self, state: SpeechState) -> Summary:
-        return summarize([])
-
-    def tables(self, state: SpeechState, golden: Summary) -> dict[str, Table]:
-        columns = (Column("target trials", None), Column("non-target trials", None))
-        columns += (Column("EER", False),)
-        body = tuple((c, (*state.trials[c], state.eer[c])) for c in state.eer)
-        return {"verification": Table("Speaker verification", columns, body)}
-
-    def bundle_part(
-        self, state: SpeechState, golden: Summary, tables: dict[str, Table]
-    ) -> BundlePart:
-        cells = [
-            {
-                "id": c,
-                "eer": state.eer[c],
-                "target_trials": state.trials[c][0],
-                "nontarget_trials": state.trials[c][1],
-                "dump_sha256": state.dumps[c].sha256,
-                "model_meta": {"weights_sha256": state.dumps[c].meta["weights_sha256"]},
-            }
-            for c in state.eer
-        ]
-        verification = {"failures": state.failures, "golden": golden, "parity": state.parity}
-        rows = "".join(
-            f"<tr><td>{html.escape(c['id'])}</td><td>EER {c['eer']:.4f}</td></tr>" for c in cells
-        )
-        report = f"<html><body><h1>Speaker verification</h1><table>{rows}</table></body></html>\n"
-        bundle = {"schema": "speaker-verification/1", "cells": cells, "verification": verification}
-        return BundlePart(verification, report, bundle)
-
-    def verify(self, study: SpeechStudy, cache: Path) -> Summary:
-        return summarize([])
-
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
-        def classify(
-            cell: Mapping[str, Any], below: tuple[str | int, ...]
-        ) -> tuple[Better, NumberTier]:
-            return ("lower", "b") if below == ("eer",) else (None, None)
-
-        def identities(cell: Mapping[str, Any]) -> Identities:
-            return Identities(dump=cell["dump_sha256"])
-
-        yield from cell_records(bundle, "cells", classify=classify, identities=identities)
-        yield from rest_records(bundle, ("cells",), lambda below: (None, None))
+STUDY = ROOT / "studies" / "speaker_verification.toml"
+#: The heading of docs/models.md's section whose commands run the bundled study.
+DOCUMENTED = "Speaker verification: resemblyzer on real speech"
+OUTPUTS = ("report.html", "bundle.json.gz", "verification.json", "dumps/resemblyzer_speech.npz")
 
 
 @pytest.fixture(scope="module")
-def kind() -> Iterator[None]:
-    register_kind(SpeechKind)
-    try:
-        yield
-    finally:
-        unregister_kind("speaker-verification")
-
-
-def speech_study(tmp: Path) -> SpeechStudy:
-    source = tmp / "speech.toml"
-    source.parent.mkdir(parents=True, exist_ok=True)
-    source.write_text('kind = "speaker-verification"\n')
-    cell = SpeechCell("resemblyzer/speech", "resemblyzer", SPEECH, SPEECH / "speakers.csv")
-    return SpeechStudy("speech", "resemblyzer on espeak-ng speech", source, (cell,))
-
-
-@pytest.fixture(scope="module")
-def first_run(kind: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("speech")
-    out = tmp / "out"
-    [(_, _, outcome)] = run_studies([(speech_study(tmp), ".")], out, progress=False)
-    assert outcome == {"passed": True, "failures": []}
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("speech") / "out"
+    assert main(["reproduce", str(STUDY), "--out", str(out)]) == 0
     return out
 
 
 def _bundle(out: Path) -> dict[str, Any]:
-    import gzip
-
     return dict(json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes())))
+
+
+def _speakers() -> dict[str, str]:
+    with open(SPEECH / "speakers.csv", newline="") as f:
+        return {row["file_name"]: row["speaker"] for row in csv.DictReader(f)}
 
 
 def _own_embeddings() -> np.ndarray:
@@ -244,10 +79,23 @@ def _own_embeddings() -> np.ndarray:
     return np.stack([model.embed_utterance(preprocess_wav(p)) for p in files])
 
 
+def _study(folder: Path, published: str = "", trials: Path = SPEECH / "trials.csv") -> Path:
+    """The bundled study's cell with absolute paths (and ``trials``), in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (
+        'schema = "audiorepro.study/1"\nkind = "speaker-verification"\nname = "speech-test"\n'
+        '[[cell]]\nid = "resemblyzer/speech"\nmodel = "resemblyzer"\n'
+        f'trials = "{trials}"\ntrials_sha256 = "{sha256_file(trials)}"\n'
+        f'extract = {{ model = "resemblyzer", audio = "{SPEECH}" }}\n' + published
+    )
+    (folder / "study.toml").write_text(text)
+    return folder / "study.toml"
+
+
 @pytest.mark.slow
 def test_the_study_reports_the_eer_of_resemblyzers_own_embeddings(first_run: Path) -> None:
     [cell] = _bundle(first_run)["cells"]
-    dump = load_audio_dump(next((first_run / "cache" / "dumps").glob("*.npz")))
+    dump = load_audio_dump(first_run / cell["dump"])
     assert dump.meta["weights_sha256"] == {
         "pretrained.pt": "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e"
     }
@@ -255,42 +103,201 @@ def test_the_study_reports_the_eer_of_resemblyzers_own_embeddings(first_run: Pat
     own = _own_embeddings()
     # 16 kHz clips reach the encoder sample for sample: the kit adds nothing to its numbers.
     assert np.array_equal(dump.audio_embeds, own)
-    speakers = read_speakers(SPEECH / "speakers.csv")
+    speakers = _speakers()
     scores, target = reference.speaker_trials(own, [speakers[c] for c in dump.audio_ids])
     eer = reference.equal_error_rate(scores, target)
     assert cell["eer"] == eer and (cell["target_trials"], cell["nontarget_trials"]) == (168, 960)
     assert 0.0 < eer < 0.3  # six distinct voices: far better than chance, not perfect
-    report = (first_run / "report.html").read_text()
-    assert f"EER {eer:.4f}" in report
+    assert f"EER {eer:.4f}" in (first_run / "report.html").read_text()
     print(f"resemblyzer on the fixture speech: EER {eer:.4f} ({eer:.2%}) over 168 + 960 trials")
-    csv_rows = (first_run / "tables" / "verification.csv").read_text().splitlines()
-    assert csv_rows[1].startswith("resemblyzer/speech,168,960,")
+    rows = (first_run / "tables" / "speaker_verification.csv").read_text().splitlines()
+    assert rows[1].startswith("resemblyzer/speech,48,168,960,")
+    verification = json.loads((first_run / "verification.json").read_text())
+    assert verification["metric_parity_passed"] is True and verification["failures"] == []
+    assert main(["verify", str(first_run)]) == 0
 
 
 @pytest.mark.slow
 def test_a_rerun_uses_the_cache_and_is_byte_identical(
-    first_run: Path, kind: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    first_run: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = outputs(first_run, OUTPUTS)
 
     def no_extraction(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("extracted again although the cache holds the dump")
 
-    monkeypatch.setattr(extraction, "extract", no_extraction)
-    [(_, _, outcome)] = run_studies([(speech_study(tmp_path), ".")], first_run, progress=False)
-    assert outcome["passed"] and outputs(first_run, OUTPUTS) == before
+    monkeypatch.setattr(extraction_cache, "extract", no_extraction)
+    assert main(["reproduce", str(STUDY), "--out", str(first_run)]) == 0
+    assert outputs(first_run, OUTPUTS) == before
 
 
 @pytest.mark.slow
-def test_a_fresh_extraction_gives_the_same_bytes(
-    first_run: Path, kind: None, tmp_path: Path
-) -> None:
+def test_a_fresh_extraction_gives_the_same_bytes(first_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "fresh"
-    [(_, _, outcome)] = run_studies([(speech_study(tmp_path), ".")], out, progress=False)
-    assert outcome["passed"] and outputs(out, OUTPUTS) == outputs(first_run, OUTPUTS)
+    assert main(["reproduce", str(STUDY), "--out", str(out)]) == 0
+    assert outputs(out, OUTPUTS) == outputs(first_run, OUTPUTS)
     ours = sorted((out / "cache" / "dumps").glob("*.npz"))
     theirs = sorted((first_run / "cache" / "dumps").glob("*.npz"))
     assert [p.read_bytes() for p in ours] == [p.read_bytes() for p in theirs]
+    assert main(["diff", str(first_run), str(out)]) == 0
+
+
+@pytest.mark.slow
+def test_published_values_pass_or_fail_and_none_checks_nothing(
+    first_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eer = _bundle(first_run)["cells"][0]["eer"]
+    published = (
+        '[[published]]\ncell = "resemblyzer/speech"\ntolerance = 1e-12\n'
+        f'provenance = "this kit\'s first run"\nvalues = {{ eer = {eer!r} }}\n'
+    )
+    good = _study(tmp_path / "good", published)
+    assert main(["reproduce", str(good), "--out", str(tmp_path / "good-out")]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(good)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    bad = _study(tmp_path / "bad", published.replace(repr(eer), "0.25"))
+    assert main(["reproduce", str(bad), "--out", str(tmp_path / "bad-out")]) == 1
+    assert main(["verify", str(bad)]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    assert main(["verify", str(STUDY)]) == 1
+    assert "NOTHING CHECKED" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_typed_view_covers_every_number(first_run: Path) -> None:
+    bundle = _bundle(first_run)
+    view = _view("speaker-verification", bundle)
+    eer = view["cells/resemblyzer/speech/eer"]
+    assert (eer.value, eer.direction, eer.tier) == (bundle["cells"][0]["eer"], "lower", "b")
+    assert eer.identities.dump == bundle["cells"][0]["dump_sha256"]
+    assert view["cells/resemblyzer/speech/target_trials"].tier is None
+
+
+@pytest.mark.slow
+def test_a_dump_cell_gives_the_eer_of_the_extracted_one(
+    first_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cell over a dump you have (``dump`` with its ``sha256``: here the first run's) gives
+    the extraction cell's EER; its manifest names the dump as an input; a trial of a clip the
+    dump lacks is one line naming the dump, exit 2."""
+    dump = first_run / "dumps" / "resemblyzer_speech.npz"
+
+    def study(folder: Path, trials: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "study.toml").write_text(
+            'schema = "audiorepro.study/1"\nkind = "speaker-verification"\nname = "given"\n'
+            f'[[cell]]\nid = "given"\nmodel = "resemblyzer"\ndump = "{dump}"\n'
+            f'sha256 = "{sha256_file(dump)}"\ntrials = "{trials}"\n'
+            f'trials_sha256 = "{sha256_file(trials)}"\n'
+        )
+        return folder / "study.toml"
+
+    out, given = tmp_path / "out", study(tmp_path / "s", SPEECH / "trials.csv")
+    assert main(["reproduce", str(given), "--out", str(out)]) == 0
+    [cell] = _bundle(out)["cells"]
+    assert cell["eer"] == _bundle(first_run)["cells"][0]["eer"] and cell["dump"] == dump.name
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["inputs"][dump.name] == sha256_file(dump)
+    bad = _trials(tmp_path / "t", ["spk1_01.wav,spk1_02.wav,1", "spk1_01.wav,other.wav,0"])
+    capsys.readouterr()
+    assert main(["reproduce", str(study(tmp_path / "b", bad)), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "key 'row 3.test': names clip 'other.wav', which is not among the 48 clips of " in err
+    assert f"dump {dump.name} (cell[0].dump)" in err and err.count("\n") == 1
+
+
+def _trials(folder: Path, rows: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "trials.csv").write_text("enrollment,test,target\n" + "".join(r + "\n" for r in rows))
+    return folder / "trials.csv"
+
+
+BAD_TRIALS = {
+    "an unknown clip": (
+        ["spk1_01.wav,spk1_02.wav,1", "spk1_01.wav,spk9_01.wav,0"],
+        "trials.csv: key 'row 3.test': names clip 'spk9_01.wav', which is not among the 48 clips",
+    ),
+    "target trials only": (
+        ["spk1_01.wav,spk1_02.wav,1", "spk2_01.wav,spk2_02.wav,1"],
+        "trials.csv: key 'target': has only target trials (2)",
+    ),
+    "non-target trials only": (
+        ["spk1_01.wav,spk2_02.wav,0"],
+        "trials.csv: key 'target': has only non-target trials (1)",
+    ),
+    "a target that is not 0 or 1": (
+        ["spk1_01.wav,spk1_02.wav,yes"],
+        "trials.csv: key 'row 2.target': is 'yes'; expected 1",
+    ),
+    "a pair twice": (
+        ["spk1_01.wav,spk2_02.wav,0", "spk1_01.wav,spk1_02.wav,1", "spk2_02.wav,spk1_01.wav,0"],
+        "trials.csv: key 'row 4': repeats the trial of row 2",
+    ),
+    "a clip against itself": (
+        ["spk1_01.wav,spk1_01.wav,1"],
+        "trials.csv: key 'row 2.test': compares clip 'spk1_01.wav' with itself",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [('tie_policy = "optimistic"', "tie_policy"), ("bootstrap = { resamples = 10 }", "bootstrap")],
+)
+def test_a_setting_the_kind_does_not_use_is_refused_not_ignored(
+    line: str, key: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _study(tmp_path / "s")
+    study.write_text(study.read_text().replace("[[cell]]", f"{line}\n[[cell]]", 1))
+    capsys.readouterr()
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"study.toml: key '{key}': is not used" in err, err
+
+
+@pytest.mark.parametrize("case", list(BAD_TRIALS), ids=list(BAD_TRIALS))
+def test_a_bad_trial_list_is_one_line_exit_2_and_out_untouched(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows, message = BAD_TRIALS[case]
+    study = _study(tmp_path / "s", trials=_trials(tmp_path / "t", rows))
+    capsys.readouterr()
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and message in err, err
+    assert not out.exists() or [p.name for p in out.iterdir()] == []
+
+
+@pytest.mark.slow
+def test_a_rerun_against_the_first_is_identical(first_run: Path, tmp_path: Path) -> None:
+    """``reproduce --against`` takes a run of this kind as its baseline (its kind's name has
+    a hyphen) and finds every number identical."""
+    argv = ["reproduce", str(STUDY), "--out", str(tmp_path / "again"), "--against"]
+    assert main([*argv, str(first_run)]) == 0
+
+
+@pytest.mark.slow
+def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
+    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
+    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+    from tests.test_documented_commands import _run, blocks
+
+    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
+    [block] = [b for b in blocks(str(page)) if b.heading == DOCUMENTED and b.lang == "bash"]
+    lines = block.commands()
+    assert [line.split()[1] for line in lines] == ["reproduce", "verify"]
+    work = tmp_path / "checkout"
+    work.mkdir()
+    for name in ("studies", "fixtures"):
+        (work / name).symlink_to(ROOT / name)
+    for line in lines:
+        result = _run(line, work)
+        assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    out = work / lines[0].split("--out ")[1].split()[0]
+    eer = _bundle(out)["cells"][0]["eer"]
+    assert f"EER {eer:.4f}" in (out / "report.html").read_text()
 
 
 @pytest.mark.slow
@@ -307,8 +314,35 @@ def test_shards_and_jobs_give_the_unsharded_dump(first_run: Path, tmp_path: Path
     assert main([*base, "--jobs", "2", "--out", str(tmp_path / "jobs.npz")]) == 0
     assert (tmp_path / "merged.npz").read_bytes() == whole.read_bytes()
     assert (tmp_path / "jobs.npz").read_bytes() == whole.read_bytes()
-    cached = load_audio_dump(next((first_run / "cache" / "dumps").glob("*.npz")))
+    cached = load_audio_dump(first_run / "dumps" / "resemblyzer_speech.npz")
     assert np.array_equal(load_audio_dump(whole).audio_embeds, cached.audio_embeds)
+
+
+@pytest.mark.slow
+def test_array_tasks_write_the_local_dump_and_a_rerun_plans_none(
+    first_run: Path, tmp_path: Path
+) -> None:
+    """What a Slurm array runs, without a cluster (``tests/test_scaleout.py`` has one): three
+    ``extract-part`` tasks and the driver's merge give the cache entry of a local run, byte
+    for byte; the planner sees an audio-only entry in the cache and plans no task (a rerun on
+    Slurm submits nothing)."""
+    from audiorepro.runner.executors.slurm import plan
+    from audiorepro.runner.study import study_extraction
+    from audiorepro.specs.study import load_study
+
+    extraction = study_extraction(load_study(STUDY))
+    assert extraction is not None
+    assert plan(extraction, first_run, 3) == ([], [])
+    parts, todo = plan(extraction, tmp_path, 3)
+    assert [p.shard for p in todo] == [0, 1, 2] and parts == todo
+    cell = extraction.cell("resemblyzer/speech")
+    for part in todo:
+        argv = ["extract-part", str(STUDY), "--cell", part.cell, "--shard", f"{part.shard}/3"]
+        assert main([*argv, "--key", part.key, "--out", str(part.path)]) == 0
+    merged = tmp_path / "merged.npz"
+    cell.merge([p.path for p in parts], parts[0].key, merged)
+    [local] = sorted((first_run / "cache" / "dumps").glob("*.npz"))
+    assert merged.read_bytes() == local.read_bytes()
 
 
 @pytest.mark.slow

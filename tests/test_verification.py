@@ -105,3 +105,24 @@ def test_trials_equal_reference() -> None:
     ref_scores, ref_target = slow.speaker_trials(emb, speakers)
     assert target.tolist() == ref_target and len(scores) == 21
     np.testing.assert_allclose(scores, ref_scores, rtol=0, atol=1e-15)
+
+
+def test_a_trial_list_is_scored_as_the_pairs_are() -> None:
+    """``trial_scores`` over given pairs: the twin's cosines, and bit for bit the scores that
+    ``speaker_trials`` gives the same pairs (a trial list of every pair has its EER)."""
+    rng = np.random.default_rng(1)
+    emb = rng.normal(size=(6, 4)).astype(np.float32)
+    enrollment, test = [0, 5, 2, 3], [1, 0, 4, 2]
+    scores = fast.trial_scores(emb, enrollment, test)
+    np.testing.assert_allclose(scores, slow.trial_scores(emb, enrollment, test), rtol=0, atol=1e-15)
+    i, j = np.triu_indices(6, k=1)
+    pairs, _ = fast.speaker_trials(emb, ["a"] * 6)
+    assert fast.trial_scores(emb, i, j).tobytes() == pairs.tobytes()
+    assert fast.trial_scores(emb, j, i).tobytes() == pairs.tobytes()  # the cosine is symmetric
+
+
+def test_a_trial_outside_the_embeddings_is_refused() -> None:
+    with pytest.raises(ValueError, match="outside the 2 embeddings"):
+        fast.trial_scores([[1.0, 0.0], [0.0, 1.0]], [0], [2])
+    with pytest.raises(ValueError, match="zero"):
+        fast.trial_scores([[0.0, 0.0], [0.0, 1.0]], [0], [1])

@@ -15,9 +15,12 @@ How a clip is made, every step named so that it repeats byte for byte:
 3. written with Python's own ``wave`` module (a 44-byte header, no metadata), named
    ``SPEAKER_NN.wav``.
 
-``speakers.csv`` lists each clip's speaker (``file_name,speaker``), and ``SHA256SUMS`` every
-file's SHA-256. The WAV files are committed with their hashes, because espeak-ng's output is
-only known to repeat within one release: ``espeak-ng.txt`` records the release that made them.
+``speakers.csv`` lists each clip's speaker (``file_name,speaker``), ``trials.csv`` every
+unordered pair of clips as a speaker-verification trial list (``enrollment,test,target``, the
+pairs ``i < j`` in clip order, target 1 when both clips are of one voice:
+:mod:`audiorepro.formats.trials`), and ``SHA256SUMS`` every file's SHA-256. The WAV files
+are committed with their hashes, because espeak-ng's output is only known to repeat within one
+release: ``espeak-ng.txt`` records the release that made them.
 
 ``--check`` verifies the committed files against ``SHA256SUMS``; then, where espeak-ng is on
 PATH, regenerates the set in a temporary folder: with the recorded release the regeneration
@@ -118,18 +121,38 @@ def _wav_bytes(samples: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+def trials_text(clips: list[tuple[str, str]]) -> str:
+    """Every unordered pair of ``(clip, speaker)`` s (``i < j``, in the order given) as a trial
+    list; target 1 when both are of one speaker.
+
+    >>> print(trials_text([("a.wav", "s1"), ("b.wav", "s1"), ("c.wav", "s2")]), end="")
+    enrollment,test,target
+    a.wav,b.wav,1
+    a.wav,c.wav,0
+    b.wav,c.wav,0
+    """
+    lines = ["enrollment,test,target\n"]
+    for k, (a, speaker) in enumerate(clips):
+        lines += [f"{a},{b},{int(speaker == other)}\n" for b, other in clips[k + 1 :]]
+    return "".join(lines)
+
+
 def build(out: Path) -> dict[str, str]:
-    """Write every clip and ``speakers.csv`` into ``out``; returns name -> SHA-256."""
+    """Write every clip, ``speakers.csv`` and ``trials.csv`` into ``out``; returns name ->
+    SHA-256."""
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, bytes] = {}
-    rows = ["file_name,speaker\n"]
+    clips: list[tuple[str, str]] = []  # (file name, speaker)
     with tempfile.TemporaryDirectory() as tmp:
         for voice in VOICES:
             for i, text in enumerate(TEXTS, 1):
                 name = f"{voice.speaker}_{i:02d}.wav"
                 files[name] = _wav_bytes(_speak(voice, text, Path(tmp)))
-                rows.append(f"{name},{voice.speaker}\n")
-    files["speakers.csv"] = "".join(rows).encode()
+                clips.append((name, voice.speaker))
+    files["speakers.csv"] = (
+        "file_name,speaker\n" + "".join(f"{n},{s}\n" for n, s in clips)
+    ).encode()
+    files["trials.csv"] = trials_text(clips).encode()
     for name, data in files.items():
         (out / name).write_bytes(data)
     return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}

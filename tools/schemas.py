@@ -26,6 +26,10 @@ from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
+from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
+    SpeakerBundle,
+    SpeakerVerification,
+)
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.runner.output.outputs import (  # noqa: E402
     ProbeBundle,
@@ -46,6 +50,7 @@ from audiorepro.specs.study import (  # noqa: E402
     LinearProbeStudyFile,
     ProbeStudyFile,
     RetrievalStudyFile,
+    SpeakerVerificationStudyFile,
     ZeroshotStudyFile,
 )
 
@@ -54,9 +59,13 @@ BASE = "https://audiorepro.invalid/schemas/"
 #: file stem -> (type, title); TOML formats validate as the JSON of their parsed document.
 FORMATS: dict[str, tuple[Any, str]] = {
     "study": (
-        RetrievalStudyFile | ProbeStudyFile | ZeroshotStudyFile | LinearProbeStudyFile,
-        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe, zero-shot or "
-        "linear-probe study",
+        RetrievalStudyFile
+        | ProbeStudyFile
+        | ZeroshotStudyFile
+        | LinearProbeStudyFile
+        | SpeakerVerificationStudyFile,
+        f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe, zero-shot, "
+        "linear-probe or speaker-verification study",
     ),
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
     "probe-published": (
@@ -73,9 +82,13 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "(split 'adapter...'); see docs/measurements.md",
     ),
     "verification": (
-        RetrievalVerification | ProbeVerification | ZeroshotVerification | LinearProbeVerification,
-        "audiorepro reproduce: verification.json (retrieval, probe, zero-shot or linear-probe "
-        "study)",
+        RetrievalVerification
+        | ProbeVerification
+        | ZeroshotVerification
+        | LinearProbeVerification
+        | SpeakerVerification,
+        "audiorepro reproduce: verification.json (retrieval, probe, zero-shot, linear-probe or "
+        "speaker-verification study)",
     ),
     "diff": (
         DiffDocument,
@@ -83,9 +96,9 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "tier, bound and causes",
     ),
     "bundle": (
-        RetrievalBundle | ProbeBundle | ZeroshotBundle | LinearProbeBundle,
-        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe, zero-shot or "
-        "linear-probe study)",
+        RetrievalBundle | ProbeBundle | ZeroshotBundle | LinearProbeBundle | SpeakerBundle,
+        "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe, zero-shot, "
+        "linear-probe or speaker-verification study)",
     ),
 }
 

@@ -3,7 +3,8 @@
 Three pure stages, each over typed records:
 
 1. **Flatten** a bundle into :class:`NumberRecord` s (one function per study kind:
-   :func:`flatten_retrieval`, :func:`flatten_probe`, :func:`flatten_zeroshot`): every number
+   :func:`flatten_retrieval`, :func:`flatten_probe`, :func:`flatten_zeroshot`,
+   :func:`flatten_linear_probe`, :func:`flatten_speaker_verification`): every number
    of the kind's typed view (:class:`audiorepro.checks.numbers.NumberRecord`, what the kind's
    ``numbers`` yields; the same walk without it), with its path, its direction, its
    reproducibility tier (:mod:`audiorepro.checks.tiers`) and the keys of the identities it
@@ -85,7 +86,8 @@ class NumberRecord:
     tier: Tier
     depends_on: frozenset[str]  #: identity keys
     #: How a tier-b tolerance is derived (:mod:`audiorepro.checks.diff_load`): ``retrieval``
-    #: (tiers.tier_b_tolerance over ``metric``), ``ranks`` (0 when no query is fragile), or None.
+    #: (tiers.tier_b_tolerance over ``metric``), ``ranks`` (0 when no query is fragile),
+    #: ``verification`` (an EER: no bound derived yet), or None.
     rule: str | None = None
     metric: str = ""  #: the metric path the rule reads (``t2a/r@1``, ``text_to_audio_R@1``)
     float32: bool = False  #: laion-clap's float32 logits
@@ -421,6 +423,30 @@ def flatten_linear_probe(
     return _numbers(bundle, typed, _linear_probe_part)
 
 
+def _speaker_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A speaker-verification number: a cell's EER tier b (cosines of its embeddings; no
+    tolerance is derived for it: rule ``verification``), on the cell's identities; its counts
+    and its dump's meta tier a."""
+    if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
+        owner = _owner(bundle, where)
+        if owner is None:
+            return _every(bundle, _CELL_KINDS)
+        return _Part(str(owner["id"]), "b", _keys(str(owner["id"]), _CELL_KINDS, tier="b"))
+    cid = str(bundle["cells"][where[1]]["id"])
+    if where[2] == "eer":
+        return _Part(cid, "b", _keys(cid, _CELL_KINDS, tier="b"), "verification")
+    return _Part(cid, "a", _keys(cid, _CELL_KINDS, tier="a"))
+
+
+def flatten_speaker_verification(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
+    """Every number of a speaker-verification bundle
+    (``audiorepro.speaker-verification-bundle/1``): each cell's EER (tier b), the counts of
+    clips and trials (tier a)."""
+    return _numbers(bundle, typed, _speaker_part)
+
+
 # ---------------------------------------------------------------------------- identities
 
 
@@ -520,6 +546,25 @@ def linear_probe_identities(bundle: Mapping[str, Any]) -> list[Identity]:
     return out
 
 
+def speaker_verification_identities(bundle: Mapping[str, Any]) -> list[Identity]:
+    """What each speaker-verification cell depends on: an extracted dump's recorded meta
+    (weights, encoder code, preprocessing, clips, software) or a given dump's hash, and the
+    trial list's hash."""
+    out = _run_identities(None, bundle["study"]["definitions_version"])
+    for cell in bundle["cells"]:
+        cid = str(cell["id"])
+        meta = cell.get("model_meta") or {}
+        inputs = _pick(cell, ("trials_sha256",))
+        if "weights_sha256" in meta:
+            weights, code, pre, clips, software = _extraction(cid, meta)
+            out += [weights, code, pre, software]
+            inputs["clips"] = clips.value
+        else:
+            inputs |= _pick(cell, ("dump_sha256",))
+        out.append(_identity(cid, "inputs", inputs))
+    return out
+
+
 def _run_identities(study: Any, definitions: Any) -> list[Identity]:
     return [_identity("run", "study", study), _identity("run", "definitions", definitions)]
 
@@ -575,6 +620,10 @@ KIND_VIEWS: Final[
     "audiorepro.probe-bundle/1": (flatten_probe, probe_identities),
     "audiorepro.zeroshot-bundle/1": (flatten_zeroshot, zeroshot_identities),
     "audiorepro.linear-probe-bundle/1": (flatten_linear_probe, linear_probe_identities),
+    "audiorepro.speaker-verification-bundle/1": (
+        flatten_speaker_verification,
+        speaker_verification_identities,
+    ),
 }
 
 

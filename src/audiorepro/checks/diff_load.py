@@ -54,6 +54,7 @@ _KIND_NAMES: Final = {
     "audiorepro.probe-bundle/1": "probe",
     "audiorepro.zeroshot-bundle/1": "zero-shot",
     "audiorepro.linear-probe-bundle/1": "linear-probe",
+    "audiorepro.speaker-verification-bundle/1": "speaker-verification",
 }
 EXPECTED: Final = "expected an output folder of audiorepro reproduce or its bundle.json.gz"
 
@@ -270,8 +271,8 @@ def check_baseline(baseline: LoadedRun, study: str, kind: str) -> None:
     and kind), or a UserError naming it, before the run (it failed only after the whole
     run was published)."""
     top = baseline.top
-    was = _KIND_NAMES.get(top.kind, top.kind).replace("-", "")
-    if top.study != study or was != kind:
+    was = _KIND_NAMES.get(top.kind, top.kind)
+    if top.study != study or was.replace("-", "") != kind.replace("-", ""):
         raise UserError(
             f"is a {was} run of study {top.study!r}; the study to run is the {kind} study "
             f"{study!r} (--against compares two runs of the same study)",
@@ -312,6 +313,8 @@ def tolerance_from(*runs: LoadedRun) -> Any:
         path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)
         if path is None or record.value is None:
             return None
+        if record.rule == "verification":
+            return None  # no bound derived for an EER yet: its dump holds no texts to rank
         if record.rule == "retrieval" and isinstance(record.value, float):
             d = _dump(path)
             scale = float(d.meta.get("logit_scale", d.meta.get("logit_scale_a", 1.0)))

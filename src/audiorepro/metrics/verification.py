@@ -2,8 +2,9 @@
 
 A *trial* compares two clips; it is a *target* trial when both are of the same speaker and a
 *non-target* trial otherwise. :func:`speaker_trials` makes every unordered pair of clips a
-trial, scored by the cosine of their embeddings; :func:`equal_error_rate` turns scores and
-target flags into the EER. The independent twin is :mod:`audiorepro.reference.verification`.
+trial, scored by the cosine of their embeddings (:func:`trial_scores` scores the pairs of a
+given trial list the same way); :func:`equal_error_rate` turns scores and target flags into
+the EER. The independent twin is :mod:`audiorepro.reference.verification`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFINITIONS_VERSION", "equal_error_rate", "speaker_trials"]
+__all__ = ["DEFINITIONS_VERSION", "equal_error_rate", "speaker_trials", "trial_scores"]
 
 #: The version of the definitions below; a change of any value is a new version.
 DEFINITIONS_VERSION = 1
@@ -36,14 +37,37 @@ def speaker_trials(
     e = np.asarray(embeddings, dtype=np.float64)
     if e.ndim != 2 or e.shape[0] != len(speakers):
         raise ValueError(f"expected one embedding row per speaker label, got shape {e.shape}")
+    i, j = np.triu_indices(len(speakers), k=1)
+    labels = np.asarray(speakers, dtype=str)
+    return trial_scores(e, i, j), labels[i] == labels[j]
+
+
+def trial_scores(
+    embeddings: npt.ArrayLike, enrollment: npt.ArrayLike, test: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
+    """The score of each trial ``k``: the cosine of rows ``enrollment[k]`` and ``test[k]``.
+
+    Formula: ``score_k = <e_a, e_b> / (|e_a| |e_b|)`` with ``a = enrollment[k]``,
+    ``b = test[k]``, in float64 (each embedding divided by its norm first, then the dot
+    products: the scores :func:`speaker_trials` gives its pairs). A zero or non-finite
+    embedding has no cosine: an error; so is an index outside the rows.
+
+    >>> trial_scores([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]], [0, 1], [1, 2]).tolist()
+    [1.0, 0.0]
+    """
+    e = np.asarray(embeddings, dtype=np.float64)
+    i = np.asarray(enrollment, dtype=np.int64).ravel()
+    j = np.asarray(test, dtype=np.int64).ravel()
+    if e.ndim != 2 or i.shape != j.shape:
+        raise ValueError(f"expected [n, d] embeddings and one test per enrollment, got {e.shape}")
+    if i.size and (min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= e.shape[0]):
+        raise ValueError(f"a trial names a row outside the {e.shape[0]} embeddings")
     norms = np.linalg.norm(e, axis=1)
     if not np.all(norms > 0) or not np.all(np.isfinite(e)):
         raise ValueError("an embedding is zero or not finite")
     unit = e / norms[:, None]
-    i, j = np.triu_indices(len(speakers), k=1)
-    scores = np.einsum("nd,nd->n", unit[i], unit[j])
-    labels = np.asarray(speakers, dtype=str)
-    return scores, labels[i] == labels[j]
+    scores: npt.NDArray[np.float64] = np.einsum("nd,nd->n", unit[i], unit[j])
+    return scores
 
 
 def equal_error_rate(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:

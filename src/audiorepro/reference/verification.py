@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -27,6 +27,19 @@ def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float
             scores.append(math.fsum(a * b for a, b in zip(units[i], units[j], strict=True)))
             targets.append(speakers[i] == speakers[j])
     return scores, targets
+
+
+def trial_scores(embeddings: Any, enrollment: Iterable[Any], test: Iterable[Any]) -> list[float]:
+    """Each trial's cosine: rows ``enrollment[k]`` and ``test[k]`` as unit vectors, dotted."""
+    rows = [[float(x) for x in row] for row in embeddings]
+    units = []
+    for row in rows:
+        norm = math.sqrt(math.fsum(x * x for x in row))
+        units.append([x / norm for x in row])
+    return [
+        math.fsum(a * b for a, b in zip(units[int(i)], units[int(j)], strict=True))
+        for i, j in zip(enrollment, test, strict=True)
+    ]
 
 
 def equal_error_rate(scores: Any, is_target: Any) -> float | None:

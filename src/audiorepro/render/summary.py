@@ -3,8 +3,8 @@ read from the bundle it wrote (like lm-evaluation-harness' closing table).
 
 Retrieval cells show R@1, R@10 and mAP@10 in both directions (canonical definitions, the
 study's tie policy); zero-shot cells accuracy, top-5 accuracy and balanced accuracy; probe
-studies each task's leader. Values are printed to 4 decimals (the bundle keeps full
-precision). A cell without numbers shows why.
+studies each task's leader; speaker-verification cells their equal error rate. Values are
+printed to 4 decimals (the bundle keeps full precision). A cell without numbers shows why.
 
 >>> bundle = {"schema": "audiorepro.bundle/1", "cells": [{"id": "m/clotho", "error": None,
 ...     "metrics": {"t2a": {"r@1": 0.25, "r@10": 0.75, "map@10": 0.4},
@@ -110,6 +110,22 @@ def _linear_probe(bundle: Mapping[str, Any]) -> list[str]:
     return _columns(["cell", "mean accuracy", "accuracy per fold"], rows)
 
 
+def _speaker_verification(bundle: Mapping[str, Any]) -> list[str]:
+    """Each cell's trial counts and equal error rate (lower is better).
+
+    >>> cell = {"id": "m/speech", "target_trials": 3, "nontarget_trials": 9, "eer": 0.125}
+    >>> print("\\n".join(_speaker_verification({"cells": [cell]})))
+    cell      target trials  non-target trials   EER ↓
+    m/speech              3                  9  0.1250
+    """
+    rows = [
+        [str(c["id"]), str(c.get("target_trials", "-")), str(c.get("nontarget_trials", "-")),
+         _fmt(c.get("eer"))]
+        for c in bundle.get("cells", [])
+    ]  # fmt: skip
+    return _columns(["cell", "target trials", "non-target trials", "EER ↓"], rows)
+
+
 def results_table(bundle: Mapping[str, Any]) -> list[str]:
     """The headline lines of one study's bundle (decompressed), by its kind."""
     schema = str(bundle.get("schema", ""))
@@ -119,4 +135,6 @@ def results_table(bundle: Mapping[str, Any]) -> list[str]:
         return _zeroshot(bundle)
     if schema.startswith("audiorepro.linear-probe-bundle/"):
         return _linear_probe(bundle)
+    if schema.startswith("audiorepro.speaker-verification-bundle/"):
+        return _speaker_verification(bundle)
     return _retrieval(bundle)

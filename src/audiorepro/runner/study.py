@@ -2,7 +2,7 @@
 
 This is the runner's entry: it looks the study's kind up in the registry of kinds
 (:mod:`.kinds`: :mod:`.kinds.retrieval`, :mod:`.kinds.probe`, :mod:`.kinds.zeroshot`,
-:mod:`.kinds.linear_probe`), runs the executor
+:mod:`.kinds.linear_probe`, :mod:`.kinds.speaker_verification`), runs the executor
 that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
 steps (:func:`.kinds.run_kind`) into staging and publishes the output folder whole.
 """
@@ -29,6 +29,7 @@ from audiorepro.runner.kinds import (
     probe,  # noqa: F401
     retrieval,  # noqa: F401
     run_kind,
+    speaker_verification,  # noqa: F401
     zeroshot,  # noqa: F401
 )
 from audiorepro.runner.output.attest import check_signature, sign_folder

@@ -105,12 +105,13 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
 
 
 #: What range each metric's values lie in, by the last part of its name (the peers' prefixes
-#: ``text_to_audio_``/``audio_to_text_`` removed): rates, precisions, accuracies, F1 and
-#: average precisions in [0, 1]; correlations and cosines in [-1, 1]; ranks from 1, with no
-#: upper bound known here (the number of items); errors, losses and counts from 0, unbounded.
+#: ``text_to_audio_``/``audio_to_text_`` removed): rates, precisions, accuracies, F1, average
+#: precisions and equal error rates in [0, 1]; correlations and cosines in [-1, 1]; ranks from
+#: 1, with no upper bound known here (the number of items); errors, losses and counts from 0,
+#: unbounded.
 _UNIT = re.compile(
     r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr(@\d+)?|recip_rank|success[_@]\d+"
-    r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1)$"
+    r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1|eer)$"
 )
 _SIGNED_UNIT = re.compile(r"^\w*(pearson|spearman|cosine|ccc)$")
 _RANK = re.compile(r"^(mean|median)_rank$")
@@ -119,8 +120,8 @@ _RANK = re.compile(r"^(mean|median)_rank$")
 def metric_range(metric: str) -> tuple[float | None, float | None]:
     """The lowest and highest value ``metric`` can have (None: no bound known).
 
-    >>> [metric_range(m) for m in ["t2a/r@1", "text_to_audio_mean_rank", "test/frame_f1"]]
-    [(0.0, 1.0), (1.0, None), (0.0, 1.0)]
+    >>> [metric_range(m) for m in ["t2a/r@1", "text_to_audio_mean_rank", "test/frame_f1", "eer"]]
+    [(0.0, 1.0), (1.0, None), (0.0, 1.0), (0.0, 1.0)]
     >>> [metric_range(m) for m in ["regression/v/pearson", "test/per_score/v/raw_mae"]]
     [(-1.0, 1.0), (0.0, None)]
     """

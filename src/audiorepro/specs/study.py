@@ -102,8 +102,21 @@ R@10, mAP@10)::
     settings = { batch_size = 8 }       # optional: architecture and preprocessing
     device = "cuda"                     # optional, default cpu
 
-The kinds are declared once, as :class:`RetrievalStudyFile`, :class:`ProbeStudyFile` and
-:class:`ZeroshotStudyFile`
+A speaker-verification study (``kind = "speaker-verification"``) has ``[[cell]]`` tables of
+clip embeddings (a dump, or every clip of an audio folder extracted by any encoder) and a trial
+list (:mod:`audiorepro.formats.trials`); its published value is the equal error rate ``eer``::
+
+    kind = "speaker-verification"
+    [[cell]]
+    id = "resemblyzer/speech"
+    model = "resemblyzer"               # the table row
+    trials = "speech/trials.csv"        # enrollment,test,target
+    trials_sha256 = "<64 hex>"
+    extract = { model = "resemblyzer", audio = "speech" }   # or dump = "...", sha256 = "..."
+
+The kinds are declared once, as :class:`RetrievalStudyFile`, :class:`ProbeStudyFile`,
+:class:`ZeroshotStudyFile`, :class:`LinearProbeStudyFile` and
+:class:`SpeakerVerificationStudyFile`
 (:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
 :func:`load_study` checks everything before any work starts: unknown or missing keys, types,
 unknown profile and metric names, duplicate or unknown cell ids, missing files, every dump's
@@ -117,9 +130,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -127,9 +141,11 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_json, parse_toml, read_text
 from audiorepro.formats import keypath
-from audiorepro.formats.captions import load_inputs
+from audiorepro.formats.captions import list_audio, load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
+from audiorepro.formats.probe_inputs import read_clip_embeddings
+from audiorepro.formats.trials import check_clips, read_trials
 from audiorepro.metrics.profile_registry import (
     canonical_profile,
     find_profile,
@@ -164,7 +180,7 @@ from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, valid
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
 SCHEMA = "audiorepro.study/1"
-KINDS = ("retrieval", "probe", "zeroshot", "linear-probe")
+KINDS = ("retrieval", "probe", "zeroshot", "linear-probe", "speaker-verification")
 VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
 Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
 #: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
@@ -1057,20 +1073,41 @@ class LinearProbeStudy:
     selection: Selection | None = None
 
 
-def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
-    where = f"cell[{i}]"
-    if (c.dump is None) == (c.extract is None):
+def _dump_or_extract(
+    dump: str | None, sha256: str | None, extract: bool, source: Path, where: str
+) -> None:
+    """A cell's embeddings come from exactly one of a dump (with its SHA-256) or an
+    extraction, or one line naming the key."""
+    if (dump is None) == (not extract):
         raise UserError(
             "give exactly one of 'dump' (with 'sha256') or 'extract'",
             source=source,
             key=f"{where}.dump",
         )
-    if (c.dump is None) != (c.sha256 is None):
+    if (dump is None) != (sha256 is None):
         raise UserError(
             "is missing; 'dump' and 'sha256' go together",
             source=source,
-            key=f"{where}.{'sha256' if c.sha256 is None else 'dump'}",
+            key=f"{where}.{'sha256' if sha256 is None else 'dump'}",
         )
+
+
+def _check_hashes(
+    files: Sequence[tuple[Path | None, str | None, str]], source: Path, where: str
+) -> None:
+    """Each file that is here has the SHA-256 the study states, or one line naming the key."""
+    for path, digest, key in files:
+        if path is not None and path.is_file() and sha256_file(path) != digest:
+            raise UserError(
+                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
+                source=source,
+                key=f"{where}.{key}",
+            )
+
+
+def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
+    where = f"cell[{i}]"
+    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
     labels = _required_path(source, f"{where}.labels", c.labels, must_exist=strict)
     dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
     if strict and c.labels_sha256 == PLACEHOLDER and labels.is_file():
@@ -1080,16 +1117,9 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
             source=source,
             key=f"{where}.labels_sha256",
         )
-    for path, digest, key in (
-        (labels, c.labels_sha256, "labels_sha256"),
-        (dump, c.sha256, "sha256"),
-    ):
-        if strict and path is not None and path.is_file() and sha256_file(path) != digest:
-            raise UserError(
-                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
-                source=source,
-                key=f"{where}.{key}",
-            )
+    if strict:
+        files = ((labels, c.labels_sha256, "labels_sha256"), (dump, c.sha256, "sha256"))
+        _check_hashes(files, source, where)
     split = None
     if isinstance(c.protocol, DeclaredSplitSpec):
         tr, te = c.protocol.train, c.protocol.test
@@ -1133,42 +1163,78 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
     )
 
 
-def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
-    spec = validate(LinearProbeStudyFile, doc, source=str(source))
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+_IdSpec = TypeVar("_IdSpec", bound=_HasId)
+_CellT = TypeVar("_CellT")
+
+
+def _cells(
+    source: Path, specs: Sequence[_IdSpec], make: Callable[[_IdSpec, int], _CellT]
+) -> list[_CellT]:
+    """Each ``[[cell]]`` of a study made by ``make`` (with its index); an id given twice, or
+    two ids that would name one output file, is one line naming the key."""
     seen: set[str] = set()
     cells = []
-    for i, c in enumerate(spec.cell):
+    for i, c in enumerate(specs):
         if c.id in seen:
             raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
         seen.add(c.id)
-        cells.append(_lp_cell(c, i, source, strict))
+        cells.append(make(c, i))
     distinct_file_names(
-        [(f"cell[{i}].id", c.id) for i, c in enumerate(cells)], source=str(source), what="a cell id"
+        [(f"cell[{i}].id", c.id) for i, c in enumerate(specs)], source=str(source), what="a cell id"
     )
+    return cells
+
+
+def _cell_published(
+    source: Path,
+    specs: Sequence[LinearProbePublishedSpec | SpeakerPublishedSpec],
+    cells: set[str],
+    metric_problem: Callable[[str], str | None],
+    profile: str,
+    tie_policy: TiePolicy,
+) -> tuple[Published, ...]:
+    """Each ``[[published]]`` table of a study of cells: a cell of the study, metrics the kind
+    computes (``metric_problem`` says why not), a tolerance that means something."""
     published = []
-    for i, p in enumerate(spec.published):
+    for i, p in enumerate(specs):
         where = f"published[{i}]"
-        if p.cell not in seen:
+        if p.cell not in cells:
             raise UserError(
                 f"names {p.cell!r}, which is not a cell of this study",
                 source=source,
                 key=f"{where}.cell",
             )
         for metric in p.values:
-            if not LINEAR_PROBE_METRIC.match(metric):
-                raise UserError(
-                    "unknown linear-probe metric; expected mean_accuracy, "
-                    "fold/<fold>/accuracy or pooled/<accuracy|balanced_accuracy|"
-                    "macro_f1>",
-                    source=source,
-                    key=f"{where}.values.{metric}",
-                )
+            problem = metric_problem(metric)
+            if problem is not None:
+                raise UserError(problem, source=source, key=f"{where}.values.{metric}")
         _check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
-        published.append(
-            Published(
-                p.cell, "linear-v1", spec.tie_policy, p.tolerance, p.provenance, dict(p.values)
-            )
-        )
+        values = dict(p.values)
+        published.append(Published(p.cell, profile, tie_policy, p.tolerance, p.provenance, values))
+    return tuple(published)
+
+
+def _linear_probe_metric(metric: str) -> str | None:
+    if LINEAR_PROBE_METRIC.match(metric):
+        return None
+    return (
+        "unknown linear-probe metric; expected mean_accuracy, fold/<fold>/accuracy or "
+        "pooled/<accuracy|balanced_accuracy|macro_f1>"
+    )
+
+
+def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
+    spec = validate(LinearProbeStudyFile, doc, source=str(source))
+    cells = _cells(source, spec.cell, lambda c, i: _lp_cell(c, i, source, strict))
+    ids = {c.id for c in cells}
+    published = _cell_published(
+        source, spec.published, ids, _linear_probe_metric, "linear-v1", spec.tie_policy
+    )
     b = spec.bootstrap
     return LinearProbeStudy(
         name=spec.name,
@@ -1176,11 +1242,159 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
         source=source,
         bootstrap=Bootstrap(b.resamples, b.seed, b.level),
         cells=tuple(cells),
-        published=tuple(published),
+        published=published,
     )
 
 
-Study = RetrievalStudy | ProbeStudy | ZeroshotStudy | LinearProbeStudy
+# --- speaker-verification studies -----------------------------------------------------------
+
+#: The published names of a speaker-verification cell: its equal error rate.
+SPEAKER_METRICS = ("eer",)
+
+
+class SpeakerExtractSpec(LinearProbeExtractSpec):
+    """How to make a cell's clip embeddings: a model (any encoder: audio is enough) over every
+    clip of an audio folder or list file, through the extraction cache."""
+
+
+class SpeakerCellSpec(Spec):
+    """One verification: clip embeddings (a dump, or an extraction) and a trial list."""
+
+    id: str = Field(description="a unique cell id")
+    model: str = Field(description="the model's name (the table row)")
+    dump: RelativePath | None = Field(None, description="a dump with audio_embeds, audio_ids")
+    sha256: FileSha256 | None = None
+    extract: SpeakerExtractSpec | None = None
+    trials: RelativePath = Field(description="a trial list CSV (enrollment,test,target)")
+    trials_sha256: FileSha256
+
+
+class SpeakerPublishedSpec(LinearProbePublishedSpec):
+    """Published values of one speaker-verification cell, with tolerance and provenance."""
+
+    values: dict[str, Number] = Field(
+        min_length=1, description="metric -> published value: eer (a fraction in [0, 1])"
+    )
+
+
+class SpeakerVerificationStudyFile(_StudyFile):
+    """A speaker-verification study: the equal error rate of trial lists over clip
+    embeddings."""
+
+    kind: Literal["speaker-verification"] = Field(description="the study kind")
+    cell: list[SpeakerCellSpec] = Field(min_length=1, description="at least one [[cell]]")
+    published: list[SpeakerPublishedSpec] = Field(
+        default_factory=list, description="a list of [[published]] tables"
+    )
+
+    @model_validator(mode="after")
+    def _no_bootstrap_or_tie_policy(self) -> SpeakerVerificationStudyFile:
+        # Inherited from the common study table, but the EER has one tie rule (tied trials
+        # are accepted together) and no interval: a value given here would be ignored.
+        for key, why in (
+            ("bootstrap", "it computes no bootstrap intervals"),
+            ("tie_policy", "the EER accepts tied trials together, its one tie rule"),
+        ):
+            if key in self.model_fields_set:
+                raise KeyProblem(
+                    (key,), f"is not used by a speaker-verification study ({why}); expected none"
+                )
+        return self
+
+
+@dataclass(frozen=True)
+class SpeakerExtraction:
+    model: str
+    audio: Path
+    registry: Path | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class SpeakerCell:
+    id: str
+    model: str
+    dump: Path | None
+    sha256: str | None
+    extract: SpeakerExtraction | None
+    trials: Path
+    trials_sha256: str
+
+
+@dataclass(frozen=True)
+class SpeakerVerificationStudy:
+    """A speaker-verification study, loaded."""
+
+    name: str
+    title: str
+    source: Path
+    cells: tuple[SpeakerCell, ...]
+    published: tuple[Published, ...]
+    kind: Literal["speaker-verification"] = "speaker-verification"
+    selection: Selection | None = None
+
+
+def _speaker_clips(cell: SpeakerCell, where: str) -> tuple[tuple[str, ...], str]:
+    """The clips a cell's embeddings will have (its audio folder's, or its dump's ids), and
+    what holds them (for the trial list's messages)."""
+    if cell.extract is not None:
+        audio = cell.extract.audio
+        return tuple(list_audio(audio)), f"{audio} ({where}.extract.audio)"
+    assert cell.dump is not None
+    return read_clip_embeddings(cell.dump).ids, f"dump {cell.dump.name} ({where}.dump)"
+
+
+def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> SpeakerCell:
+    where = f"cell[{i}]"
+    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
+    trials = _required_path(source, f"{where}.trials", c.trials, must_exist=strict)
+    dump = _path(source, f"{where}.dump", c.dump, must_exist=False)
+    if strict:
+        files = ((trials, c.trials_sha256, "trials_sha256"), (dump, c.sha256, "sha256"))
+        _check_hashes(files, source, where)
+    extract = None
+    if c.extract is not None:
+        e = c.extract
+        for key, value in e.settings.items():
+            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
+            parse(key, value, source=f"{source}: {where}.extract.settings")
+        registry = _path(source, f"{where}.extract.registry", e.registry, must_exist=True)
+        audio = _required_path(source, f"{where}.extract.audio", e.audio, must_exist=strict)
+        extract = SpeakerExtraction(e.model, audio, registry, dict(e.settings), e.device)
+    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256)
+    if strict and trials.is_file() and (dump is None or dump.is_file()):
+        # The trial list read and its clips found before any work: one line, exit 2.
+        clips, within = _speaker_clips(cell, where)
+        check_clips(read_trials(trials), clips, within=within)
+    return cell
+
+
+def _speaker_metric(metric: str) -> str | None:
+    if metric in SPEAKER_METRICS:
+        return None
+    return f"unknown speaker-verification metric; expected {', '.join(SPEAKER_METRICS)}"
+
+
+def _speaker_verification(
+    doc: dict[str, Any], source: Path, strict: bool
+) -> SpeakerVerificationStudy:
+    spec = validate(SpeakerVerificationStudyFile, doc, source=str(source))
+    cells = _cells(source, spec.cell, lambda c, i: _speaker_cell(c, i, source, strict))
+    ids = {c.id for c in cells}
+    published = _cell_published(
+        source, spec.published, ids, _speaker_metric, "eer", spec.tie_policy
+    )
+    return SpeakerVerificationStudy(
+        name=spec.name,
+        title=spec.title if spec.title is not None else spec.name,
+        source=source,
+        cells=tuple(cells),
+        published=published,
+    )
+
+
+Study = RetrievalStudy | ProbeStudy | ZeroshotStudy | LinearProbeStudy | SpeakerVerificationStudy
 
 
 def present(path: Path) -> bool:
@@ -1764,6 +1978,8 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
         return _zeroshot(doc, source, strict)
     if kind == "linear-probe":
         return _linear_probe(doc, source, strict)
+    if kind == "speaker-verification":
+        return _speaker_verification(doc, source, strict)
     return _retrieval(doc, source, strict)
 
 

@@ -18,6 +18,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.models.embedder import require_text_spec
 from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import load_registry, resolve_spec
+from audiorepro.runner.cache import cached_dump
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,16 @@ class CellExtraction:
     write_part: Callable[[tuple[int, int], str, Path], None]
     #: Join the finished parts (in shard order) into the cache entry at ``dest``.
     merge: Callable[[list[Path], str, Path], None]
+    #: Whether the cache (``OUT/cache/dumps``) holds this key's entry intact; None: a dump
+    #: with texts, checked by :func:`audiorepro.runner.cache.cached_dump` (an audio-only
+    #: dump's kind says how its entry is checked).
+    cached: Callable[[Path, str], bool] | None = None
+
+    def in_cache(self, cache: Path, key: str) -> bool:
+        """Whether the extraction cache ``cache`` holds the entry of ``key`` intact."""
+        if self.cached is not None:
+            return self.cached(cache, key)
+        return cached_dump(cache, key, keyed_meta=self.keyed_meta) is not None
 
 
 @dataclass(frozen=True)

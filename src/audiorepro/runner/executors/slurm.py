@@ -38,7 +38,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.dump import read_npz
 from audiorepro.models.offline import CONTAINER_HUB_CACHE
-from audiorepro.runner.cache import cache_dump_path, cached_dump, record_entry
+from audiorepro.runner.cache import cache_dump_path, record_entry
 from audiorepro.runner.executors.extraction import StudyExtraction
 
 #: States after which a Slurm job will not change any more (sacct's vocabulary).
@@ -159,7 +159,7 @@ def plan(study: StudyExtraction, out: Path, shards: int) -> tuple[list[Part], li
     parts, todo = [], []
     for cell in study.cells:
         key = cell.key()
-        if cached_dump(out / "cache" / "dumps", key, keyed_meta=cell.keyed_meta) is not None:
+        if cell.in_cache(out / "cache" / "dumps", key):
             continue
         for i in range(shards):
             part = Part(cell.cell, i, shards, key, part_path(out, key, i, shards))
