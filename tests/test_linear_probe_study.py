@@ -266,6 +266,11 @@ def test_an_extraction_cell_and_evaluate_task_linear_probe(tiny: Path, tmp_path:
     assert again["dump_sha256"] == cell["dump_sha256"]
     assert [f["accuracy"] for f in again["folds"]] == [f["accuracy"] for f in cell["folds"]]
     assert main(["verify", str(evaluated)]) == 0
+    # diff of two extracted runs reads each cell's extraction meta (weights, encoder code,
+    # preprocessing, software): the same command twice is identical.
+    rerun = tmp_path / "rerun"
+    assert main(["reproduce", str(study), "--out", str(rerun)]) == 0
+    assert main(["diff", str(out), str(rerun)]) == 0
 
 
 def test_the_bundled_esc50_linear_probe_study_loads_and_states_no_invented_value() -> None:

@@ -538,8 +538,8 @@ def linear_probe_identities(bundle: Mapping[str, Any]) -> list[Identity]:
         cid = str(cell["id"])
         meta = cell.get("model_meta") or {}
         if "weights_sha256" in meta:
-            weights, pre, _, software = _extraction(cid, meta)
-            out += [weights, pre, software]
+            weights, code, pre, _, software = _extraction(cid, meta)
+            out += [weights, code, pre, software]
         inputs = _pick(cell, ("dump_sha256", "labels_sha256", "fold_column", "protocol"))
         out.append(_identity(cid, "inputs", inputs))
         out.append(_identity(cid, "definitions", cell.get("probe")))
