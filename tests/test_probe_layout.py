@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -390,3 +391,28 @@ def test_the_verdict_names_what_it_rests_on_and_every_table_shows_leaders(
     assert lines[-1].startswith("PASS  0 passed, 0 failed, 0 not verified; checked ")
     assert f"completion {runs} run(s), gates {gates}" in lines[-1]
     assert any(run in line for line in lines[:-1])
+
+
+def test_reproduce_of_a_study_that_checked_nothing_is_not_passed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The layout study without its completion rule and gates (and with no predictions or
+    published values) recorded no check: reproduce's closing line says NOTHING CHECKED and
+    names what would give it something to check (exit 1), as ``verify OUT`` does; never
+    PASSED of nothing (issue 35)."""
+    text = STUDY.read_text()
+    text = re.sub(r"^completion = .*\n", "", text, flags=re.M)
+    text = text[: text.index("[[gate]]")]
+    text = text.replace('root = "probe_published_layout"', f'root = "{TREE}"')
+    study = tmp_path / "unchecked.toml"
+    study.write_text(text)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    assert main(["reproduce", str(study), "--out", str(out)]) == 1
+    said = capsys.readouterr().out.splitlines()
+    closing = next(line for line in said if line.startswith("probe-published-layout: "))
+    assert closing.startswith("probe-published-layout: NOTHING CHECKED; report ")
+    assert not any("PASSED" in line for line in said)
+    assert "add published values" in said[said.index(closing) + 1]
+    assert main(["verify", str(out)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("NOTHING CHECKED")

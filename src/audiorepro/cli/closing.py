@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from audiorepro.checks.diff_load import MAX_BUNDLE_BYTES, parse_bundle
+from audiorepro.checks.verify import NOTHING_CHECKED
 from audiorepro.core.errors import UserError
 from audiorepro.render.summary import results_table
 from audiorepro.runner.output.outputs import Outcome
+from audiorepro.runner.study import OUT_TO_CHECK, recorded_nothing
 from audiorepro.specs.study import Study
 
 
@@ -23,15 +25,21 @@ def say_results(results: Sequence[tuple[Study, Path, Outcome]], say: Callable[[s
     """Print every study's closing lines; returns whether every study passed."""
     passed = True
     for study, folder, result in results:
-        status = "PASSED" if result["passed"] else f"FAILED ({len(result['failures'])} problem(s))"
+        ok = bool(result["passed"])
+        status = "PASSED" if ok else f"FAILED ({len(result['failures'])} problem(s))"
+        nothing = ok and recorded_nothing(folder)
+        if nothing:  # never PASSED of nothing (as verify OUT says of the same folder)
+            status, ok = NOTHING_CHECKED, False
         say(f"{study.name}: {status}; report {folder / 'report.html'}")
         for failure in result["failures"]:
             say(f"  {failure}")
+        if nothing:
+            say(f"  {OUT_TO_CHECK}")
         bundle_path = folder / "bundle.json.gz"
         if bundle_path.is_file():
             for line in results_table(json.loads(gzip.decompress(bundle_path.read_bytes()))):
                 say(f"  {line}")
-        passed = passed and bool(result["passed"])
+        passed = passed and ok
     return passed
 
 

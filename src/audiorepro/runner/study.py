@@ -312,3 +312,20 @@ def _checked(intact: int, listed: int, records: Sequence[JsonObject]) -> tuple[s
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def recorded_nothing(out: Path) -> bool:
+    """Whether the run just written to ``out`` recorded no check at all (its own
+    ``verification.json`` and its nested studies'): no published value, metric parity,
+    identity check, gate or completion rule. ``reproduce`` then says NOTHING CHECKED rather
+    than PASSED, as ``verify OUT`` would (a run's files alone check no number)."""
+    paths = [out / "verification.json", *sorted(out.glob("*/verification.json"))]
+    records: list[JsonObject] = []
+    for path in paths:
+        if path.is_file() and not path.is_symlink():
+            _, raw = read_record(path, VerificationRecord)
+            records.append(raw)
+    golden = [r.get("golden") for r in records]
+    rows = sum(len(g.get("rows") or []) for g in golden if isinstance(g, dict))
+    _, checks = _checked(0, 0, records)
+    return rows + checks == 0
