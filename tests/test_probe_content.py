@@ -181,9 +181,13 @@ def test_every_slurm_attempt_and_the_result_manifest(
     assert manifest["completed_utc"] == workflow["updated_utc"]
     assert provenance["final allocations (COMPLETED 0:0)"] == f"{len(finals)} ({len(finals)})"
     assert "table-job_attempts" in report and "table-provenance" in report
-    # The report's time stamp, in the report and the result manifest.
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", manifest["generated_utc"])
-    assert f"report generated <time>{manifest['generated_utc']}</time>" in report
+    # The report's time: a clock time goes into manifest.json only (same inputs, same bytes);
+    # the report says where it is (test_the_report_time_is_source_date_epochs: when set).
+    assert "generated_utc" not in manifest
+    assert "report generated at the run's time (<code>manifest.json</code>" in report
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", _read(out / "manifest.json")["time"]["utc"]
+    )
     # The bundle keeps the files the module's bundle keeps: backbones, normalization, receipt.
     assert bundle["files"]["study"]["models"] == _read(tree / SD / "study.json")["models"]
     assert bundle["files"]["norm"] == _read(tree / NORM)
@@ -582,7 +586,7 @@ MODULE_ELEMENTS: dict[str, tuple[str, str]] = {
         "text",
         "supplementary validation evaluated",
     ),
-    "Report generated (time stamp)": ("text", "report generated <time>"),
+    "Report generated (time stamp)": ("text", "report generated "),
     "Protocols and metric definitions": ("h2", "Metric definitions"),
     "All model/phase combinations: public benchmark results": ("table", "public_emolia-emo"),
     "Matched MLP accuracy per run": ("table", "adapters"),
@@ -883,3 +887,23 @@ def test_decimal_text_is_read_as_the_modules_int_and_float_read_it() -> None:
         assert decimal_text(text) == float(text)
     for text in ("18e2x", "1e3", " 1800", "1800 ", "1_800", "nan", "inf", "", "1.", ".5", "0x10"):
         assert decimal_text(text) is None, text
+
+
+def test_the_report_time_is_source_date_epochs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clock time never enters the bundle or the report (two runs of one study: the same
+    bytes but manifest.json); SOURCE_DATE_EPOCH, an input, is the module's `generated_utc`."""
+    study = _copy(tmp_path)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    for name in ("bundle.json.gz", "report.html", "verification.json"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1760000000")
+    out = tmp_path / "epoch"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    manifest = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    assert manifest["result_manifest"]["generated_utc"] == "2025-10-09T08:53:20Z"
+    assert "report generated <time>2025-10-09T08:53:20Z</time>" in (out / "report.html").read_text()

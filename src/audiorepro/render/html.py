@@ -707,9 +707,14 @@ def _probe_sections(tables: Mapping[str, Table]) -> dict[str, list[str]]:
 
 
 def _generated(bundle: Mapping[str, Any]) -> str:
-    """The report's time (a study with a result manifest: the module's report shows it)."""
-    stamp = bundle.get("result_manifest", {}).get("generated_utc")
-    return f" · report generated <time>{_e(stamp)}</time> (UTC)" if stamp else ""
+    """The report's time (a study with a result manifest: the module's report shows it):
+    ``SOURCE_DATE_EPOCH``'s when the run had one, else where the run's clock time is."""
+    if "result_manifest" not in bundle:
+        return ""
+    stamp = bundle["result_manifest"].get("generated_utc")
+    if stamp:
+        return f" · report generated <time>{_e(stamp)}</time> (UTC)"
+    return " · report generated at the run's time (<code>manifest.json</code>, <code>time</code>)"
 
 
 def render_probe_report(

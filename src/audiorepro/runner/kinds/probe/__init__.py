@@ -204,9 +204,12 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
             "verification": verification,
         }
         if extra.derived or extra.manifest.get("job_attempts") is not None:
-            # The module's report and result manifest carry their time; so do these (set
-            # SOURCE_DATE_EPOCH for byte-identical outputs, as manifest.json's time).
-            extra.manifest["generated_utc"] = timestamp()["utc"]
+            # The module's report and result manifest carry the time they were made. Here a
+            # run's clock time goes into manifest.json only (same inputs, same bytes): the
+            # bundle and the report carry it when it is an input, SOURCE_DATE_EPOCH.
+            run_time = timestamp()
+            if run_time["source"] == "SOURCE_DATE_EPOCH":
+                extra.manifest["generated_utc"] = run_time["utc"]
             bundle["derived"], bundle["result_manifest"] = extra.derived, extra.manifest
         if study.content.files:
             bundle["study"]["files"] = {
