@@ -58,7 +58,6 @@ from audiorepro.reference.linear_probe import reference_linear_v1
 from audiorepro.render.html import table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs, zeroshot_extraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -71,6 +70,11 @@ from audiorepro.runner.kinds import (
     cell_records,
     register_kind,
     rest_records,
+)
+from audiorepro.runner.kinds.zeroshot_extraction import (
+    cached_cell,
+    study_inputs,
+    zeroshot_extraction,
 )
 from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.study import (

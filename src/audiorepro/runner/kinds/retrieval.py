@@ -76,12 +76,14 @@ from audiorepro.metrics.retrieval import (
     metric_by_name,
     metric_names,
 )
+from audiorepro.models.extract import merge
 from audiorepro.models.identity import compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.local import extract_local, retrieval_extraction
+from audiorepro.runner.cache import extract_cell, extract_key
+from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.runner.executors.local import extract_local
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -403,6 +405,42 @@ class RetrievalState(KindState):
 
     def loaded(self) -> list[CellResult]:
         return [r for r in self.results if r.dump is not None]
+
+
+def _cell_extraction(cell: Cell) -> CellExtraction:
+    def write_part(shard: tuple[int, int], key: str, out: Path) -> None:
+        extract_cell(cell, out, key, shard)
+
+    def merge_parts(parts: list[Path], key: str, dest: Path) -> None:
+        merge(parts, dest)
+
+    return CellExtraction(cell.id, lambda: extract_key(cell), True, write_part, merge_parts)
+
+
+def retrieval_extraction(study: RetrievalStudy) -> StudyExtraction:
+    """Every extraction cell of a retrieval study (a dump-only cell extracts nothing), with
+    the folders of its clips, captions and registries."""
+    cells = [c for c in study.cells if c.extract is not None]
+    read_only = {study.source.parent.resolve()}
+    for cell in cells:
+        e = cell.extract
+        assert e is not None
+        read_only |= {e.audio.resolve(), e.captions.resolve().parent}
+        if e.registry is not None:
+            read_only.add(e.registry.resolve().parent)
+    models = [
+        ModelUse(c.id, c.extract.model, c.extract.registry, "retrieval")
+        for c in cells
+        if c.extract is not None
+    ]
+    models += [ModelUse(None, m, i.registry, None) for i in study.identity for m in (i.a, i.b)]
+    return StudyExtraction(
+        study.name,
+        study.source,
+        tuple(map(_cell_extraction, cells)),
+        frozenset(read_only),
+        tuple(models),
+    )
 
 
 @register_kind

@@ -10,7 +10,7 @@ tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manif
 
 Each cell's dump is extracted once into the extraction cache (``OUT/cache/dumps``) and copied
 from there; a rerun extracts nothing. With ``--executor slurm`` the missing cells are first
-extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.zeroshot`).
+extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot_extraction`).
 """
 
 from __future__ import annotations
@@ -49,14 +49,6 @@ from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.zeroshot import (
-    InputsRecord,
-    MissingInputs,
-    ZeroshotInputs,
-    cached_cell,
-    study_inputs,
-    zeroshot_extraction,
-)
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -69,6 +61,14 @@ from audiorepro.runner.kinds import (
     dump_identities,
     register_kind,
     rest_records,
+)
+from audiorepro.runner.kinds.zeroshot_extraction import (
+    InputsRecord,
+    MissingInputs,
+    ZeroshotInputs,
+    cached_cell,
+    study_inputs,
+    zeroshot_extraction,
 )
 from audiorepro.specs.selection import SelectionRecord, selection_record
 from audiorepro.specs.study import ZeroshotStudy

@@ -1,5 +1,6 @@
-"""Zero-shot extraction: a zero-shot study's inputs, a cell's embeddings, its cache entry, and
-its Slurm parts.
+"""The zero-shot kind's extraction (also the linear-probe kind's): a zero-shot study's inputs,
+a cell's embeddings, its cache entry, and its Slurm parts, as the executors see them
+(:func:`zeroshot_extraction`).
 
 The local path (:func:`cached_cell`): a cell's dump is extracted once into the extraction
 cache (``OUT/cache/dumps``, keyed by :func:`zeroshot_key`; the entry is the very dump the
