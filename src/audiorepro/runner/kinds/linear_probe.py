@@ -40,10 +40,15 @@ from audiorepro.formats.probe_inputs import (
     read_clip_embeddings,
     read_labels,
 )
-from audiorepro.metrics.classification import classification_report, group_bootstrap_accuracy_ci
+from audiorepro.metrics.classification import (
+    ClassificationReport,
+    classification_report,
+    group_bootstrap_accuracy_ci,
+)
 from audiorepro.metrics.linear_probe import (
     DEFINITIONS_VERSION,
     TWIN_BAND,
+    DefinitionRecord,
     FoldResult,
     Split,
     declared_split,
@@ -137,7 +142,14 @@ class LinearProbeFold(TypedDict):
     min_margin: float
     predictions: str  #: the prediction file in the output folder
     predictions_sha256: str
-    report: dict[str, Any]  #: the classification report (probe-metrics' classification)
+    report: ClassificationReport  #: the classification report (probe-metrics' classification)
+
+
+class PooledReport(ClassificationReport):
+    """The pooled predictions' classification report and the fold-bootstrap interval of its
+    accuracy (None: undefined)."""
+
+    accuracy_ci_fold_bootstrap: list[float] | None
 
 
 class LinearProbeBundleCell(TypedDict):
@@ -155,10 +167,10 @@ class LinearProbeBundleCell(TypedDict):
     n_dims: int
     embeds_dtype: str
     classes: list[str]
-    probe: dict[str, Any]  #: the definition, its version, C or grid, scikit-learn's version
+    probe: DefinitionRecord  #: the definition, its version, C or grid, scikit-learn's version
     folds: list[LinearProbeFold]
     mean_accuracy: float
-    pooled: dict[str, Any]  #: the pooled predictions' report, fold-bootstrap interval
+    pooled: PooledReport  #: the pooled predictions' report, fold-bootstrap interval
     model_meta: dict[str, Any]  #: the dump's meta_json
 
 
@@ -332,7 +344,7 @@ def cell_record(
     true = np.concatenate([inputs.aligned.y[r.split.test] for r in results])
     pred = np.concatenate([r.fit.pred for r in results])
     groups = [r.split.name for r in results for _ in range(r.split.test.size)]
-    pooled = classification_report(true, pred, class_names=list(inputs.labels.classes))
+    report = classification_report(true, pred, class_names=list(inputs.labels.classes))
     ci = group_bootstrap_accuracy_ci(
         true,
         pred,
@@ -341,7 +353,10 @@ def cell_record(
         seed=bootstrap.seed,
         level=bootstrap.level,
     )
-    pooled["accuracy_ci_fold_bootstrap"] = None if ci is None else list(ci)
+    pooled: PooledReport = {
+        **report,
+        "accuracy_ci_fold_bootstrap": None if ci is None else list(ci),
+    }
     protocol: Any = (
         "leave-one-fold-out"
         if cell.split is None
@@ -372,9 +387,8 @@ def reproduced(cell: LinearProbeBundleCell) -> dict[str, float]:
     """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
     out = {"mean_accuracy": float(cell["mean_accuracy"])}
     out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
-    out.update(
-        {f"pooled/{m}": float(cell["pooled"][m]) for m in POOLED if cell["pooled"][m] is not None}
-    )
+    pooled = {m: cell["pooled"][m] for m in POOLED}
+    out.update({f"pooled/{m}": float(v) for m, v in pooled.items() if v is not None})
     return out
 
 

@@ -20,6 +20,7 @@ from audiorepro.checks.parity import ParityBlock
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import EmptyPolicy, GainLevels
+from audiorepro.metrics.probe import ProbeReport
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
 from audiorepro.specs.selection import SelectionRecord
 
@@ -197,7 +198,7 @@ class ProbeRun(TypedDict):
     saved_sha256: dict[str, str]
     saved_files: dict[str, str]
     #: the report recomputed from the predictions (None: none, or they failed to load)
-    report: dict[str, Any] | None
+    report: ProbeReport | None
     #: split -> the saved numbers in audiorepro's measurement shape
     saved: dict[str, Any]
     config: dict[str, Any] | None

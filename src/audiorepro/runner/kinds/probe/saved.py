@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.formats.keypath import KeyPathError, locate
-from audiorepro.metrics.probe import family_mean
+from audiorepro.metrics.probe import ProbeReport, family_mean
+from audiorepro.metrics.probe_human import HumanCutReport
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
@@ -889,10 +891,13 @@ REFERENCE_TOLERANCE = 1e-9
 
 
 #: One comparison with the reference: (recomputed path, recomputed value, reference value).
-RefPair = tuple[str, Any, Any]
+RefPair = tuple[str, float | None, float | None]
+#: A prediction file's arrays by name (:func:`audiorepro.formats.predictions.load_predictions`).
+Arrays = Mapping[str, npt.NDArray[np.generic]]
+T = TypeVar("T")
 
 
-def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_regression(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Each regression target's errors and correlations against the reference."""
     pairs: list[RefPair] = []
     for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
@@ -914,7 +919,7 @@ def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> lis
     return pairs
 
 
-def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_scalars(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Classification, frame F1, the speaker vectors and each named speaker set."""
     pairs: list[RefPair] = []
     if "cls_names" in arrays:
@@ -939,7 +944,7 @@ def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
     return pairs
 
 
-def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_classes(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Each event class's support and oracle-span accuracy (and the set of classes)."""
     if "classes" not in report.get("events", {}):
         return []
@@ -949,12 +954,12 @@ def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
     if sorted(got_classes) != sorted(str(c) for c in expect_classes):
         pairs.append(("events/classes", len(got_classes), len(expect_classes)))
     for c, (support, accuracy) in expect_classes.items():
-        got_c = got_classes.get(str(c), {})
+        got_c = got_classes.get(str(c))
         pairs += [
-            (f"events/classes/{c}/support", got_c.get("support"), support),
+            (f"events/classes/{c}/support", _at(got_c, "support"), support),
             (
                 f"events/classes/{c}/oracle_span_accuracy",
-                got_c.get("oracle_span_accuracy"),
+                _at(got_c, "oracle_span_accuracy"),
                 accuracy,
             ),
         ]
@@ -962,7 +967,7 @@ def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
 
 
 def _reference_cut(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], c: list[Any]
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str], c: list[str]
 ) -> list[RefPair]:
     """One human benchmark cut's summary numbers against the reference."""
     return [
@@ -989,7 +994,7 @@ def _reference_cut(
     ]
 
 
-def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_human(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Every human benchmark cut: its prompts, dimensions and summary numbers."""
     if "hb_score" not in arrays:
         return []
@@ -1012,9 +1017,7 @@ def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[Ref
     return pairs
 
 
-def reference_check(
-    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
-) -> list[ParityCell]:
+def reference_check(run_id: str, arrays: Arrays, report: ProbeReport) -> list[ParityCell]:
     """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
     errors and correlations, classification, frame F1, speaker-vector cosine and every human
     benchmark cut. (Event
@@ -1025,8 +1028,7 @@ def reference_check(
     pairs += _reference_human(arrays, report)
     cells: list[ParityCell] = []
     for path, got, expected in pairs:
-        both = got is not None and expected is not None
-        delta = abs(float(got) - float(expected)) if both else None
+        delta = None if got is None or expected is None else abs(float(got) - float(expected))
         cells.append(
             {
                 "run": run_id,
@@ -1045,26 +1047,33 @@ def reference_check(
     return cells
 
 
-def _subset(keep: list[int], *columns: list[Any]) -> list[list[Any]]:
+def _at(record: Mapping[str, object] | None, key: str) -> float | None:
+    """A number of a report's record (None: the report has no such record, or it is null)."""
+    value = None if record is None else record.get(key)
+    assert value is None or isinstance(value, int | float), key
+    return value
+
+
+def _subset(keep: list[int], *columns: Sequence[T]) -> list[list[T]]:
     return [[col[i] for i in keep] for col in columns]
 
 
 def _reference_prompts(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any]
-) -> list[tuple[str, Any, Any]]:
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str]
+) -> list[RefPair]:
     """Each prompt's n, Spearman and oracle balanced accuracy against the reference."""
-    pairs: list[tuple[str, Any, Any]] = []
+    pairs: list[RefPair] = []
     for prompt in dict.fromkeys(g):
         keep = [i for i, p in enumerate(g) if p == prompt]
         ps, py = _subset(keep, s, y)
-        mine = got["per_prompt"].get(str(prompt), {})
+        mine = got["per_prompt"].get(str(prompt))
         base = f"{at}/per_prompt/{prompt}"
         pairs += [
-            (f"{base}/n", mine.get("n"), len(keep)),
-            (f"{base}/spearman", mine.get("spearman"), ref.spearman(ps, py)),
+            (f"{base}/n", _at(mine, "n"), len(keep)),
+            (f"{base}/spearman", _at(mine, "spearman"), ref.spearman(ps, py)),
             (
                 f"{base}/balanced_accuracy_oracle",
-                mine.get("balanced_accuracy_oracle"),
+                _at(mine, "balanced_accuracy_oracle"),
                 ref.oracle_balanced_accuracy(ps, py),
             ),
         ]
@@ -1072,26 +1081,26 @@ def _reference_prompts(
 
 
 def _reference_dimensions(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], dims: list[Any]
-) -> list[tuple[str, Any, Any]]:
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str], dims: list[str]
+) -> list[RefPair]:
     """Each dimension's numbers (its prompts alone) against the reference."""
-    pairs: list[tuple[str, Any, Any]] = []
+    pairs: list[RefPair] = []
     for dim in dict.fromkeys(dims):
         keep = [i for i, d in enumerate(dims) if d == dim]
         ds, dy, dg = _subset(keep, s, y, g)
-        mine = got.get("per_dimension", {}).get(str(dim), {})
+        mine = got.get("per_dimension", {}).get(str(dim))
         base = f"{at}/per_dimension/{dim}"
         pairs += [
-            (f"{base}/n", mine.get("n"), len(keep)),
-            (f"{base}/prompts", mine.get("prompts"), len(set(dg))),
+            (f"{base}/n", _at(mine, "n"), len(keep)),
+            (f"{base}/prompts", _at(mine, "prompts"), len(set(dg))),
             (
                 f"{base}/mean_prompt_spearman",
-                mine.get("mean_prompt_spearman"),
+                _at(mine, "mean_prompt_spearman"),
                 ref.mean_prompt_spearman(ds, dy, dg),
             ),
             (
                 f"{base}/balanced_accuracy_oracle_per_prompt",
-                mine.get("balanced_accuracy_oracle_per_prompt"),
+                _at(mine, "balanced_accuracy_oracle_per_prompt"),
                 ref.oracle_balanced_accuracy_per_prompt(ds, dy, dg),
             ),
         ]
