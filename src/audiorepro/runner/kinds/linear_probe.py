@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, npz_bytes, slug
 from audiorepro.formats.probe_inputs import (
     Aligned,
     ClipEmbeddings,
@@ -171,7 +171,7 @@ class LinearProbeBundleCell(TypedDict):
     folds: list[LinearProbeFold]
     mean_accuracy: float
     pooled: PooledReport  #: the pooled predictions' report, fold-bootstrap interval
-    model_meta: dict[str, Any]  #: the dump's meta_json
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json
 
 
 class LinearProbeStudyRecord(TypedDict):
@@ -202,7 +202,7 @@ class CellInputs:
     splits: list[Split]
     dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
     dump_sha256: str
-    meta: dict[str, Any]
+    meta: dict[str, JsonValue]
 
 
 def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list[Split]:
@@ -293,7 +293,7 @@ def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> C
     return CellInputs(clips, labels, aligned, splits, rel, sha256_file(path), meta)
 
 
-def _dump_meta(path: Path) -> dict[str, Any]:
+def _dump_meta(path: Path) -> dict[str, JsonValue]:
     """The dump's ``meta_json`` as a dict, when it has one that parses (else empty)."""
     try:
         with np.load(path, allow_pickle=False) as npz:

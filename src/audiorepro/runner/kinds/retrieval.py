@@ -32,7 +32,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -77,7 +77,7 @@ from audiorepro.metrics.retrieval import (
     metric_names,
 )
 from audiorepro.models.extract import merge
-from audiorepro.models.identity import compare, load_fixture
+from audiorepro.models.identity import IdentityBlock, compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug
@@ -106,7 +106,7 @@ from audiorepro.runner.output.outputs import (
     RetrievalVerification,
 )
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.study import Cell, Published, RetrievalStudy
+from audiorepro.specs.study import Cell, IdentityCheck, Published, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 T = TypeVar("T")
@@ -325,7 +325,7 @@ def _dataset_tables(
 def _tables(
     results: list[CellResult],
     parity: list[ParityCell],
-    identity: list[dict[str, Any]],
+    identity: list[IdentityBlock],
     golden: Summary,
     tie_policy: str,
     names: tuple[str, ...] = tuple(METRICS),
@@ -401,7 +401,7 @@ class RetrievalState(KindState):
     results: list[CellResult] = field(default_factory=list)
     paired: list[PairedRecord] = field(default_factory=list)
     parity: ParityBlock | None = None
-    identity: list[dict[str, Any]] = field(default_factory=list)
+    identity: list[IdentityBlock] = field(default_factory=list)
 
     def loaded(self) -> list[CellResult]:
         return [r for r in self.results if r.dump is not None]
@@ -724,7 +724,7 @@ def golden_rows(
     return rows
 
 
-def _identity(check: Any) -> dict[str, Any]:
+def _identity(check: IdentityCheck) -> IdentityBlock:
     registry = load_registry([check.registry] if check.registry else [])
     report = compare(
         resolve_spec(check.a, registry),
@@ -733,7 +733,7 @@ def _identity(check: Any) -> dict[str, Any]:
         a_overrides=check.a_settings,
         b_overrides=check.b_settings,
     )
-    return dict(report["checkpoint_identity"])
+    return report["checkpoint_identity"]
 
 
 def _bundle(

@@ -27,7 +27,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, parse_json, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
 from audiorepro.formats.trials import Trials, read_trials
@@ -107,7 +107,7 @@ class SpeakerBundleCell(TypedDict):
     target_trials: int
     nontarget_trials: int
     eer: float  #: lower is better, in [0, 1]
-    model_meta: dict[str, Any]  #: the dump's meta_json (an extraction's: weights, code, ...)
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
 class SpeakerBundle(TypedDict):
@@ -193,10 +193,10 @@ class CellInputs:
     test: npt.NDArray[np.int64]
     dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
     dump_sha256: str
-    meta: dict[str, Any]
+    meta: dict[str, JsonValue]
 
 
-def _dump_meta(path: Path) -> dict[str, Any]:
+def _dump_meta(path: Path) -> dict[str, JsonValue]:
     """The dump's ``meta_json`` as a dict (empty when it has none)."""
     arrays = read_npz(path, what="an .npz dump")
     if "meta_json" not in arrays:

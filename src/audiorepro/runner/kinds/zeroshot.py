@@ -29,7 +29,7 @@ import audiorepro.metrics.profiles  # noqa: F401 (registers the built-in profile
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.profile_registry import (
@@ -137,7 +137,7 @@ class ZeroshotBundleCell(TypedDict):
     n_classes: int
     #: ``canonical`` (tie policy -> metrics) and ``laion-clap-zeroshot``
     metrics: MetricsRecord
-    model_meta: dict[str, Any]  #: the dump's meta_json
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json
 
 
 class ZeroshotStudyRecord(TypedDict):

@@ -18,10 +18,11 @@ from typing_extensions import TypedDict
 
 from audiorepro.checks.parity import ParityBlock
 from audiorepro.checks.verify import Summary
-from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.core.io import JsonValue, atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import EmptyPolicy, GainLevels
 from audiorepro.metrics.probe import ProbeReport
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
+from audiorepro.models.identity import IdentityBlock
 from audiorepro.specs.selection import SelectionRecord
 
 RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
@@ -33,8 +34,8 @@ class RetrievalVerification(TypedDict):
 
     metric_parity: ParityBlock
     #: The first identity check (the published structure has one), or None.
-    checkpoint_identity: dict[str, Any] | None
-    checkpoint_identities: list[dict[str, Any]]
+    checkpoint_identity: IdentityBlock | None
+    checkpoint_identities: list[IdentityBlock]
     metric_parity_passed: bool
     cross_pipeline_comparable: bool
     failures: list[str]
@@ -145,7 +146,7 @@ class BundleCell(TypedDict):
     n_clips: NotRequired[int]
     n_captions: NotRequired[int]
     captions_per_clip: NotRequired[int | None]
-    model_meta: NotRequired[dict[str, Any]]
+    model_meta: NotRequired[dict[str, JsonValue]]
     #: direction -> hit rate at k = 1..10
     curves: NotRequired[dict[str, list[float]]]
     #: direction -> queries by the rank of their first relevant item
