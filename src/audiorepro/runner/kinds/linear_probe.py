@@ -691,9 +691,44 @@ def _identities(cell: JsonObject) -> Identities:
 # --- the one-line command ---------------------------------------------------------------
 
 
+class DumpRecord(TypedDict):
+    file: str
+    sha256: str
+    n_clips: int
+    n_dims: int
+    dtype: str
+
+
+class LabelsRecord(TypedDict):
+    file: str
+    sha256: str
+    fold_column: str
+    classes: list[str]
+
+
+class FoldRecord(TypedDict):
+    fold: str
+    n_train: int
+    n_test: int
+    accuracy: float
+    near_ties: int
+    min_margin: float
+
+
+class LinearProbeRecord(TypedDict):
+    """``audiorepro.linear-probe/1``: what ``audiorepro linear-probe`` prints or writes."""
+
+    schema: Literal["audiorepro.linear-probe/1"]
+    dump: DumpRecord
+    labels: LabelsRecord
+    probe: DefinitionRecord
+    folds: list[FoldRecord]
+    mean_accuracy: float
+
+
 def linear_probe_dump(
     dump: Path, labels_path: Path, *, fold_column: str = "fold", c: float = 1.0
-) -> dict[str, Any]:
+) -> LinearProbeRecord:
     """``audiorepro linear-probe DUMP --labels CSV``: ``linear-v1`` leaving one fold out,
     accuracy per fold and their mean, as an ``audiorepro.linear-probe/1`` record."""
     if not (math.isfinite(c) and c > 0):

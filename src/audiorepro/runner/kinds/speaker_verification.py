@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -110,11 +110,19 @@ class SpeakerBundleCell(TypedDict):
     model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
+class SpeakerStudyRecord(TypedDict):
+    """The study in its bundle: name, title, definitions version."""
+
+    name: str
+    title: str
+    definitions_version: int
+
+
 class SpeakerBundle(TypedDict):
     """``bundle.json.gz`` of a speaker-verification study (decompressed)."""
 
     schema: Literal["audiorepro.speaker-verification-bundle/1"]
-    study: dict[str, Any]  #: name, title, definitions version
+    study: SpeakerStudyRecord
     cells: list[SpeakerBundleCell]
     verification: SpeakerVerification
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import JsonValue
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.render.heatmap import heatmap
 from audiorepro.render.plots import Series, line_chart
@@ -61,7 +62,7 @@ class _Files:
 
     def __init__(self, study: ProbeStudy) -> None:
         self.paths = study.content.files
-        self.docs: dict[str, Any] = {}
+        self.docs: dict[str, JsonValue] = {}  #: alias -> the file as read (None: absent)
 
     def doc(self, alias: str) -> Any:
         if alias not in self.docs:
@@ -685,7 +686,7 @@ def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
     return out
 
 
-def file_documents(result: ContentResult) -> dict[str, Any]:
+def file_documents(result: ContentResult) -> dict[str, JsonValue]:
     """Every aliased file of the study as read (None where it is not there), for the bundle."""
     files = result.files
     return {} if files is None else {alias: files.doc(alias) for alias in files.paths}

@@ -36,7 +36,7 @@ from audiorepro.checks.verify import (
 )
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
+from audiorepro.core.io import JsonValue, atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.predictions import load_predictions
 from audiorepro.metrics.events import ClassSpan
 from audiorepro.metrics.probe import ProbeReport, probe_report
@@ -59,9 +59,12 @@ from audiorepro.runner.kinds.probe.saved import (
     saved_value,
 )
 from audiorepro.runner.output.outputs import (
+    FamilyMeanRecord,
+    LeaderRecord,
     MetricParity,
     ParityCell,
     ProbeRun,
+    ProbeRunRecord,
 )
 from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements
@@ -206,6 +209,16 @@ class Leader:
     ranking: list[Place]
     undefined: list[str]
 
+    def record(self) -> LeaderRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "task": self.task,
+            "metric": self.metric,
+            "higher_is_better": self.higher_is_better,
+            "ranking": [{"model": p.model, "value": p.value} for p in self.ranking],
+            "undefined": list(self.undefined),
+        }
+
 
 @dataclass(frozen=True)
 class FamilyMean:
@@ -216,6 +229,36 @@ class FamilyMean:
     normalized_mae: float | None
     spearman: float | None
     n_targets: int
+
+    def record(self) -> FamilyMeanRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "family": self.family,
+            "normalized_mae": self.normalized_mae,
+            "spearman": self.spearman,
+            "n_targets": self.n_targets,
+        }
+
+
+def run_record(run: ProbeRun) -> ProbeRunRecord:
+    """A run as the bundle keeps it: every field but ``documents``, in the run's order."""
+    record: ProbeRunRecord = {
+        "id": run["id"],
+        "model": run["model"],
+        "family": run["family"],
+        "corpus": run["corpus"],
+        "attributes": run["attributes"],
+        "predictions_sha256": run["predictions_sha256"],
+        "saved_sha256": run["saved_sha256"],
+        "saved_files": run["saved_files"],
+        "report": run["report"],
+        "saved": run["saved"],
+        "config": run["config"],
+        "problem": run["problem"],
+    }
+    if "unused" in run:
+        record["unused"] = run["unused"]
+    return record
 
 
 def leaders(runs: list[ProbeRun], places: int = 3) -> list[Leader]:
@@ -512,12 +555,12 @@ def _copy_name(run_id: str, split: str, path: Path) -> str:
     return f"measurements/{slug(run_id)}/{slug(split)}{suffix}"
 
 
-def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+def _load_config(run: Run) -> tuple[dict[str, JsonValue] | None, str | None]:
     """A run's config JSON (an object; a malformed one is a UserError, exit 2); a pattern
     run's several config files merged in order, the first file's key winning."""
     if run.config is None:
         return None, None
-    merged: dict[str, Any] = {}
+    merged: dict[str, JsonValue] = {}
     for ref in (run.config, *run.more_config):
         if not present(ref.path):
             return None, f"declared run {run.id}: config {ref.path.name} is missing"

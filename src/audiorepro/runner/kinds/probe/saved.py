@@ -55,7 +55,7 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.content import read_key_paths
-from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun
+from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun, SavedLeaderRecord
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
 
@@ -166,6 +166,20 @@ class SavedLeader:
     best_candidate_value: float | int | None
     baselines: dict[str, float | int | None]
     highest_measured_run: str | None
+
+    def record(self) -> SavedLeaderRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "task": self.task,
+            "metric": self.metric,
+            "label": self.label,
+            "higher_is_better": self.higher_is_better,
+            "percent": self.percent,
+            "best_candidate_run": self.best_candidate_run,
+            "best_candidate_value": self.best_candidate_value,
+            "baselines": dict(self.baselines),
+            "highest_measured_run": self.highest_measured_run,
+        }
 
 
 def task_leaders(study: ProbeStudy, runs: list[ProbeRun]) -> list[SavedLeader]:
@@ -298,7 +312,7 @@ def _task_leaders_table(runs: list[ProbeRun], lead: list[SavedLeader]) -> Table:
         pct = t.percent
         best = t.best_candidate_run
         win = t.highest_measured_run
-        cells: list[Any] = [
+        cells: list[Cell] = [
             t.label + (" (%)" if pct else "") + arrow,
             None if best is None else _label(by_id[best]),
             percent_cell(t.best_candidate_value, pct),
@@ -364,7 +378,7 @@ def _burst_speaker_table(held: list[ProbeRun], attrs: list[str], split: str) -> 
     for r in held:
         x = r["saved"][split]
         loc = x["burst_localization"]
-        row: list[Any] = [r["attributes"].get(a) for a in attrs]
+        row: list[Cell] = [r["attributes"].get(a) for a in attrs]
         row += [
             x["clips"],
             percent_cell(x["frame_f1"], True),
@@ -764,11 +778,11 @@ def _exact(path: str) -> bool:
 ADAPTER_PARITY = ("n", "accuracy", "balanced_accuracy", "macro_f1")
 
 
-def _human_pairs(saved: dict[str, Any]) -> list[tuple[str, Any]]:
+def _human_pairs(saved: dict[str, Any]) -> list[SavedPair]:
     """Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...,
     each prompt as .../per_prompt/<prompt>/<field>, each dimension as
     .../per_dimension/<dimension>/<field>."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     for bench, cuts in saved.items():
         for cut, value in cuts.items():
             if not isinstance(value, dict):
@@ -795,11 +809,13 @@ def _human_pairs(saved: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-def _speaker_pairs(vectors: dict[str, Any], recomputed: dict[str, Any]) -> list[tuple[str, Any]]:
+def _speaker_pairs(
+    vectors: dict[str, dict[str, float | int | None]], recomputed: Mapping[str, float | None]
+) -> list[SavedPair]:
     """Each saved speaker-vector set against the predictions' set of the same name
     (``spk_*__<set>``); the predictions' unnamed set (``spk_pred``) stands for the one saved
     set left when exactly one is (the saved file alone cannot say which set it is otherwise)."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     left = []
     for name, vec in vectors.items():
         if f"speaker_sets/{name}/n" in recomputed:
@@ -815,6 +831,10 @@ def _speaker_pairs(vectors: dict[str, Any], recomputed: dict[str, Any]) -> list[
     return pairs
 
 
+#: A saved number by the recomputed report's path it is compared with (None: not recorded).
+SavedPair = tuple[str, float | int | None]
+
+
 def _class_index(name: str, event_classes: tuple[str, ...]) -> str | None:
     """A saved event class's index in the predictions: its place in the study's
     ``event_classes``, or the name itself when it is an index; None when neither."""
@@ -827,14 +847,14 @@ def parity(
     run_id: str,
     split: str,
     saved: dict[str, Any],
-    recomputed: dict[str, Any],
+    recomputed: Mapping[str, float | None],
     tolerance: float,
     event_classes: tuple[str, ...] = (),
 ) -> list[ParityCell]:
     """Each saved number of ``split`` that the predictions also give, against the recomputed
     one. Counts must match exactly; a saved number the predictions leave undefined fails; a
     saved null (not recorded) is not compared."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     if split == "public":
         pairs = _human_pairs(saved)
         saved = {}
