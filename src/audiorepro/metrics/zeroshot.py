@@ -247,7 +247,8 @@ def compute_zeroshot(
 def metric_values(metrics: ZeroshotMetrics) -> dict[str, float]:
     """The :data:`METRICS` of a result by name, in that order (no per-class recall).
 
-    >>> metric_values(compute_zeroshot(np.eye(2, dtype=np.float32), np.eye(2), [0, 1]))
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> metric_values(compute_zeroshot(e, e, [0, 1]))
     {'accuracy': 1.0, 'top5_accuracy': 1.0, 'balanced_accuracy': 1.0}
     """
     return {
