@@ -205,5 +205,5 @@ def test_the_bundle_is_what_its_typed_records_declare(probe_demo: tuple[Path, Pa
         (Path(__file__).parent.parent / "docs/schemas/bundle.schema.json").read_text()
     )
     bundle = json.loads(gzip.decompress((probe_demo[1] / "bundle.json.gz").read_bytes()))
-    assert bundle["runs"] and bundle["runs"][0]["report"]  # the typed report is there
+    assert any(r["report"] for r in bundle["runs"])  # a typed report is there
     jsonschema.validate(bundle, {"$defs": schema["$defs"], "$ref": "#/$defs/ProbeBundle"})

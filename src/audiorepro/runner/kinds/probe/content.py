@@ -345,11 +345,17 @@ def _interval(value: Any, source: str, key: str) -> list[Any]:
 
 
 CI_KEY = "accuracy_actor_bootstrap_95ci"
+#: A table's row: its label and its cells.
+Row = tuple[str, tuple[Cell, ...]]
 
 
 def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
     name = f"acted_{slug(spec.corpus)}"
-    summary, classes, confusion, folds, trials = [], [], [], [], []
+    summary: list[Row] = []
+    classes: list[Row] = []
+    confusion: list[tuple[str, Mapping[str, object]]] = []  #: (row label, true label's row)
+    folds: list[Row] = []
+    trials: list[Row] = []
     for run in runs:
         for protocol, x, adapter, source, at in _classifiers(run, spec):
             ci = _interval(x.get(CI_KEY), source, at + CI_KEY)
@@ -437,11 +443,11 @@ def _num(value: Any) -> float | None:
 def _acted_tables(
     corpus: str,
     name: str,
-    summary: list[Any],
-    classes: list[Any],
-    confusion: list[Any],
-    folds: list[Any],
-    trials: list[Any],
+    summary: list[Row],
+    classes: list[Row],
+    confusion: list[tuple[str, Mapping[str, object]]],
+    folds: list[Row],
+    trials: list[Row],
     out: ContentResult,
 ) -> None:
     pct = [Column(f"{c} (%)", True) for c in ("accuracy", "balanced_accuracy", "macro_f1")]
