@@ -278,6 +278,35 @@ def test_the_interface_knows_no_kind() -> None:
     assert set(KINDS.values()) <= edges["audiorepro.runner.study"]
 
 
+#: ``runner/executors/``: the executors (local, Slurm) and the interface they run any kind's
+#: extraction through; what a kind extracts, and how, lives with the kind in ``runner/kinds/``.
+EXECUTORS = {
+    "audiorepro.runner.executors",
+    "audiorepro.runner.executors.extraction",
+    "audiorepro.runner.executors.local",
+    "audiorepro.runner.executors.slurm",
+}
+
+
+def kind_studies_imported(path: Path) -> list[str]:
+    """The study classes of a kind (``RetrievalStudy``, ``ZeroshotStudy``...) ``path`` imports."""
+    return [
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "audiorepro.specs.study"
+        for alias in node.names
+        if alias.name.endswith("Study")
+    ]
+
+
+def test_the_executors_know_no_kind() -> None:
+    paths = modules()
+    assert {m for m in paths if m.startswith("audiorepro.runner.executors")} == EXECUTORS
+    assert kind_studies_imported(paths["audiorepro.runner.kinds.zeroshot"]) == ["ZeroshotStudy"]
+    for module in EXECUTORS:
+        assert kind_studies_imported(paths[module]) == [], module
+
+
 def branches_on_kind(text: str) -> list[int]:
     """Lines comparing a ``.kind`` with something (``study.kind == "probe"``)."""
     return [

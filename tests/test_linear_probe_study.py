@@ -309,3 +309,15 @@ def _sharded_like_slurm(study: Path, cell_id: str, local: Path, tmp_path: Path) 
         parts.append(part)
     cell.merge(parts, key, tmp_path / "merged.npz")
     assert (tmp_path / "merged.npz").read_bytes() == local.read_bytes()
+
+
+def test_the_bundle_is_what_its_typed_records_declare(run: Any) -> None:
+    """The bundle validates against the schema generated from its typed records (the
+    classification reports, the probe's definition, the pooled report)."""
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).parent.parent / "docs/schemas/bundle.schema.json").read_text()
+    )
+    bundle = _bundle(run[1])
+    jsonschema.validate(bundle, {"$defs": schema["$defs"], "$ref": "#/$defs/LinearProbeBundle"})

@@ -191,3 +191,19 @@ def test_changed_predictions_are_refused_before_work(
         load_study(study)
     assert info.value.key == "run[5].sha256"
     assert hashlib.sha256(target.read_bytes()).hexdigest() in str(info.value)
+
+
+def test_the_bundle_is_what_its_typed_records_declare(probe_demo: tuple[Path, Path]) -> None:
+    """The bundle validates against the schema generated from its typed records (the probe
+    report, leaders, family means, runs): a record whose type says less or other than what
+    is written fails here."""
+    import gzip
+
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).parent.parent / "docs/schemas/bundle.schema.json").read_text()
+    )
+    bundle = json.loads(gzip.decompress((probe_demo[1] / "bundle.json.gz").read_bytes()))
+    assert any(r["report"] for r in bundle["runs"])  # a typed report is there
+    jsonschema.validate(bundle, {"$defs": schema["$defs"], "$ref": "#/$defs/ProbeBundle"})

@@ -107,3 +107,10 @@ def test_near_ties_below_float64_resolution_are_decided_exactly() -> None:
     assert zs.class_ranks(a, t, [0]).tolist() == [1] == reference_class_ranks(a, t, [0])
     assert zs.class_ranks(a, t, [1], tie_policy="optimistic").tolist() == [2]
     assert reference_class_ranks(a, t, [1], "optimistic") == [2]
+
+
+def test_metric_values_are_the_canonical_metrics_in_order() -> None:
+    e = np.eye(3, dtype=np.float32)
+    out = zs.compute_zeroshot(e, e, [0, 1, 1])
+    assert tuple(zs.metric_values(out)) == zs.METRICS
+    assert zs.metric_values(out) == {m: out[m] for m in zs.METRICS}  # type: ignore[literal-required]

@@ -610,7 +610,7 @@ def merge(parts: tuple[Path, ...], out: Path) -> None:
     click.echo(f"merged {len(parts)} parts into {out} ({meta['inputs']['n_clips']} clips)")
 
 
-def _identity_lines(block: dict[str, Any]) -> list[str]:
+def _identity_lines(block: ident.IdentityBlock) -> list[str]:
     lines = [
         f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
     ]
@@ -741,11 +741,15 @@ def identity(
     else:
         assert b_name is not None
         b_spec, b_over = _spec(b_name, registries, b_set, "--b-set")
-        report = ident.compare(
+        identity = ident.compare(
             a_spec, b_spec, fixture, a_overrides=a_over, b_overrides=b_over, device=device
         )
-        for line in _identity_lines(report["checkpoint_identity"]):
+        for line in _identity_lines(identity["checkpoint_identity"]):
             click.echo(line)
+        report = {
+            "checkpoint_identity": identity["checkpoint_identity"],
+            "passed": identity["passed"],
+        }
     passed = report.pop("passed")
     if json_out is not None:
         write_json(json_out, report)

@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypeAliasType
 
 from audiorepro.core.errors import WRITE_ERRNOS, UserError, WriteError, write_error
 from audiorepro.core.hashing import check_regular_file
@@ -31,6 +32,11 @@ from audiorepro.core.hashing import check_regular_file
 #: A JSON object as parsed from a file (:func:`read_json`, a bundle read back): typed loosely
 #: where it is read, since its shape is the file's; what flows on from it is a typed record.
 JsonObject: TypeAlias = Mapping[str, Any]
+#: A JSON value carried whole from one file into another (a dump's meta, a run's config): its
+#: shape is its writer's, so code that reads a key of it narrows what it finds there.
+JsonValue = TypeAliasType(
+    "JsonValue", "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+)
 
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 # Read once: os.umask can only be read by setting it, which is not thread-safe per write.

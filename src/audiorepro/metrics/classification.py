@@ -8,10 +8,11 @@ predictions are given as classes. Means over classes are exact fractions rounded
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.metrics.bootstrap import percentile_interval
 
@@ -140,16 +141,35 @@ def group_bootstrap_accuracy_ci(
     return percentile_interval(acc, level)
 
 
+class ClassScores(TypedDict):
+    recall: float | None
+    precision: float | None
+
+
+class ClassificationReport(TypedDict):
+    """Every classification metric of one set of predictions (:func:`classification_report`)."""
+
+    n: int
+    accuracy: float | None
+    balanced_accuracy: float | None
+    macro_f1: float | None
+    per_class: dict[str, ClassScores]  #: class name -> recall and precision
+    confusion_matrix: list[list[int]]  #: [true][predicted] counts
+    #: with groups: the group-bootstrap 95% interval of the accuracy (None: undefined)
+    accuracy_ci95_group_bootstrap: NotRequired[list[float] | None]
+
+
 def classification_report(
     true: npt.ArrayLike,
     pred: npt.ArrayLike,
     *,
     class_names: list[str],
     groups: npt.ArrayLike | None = None,
-) -> dict[str, Any]:
+) -> ClassificationReport:
+    """Every classification metric of ``pred`` against ``true`` (see the functions above)."""
     n_classes = len(class_names)
     c = confusion_matrix(true, pred, n_classes=n_classes)
-    out: dict[str, Any] = {
+    out: ClassificationReport = {
         "n": int(np.asarray(true).size),
         "accuracy": accuracy(true, pred),
         "balanced_accuracy": balanced_accuracy(true, pred, n_classes=n_classes),

@@ -14,11 +14,12 @@ stands, which is deterministic for the same input.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
+from typing_extensions import TypedDict
 
 FloatArray = npt.NDArray[np.float64]
 IOU_THRESHOLDS = (0.1, 0.3, 0.5)
@@ -101,12 +102,41 @@ def decode_events(
     )
 
 
+class IouScores(TypedDict):
+    """Event detection at one IoU threshold."""
+
+    matched: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+class ClassSpan(TypedDict):
+    """One event class: its reference spans and the oracle-span accuracy over them."""
+
+    support: int
+    oracle_span_accuracy: float | None
+
+
+class EventsReport(TypedDict):
+    """The events section of a probe report: :func:`event_scores`, then what the probe
+    report adds from the frame and class arrays it has."""
+
+    iou: dict[str, IouScores]  #: IoU threshold (as a string) -> scores
+    start_mae_s: float | None
+    end_mae_s: float | None
+    frame_f1: NotRequired[float | None]
+    oracle_span_class_accuracy: NotRequired[float | None]
+    classes: NotRequired[dict[str, ClassSpan]]  #: class index -> support and accuracy
+    detected_span_class_accuracy: NotRequired[float | None]
+
+
 def event_scores(
     ref: npt.ArrayLike,
     ref_clip: npt.ArrayLike,
     pred: npt.ArrayLike,
     pred_clip: npt.ArrayLike,
-) -> dict[str, Any]:
+) -> EventsReport:
     """Precision, recall and F1 at each IoU threshold, and start/end MAE of the 0.1 matches.
 
     Formula: ``precision = matched / predicted``, ``recall = matched / reference``,
@@ -124,7 +154,7 @@ def event_scores(
     rc = np.asarray(ref_clip, dtype=np.int64)
     pc = np.asarray(pred_clip, dtype=np.int64)
     clips = sorted(set(rc.tolist()) | set(pc.tolist()))
-    out: dict[str, Any] = {"iou": {}}
+    out: EventsReport = {"iou": {}, "start_mae_s": None, "end_mae_s": None}
     for tau in IOU_THRESHOLDS:
         matched = 0
         starts: list[float] = []
@@ -164,9 +194,14 @@ def span_class_accuracy(ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike
     return int(np.count_nonzero(r == np.asarray(predicted_class, dtype=np.int64))) / r.size
 
 
+class SpanSupport(TypedDict):
+    support: int
+    accuracy: float
+
+
 def span_class_support(
     ref_class: npt.ArrayLike, predicted_class: npt.ArrayLike
-) -> dict[int, dict[str, float | int | None]]:
+) -> dict[int, SpanSupport]:
     """Per reference class: its support and the span class accuracy within it (its recall).
 
     Formula: for each class c among the reference classes, ``support_c = |{i: ref_i = c}|``
@@ -180,7 +215,7 @@ def span_class_support(
     """
     r = np.asarray(ref_class, dtype=np.int64)
     p = np.asarray(predicted_class, dtype=np.int64)
-    out: dict[int, dict[str, float | int | None]] = {}
+    out: dict[int, SpanSupport] = {}
     for c in sorted(set(r.tolist())):
         mine = r == c
         support = int(np.count_nonzero(mine))

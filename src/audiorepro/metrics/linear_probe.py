@@ -57,10 +57,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
 
@@ -70,7 +71,12 @@ LINEAR: Final = "linear-v1"
 RIDGE: Final = "ridge-v1"
 DEFINITIONS: Final = (LINEAR, RIDGE)
 #: Exactly the estimator ``linear-v1`` names (besides ``C``).
-LOGISTIC_PARAMS: Final = {"solver": "lbfgs", "max_iter": 1000, "tol": 1e-6, "fit_intercept": True}
+LOGISTIC_PARAMS: Final[dict[str, str | int | float]] = {
+    "solver": "lbfgs",
+    "max_iter": 1000,
+    "tol": 1e-6,
+    "fit_intercept": True,
+}
 #: A test item whose top-two decision values differ by less is counted in ``near_ties``.
 NEAR_TIE: Final = 1e-6
 #: The twin's margin below which its prediction may differ from scikit-learn's (decision
@@ -231,7 +237,22 @@ def fit_ridge_v1(
     return np.asarray(model.predict(z_test), dtype=np.float64)
 
 
-def definition_record(c: float | None, grid: Sequence[float] | None) -> dict[str, Any]:
+class DefinitionRecord(TypedDict):
+    """What a probe's numbers depend on besides its inputs (:func:`definition_record`)."""
+
+    definition: str
+    definitions_version: str
+    #: the scikit-learn estimator's class and fixed parameters
+    estimator: dict[str, str | int | float | bool]
+    C: float | None
+    grid: list[float] | None
+    inner_folds: int | None
+    near_tie: float
+    twin_band: float
+    scikit_learn: str
+
+
+def definition_record(c: float | None, grid: Sequence[float] | None) -> DefinitionRecord:
     """What a probe's numbers depend on besides its inputs: the definition, its version, its
     settings and the scikit-learn that fitted it.
 

@@ -9,33 +9,59 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.predictions import load_predictions, speaker_sets
-from audiorepro.metrics.classification import classification_report
+from audiorepro.metrics.classification import ClassificationReport, classification_report
 from audiorepro.metrics.events import (
+    EventsReport,
     detected_span_class_accuracy,
     event_scores,
     frame_f1,
     span_class_accuracy,
     span_class_support,
 )
-from audiorepro.metrics.probe_human import human_benchmark_report
-from audiorepro.metrics.regression import regression_report
+from audiorepro.metrics.probe_human import HumanCutReport, human_benchmark_report
+from audiorepro.metrics.regression import RegressionReport, regression_report
 from audiorepro.metrics.vectors import mean_cosine
 
 SCHEMA = "audiorepro.probe/1"
 
+#: benchmark -> label cut (``all`` and each named cut) -> its numbers
+HumanReport = dict[str, dict[str, HumanCutReport]]
+
+
+class VectorsReport(TypedDict):
+    """Speaker vectors: the valid pairs and their mean cosine."""
+
+    n: int
+    mean_cosine: float | None
+
+
+class ProbeReport(TypedDict):
+    """The ``audiorepro.probe/1`` document: a section for each kind of array the file has."""
+
+    schema: str
+    source: str
+    sha256: str | None
+    regression: NotRequired[dict[str, RegressionReport]]  #: target -> its metrics
+    classification: NotRequired[ClassificationReport]
+    events: NotRequired[EventsReport]
+    human: NotRequired[HumanReport]
+    vectors: NotRequired[VectorsReport]
+    speaker_sets: NotRequired[dict[str, VectorsReport]]  #: named speaker-vector set -> cosine
+
 
 def probe_report(
     arrays: dict[str, npt.NDArray[Any]], *, source: str, sha256: str | None
-) -> dict[str, Any]:
+) -> ProbeReport:
     """Every metric that the file supports, as the ``audiorepro.probe/1`` document."""
-    out: dict[str, Any] = {"schema": SCHEMA, "source": source, "sha256": sha256}
+    out: ProbeReport = {"schema": SCHEMA, "source": source, "sha256": sha256}
     if "reg_names" in arrays:
         out["regression"] = {
             str(name): regression_report(
@@ -101,12 +127,12 @@ def probe_report(
     return out
 
 
-def human_report(arrays: dict[str, npt.NDArray[Any]]) -> dict[str, Any]:
+def human_report(arrays: dict[str, npt.NDArray[Any]]) -> HumanReport:
     """benchmark -> cut -> :func:`~audiorepro.metrics.probe_human.human_benchmark_report`:
     the cut ``all`` (every item of the benchmark) and each named cut, in the file's order."""
     bench = arrays["hb_bench"]
     names = [str(x) for x in arrays["hb_cut_names"].tolist()] if "hb_cut_names" in arrays else []
-    out: dict[str, Any] = {}
+    out: HumanReport = {}
     for b in dict.fromkeys(str(x) for x in bench.tolist()):
         cuts = {"all": bench == b}
         cuts.update({name: (bench == b) & arrays["hb_cut"][:, j] for j, name in enumerate(names)})
@@ -146,7 +172,7 @@ def family_mean(per_score: list[dict[str, Any]], prefix: str, field: str) -> flo
     return math.fsum(values) / len(values) if values else None
 
 
-def probe_report_file(path: str | Path) -> dict[str, Any]:
+def probe_report_file(path: str | Path) -> ProbeReport:
     """Read and validate a prediction file, then report every metric it supports."""
     arrays = load_predictions(path)
     return probe_report(arrays, source=Path(path).name, sha256=sha256_file(path))

@@ -21,10 +21,11 @@ selected items, reported as separate rows.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
 from audiorepro.metrics.regression import spearman_rho
@@ -207,6 +208,37 @@ def heldout_threshold_balanced_accuracy(
     return (tp * n + tn * p) / (2 * p * n)
 
 
+class PromptReport(TypedDict):
+    """One prompt of a human-benchmark cut."""
+
+    n: int
+    spearman: float | None
+    balanced_accuracy_oracle: float | None
+
+
+class DimensionReport(TypedDict):
+    """One dimension of a human-benchmark cut (its prompts alone)."""
+
+    n: int
+    prompts: int
+    mean_prompt_spearman: float | None
+    balanced_accuracy_oracle_per_prompt: float | None
+
+
+class HumanCutReport(TypedDict):
+    """Every human-benchmark number of one label cut (:func:`human_benchmark_report`)."""
+
+    n: int
+    prompts: int
+    positive_rate: float | None
+    mean_prompt_spearman: float | None
+    balanced_accuracy_oracle_per_prompt: float | None
+    balanced_accuracy_oracle_overall: float | None
+    balanced_accuracy_5fold_clip_grouped: float | None
+    per_prompt: dict[str, PromptReport]  #: prompt -> its numbers (first-seen order)
+    per_dimension: NotRequired[dict[str, DimensionReport]]  #: with the items' dimensions
+
+
 def human_benchmark_report(
     scores: npt.ArrayLike,
     labels: npt.ArrayLike,
@@ -214,7 +246,7 @@ def human_benchmark_report(
     clips: npt.ArrayLike,
     *,
     dimensions: npt.ArrayLike | None = None,
-) -> dict[str, Any]:
+) -> HumanCutReport:
     """Every human-benchmark number of one label cut (the fields of a saved cut).
 
     ``per_prompt``: per prompt (first-seen order) its items ``n``, :func:`per_prompt_spearman`
@@ -227,7 +259,7 @@ def human_benchmark_report(
     y = np.asarray(labels)
     g = np.asarray(prompts)
     rhos = per_prompt_spearman(s, y, g)
-    out: dict[str, Any] = {
+    out: HumanCutReport = {
         "n": int(y.size),
         "prompts": len(set(g.tolist())),
         "positive_rate": float(y.mean()) if y.size else None,

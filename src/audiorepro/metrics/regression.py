@@ -13,10 +13,10 @@ Rounding rule: per-pair differences (and squares, ``d * d``) in float64, sums wi
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 FloatArray = npt.NDArray[np.float64]
 MIN_PAIRS_CORRELATION = 3
@@ -148,9 +148,20 @@ def spearman_rho(pred: npt.ArrayLike, true: npt.ArrayLike) -> float | None:
     return _pearson(average_ranks(p), average_ranks(t))
 
 
+class RegressionReport(TypedDict):
+    """Every regression metric of one target (:func:`regression_report`)."""
+
+    n: int
+    mae: float | None
+    normalized_mae: float | None
+    rmse: float | None
+    pearson: float | None
+    spearman: float | None
+
+
 def regression_report(
     pred: npt.ArrayLike, true: npt.ArrayLike, *, train_sd: float
-) -> dict[str, Any]:
+) -> RegressionReport:
     """Every regression metric of one target (``None`` where undefined)."""
     p, _ = valid_pairs(pred, true)
     return {

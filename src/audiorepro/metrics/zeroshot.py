@@ -32,10 +32,10 @@ README check (the published ESC-50 numbers) computes, with the same torch operat
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError, param_error
 from audiorepro.metrics._exact import exact_dot_difference_sign
@@ -208,13 +208,22 @@ def balanced_accuracy(ranks: npt.ArrayLike, labels: npt.ArrayLike, *, n_classes:
     return math.fsum(recalls.values()) / len(recalls)
 
 
+class ZeroshotMetrics(TypedDict):
+    """Every canonical zero-shot metric of one set of clips (:func:`compute_zeroshot`)."""
+
+    accuracy: float
+    top5_accuracy: float
+    balanced_accuracy: float
+    per_class_recall: dict[str, float]  #: class index (a string) -> recall
+
+
 def compute_zeroshot(
     audio: npt.ArrayLike,
     prompts: npt.ArrayLike,
     labels: npt.ArrayLike,
     *,
     tie_policy: TiePolicy = "pessimistic",
-) -> dict[str, Any]:
+) -> ZeroshotMetrics:
     """Every canonical zero-shot metric of one set of clips: ``accuracy``, ``top5_accuracy``,
     ``balanced_accuracy`` and ``per_class_recall`` (class index as a string -> recall).
 
@@ -232,6 +241,20 @@ def compute_zeroshot(
         "top5_accuracy": top_k_accuracy(ranks, k=5),
         "balanced_accuracy": balanced_accuracy(ranks, labels, n_classes=n),
         "per_class_recall": {str(c): v for c, v in recalls.items()},
+    }
+
+
+def metric_values(metrics: ZeroshotMetrics) -> dict[str, float]:
+    """The :data:`METRICS` of a result by name, in that order (no per-class recall).
+
+    >>> e = np.eye(2, dtype=np.float32)
+    >>> metric_values(compute_zeroshot(e, e, [0, 1]))
+    {'accuracy': 1.0, 'top5_accuracy': 1.0, 'balanced_accuracy': 1.0}
+    """
+    return {
+        "accuracy": metrics["accuracy"],
+        "top5_accuracy": metrics["top5_accuracy"],
+        "balanced_accuracy": metrics["balanced_accuracy"],
     }
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.audio import SAMPLE_RATE, read_audio
@@ -279,7 +280,7 @@ def compare(
     a_overrides: dict[str, Any] | None = None,
     b_overrides: dict[str, Any] | None = None,
     device: str = "cpu",
-) -> dict[str, Any]:
+) -> IdentityReport:
     """The full identity report (module docstring); ``report["passed"]`` gives the exit code."""
     a_overrides, b_overrides = dict(a_overrides or {}), dict(b_overrides or {})
     determinism = configure_determinism(device)
@@ -298,7 +299,7 @@ def compare(
         diagnosis = _diagnose(
             a_spec, b_spec, a_overrides, b_overrides, a, b, b_emb, fixture, device
         )
-    block = {
+    block: IdentityBlock = {
         "fixture": fixture.name,
         "n": len(fixture.clip_ids),
         "hf_checkpoint": a_spec.name,
@@ -319,6 +320,37 @@ def compare(
         "determinism": determinism,
     }
     return {"checkpoint_identity": block, "passed": verdict == IDENTICAL}
+
+
+class IdentityBlock(TypedDict):
+    """One identity check (:func:`compare`): the fixture, both models, their embeddings'
+    agreement and the verdict, as ``verification.json``'s ``checkpoint_identity`` holds it."""
+
+    fixture: str
+    n: int
+    hf_checkpoint: str
+    control: str
+    audio_embedding_cosine_per_clip: list[float]
+    text_embedding_cosine_per_clip: list[float]
+    similarity_matrix_correlation: float | None
+    similarity_matrix_max_abs_diff: float | None
+    verdict: str  #: IDENTICAL, DIFFERENT or PREPROCESSING
+    #: the weights compared (:func:`weights_report`) and the embeddings' summary
+    weights: dict[str, Any]
+    embeddings: dict[str, Any]
+    diagnosis: dict[str, Any] | None  #: what differs, where the weights agree and embeddings not
+    a: dict[str, Any]  #: each side's embedder meta
+    b: dict[str, Any]
+    n_captions: int
+    clip_ids: list[str]
+    determinism: dict[str, Any]  #: the kernels' settings (models.pipelines)
+
+
+class IdentityReport(TypedDict):
+    """:func:`compare`'s report: the check, and whether it passed (exit code)."""
+
+    checkpoint_identity: IdentityBlock
+    passed: bool
 
 
 def golden_dump(

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.io import atomic_write_bytes, json_dumps, npz_bytes
-from audiorepro.metrics.probe import probe_report
+from audiorepro.metrics.probe import ProbeReport, probe_report
 
 #: (run id prefix, model label, family, noise level)
 MODELS = (
@@ -218,7 +218,7 @@ def human_fixtures() -> dict[str, dict[str, npt.NDArray[Any]]]:
     return {f"{run}__human.npz": _human(noise, run) for run, _, _, noise in MODELS}
 
 
-def _saved_from_report(report: dict[str, Any]) -> dict[str, Any]:
+def _saved_from_report(report: ProbeReport) -> dict[str, Any]:
     """What a study's own scoring code would have saved: the held-out file of a run whose
     predictions give these numbers (one speaker-vector set, ``timbre``)."""
     ev = report["events"]

@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, npz_bytes, slug
 from audiorepro.formats.probe_inputs import (
     Aligned,
     ClipEmbeddings,
@@ -40,10 +40,15 @@ from audiorepro.formats.probe_inputs import (
     read_clip_embeddings,
     read_labels,
 )
-from audiorepro.metrics.classification import classification_report, group_bootstrap_accuracy_ci
+from audiorepro.metrics.classification import (
+    ClassificationReport,
+    classification_report,
+    group_bootstrap_accuracy_ci,
+)
 from audiorepro.metrics.linear_probe import (
     DEFINITIONS_VERSION,
     TWIN_BAND,
+    DefinitionRecord,
     FoldResult,
     Split,
     declared_split,
@@ -58,7 +63,6 @@ from audiorepro.reference.linear_probe import reference_linear_v1
 from audiorepro.render.html import table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.zeroshot import cached_cell, study_inputs, zeroshot_extraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -71,6 +75,11 @@ from audiorepro.runner.kinds import (
     cell_records,
     register_kind,
     rest_records,
+)
+from audiorepro.runner.kinds.zeroshot_extraction import (
+    cached_cell,
+    study_inputs,
+    zeroshot_extraction,
 )
 from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.study import (
@@ -133,7 +142,14 @@ class LinearProbeFold(TypedDict):
     min_margin: float
     predictions: str  #: the prediction file in the output folder
     predictions_sha256: str
-    report: dict[str, Any]  #: the classification report (probe-metrics' classification)
+    report: ClassificationReport  #: the classification report (probe-metrics' classification)
+
+
+class PooledReport(ClassificationReport):
+    """The pooled predictions' classification report and the fold-bootstrap interval of its
+    accuracy (None: undefined)."""
+
+    accuracy_ci_fold_bootstrap: list[float] | None
 
 
 class LinearProbeBundleCell(TypedDict):
@@ -151,11 +167,11 @@ class LinearProbeBundleCell(TypedDict):
     n_dims: int
     embeds_dtype: str
     classes: list[str]
-    probe: dict[str, Any]  #: the definition, its version, C or grid, scikit-learn's version
+    probe: DefinitionRecord  #: the definition, its version, C or grid, scikit-learn's version
     folds: list[LinearProbeFold]
     mean_accuracy: float
-    pooled: dict[str, Any]  #: the pooled predictions' report, fold-bootstrap interval
-    model_meta: dict[str, Any]  #: the dump's meta_json
+    pooled: PooledReport  #: the pooled predictions' report, fold-bootstrap interval
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json
 
 
 class LinearProbeStudyRecord(TypedDict):
@@ -186,7 +202,7 @@ class CellInputs:
     splits: list[Split]
     dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
     dump_sha256: str
-    meta: dict[str, Any]
+    meta: dict[str, JsonValue]
 
 
 def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list[Split]:
@@ -277,7 +293,7 @@ def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> C
     return CellInputs(clips, labels, aligned, splits, rel, sha256_file(path), meta)
 
 
-def _dump_meta(path: Path) -> dict[str, Any]:
+def _dump_meta(path: Path) -> dict[str, JsonValue]:
     """The dump's ``meta_json`` as a dict, when it has one that parses (else empty)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
@@ -328,7 +344,7 @@ def cell_record(
     true = np.concatenate([inputs.aligned.y[r.split.test] for r in results])
     pred = np.concatenate([r.fit.pred for r in results])
     groups = [r.split.name for r in results for _ in range(r.split.test.size)]
-    pooled = classification_report(true, pred, class_names=list(inputs.labels.classes))
+    report = classification_report(true, pred, class_names=list(inputs.labels.classes))
     ci = group_bootstrap_accuracy_ci(
         true,
         pred,
@@ -337,7 +353,10 @@ def cell_record(
         seed=bootstrap.seed,
         level=bootstrap.level,
     )
-    pooled["accuracy_ci_fold_bootstrap"] = None if ci is None else list(ci)
+    pooled: PooledReport = {
+        **report,
+        "accuracy_ci_fold_bootstrap": None if ci is None else list(ci),
+    }
     protocol: Any = (
         "leave-one-fold-out"
         if cell.split is None
@@ -368,9 +387,8 @@ def reproduced(cell: LinearProbeBundleCell) -> dict[str, float]:
     """A cell's published names -> values (mean_accuracy, fold/<f>/accuracy, pooled/...)."""
     out = {"mean_accuracy": float(cell["mean_accuracy"])}
     out.update({f"fold/{f['fold']}/accuracy": float(f["accuracy"]) for f in cell["folds"]})
-    out.update(
-        {f"pooled/{m}": float(cell["pooled"][m]) for m in POOLED if cell["pooled"][m] is not None}
-    )
+    pooled = {m: cell["pooled"][m] for m in POOLED}
+    out.update({f"pooled/{m}": float(v) for m, v in pooled.items() if v is not None})
     return out
 
 
@@ -673,9 +691,44 @@ def _identities(cell: JsonObject) -> Identities:
 # --- the one-line command ---------------------------------------------------------------
 
 
+class DumpRecord(TypedDict):
+    file: str
+    sha256: str
+    n_clips: int
+    n_dims: int
+    dtype: str
+
+
+class LabelsRecord(TypedDict):
+    file: str
+    sha256: str
+    fold_column: str
+    classes: list[str]
+
+
+class FoldRecord(TypedDict):
+    fold: str
+    n_train: int
+    n_test: int
+    accuracy: float
+    near_ties: int
+    min_margin: float
+
+
+class LinearProbeRecord(TypedDict):
+    """``audiorepro.linear-probe/1``: what ``audiorepro linear-probe`` prints or writes."""
+
+    schema: Literal["audiorepro.linear-probe/1"]
+    dump: DumpRecord
+    labels: LabelsRecord
+    probe: DefinitionRecord
+    folds: list[FoldRecord]
+    mean_accuracy: float
+
+
 def linear_probe_dump(
     dump: Path, labels_path: Path, *, fold_column: str = "fold", c: float = 1.0
-) -> dict[str, Any]:
+) -> LinearProbeRecord:
     """``audiorepro linear-probe DUMP --labels CSV``: ``linear-v1`` leaving one fold out,
     accuracy per fold and their mean, as an ``audiorepro.linear-probe/1`` record."""
     if not (math.isfinite(c) and c > 0):

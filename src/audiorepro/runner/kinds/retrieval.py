@@ -32,7 +32,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -76,12 +76,14 @@ from audiorepro.metrics.retrieval import (
     metric_by_name,
     metric_names,
 )
-from audiorepro.models.identity import compare, load_fixture
+from audiorepro.models.extract import merge
+from audiorepro.models.identity import IdentityBlock, compare, load_fixture
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.local import extract_local, retrieval_extraction
+from audiorepro.runner.cache import extract_cell, extract_key
+from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.runner.executors.local import extract_local
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -104,7 +106,7 @@ from audiorepro.runner.output.outputs import (
     RetrievalVerification,
 )
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.study import Cell, Published, RetrievalStudy
+from audiorepro.specs.study import Cell, IdentityCheck, Published, RetrievalStudy
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 T = TypeVar("T")
@@ -323,7 +325,7 @@ def _dataset_tables(
 def _tables(
     results: list[CellResult],
     parity: list[ParityCell],
-    identity: list[dict[str, Any]],
+    identity: list[IdentityBlock],
     golden: Summary,
     tie_policy: str,
     names: tuple[str, ...] = tuple(METRICS),
@@ -399,10 +401,46 @@ class RetrievalState(KindState):
     results: list[CellResult] = field(default_factory=list)
     paired: list[PairedRecord] = field(default_factory=list)
     parity: ParityBlock | None = None
-    identity: list[dict[str, Any]] = field(default_factory=list)
+    identity: list[IdentityBlock] = field(default_factory=list)
 
     def loaded(self) -> list[CellResult]:
         return [r for r in self.results if r.dump is not None]
+
+
+def _cell_extraction(cell: Cell) -> CellExtraction:
+    def write_part(shard: tuple[int, int], key: str, out: Path) -> None:
+        extract_cell(cell, out, key, shard)
+
+    def merge_parts(parts: list[Path], key: str, dest: Path) -> None:
+        merge(parts, dest)
+
+    return CellExtraction(cell.id, lambda: extract_key(cell), True, write_part, merge_parts)
+
+
+def retrieval_extraction(study: RetrievalStudy) -> StudyExtraction:
+    """Every extraction cell of a retrieval study (a dump-only cell extracts nothing), with
+    the folders of its clips, captions and registries."""
+    cells = [c for c in study.cells if c.extract is not None]
+    read_only = {study.source.parent.resolve()}
+    for cell in cells:
+        e = cell.extract
+        assert e is not None
+        read_only |= {e.audio.resolve(), e.captions.resolve().parent}
+        if e.registry is not None:
+            read_only.add(e.registry.resolve().parent)
+    models = [
+        ModelUse(c.id, c.extract.model, c.extract.registry, "retrieval")
+        for c in cells
+        if c.extract is not None
+    ]
+    models += [ModelUse(None, m, i.registry, None) for i in study.identity for m in (i.a, i.b)]
+    return StudyExtraction(
+        study.name,
+        study.source,
+        tuple(map(_cell_extraction, cells)),
+        frozenset(read_only),
+        tuple(models),
+    )
 
 
 @register_kind
@@ -686,7 +724,7 @@ def golden_rows(
     return rows
 
 
-def _identity(check: Any) -> dict[str, Any]:
+def _identity(check: IdentityCheck) -> IdentityBlock:
     registry = load_registry([check.registry] if check.registry else [])
     report = compare(
         resolve_spec(check.a, registry),
@@ -695,7 +733,7 @@ def _identity(check: Any) -> dict[str, Any]:
         a_overrides=check.a_settings,
         b_overrides=check.b_settings,
     )
-    return dict(report["checkpoint_identity"])
+    return report["checkpoint_identity"]
 
 
 def _bundle(

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +27,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, parse_json, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
 from audiorepro.formats.trials import Trials, read_trials
@@ -107,14 +107,22 @@ class SpeakerBundleCell(TypedDict):
     target_trials: int
     nontarget_trials: int
     eer: float  #: lower is better, in [0, 1]
-    model_meta: dict[str, Any]  #: the dump's meta_json (an extraction's: weights, code, ...)
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
+
+
+class SpeakerStudyRecord(TypedDict):
+    """The study in its bundle: name, title, definitions version."""
+
+    name: str
+    title: str
+    definitions_version: int
 
 
 class SpeakerBundle(TypedDict):
     """``bundle.json.gz`` of a speaker-verification study (decompressed)."""
 
     schema: Literal["audiorepro.speaker-verification-bundle/1"]
-    study: dict[str, Any]  #: name, title, definitions version
+    study: SpeakerStudyRecord
     cells: list[SpeakerBundleCell]
     verification: SpeakerVerification
 
@@ -193,10 +201,10 @@ class CellInputs:
     test: npt.NDArray[np.int64]
     dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
     dump_sha256: str
-    meta: dict[str, Any]
+    meta: dict[str, JsonValue]
 
 
-def _dump_meta(path: Path) -> dict[str, Any]:
+def _dump_meta(path: Path) -> dict[str, JsonValue]:
     """The dump's ``meta_json`` as a dict (empty when it has none)."""
     arrays = read_npz(path, what="an .npz dump")
     if "meta_json" not in arrays:

@@ -10,13 +10,13 @@ tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manif
 
 Each cell's dump is extracted once into the extraction cache (``OUT/cache/dumps``) and copied
 from there; a rerun extracts nothing. With ``--executor slurm`` the missing cells are first
-extracted as array tasks into the same cache (:mod:`audiorepro.runner.executors.zeroshot`).
+extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot_extraction`).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired
@@ -29,7 +29,7 @@ import audiorepro.metrics.profiles  # noqa: F401 (registers the built-in profile
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, slug
+from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, slug
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump, load_dump
 from audiorepro.metrics.profile_registry import (
@@ -43,20 +43,14 @@ from audiorepro.metrics.zeroshot import (
     DEFINITIONS_VERSION,
     HIGHER_IS_BETTER,
     METRICS,
+    ZeroshotMetrics,
     compute_zeroshot,
+    metric_values,
 )
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
 from audiorepro.render.html import selection_html, table_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
-from audiorepro.runner.executors.zeroshot import (
-    InputsRecord,
-    MissingInputs,
-    ZeroshotInputs,
-    cached_cell,
-    study_inputs,
-    zeroshot_extraction,
-)
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -69,6 +63,14 @@ from audiorepro.runner.kinds import (
     dump_identities,
     register_kind,
     rest_records,
+)
+from audiorepro.runner.kinds.zeroshot_extraction import (
+    InputsRecord,
+    MissingInputs,
+    ZeroshotInputs,
+    cached_cell,
+    study_inputs,
+    zeroshot_extraction,
 )
 from audiorepro.specs.selection import SelectionRecord, selection_record
 from audiorepro.specs.study import ZeroshotStudy
@@ -105,6 +107,27 @@ class ZeroshotVerification(TypedDict):
     golden: Summary
 
 
+#: tie policy -> the canonical zero-shot metrics under it
+CanonicalMetrics = dict[str, ZeroshotMetrics]
+#: A cell's metrics as its bundle records them: ``canonical`` (:data:`CanonicalMetrics`) and
+#: each peer profile's own metrics under the profile's name (``laion-clap-zeroshot``).
+MetricsRecord = dict[str, CanonicalMetrics | dict[str, float]]
+
+
+@dataclass(frozen=True)
+class CellMetrics:
+    """A cell's metrics: canonical under both tie policies, and every peer profile's."""
+
+    canonical: CanonicalMetrics
+    profiles: dict[str, dict[str, float]]  #: profile name -> its metrics, in registry order
+
+    def record(self) -> MetricsRecord:
+        """The metrics as the bundle records them."""
+        out: MetricsRecord = {"canonical": self.canonical}
+        out.update(self.profiles)
+        return out
+
+
 class ZeroshotBundleCell(TypedDict):
     id: str
     model: str
@@ -113,8 +136,8 @@ class ZeroshotBundleCell(TypedDict):
     n_clips: int
     n_classes: int
     #: ``canonical`` (tie policy -> metrics) and ``laion-clap-zeroshot``
-    metrics: dict[str, Any]
-    model_meta: dict[str, Any]  #: the dump's meta_json
+    metrics: MetricsRecord
+    model_meta: dict[str, JsonValue]  #: the dump's meta_json
 
 
 class ZeroshotStudyRecord(TypedDict):
@@ -141,28 +164,26 @@ class ZeroshotBundle(TypedDict):
 TIE_POLICIES = ("pessimistic", "optimistic")
 
 
-def cell_metrics(dump: Dump, labels: npt.NDArray[np.int64]) -> dict[str, Any]:
+def cell_metrics(dump: Dump, labels: npt.NDArray[np.int64]) -> CellMetrics:
     """Canonical metrics under both tie policies, then every zero-shot profile of the
     registry (``laion-clap-zeroshot``) under its own name, over the cell's dump (class
     relevance: each clip relevant to its class prompt)."""
     audio, text = dump.audio_embeds, dump.text_embeds
-    metrics: dict[str, Any] = {
-        "canonical": {
-            tie: compute_zeroshot(audio, text, labels, tie_policy=tie)  # type: ignore[arg-type]
-            for tie in TIE_POLICIES
-        }
+    canonical = {
+        tie: compute_zeroshot(audio, text, labels, tie_policy=tie)  # type: ignore[arg-type]
+        for tie in TIE_POLICIES
     }
+    profiles = {}
     for profile in registered_profiles("zeroshot"):
         request = ProfileRequest(dump, None, "pessimistic", None)
-        metrics[profile.name] = profile.compute(request).metrics
-    return metrics
+        profiles[profile.name] = profile.compute(request).metrics
+    return CellMetrics(canonical, profiles)
 
 
-def reproduced_values(metrics: dict[str, Any], profile: str, tie_policy: str) -> dict[str, float]:
+def reproduced_values(metrics: CellMetrics, profile: str, tie_policy: str) -> dict[str, float]:
     if not is_canonical(profile):  # a peer's profile: its own numbers, by its name
-        return dict(metrics[profile])
-    canonical = metrics["canonical"][tie_policy]
-    return {m: canonical[m] for m in METRICS}
+        return dict(metrics.profiles[profile])
+    return metric_values(metrics.canonical[tie_policy])
 
 
 #: Zero-shot metric -> the a2t retrieval metric of the class-relevance dump that must equal it.
@@ -173,7 +194,7 @@ def _parity(
     cell_id: str,
     dump: Dump,
     labels: npt.NDArray[np.int64],
-    harness: dict[str, Any],
+    harness: ZeroshotMetrics,
     tie_policy: Any,
 ) -> ZeroshotParityCell:
     """The zero-shot metrics against the independent reference (exactly equal) and against
@@ -182,23 +203,24 @@ def _parity(
     independent = reference_zeroshot_metrics(audio, text, labels, tie_policy)
     a2t = compute_retrieval(dump).metrics(tie_policy)["a2t"]
     rows: list[ParityRow] = []
+    named: Mapping[str, object] = harness  # by the metric's name, as the reference gives it
     for m in (*METRICS, "per_class_recall"):
-        ours, theirs = harness[m], independent[m]
+        ours, theirs = named[m], independent[m]
         rows.append({"metric": m, "harness": ours, "independent": theirs, "equal": ours == theirs})
     for m, r in SAME_AS_RETRIEVAL.items():
         rows.append(
             {
                 "metric": f"{m} = a2t/{r}",
-                "harness": harness[m],
+                "harness": named[m],
                 "independent": a2t[r],
-                "equal": harness[m] == a2t[r],
+                "equal": named[m] == a2t[r],
             }
         )
     return {"cell": cell_id, "rows": rows, "passed": all(r["equal"] for r in rows)}
 
 
 def _golden(
-    study: ZeroshotStudy, metrics: dict[str, dict[str, Any]], errors: dict[str, str]
+    study: ZeroshotStudy, metrics: dict[str, CellMetrics], errors: dict[str, str]
 ) -> Summary:
     rows: list[ValueRow] = []
     for pub in study.published:
@@ -218,7 +240,7 @@ def _golden(
 
 
 def _tables(
-    study: ZeroshotStudy, metrics: dict[str, dict[str, Any]], golden: Summary
+    study: ZeroshotStudy, metrics: dict[str, CellMetrics], golden: Summary
 ) -> dict[str, Table]:
     peers = [p for p in registered_profiles("zeroshot") if not is_canonical(p.name)]
     names = (*METRICS, *(n for p in peers for n in p.metric_names or ()))
@@ -230,7 +252,7 @@ def _tables(
             continue
         values = reproduced_values(m, canonical_profile("zeroshot"), study.tie_policy)
         for p in peers:
-            values.update(m[p.name])
+            values.update(m.profiles[p.name])
         rows.append((cell.id, tuple(values[n] for n in names)))
     ds = study.dataset
     main = Table(
@@ -277,7 +299,7 @@ class ZeroshotState(KindState):
     ctx: Context | None = None
     inputs: ZeroshotInputs | None = None
     dumps: dict[str, tuple[str, Dump]] = field(default_factory=dict)  #: cell -> (rel, dump)
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, CellMetrics] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     parity: list[ZeroshotParityCell] = field(default_factory=list)
 
@@ -321,7 +343,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
         assert state.study is not None and state.inputs is not None
         tie = state.study.tie_policy
         for cell_id, (_, dump) in state.dumps.items():
-            harness = state.metrics[cell_id]["canonical"][tie]
+            harness = state.metrics[cell_id].canonical[tie]
             p = _parity(cell_id, dump, state.inputs.labels, harness, tie)
             state.parity.append(p)
             if not p["passed"]:
@@ -353,7 +375,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
                     "dump_sha256": sha256_file(out / dump_rel),
                     "n_clips": int(dump.audio_embeds.shape[0]),
                     "n_classes": int(dump.text_embeds.shape[0]),
-                    "metrics": state.metrics[cell.id],
+                    "metrics": state.metrics[cell.id].record(),
                     "model_meta": dump.meta,
                 }
             )
@@ -416,7 +438,7 @@ def verify_zeroshot(study: ZeroshotStudy, cache: Path) -> Summary:
     """Recompute only what the published values need (``audiorepro verify STUDY``), the
     dumps through the extraction cache ``cache``."""
     needed = {p.cell for p in study.published}
-    metrics: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, CellMetrics] = {}
     errors: dict[str, str] = {}
     try:
         inputs = study_inputs(study)

@@ -18,9 +18,12 @@ from typing_extensions import TypedDict
 
 from audiorepro.checks.parity import ParityBlock
 from audiorepro.checks.verify import Summary
-from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.core.io import JsonValue, atomic_write_bytes, json_dumps
 from audiorepro.formats.dump import EmptyPolicy, GainLevels
+from audiorepro.metrics.probe import ProbeReport
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
+from audiorepro.models.identity import IdentityBlock
+from audiorepro.specs.measurements import Measurements
 from audiorepro.specs.selection import SelectionRecord
 
 RETRIEVAL_BUNDLE: Final = "audiorepro.bundle/1"
@@ -32,8 +35,8 @@ class RetrievalVerification(TypedDict):
 
     metric_parity: ParityBlock
     #: The first identity check (the published structure has one), or None.
-    checkpoint_identity: dict[str, Any] | None
-    checkpoint_identities: list[dict[str, Any]]
+    checkpoint_identity: IdentityBlock | None
+    checkpoint_identities: list[IdentityBlock]
     metric_parity_passed: bool
     cross_pipeline_comparable: bool
     failures: list[str]
@@ -144,7 +147,7 @@ class BundleCell(TypedDict):
     n_clips: NotRequired[int]
     n_captions: NotRequired[int]
     captions_per_clip: NotRequired[int | None]
-    model_meta: NotRequired[dict[str, Any]]
+    model_meta: NotRequired[dict[str, JsonValue]]
     #: direction -> hit rate at k = 1..10
     curves: NotRequired[dict[str, list[float]]]
     #: direction -> queries by the rank of their first relevant item
@@ -183,29 +186,74 @@ class RetrievalBundle(TypedDict):
     selection: NotRequired[SelectionRecord]
 
 
-class ProbeRun(TypedDict):
-    """A probe run between the stages (loaded by ``runner.probe._runs``; read by the tables,
-    leaders, parity, content and the bundle): the bundle keeps it without ``documents``."""
+class ProbeRunRecord(TypedDict):
+    """A probe run as the bundle keeps it: :class:`ProbeRun` without ``documents``."""
 
     id: str
     model: str
     family: str
     corpus: str | None
-    attributes: dict[str, Any]
+    attributes: dict[str, str]  #: the study's attributes of the run
     predictions_sha256: str | None
     #: split -> SHA-256 and copy name of the saved file
     saved_sha256: dict[str, str]
     saved_files: dict[str, str]
     #: the report recomputed from the predictions (None: none, or they failed to load)
-    report: dict[str, Any] | None
+    report: ProbeReport | None
     #: split -> the saved numbers in audiorepro's measurement shape
     saved: dict[str, Any]
-    config: dict[str, Any] | None
+    config: dict[str, JsonValue] | None  #: the run's config files, merged
     problem: str | None
-    #: split -> the whole saved document, for key paths (not in the bundle)
-    documents: dict[str, Any]
     #: split -> the saved keys no table used (set by ``kinds.probe.saved.unused_keys``)
     unused: NotRequired[dict[str, list[str]]]
+
+
+class ProbeRun(ProbeRunRecord):
+    """A probe run between the stages (loaded by ``runner.probe._runs``; read by the tables,
+    leaders, parity, content and the bundle): the bundle keeps it without ``documents``."""
+
+    #: split -> the whole saved document, for key paths (not in the bundle)
+    documents: dict[str, Measurements]
+
+
+class PlaceRecord(TypedDict):
+    """One place of a task's ranking: the run's model and its value."""
+
+    model: str
+    value: float | int
+
+
+class LeaderRecord(TypedDict):
+    """A task's leading runs by its metric, best first (``kinds.probe.runs.Leader``)."""
+
+    task: str
+    metric: str
+    higher_is_better: bool
+    ranking: list[PlaceRecord]
+    undefined: list[str]  #: the models whose value is undefined
+
+
+class FamilyMeanRecord(TypedDict):
+    """A family's mean normalized MAE and Spearman (``kinds.probe.runs.FamilyMean``)."""
+
+    family: str
+    normalized_mae: float | None
+    spearman: float | None
+    n_targets: int
+
+
+class SavedLeaderRecord(TypedDict):
+    """A ``[[leaders]]`` task over saved measurements (``kinds.probe.saved.SavedLeader``)."""
+
+    task: str
+    metric: str
+    label: str
+    higher_is_better: bool
+    percent: bool
+    best_candidate_run: str | None
+    best_candidate_value: float | int | None
+    baselines: dict[str, float | int | None]  #: run id -> value (None: not recorded)
+    highest_measured_run: str | None
 
 
 class AliasedFile(TypedDict):
@@ -245,18 +293,18 @@ class ProbeBundle(TypedDict):
     schema: Literal["audiorepro.probe-bundle/1"]
     kind: Literal["probe"]
     study: ProbeStudyRecord
-    runs: list[dict[str, Any]]
-    leaders: list[dict[str, Any]]
-    family_means: list[dict[str, Any]]
+    runs: list[ProbeRunRecord]
+    leaders: list[LeaderRecord]
+    family_means: list[FamilyMeanRecord]
     #: the study's ``[[leaders]]`` tasks over saved measurements
-    task_leaders: NotRequired[list[dict[str, Any]]]
+    task_leaders: NotRequired[list[SavedLeaderRecord]]
     #: the study's ``[[derived]]`` numbers with their formulas (runner/kinds/probe/content.py)
     derived: NotRequired[list[DerivedRecord]]
     #: counts, run ids and job attempts (runner/kinds/probe/content.py)
     result_manifest: NotRequired[dict[str, Any]]
     #: every file of the study's ``files`` as read (alias -> document): the backbones of
     #: study.json, the training normalization, the job records, the validation job's receipt
-    files: NotRequired[dict[str, Any]]
+    files: NotRequired[dict[str, JsonValue]]
     verification: ProbeVerification
 
 

@@ -6,7 +6,7 @@ against recomputed numbers, leaders, tables, the bundle), in the order they alwa
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from audiorepro.checks.verify import Summary, summarize
@@ -49,6 +49,7 @@ from audiorepro.runner.kinds.probe.runs import (
     family_means,
     gate_table,
     leaders,
+    run_record,
     verify_probe,
 )
 from audiorepro.runner.kinds.probe.saved import (
@@ -196,11 +197,11 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
                 "title": study.title,
                 "sha256": sha256_file(study.source),
             },
-            "runs": [{k: v for k, v in r.items() if k != "documents"} for r in state.runs],
+            "runs": [run_record(r) for r in state.runs],
             # The typed records as the bundle's JSON objects (the same keys and values).
-            "leaders": [asdict(t) for t in state.leaders],
-            "family_means": [asdict(f) for f in state.family_means],
-            "task_leaders": [asdict(t) for t in state.task_leaders],
+            "leaders": [t.record() for t in state.leaders],
+            "family_means": [f.record() for f in state.family_means],
+            "task_leaders": [t.record() for t in state.task_leaders],
             "verification": verification,
         }
         if extra.derived or extra.manifest.get("job_attempts") is not None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import JsonValue
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.render.heatmap import heatmap
 from audiorepro.render.plots import Series, line_chart
@@ -61,7 +62,7 @@ class _Files:
 
     def __init__(self, study: ProbeStudy) -> None:
         self.paths = study.content.files
-        self.docs: dict[str, Any] = {}
+        self.docs: dict[str, JsonValue] = {}  #: alias -> the file as read (None: absent)
 
     def doc(self, alias: str) -> Any:
         if alias not in self.docs:
@@ -344,11 +345,17 @@ def _interval(value: Any, source: str, key: str) -> list[Any]:
 
 
 CI_KEY = "accuracy_actor_bootstrap_95ci"
+#: A table's row: its label and its cells.
+Row = tuple[str, tuple[Cell, ...]]
 
 
 def _acted(runs: list[ProbeRun], spec: ActedSpec, out: ContentResult) -> None:
     name = f"acted_{slug(spec.corpus)}"
-    summary, classes, confusion, folds, trials = [], [], [], [], []
+    summary: list[Row] = []
+    classes: list[Row] = []
+    confusion: list[tuple[str, Mapping[str, object]]] = []  #: (row label, true label's row)
+    folds: list[Row] = []
+    trials: list[Row] = []
     for run in runs:
         for protocol, x, adapter, source, at in _classifiers(run, spec):
             ci = _interval(x.get(CI_KEY), source, at + CI_KEY)
@@ -436,11 +443,11 @@ def _num(value: Any) -> float | None:
 def _acted_tables(
     corpus: str,
     name: str,
-    summary: list[Any],
-    classes: list[Any],
-    confusion: list[Any],
-    folds: list[Any],
-    trials: list[Any],
+    summary: list[Row],
+    classes: list[Row],
+    confusion: list[tuple[str, Mapping[str, object]]],
+    folds: list[Row],
+    trials: list[Row],
     out: ContentResult,
 ) -> None:
     pct = [Column(f"{c} (%)", True) for c in ("accuracy", "balanced_accuracy", "macro_f1")]
@@ -685,7 +692,7 @@ def content(study: ProbeStudy, runs: list[ProbeRun]) -> ContentResult:
     return out
 
 
-def file_documents(result: ContentResult) -> dict[str, Any]:
+def file_documents(result: ContentResult) -> dict[str, JsonValue]:
     """Every aliased file of the study as read (None where it is not there), for the bundle."""
     files = result.files
     return {} if files is None else {alias: files.doc(alias) for alias in files.paths}

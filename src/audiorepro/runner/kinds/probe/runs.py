@@ -22,6 +22,7 @@ A declared run whose file is missing, or that has fewer regression targets than 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,13 +36,16 @@ from audiorepro.checks.verify import (
 )
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import atomic_write_bytes, parse_json, read_text
+from audiorepro.core.io import JsonValue, atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.predictions import load_predictions
-from audiorepro.metrics.probe import probe_report
+from audiorepro.metrics.events import ClassSpan
+from audiorepro.metrics.probe import ProbeReport, probe_report
+from audiorepro.metrics.regression import RegressionReport
 from audiorepro.render.markdown import markdown_html
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
     NOT_APPLICABLE_NOTE,
+    Cell,
     Column,
     Table,
     slug,
@@ -55,9 +59,12 @@ from audiorepro.runner.kinds.probe.saved import (
     saved_value,
 )
 from audiorepro.runner.output.outputs import (
+    FamilyMeanRecord,
+    LeaderRecord,
     MetricParity,
     ParityCell,
     ProbeRun,
+    ProbeRunRecord,
 )
 from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements
@@ -86,7 +93,7 @@ REG_COLUMNS = (
 )
 
 
-def flatten(report: dict[str, Any]) -> dict[str, float | None]:
+def flatten(report: Mapping[str, object]) -> dict[str, float | None]:
     """A probe report's numbers by path (``regression/valence/mae``, ``events/iou/0.5/f1``).
 
     >>> flatten({"classification": {"n": 3, "accuracy": 0.5, "per_class": {}}})
@@ -94,7 +101,7 @@ def flatten(report: dict[str, Any]) -> dict[str, float | None]:
     """
     out: dict[str, float | None] = {}
 
-    def walk(prefix: str, node: Any) -> None:
+    def walk(prefix: str, node: object) -> None:
         if isinstance(node, dict):
             if prefix.endswith("per_class"):
                 return
@@ -109,8 +116,9 @@ def flatten(report: dict[str, Any]) -> dict[str, float | None]:
     return out
 
 
-def _get(report: dict[str, Any] | None, *path: str) -> Any:
-    node: Any = report
+def _get(report: ProbeReport | None, *path: str) -> object:
+    """The report's section or number at ``path`` (None: the report has none there)."""
+    node: object = report
     for key in path:
         if not isinstance(node, dict) or key not in node:
             return None
@@ -118,13 +126,41 @@ def _get(report: dict[str, Any] | None, *path: str) -> Any:
     return node
 
 
-def _tasks(runs: list[ProbeRun]) -> list[tuple[str, str, list[tuple[str, Any]]]]:
+def _number(report: ProbeReport | None, *path: str) -> float | None:
+    """The report's number at ``path`` (None: undefined, or the report has none there)."""
+    value = _get(report, *path)
+    assert value is None or isinstance(value, int | float), path
+    return value
+
+
+def _regression(report: ProbeReport | None) -> dict[str, RegressionReport]:
+    """The report's regression targets (none: no report, or no regression section)."""
+    return {} if report is None else report.get("regression") or {}
+
+
+def _accuracy_ci(report: ProbeReport | None) -> list[float] | None:
+    """The group-bootstrap interval of the report's classification accuracy, if any."""
+    classification = None if report is None else report.get("classification")
+    return None if classification is None else classification.get("accuracy_ci95_group_bootstrap")
+
+
+def _event_classes(report: ProbeReport | None) -> dict[str, ClassSpan]:
+    """The report's event classes by index (none: no report, events or classes)."""
+    events = None if report is None else report.get("events")
+    return {} if events is None else events.get("classes", {})
+
+
+#: (task label, metric kind, [(run label, value)])
+Task = tuple[str, str, list[tuple[str, float | None]]]
+
+
+def _tasks(runs: list[ProbeRun]) -> list[Task]:
     """(task label, metric kind, [(run label, value)]) for every task any run reports."""
-    tasks: list[tuple[str, str, list[tuple[str, Any]]]] = []
-    targets = list(dict.fromkeys(t for r in runs for t in (_get(r["report"], "regression") or {})))
+    tasks: list[Task] = []
+    targets = list(dict.fromkeys(t for r in runs for t in _regression(r["report"])))
     for target in targets:
         values = [
-            (r["model"], _get(r["report"], "regression", target, "normalized_mae"))
+            (r["model"], _number(r["report"], "regression", target, "normalized_mae"))
             for r in runs
             if _get(r["report"], "regression", target)
         ]
@@ -132,21 +168,21 @@ def _tasks(runs: list[ProbeRun]) -> list[tuple[str, str, list[tuple[str, Any]]]]
     corpora = list(dict.fromkeys(r["corpus"] for r in runs if _get(r["report"], "classification")))
     for corpus in corpora:
         values = [
-            (r["model"], _get(r["report"], "classification", "balanced_accuracy"))
+            (r["model"], _number(r["report"], "classification", "balanced_accuracy"))
             for r in runs
             if r["corpus"] == corpus and _get(r["report"], "classification")
         ]
         tasks.append((f"classification: {corpus}", "classification", values))
     if any(_get(r["report"], "events") for r in runs):
         values = [
-            (r["model"], _get(r["report"], "events", "iou", "0.5", "f1"))
+            (r["model"], _number(r["report"], "events", "iou", "0.5", "f1"))
             for r in runs
             if _get(r["report"], "events")
         ]
         tasks.append(("events: vocal bursts", "events", values))
     if any(_get(r["report"], "vectors") for r in runs):
         values = [
-            (r["model"], _get(r["report"], "vectors", "mean_cosine"))
+            (r["model"], _number(r["report"], "vectors", "mean_cosine"))
             for r in runs
             if _get(r["report"], "vectors")
         ]
@@ -173,6 +209,16 @@ class Leader:
     ranking: list[Place]
     undefined: list[str]
 
+    def record(self) -> LeaderRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "task": self.task,
+            "metric": self.metric,
+            "higher_is_better": self.higher_is_better,
+            "ranking": [{"model": p.model, "value": p.value} for p in self.ranking],
+            "undefined": list(self.undefined),
+        }
+
 
 @dataclass(frozen=True)
 class FamilyMean:
@@ -183,6 +229,36 @@ class FamilyMean:
     normalized_mae: float | None
     spearman: float | None
     n_targets: int
+
+    def record(self) -> FamilyMeanRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "family": self.family,
+            "normalized_mae": self.normalized_mae,
+            "spearman": self.spearman,
+            "n_targets": self.n_targets,
+        }
+
+
+def run_record(run: ProbeRun) -> ProbeRunRecord:
+    """A run as the bundle keeps it: every field but ``documents``, in the run's order."""
+    record: ProbeRunRecord = {
+        "id": run["id"],
+        "model": run["model"],
+        "family": run["family"],
+        "corpus": run["corpus"],
+        "attributes": run["attributes"],
+        "predictions_sha256": run["predictions_sha256"],
+        "saved_sha256": run["saved_sha256"],
+        "saved_files": run["saved_files"],
+        "report": run["report"],
+        "saved": run["saved"],
+        "config": run["config"],
+        "problem": run["problem"],
+    }
+    if "unused" in run:
+        record["unused"] = run["unused"]
+    return record
 
 
 def leaders(runs: list[ProbeRun], places: int = 3) -> list[Leader]:
@@ -208,15 +284,16 @@ def family_means(runs: list[ProbeRun]) -> list[FamilyMean]:
     """Per family: mean normalized MAE and Spearman over defined (run, target) pairs."""
     out = []
     for family in dict.fromkeys(r["family"] for r in runs):
-        nmae, rho = [], []
+        nmae: list[float] = []
+        rho: list[float] = []
         for r in runs:
             if r["family"] != family:
                 continue
-            for values in (_get(r["report"], "regression") or {}).values():
-                if values.get("normalized_mae") is not None:
-                    nmae.append(values["normalized_mae"])
-                if values.get("spearman") is not None:
-                    rho.append(values["spearman"])
+            for values in _regression(r["report"]).values():
+                if (v := values["normalized_mae"]) is not None:
+                    nmae.append(v)
+                if (v := values["spearman"]) is not None:
+                    rho.append(v)
         out.append(
             FamilyMean(
                 family=family,
@@ -263,7 +340,7 @@ def _field_rows(
     return tuple(
         (
             r["model"],
-            tuple(percent_cell(_get(r["report"], *path, f.field), f.percent) for f in fields),
+            tuple(percent_cell(_number(r["report"], *path, f.field), f.percent) for f in fields),
         )
         for r in runs
     )
@@ -280,7 +357,7 @@ def _leaders_table(lead: list[Leader]) -> Table:
     for t in lead:
         arrow = " ↑" if t.higher_is_better else " ↓"
         pct = t.metric in percent
-        cells: list[Any] = [t.metric + (" (%)" if pct else "") + arrow]
+        cells: list[Cell] = [t.metric + (" (%)" if pct else "") + arrow]
         for place in range(width):
             entry = t.ranking[place] if place < len(t.ranking) else None
             # A place beyond the task's runs has no value by design; one a run with an
@@ -314,7 +391,7 @@ def _family_means_table(fam: list[FamilyMean]) -> Table:
 def _target_tables(runs: list[ProbeRun]) -> dict[str, Table]:
     """One table per regression target: every run's numbers for it."""
     reg_runs = [r for r in runs if _get(r["report"], "regression")]
-    targets = list(dict.fromkeys(t for r in reg_runs for t in (r["report"] or {})["regression"]))
+    targets = list(dict.fromkeys(t for r in reg_runs for t in _regression(r["report"])))
     return {
         f"target_{slug(target)}": Table(
             f"Regression target {target}",
@@ -332,11 +409,8 @@ def _classification_tables(runs: list[ProbeRun]) -> dict[str, Table]:
         group = [r for r in runs if r["corpus"] == corpus and _get(r["report"], "classification")]
         intervals = tuple(
             tuple(
-                _interval(
-                    _get(r["report"], "classification")["accuracy_ci95_group_bootstrap"], 100.0
-                )
-                if f.field == "accuracy"
-                and _get(r["report"], "classification").get("accuracy_ci95_group_bootstrap")
+                _interval(ci, 100.0)
+                if f.field == "accuracy" and (ci := _accuracy_ci(r["report"]))
                 else None
                 for f in CLASSIFICATION_FIELDS
             )
@@ -380,7 +454,7 @@ def _event_tables(runs: list[ProbeRun], event_classes: tuple[str, ...]) -> dict[
             ),
         )
         for r in ev_runs
-        for c, v in (_get(r["report"], "events", "classes") or {}).items()
+        for c, v in _event_classes(r["report"]).items()
     ]
     if class_rows:
         tables["event_classes"] = Table(
@@ -422,7 +496,7 @@ def _interval(pair: Any, scale: float = 1.0) -> tuple[float, float]:
     return scale * float(low), scale * float(high)
 
 
-def _load_run(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+def _load_run(run: Run) -> tuple[ProbeReport | None, str | None]:
     if run.predictions is None:
         return None, None  # saved measurements only
     if not present(run.predictions):
@@ -481,12 +555,12 @@ def _copy_name(run_id: str, split: str, path: Path) -> str:
     return f"measurements/{slug(run_id)}/{slug(split)}{suffix}"
 
 
-def _load_config(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+def _load_config(run: Run) -> tuple[dict[str, JsonValue] | None, str | None]:
     """A run's config JSON (an object; a malformed one is a UserError, exit 2); a pattern
     run's several config files merged in order, the first file's key winning."""
     if run.config is None:
         return None, None
-    merged: dict[str, Any] = {}
+    merged: dict[str, JsonValue] = {}
     for ref in (run.config, *run.more_config):
         if not present(ref.path):
             return None, f"declared run {run.id}: config {ref.path.name} is missing"

@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from audiorepro.formats.keypath import KeyPathError, locate
-from audiorepro.metrics.probe import family_mean
+from audiorepro.metrics.probe import ProbeReport, family_mean
+from audiorepro.metrics.probe_human import HumanCutReport
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
@@ -53,7 +55,7 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.content import read_key_paths
-from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun
+from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun, SavedLeaderRecord
 from audiorepro.specs.measurements import Measurements, number_at
 from audiorepro.specs.study import ProbeStudy
 
@@ -164,6 +166,20 @@ class SavedLeader:
     best_candidate_value: float | int | None
     baselines: dict[str, float | int | None]
     highest_measured_run: str | None
+
+    def record(self) -> SavedLeaderRecord:
+        """As the bundle keeps it (the fields as a JSON object)."""
+        return {
+            "task": self.task,
+            "metric": self.metric,
+            "label": self.label,
+            "higher_is_better": self.higher_is_better,
+            "percent": self.percent,
+            "best_candidate_run": self.best_candidate_run,
+            "best_candidate_value": self.best_candidate_value,
+            "baselines": dict(self.baselines),
+            "highest_measured_run": self.highest_measured_run,
+        }
 
 
 def task_leaders(study: ProbeStudy, runs: list[ProbeRun]) -> list[SavedLeader]:
@@ -296,7 +312,7 @@ def _task_leaders_table(runs: list[ProbeRun], lead: list[SavedLeader]) -> Table:
         pct = t.percent
         best = t.best_candidate_run
         win = t.highest_measured_run
-        cells: list[Any] = [
+        cells: list[Cell] = [
             t.label + (" (%)" if pct else "") + arrow,
             None if best is None else _label(by_id[best]),
             percent_cell(t.best_candidate_value, pct),
@@ -362,7 +378,7 @@ def _burst_speaker_table(held: list[ProbeRun], attrs: list[str], split: str) -> 
     for r in held:
         x = r["saved"][split]
         loc = x["burst_localization"]
-        row: list[Any] = [r["attributes"].get(a) for a in attrs]
+        row: list[Cell] = [r["attributes"].get(a) for a in attrs]
         row += [
             x["clips"],
             percent_cell(x["frame_f1"], True),
@@ -762,11 +778,11 @@ def _exact(path: str) -> bool:
 ADAPTER_PARITY = ("n", "accuracy", "balanced_accuracy", "macro_f1")
 
 
-def _human_pairs(saved: dict[str, Any]) -> list[tuple[str, Any]]:
+def _human_pairs(saved: dict[str, Any]) -> list[SavedPair]:
     """Human benchmarks: benchmark -> cut -> numbers, recomputed as human/<bench>/<cut>/...,
     each prompt as .../per_prompt/<prompt>/<field>, each dimension as
     .../per_dimension/<dimension>/<field>."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     for bench, cuts in saved.items():
         for cut, value in cuts.items():
             if not isinstance(value, dict):
@@ -793,11 +809,13 @@ def _human_pairs(saved: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-def _speaker_pairs(vectors: dict[str, Any], recomputed: dict[str, Any]) -> list[tuple[str, Any]]:
+def _speaker_pairs(
+    vectors: dict[str, dict[str, float | int | None]], recomputed: Mapping[str, float | None]
+) -> list[SavedPair]:
     """Each saved speaker-vector set against the predictions' set of the same name
     (``spk_*__<set>``); the predictions' unnamed set (``spk_pred``) stands for the one saved
     set left when exactly one is (the saved file alone cannot say which set it is otherwise)."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     left = []
     for name, vec in vectors.items():
         if f"speaker_sets/{name}/n" in recomputed:
@@ -813,6 +831,10 @@ def _speaker_pairs(vectors: dict[str, Any], recomputed: dict[str, Any]) -> list[
     return pairs
 
 
+#: A saved number by the recomputed report's path it is compared with (None: not recorded).
+SavedPair = tuple[str, float | int | None]
+
+
 def _class_index(name: str, event_classes: tuple[str, ...]) -> str | None:
     """A saved event class's index in the predictions: its place in the study's
     ``event_classes``, or the name itself when it is an index; None when neither."""
@@ -825,14 +847,14 @@ def parity(
     run_id: str,
     split: str,
     saved: dict[str, Any],
-    recomputed: dict[str, Any],
+    recomputed: Mapping[str, float | None],
     tolerance: float,
     event_classes: tuple[str, ...] = (),
 ) -> list[ParityCell]:
     """Each saved number of ``split`` that the predictions also give, against the recomputed
     one. Counts must match exactly; a saved number the predictions leave undefined fails; a
     saved null (not recorded) is not compared."""
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[SavedPair] = []
     if split == "public":
         pairs = _human_pairs(saved)
         saved = {}
@@ -889,10 +911,13 @@ REFERENCE_TOLERANCE = 1e-9
 
 
 #: One comparison with the reference: (recomputed path, recomputed value, reference value).
-RefPair = tuple[str, Any, Any]
+RefPair = tuple[str, float | None, float | None]
+#: A prediction file's arrays by name (:func:`audiorepro.formats.predictions.load_predictions`).
+Arrays = Mapping[str, npt.NDArray[np.generic]]
+T = TypeVar("T")
 
 
-def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_regression(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Each regression target's errors and correlations against the reference."""
     pairs: list[RefPair] = []
     for k, name in enumerate(arrays.get("reg_names", np.array([])).tolist()):
@@ -914,7 +939,7 @@ def _reference_regression(arrays: dict[str, Any], report: dict[str, Any]) -> lis
     return pairs
 
 
-def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_scalars(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Classification, frame F1, the speaker vectors and each named speaker set."""
     pairs: list[RefPair] = []
     if "cls_names" in arrays:
@@ -939,7 +964,7 @@ def _reference_scalars(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
     return pairs
 
 
-def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_classes(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Each event class's support and oracle-span accuracy (and the set of classes)."""
     if "classes" not in report.get("events", {}):
         return []
@@ -949,12 +974,12 @@ def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
     if sorted(got_classes) != sorted(str(c) for c in expect_classes):
         pairs.append(("events/classes", len(got_classes), len(expect_classes)))
     for c, (support, accuracy) in expect_classes.items():
-        got_c = got_classes.get(str(c), {})
+        got_c = got_classes.get(str(c))
         pairs += [
-            (f"events/classes/{c}/support", got_c.get("support"), support),
+            (f"events/classes/{c}/support", _at(got_c, "support"), support),
             (
                 f"events/classes/{c}/oracle_span_accuracy",
-                got_c.get("oracle_span_accuracy"),
+                _at(got_c, "oracle_span_accuracy"),
                 accuracy,
             ),
         ]
@@ -962,7 +987,7 @@ def _reference_classes(arrays: dict[str, Any], report: dict[str, Any]) -> list[R
 
 
 def _reference_cut(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], c: list[Any]
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str], c: list[str]
 ) -> list[RefPair]:
     """One human benchmark cut's summary numbers against the reference."""
     return [
@@ -989,7 +1014,7 @@ def _reference_cut(
     ]
 
 
-def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[RefPair]:
+def _reference_human(arrays: Arrays, report: ProbeReport) -> list[RefPair]:
     """Every human benchmark cut: its prompts, dimensions and summary numbers."""
     if "hb_score" not in arrays:
         return []
@@ -1012,9 +1037,7 @@ def _reference_human(arrays: dict[str, Any], report: dict[str, Any]) -> list[Ref
     return pairs
 
 
-def reference_check(
-    run_id: str, arrays: dict[str, Any], report: dict[str, Any]
-) -> list[ParityCell]:
+def reference_check(run_id: str, arrays: Arrays, report: ProbeReport) -> list[ParityCell]:
     """The run's recomputed numbers against :mod:`audiorepro.reference.probe`: regression
     errors and correlations, classification, frame F1, speaker-vector cosine and every human
     benchmark cut. (Event
@@ -1025,8 +1048,7 @@ def reference_check(
     pairs += _reference_human(arrays, report)
     cells: list[ParityCell] = []
     for path, got, expected in pairs:
-        both = got is not None and expected is not None
-        delta = abs(float(got) - float(expected)) if both else None
+        delta = None if got is None or expected is None else abs(float(got) - float(expected))
         cells.append(
             {
                 "run": run_id,
@@ -1045,26 +1067,33 @@ def reference_check(
     return cells
 
 
-def _subset(keep: list[int], *columns: list[Any]) -> list[list[Any]]:
+def _at(record: Mapping[str, object] | None, key: str) -> float | None:
+    """A number of a report's record (None: the report has no such record, or it is null)."""
+    value = None if record is None else record.get(key)
+    assert value is None or isinstance(value, int | float), key
+    return value
+
+
+def _subset(keep: list[int], *columns: Sequence[T]) -> list[list[T]]:
     return [[col[i] for i in keep] for col in columns]
 
 
 def _reference_prompts(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any]
-) -> list[tuple[str, Any, Any]]:
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str]
+) -> list[RefPair]:
     """Each prompt's n, Spearman and oracle balanced accuracy against the reference."""
-    pairs: list[tuple[str, Any, Any]] = []
+    pairs: list[RefPair] = []
     for prompt in dict.fromkeys(g):
         keep = [i for i, p in enumerate(g) if p == prompt]
         ps, py = _subset(keep, s, y)
-        mine = got["per_prompt"].get(str(prompt), {})
+        mine = got["per_prompt"].get(str(prompt))
         base = f"{at}/per_prompt/{prompt}"
         pairs += [
-            (f"{base}/n", mine.get("n"), len(keep)),
-            (f"{base}/spearman", mine.get("spearman"), ref.spearman(ps, py)),
+            (f"{base}/n", _at(mine, "n"), len(keep)),
+            (f"{base}/spearman", _at(mine, "spearman"), ref.spearman(ps, py)),
             (
                 f"{base}/balanced_accuracy_oracle",
-                mine.get("balanced_accuracy_oracle"),
+                _at(mine, "balanced_accuracy_oracle"),
                 ref.oracle_balanced_accuracy(ps, py),
             ),
         ]
@@ -1072,26 +1101,26 @@ def _reference_prompts(
 
 
 def _reference_dimensions(
-    at: str, got: dict[str, Any], s: list[Any], y: list[Any], g: list[Any], dims: list[Any]
-) -> list[tuple[str, Any, Any]]:
+    at: str, got: HumanCutReport, s: list[float], y: list[int], g: list[str], dims: list[str]
+) -> list[RefPair]:
     """Each dimension's numbers (its prompts alone) against the reference."""
-    pairs: list[tuple[str, Any, Any]] = []
+    pairs: list[RefPair] = []
     for dim in dict.fromkeys(dims):
         keep = [i for i, d in enumerate(dims) if d == dim]
         ds, dy, dg = _subset(keep, s, y, g)
-        mine = got.get("per_dimension", {}).get(str(dim), {})
+        mine = got.get("per_dimension", {}).get(str(dim))
         base = f"{at}/per_dimension/{dim}"
         pairs += [
-            (f"{base}/n", mine.get("n"), len(keep)),
-            (f"{base}/prompts", mine.get("prompts"), len(set(dg))),
+            (f"{base}/n", _at(mine, "n"), len(keep)),
+            (f"{base}/prompts", _at(mine, "prompts"), len(set(dg))),
             (
                 f"{base}/mean_prompt_spearman",
-                mine.get("mean_prompt_spearman"),
+                _at(mine, "mean_prompt_spearman"),
                 ref.mean_prompt_spearman(ds, dy, dg),
             ),
             (
                 f"{base}/balanced_accuracy_oracle_per_prompt",
-                mine.get("balanced_accuracy_oracle_per_prompt"),
+                _at(mine, "balanced_accuracy_oracle_per_prompt"),
                 ref.oracle_balanced_accuracy_per_prompt(ds, dy, dg),
             ),
         ]

@@ -1,5 +1,6 @@
-"""Zero-shot extraction: a zero-shot study's inputs, a cell's embeddings, its cache entry, and
-its Slurm parts.
+"""The zero-shot kind's extraction (also the linear-probe kind's): a zero-shot study's inputs,
+a cell's embeddings, its cache entry, and its Slurm parts, as the executors see them
+(:func:`zeroshot_extraction`).
 
 The local path (:func:`cached_cell`): a cell's dump is extracted once into the extraction
 cache (``OUT/cache/dumps``, keyed by :func:`zeroshot_key`; the entry is the very dump the
@@ -15,7 +16,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Final, NotRequired
+from typing import Final, NotRequired
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +24,14 @@ from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
-from audiorepro.core.io import JsonObject, atomic_write_bytes, npz_bytes, parse_json, read_json
+from audiorepro.core.io import (
+    JsonObject,
+    JsonValue,
+    atomic_write_bytes,
+    npz_bytes,
+    parse_json,
+    read_json,
+)
 from audiorepro.formats.audio import audio_identity, check_audio, read_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, Embeddings, load_dump, make_dump, read_npz, save_dump
@@ -179,7 +187,7 @@ class Extraction:
 
     audio: Embeddings
     text: Embeddings
-    meta: dict[str, Any]
+    meta: dict[str, JsonValue]
     audio_range: tuple[int, int]
     text_range: tuple[int, int]
 
@@ -303,7 +311,7 @@ def write_relevance_dump(
     *,
     audio_ids: list[str],
     captions: list[str],
-    meta: dict[str, Any],
+    meta: dict[str, JsonValue],
 ) -> Dump:
     """Write the cell's dump with class relevance (format version 2: ``relevance_indptr``/
     ``relevance_indices`` instead of ``text_to_audio``), validated like every dump, and return
