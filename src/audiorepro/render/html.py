@@ -98,6 +98,35 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def kind_report(
+    title: str,
+    failures: Sequence[str],
+    tables: Mapping[str, Table],
+    *,
+    preamble: str = "",
+    paragraphs: Sequence[str] = (),
+) -> str:
+    """The one-page report of a kind without a report of its own (zero-shot, linear probe,
+    speaker verification): the title, ``preamble`` (HTML: a partial run's selection), the
+    verdict, the failures, ``paragraphs`` (HTML), then every table."""
+    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(title)}</title></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        *([preamble] if preamble else []),
+        f"<p><strong>{_e(status)}</strong></p>",
+    ]
+    if failures:
+        parts.append("<ul>" + "".join(f"<li>{_e(f)}</li>" for f in failures) + "</ul>")
+    parts += paragraphs
+    for i, (name, table) in enumerate(tables.items()):
+        parts.append(table_html(table, f"t{i}-{slug(name)}"))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
 def table_html(table: Table, table_id: str) -> str:
     """A sortable HTML table; best values bold, missing values spelled out."""
     best = table.best()

@@ -15,7 +15,6 @@ values, tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and t
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import tempfile
@@ -60,7 +59,7 @@ from audiorepro.metrics.linear_probe import (
 )
 from audiorepro.metrics.probe import probe_report_file
 from audiorepro.reference.linear_probe import reference_linear_v1
-from audiorepro.render.html import table_html
+from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.kinds import (
@@ -527,21 +526,7 @@ def _tables(
 
 
 def _report(study: LinearProbeStudy, tables: dict[str, Table], failures: list[str]) -> str:
-    e = html.escape
-    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(study.title)}</title></head><body>",
-        f"<h1>{e(study.title)}</h1>",
-        f"<p><strong>{e(status)}</strong></p>",
-    ]
-    if failures:
-        parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
-    for i, (name, table) in enumerate(tables.items()):
-        parts.append(table_html(table, f"t{i}-{slug(name)}"))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return kind_report(study.title, failures, tables)
 
 
 @register_kind

@@ -34,7 +34,7 @@ from audiorepro.formats.trials import Trials, read_trials
 from audiorepro.metrics.verification import DEFINITIONS_VERSION, equal_error_rate, trial_scores
 from audiorepro.models.extract import merge
 from audiorepro.reference import verification as twin
-from audiorepro.render.html import table_html
+from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.cache import (
     audio_only_key,
@@ -350,25 +350,12 @@ def _report(
     failures: list[str],
 ) -> str:
     e = html.escape
-    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(study.title)}</title></head><body>",
-        f"<h1>{e(study.title)}</h1>",
-        f"<p><strong>{e(status)}</strong></p>",
+    lines = [
+        f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
+        f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}</p>"
+        for c in cells.values()
     ]
-    if failures:
-        parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
-    for c in cells.values():
-        parts.append(
-            f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
-            f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}</p>"
-        )
-    for i, (name, table) in enumerate(tables.items()):
-        parts.append(table_html(table, f"t{i}-{slug(name)}"))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return kind_report(study.title, failures, tables, paragraphs=lines)
 
 
 @register_kind

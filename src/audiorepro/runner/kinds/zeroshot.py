@@ -15,7 +15,6 @@ extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zero
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +47,7 @@ from audiorepro.metrics.zeroshot import (
     metric_values,
 )
 from audiorepro.reference.zeroshot import reference_zeroshot_metrics
-from audiorepro.render.html import selection_html, table_html
+from audiorepro.render.html import kind_report, selection_html
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.kinds import (
@@ -271,24 +270,9 @@ def _tables(
 
 
 def _report(study: ZeroshotStudy, tables: dict[str, Table], failures: list[str]) -> str:
-    e = html.escape
-    status = "PASSED" if not failures else f"FAILED ({len(failures)} problem(s))"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(study.title)}</title></head><body>",
-        f"<h1>{e(study.title)}</h1>",
-        f"<p><strong>{e(status)}</strong></p>",
-    ]
+    # A partial run's selection, before the verdict (absent for the whole study).
     partial = selection_html({"selection": selection_record(study.selection)})
-    if partial:  # absent for the whole study: the report's bytes unchanged
-        parts.insert(-1, partial)
-    if failures:
-        parts.append("<ul>" + "".join(f"<li>{e(f)}</li>" for f in failures) + "</ul>")
-    for i, (name, table) in enumerate(tables.items()):
-        parts.append(table_html(table, f"t{i}-{slug(name)}"))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return kind_report(study.title, failures, tables, preamble=partial)
 
 
 @dataclass
