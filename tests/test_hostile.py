@@ -1227,11 +1227,14 @@ def test_names_that_collide_as_file_names_are_refused_naming_both(
 
 
 def test_the_valid_probe_study_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The base of the name classes reproduces (exit 0), and a name like ``../x`` that only
-    looks like a path is kept inside OUT (its ``/`` becomes ``_``)."""
+    """The base of the name classes reproduces, and a name like ``../x`` that only looks like
+    a path is kept inside OUT (its ``/`` becomes ``_``). Predictions alone give the run
+    nothing to check (no saved measurement, gate or published value): NOTHING CHECKED, exit 1,
+    its outputs written."""
     study = _probe_study(tmp_path, corpora=("../x", "../x"), targets=("../v", None))
     out = tmp_path / "out"
-    assert main(["reproduce", str(study), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert main(["reproduce", str(study), "--out", str(out)]) == 1, capsys.readouterr().err
+    assert "p: NOTHING CHECKED; report " in capsys.readouterr().out
     assert (out / "tables" / "classification_.._x.csv").is_file()
     assert (out / "tables" / "target_.._v.csv").is_file()
     assert not list(tmp_path.glob("*.csv"))

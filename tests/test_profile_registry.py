@@ -263,6 +263,6 @@ def test_a_zeroshot_study_computes_every_zeroshot_profile_of_the_registry() -> N
         metrics = cell_metrics(dump, labels)
     finally:
         unregister_profile("toy-zeroshot")
-    assert metrics["toy-zeroshot"] == {"clips": 6.0}
-    assert metrics["laion-clap-zeroshot"] == laion_clap_zeroshot(audio, text, labels)
-    assert set(metrics["canonical"]) == {"pessimistic", "optimistic"}
+    assert metrics.profiles["toy-zeroshot"] == {"clips": 6.0}
+    assert metrics.profiles["laion-clap-zeroshot"] == laion_clap_zeroshot(audio, text, labels)
+    assert set(metrics.canonical) == {"pessimistic", "optimistic"}
