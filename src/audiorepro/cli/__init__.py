@@ -1,15 +1,12 @@
-"""The ``audiorepro`` command line: argument parsing and printing only (:mod:`.commands`).
+"""The ``audiorepro`` command line: argument parsing and printing only.
 
-Commands that live in modules of their own register themselves on the group when imported
-here (they import :mod:`.commands`, never the other way round).
+:mod:`.app` holds the group and the entry point and knows every command by name and module;
+a command's module (:mod:`.commands`, :mod:`.diff`, :mod:`.evaluate`, ...) is imported when that
+command runs, so that ``audiorepro --help`` and ``--version`` load none of the numeric stack.
 """
 
 from __future__ import annotations
 
-# Each import registers its commands on the group: diff, evaluate, linear-probe, list, sign,
-# trec-eval.
-from audiorepro.cli import diff, evaluate, linear_probe, listing, sign, trec  # noqa: F401
-from audiorepro.cli import lock as lock_command  # noqa: F401 (registers `lock`)
-from audiorepro.cli.commands import cli, main
+from audiorepro.cli.app import cli, main
 
 __all__ = ["cli", "main"]

@@ -6,31 +6,27 @@ traceback).
 
 from __future__ import annotations
 
-import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from audiorepro import __version__
 from audiorepro.checks.diff_load import check_baseline, load_run
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import settle, summarize, verify_lines, verify_published
+from audiorepro.cli.app import cli
 from audiorepro.cli.closing import say_folder_results, say_results
+from audiorepro.cli.options import OutputFile, device_option, json_option, registry_option
 from audiorepro.core.errors import (
-    EXIT_BAD_INPUT,
     EXIT_CHECK_FAILED,
     EXIT_OK,
-    WRITE_ERRNOS,
     UserError,
 )
-from audiorepro.core.io import check_output_file, json_dumps, write_json
-from audiorepro.core.progress import quiet_library_bars
+from audiorepro.core.io import json_dumps, write_json
 from audiorepro.fetch import run_fetch
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import EMPTY_POLICIES, EmptyPolicy, load_dump, save_dump
@@ -84,25 +80,6 @@ from audiorepro.specs.study import ProbeStudy, load_study
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 
 
-class OutputFile(click.Path):
-    """An output file option: a path that is not there or a regular file. A symbolic link,
-    a FIFO, a device node or a folder is refused when the option is read, before any work
-    (:func:`~audiorepro.core.io.check_output_file`): the write would replace it."""
-
-    def __init__(self) -> None:
-        super().__init__(path_type=Path)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        path = super().convert(value, param, ctx)
-        check_output_file(Path(os.fsdecode(path)))
-        return path
-
-
-def json_option(help_text: str) -> Any:
-    """The ``--json OUT`` option every command shares (written atomically, sorted keys)."""
-    return click.option("--json", "json_out", type=OutputFile(), default=None, help=help_text)
-
-
 def cutoffs_option(help_text: str) -> Any:
     """The ``--k K[,K...]`` option of metrics, parity and explain (checked by parse_cutoffs)."""
     return click.option(
@@ -122,12 +99,6 @@ def empty_queries_option() -> Any:
         "(trec_eval), zero counts them as 0 (scikit-learn); mean_rank and median_rank are "
         "always over the queries with a relevant item. Recorded in the JSON.",
     )
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="audiorepro")
-def cli() -> None:
-    """Re-derive published audio-embedding benchmark numbers and prove they still hold."""
 
 
 def _fmt(value: float | None) -> str:
@@ -462,18 +433,6 @@ def verify(
         write_json(json_out, report)
     if not report["passed"]:
         raise SystemExit(EXIT_CHECK_FAILED)
-
-
-registry_option = click.option(
-    "--registry",
-    "registries",
-    multiple=True,
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="A checkpoint registry TOML adding to the bundled one (repeatable).",
-)
-device_option = click.option(
-    "--device", default="cpu", show_default=True, help="torch device: cpu, cuda, cuda:1, ..."
-)
 
 
 def _spec(name: str, registries: tuple[Path, ...], items: tuple[str, ...], option: str) -> Any:
@@ -1052,42 +1011,3 @@ def fetch(
     code = run_fetch(names, registries, cache, mirror, data, audio, click.echo, caption_selection)
     if code:
         raise SystemExit(code)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: runs the CLI and turns user errors into one line and exit code 2."""
-    quiet_library_bars()  # a log file gets stage lines, not libraries' carriage returns
-    try:
-        cli.main(args=argv, prog_name="audiorepro", standalone_mode=False)
-    except UserError as exc:
-        click.echo(f"audiorepro: error: {exc}", err=True)
-        return EXIT_BAD_INPUT
-    except click.exceptions.Abort:
-        click.echo("audiorepro: aborted", err=True)
-        return EXIT_BAD_INPUT
-    except click.UsageError as exc:
-        # One line, like every other user error, with where to look for the right usage.
-        where = exc.ctx.command_path if exc.ctx is not None else "audiorepro"
-        click.echo(f"audiorepro: error: {exc.format_message()} (see '{where} --help')", err=True)
-        return EXIT_BAD_INPUT
-    except click.ClickException as exc:
-        click.echo(f"audiorepro: error: {exc.format_message()}", err=True)
-        return EXIT_BAD_INPUT
-    except SystemExit as exc:
-        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
-    except OSError as exc:
-        # The last resort for a file system that refuses (full, quota, size limit, read-only,
-        # permission) where no writer said which output it was: still one line naming the
-        # path, never a traceback. Every other OSError is a bug and keeps its traceback.
-        if exc.errno not in WRITE_ERRNOS:
-            raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(
-            f"audiorepro: error: {where}cannot be accessed: {WRITE_ERRNOS[exc.errno]}", err=True
-        )
-        return EXIT_BAD_INPUT
-    return EXIT_OK
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from audiorepro.checks.diff_report import run_diff
-from audiorepro.cli.commands import OutputFile, cli
+from audiorepro.cli.app import cli
+from audiorepro.cli.options import OutputFile
 from audiorepro.runner.kinds import typed_numbers
 from audiorepro.runner.output.keys import load_trusted_keys
 from audiorepro.runner.study import folder_problem

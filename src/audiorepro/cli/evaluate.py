@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
+from audiorepro.cli.app import cli
 from audiorepro.cli.closing import say_results
-from audiorepro.cli.commands import cli, device_option
+from audiorepro.cli.options import device_option
 from audiorepro.core.errors import EXIT_CHECK_FAILED
 from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
 from audiorepro.metrics.profiles import profile_names

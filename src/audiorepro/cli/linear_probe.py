@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from audiorepro.cli.commands import cli, json_option
+from audiorepro.cli.app import cli
+from audiorepro.cli.options import json_option
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import write_json
 from audiorepro.runner.kinds.linear_probe import linear_probe_dump

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from audiorepro.checks.catalog import WHAT, CatalogEntry, catalog
-from audiorepro.cli.commands import cli, json_option, registry_option
+from audiorepro.cli.app import cli
+from audiorepro.cli.options import json_option, registry_option
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audiorepro.cli.commands import cli
+from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.specs.study import LOCK_SCHEMA, ProbeStudy, load_study, pinned_files

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from audiorepro.cli.commands import cli
+from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
 from audiorepro.runner.output.attest import sign_folder
 from audiorepro.runner.output.keys import load_signing_key

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from audiorepro.cli.commands import cli
+from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Run, load_run, read_table
 from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg

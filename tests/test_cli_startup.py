@@ -1,0 +1,81 @@
+"""The command line starts light: ``--help`` and ``--version`` load no numeric stack, and the
+group's table of commands (audiorepro.cli.app.COMMANDS) says what each command's help says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import click
+import pytest
+
+from audiorepro.cli.app import COMMANDS, cli, summary_of
+
+#: Modules that cost seconds to import (numba's compiler, scipy, torch, the report renderer):
+#: none of them may be loaded to print the group's help or the version.
+HEAVY = ("numba", "scipy", "torch", "sklearn", "audiorepro.render", "audiorepro.metrics")
+
+_PROBE = (
+    "import json, sys\n"
+    "from audiorepro.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+)
+
+
+def _modules_after(*args: str) -> tuple[str, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout, set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",)])
+def test_the_group_help_and_version_import_no_numeric_stack(args: tuple[str, ...]) -> None:
+    out, modules = _modules_after(*args)
+    assert out  # it printed the help or the version
+    loaded = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert loaded == []
+
+
+def test_a_command_is_imported_only_when_it_runs() -> None:
+    out, modules = _modules_after("trec-eval", "--help")
+    assert "Usage: audiorepro trec-eval" in out
+    assert "audiorepro.cli.trec" in modules
+    assert "audiorepro.cli.commands" not in modules  # another command's module
+
+
+def test_every_command_has_an_entry_whose_summary_is_its_help() -> None:
+    cli.load_all()  # type: ignore[attr-defined]
+    assert sorted(cli.commands) == sorted(COMMANDS)
+    for name, entry in COMMANDS.items():
+        command = cli.commands[name]
+        assert command.callback is not None
+        assert command.callback.__module__ == entry.module, name
+        assert " ".join(summary_of(command).split()) == entry.summary, name
+        for limit in (30, 45, 80, 400):
+            table = click.Command(name, help=entry.summary).get_short_help_str(limit)
+            assert table == command.get_short_help_str(limit), (name, limit)
+
+
+def test_the_group_help_lists_what_click_would_list() -> None:
+    """The lazy listing equals click's own listing of the loaded commands, at two widths."""
+    cli.load_all()  # type: ignore[attr-defined]
+    for width in (80, 140):
+        ctx = click.Context(cli, terminal_width=width)
+        lazy = click.HelpFormatter(width=width)
+        cli.format_commands(ctx, lazy)
+        eager = click.HelpFormatter(width=width)
+        click.Group.format_commands(cli, ctx, eager)
+        assert lazy.getvalue() == eager.getvalue()
+
+
+def test_an_unknown_command_is_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "audiorepro", "no-such-command"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "audiorepro: error: No such command 'no-such-command'. (see 'audiorepro --help')"
+    ]
