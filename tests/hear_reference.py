@@ -9,6 +9,7 @@ imported. Nothing of heareval's own code is changed.
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from pathlib import Path
@@ -93,3 +94,58 @@ def kit_embeddings(task: HearTask, out: Path) -> None:
                 embeddings[split][name], stamps[split][name] = timestamp_embedding(audio)
     event = task.metadata.embedding_type == "event"
     write_embeddings(task, out, embeddings, stamps if event else None)
+
+
+def _honour_test_epoch(tp: Any) -> None:
+    """The one line of heareval 2021.1.3 that pytorch-lightning >= 1.6 does not honour:
+    ``task_predictions_test`` sets ``trainer.fit_loop.current_epoch`` (an attribute nothing
+    reads in 1.9.5), so an event task's test step looks up the postprocessing of the epoch count
+    after training and fails (KeyError). The same value is set where 1.9.5 reads it."""
+    if getattr(tp.task_predictions_test, "honours_epoch", False):
+        return
+    original = tp.task_predictions_test
+
+    def task_predictions_test(*, grid_point: Any, **kwargs: Any) -> Any:
+        grid_point.trainer.fit_loop.epoch_progress.current.completed = grid_point.epoch
+        return original(grid_point=grid_point, **kwargs)
+
+    task_predictions_test.honours_epoch = True  # type: ignore[attr-defined]
+    tp.task_predictions_test = task_predictions_test
+
+
+def heareval_predictions(
+    embed_task_dir: Path, *, grid: str = "faster", grid_points: int = 1
+) -> None:
+    """heareval's own predictor (``heareval.predictions.runner``'s work for one task) on an
+    embeddings folder, on CPU, deterministic, run from the folder's parent (its logs go there).
+
+    torch >= 2.6 loads checkpoints with ``weights_only=True`` by default, which refuses the
+    torch classes in heareval's hyperparameters; these checkpoints are written by this run, so
+    the old default is restored for it (TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD)."""
+    import logging
+    import os
+
+    import heareval.predictions.task_predictions as tp
+
+    _honour_test_epoch(tp)
+    meta = json.loads((embed_task_dir / "task_metadata.json").read_text())
+    dims = [
+        json.loads((embed_task_dir / f"{s}.embedding-dimensions.json").read_text())[1]
+        for s in meta["splits"]
+    ]
+    previous = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+    os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    cwd = os.getcwd()
+    os.chdir(embed_task_dir.parent)
+    try:
+        tp.task_predictions(
+            embedding_path=Path(embed_task_dir.name), embedding_size=dims[0],
+            grid_points=grid_points, gpus=None, in_memory=True, deterministic=True,
+            grid=grid, logger=logging.getLogger("heareval-reference"),
+        )  # fmt: skip
+    finally:
+        os.chdir(cwd)
+        if previous is None:
+            del os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"]
+        else:
+            os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = previous

@@ -5,11 +5,13 @@ reference for the layout (tests marked heareval: `tox -e hear`)."""
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +26,7 @@ from audiorepro.formats.hear import (
 )
 from audiorepro.formats.hear_embeddings import frame_labels, read_embeddings
 from tests.conftest import ROOT
-from tests.hear_reference import heareval_embeddings, kit_embeddings
+from tests.hear_reference import heareval_embeddings, heareval_predictions, kit_embeddings
 
 TOOL = ROOT / "tools" / "make_hear_tasks.py"
 NAMES = ("words-v1-full", "mixtures-v1-full", "events-v1-full")
@@ -55,11 +57,24 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 @needs_espeak
 def test_documented_command_builds_the_same_tasks_twice(tasks_dir: Path, tmp_path: Path) -> None:
-    """`python tools/make_hear_tasks.py OUT` (docs/hear.md): a second build is byte-identical."""
-    _build(tmp_path / "again")
-    first, second = _tree(tasks_dir), _tree(tmp_path / "again")
+    """docs/hear.md's command as written, from a folder holding the tools: a second build,
+    byte for byte the fixture's."""
+    from tests.test_documented_commands import blocks
+
+    (block,) = [
+        b for b in blocks("docs/hear.md") if b.heading == "Example tasks" and b.lang == "bash"
+    ]
+    (line,) = block.commands()
+    assert line == "python tools/make_hear_tasks.py hear-tasks"
+    (tmp_path / "tools").mkdir()
+    for tool in ("make_hear_tasks.py", "make_speech.py"):
+        shutil.copy(ROOT / "tools" / tool, tmp_path / "tools" / tool)
+    argv = [sys.executable, *line.split()[1:]]
+    subprocess.run(argv, cwd=tmp_path, check=True, capture_output=True)
+    first, second = _tree(tasks_dir), _tree(tmp_path / "hear-tasks")
     assert sorted({k.split("/")[0] for k in first}) == sorted(NAMES)
     assert first == second
+    assert (ROOT / "docs" / "hear.md").is_file()
 
 
 def test_the_tasks_read_as_heareval_reads_them(tasks_dir: Path) -> None:
@@ -193,3 +208,81 @@ def test_kit_layout_is_heareval_runner_layout(tasks_dir: Path, tmp_path: Path, n
             assert x == y, key
         else:
             assert a[key] == b[key], key
+
+
+def _kit_scores(
+    task_meta: dict[str, Any], vocab: list[str], pred: dict[str, Any]
+) -> dict[str, float]:
+    """The kit's scores of one test fold from heareval's cached test predictions."""
+    from audiorepro.metrics import hear as m
+
+    if task_meta["embedding_type"] == "event":
+        as_events = lambda d: {  # noqa: E731
+            k: [HearEvent(str(e["label"]), float(e["start"]), float(e["end"])) for e in v]
+            for k, v in d.items()
+        }
+        predicted, reference = as_events(pred["predicted_events"]), as_events(pred["target_events"])
+        onset = m.event_onset_fms(predicted, reference)
+        return {
+            "event_onset_200ms_fms_f_measure": onset.f_measure,
+            "event_onset_200ms_fms_precision": onset.precision,
+            "event_onset_200ms_fms_recall": onset.recall,
+            "segment_1s_er_error_rate": m.segment_error_rate(predicted, reference, vocab),
+        }
+    p, t = pred["prediction"].numpy(), pred["target"].numpy()
+    funcs = {"top1_acc": m.top1_accuracy_score, "mAP": m.mean_average_precision_score,
+             "d_prime": m.d_prime_score, "aucroc": m.aucroc_score}  # fmt: skip
+    return {name: funcs[name](p, t) for name in task_meta["evaluation"]}
+
+
+@pytest.mark.heareval
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_kit_scores_on_heareval_predictions_equal_heareval(
+    tasks_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """heareval's own predictor (the `faster` grid, one grid point, every fold) on the kit's
+    embeddings layout; the kit's scores of heareval's cached test predictions equal heareval's
+    score classes on them to 1e-12, and its test.predicted-scores.json, where pytorch-lightning's
+    logging stored each score as float32, to float32."""
+    import warnings
+
+    from heareval.score import available_scores
+
+    task = read_task(tasks_dir / name)
+    layout = tmp_path / "embeddings" / name
+    kit_embeddings(task, layout)
+    heareval_predictions(layout)
+    results = json.loads((layout / "test.predicted-scores.json").read_text())
+    meta = json.loads((layout / "task_metadata.json").read_text())
+    vocab = list(task.vocabulary)
+    folds = [s["test"][0] for s in data_splits(task.metadata)]
+    assert set(folds) <= set(results)
+    for fold in folds:
+        pred = pickle.loads((layout / f"{fold}.predictions.pkl").read_bytes())  # this test's own
+        ours = _kit_scores(meta, vocab, pred)
+        for key, value in ours.items():
+            logged = results[fold][f"test_{key}"]
+            assert np.float32(value) == np.float32(logged) or (
+                math.isnan(value) and math.isnan(logged)
+            ), (fold, key)
+        label_to_idx = {label: i for i, label in enumerate(vocab)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for score in meta["evaluation"]:
+                fn = available_scores[score](label_to_idx=label_to_idx)
+                if meta["embedding_type"] == "event":
+                    theirs = dict(fn(pred["predicted_events"], pred["target_events"]))
+                    mine = {
+                        k.rpartition(score + "_")[2]: v
+                        for k, v in ours.items()
+                        if k.startswith(score)
+                    }
+                    assert mine and all(_close(mine[k], theirs[k]) for k in mine), (fold, score)
+                else:
+                    theirs = float(fn(pred["prediction"].numpy(), pred["target"].numpy()))
+                    assert _close(ours[score], theirs), (fold, score)
+
+
+def _close(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b or abs(a - b) <= 1e-12
