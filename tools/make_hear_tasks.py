@@ -39,11 +39,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import tempfile
-import wave
 from collections.abc import Callable
 from math import gcd
 from pathlib import Path
@@ -51,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_speech import ESPEAK_RATE, VOICES, _speak
+from make_speech import ESPEAK_RATE, VOICES, _speak, pcm_wav_bytes
 
 SYNTH_RATE = 48_000
 SEED = 46
@@ -78,16 +76,7 @@ def _fit(samples: np.ndarray, rate: int, seconds: float) -> np.ndarray:
 
 def _wav_bytes(samples: np.ndarray, rate: int) -> bytes:
     peak = float(np.max(np.abs(samples))) if samples.size else 0.0
-    if peak > 0.5:
-        samples = samples * (0.5 / peak)
-    pcm = np.clip(np.rint(samples * 32768.0), -32768, 32767).astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(pcm.tobytes())
-    return buffer.getvalue()
+    return pcm_wav_bytes(samples * (0.5 / peak) if peak > 0.5 else samples, rate)
 
 
 class Speech:
