@@ -251,6 +251,7 @@ LAYERS = {
         "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
         "test_encoders.py",
         "test_linear_probe.py", "test_linear_probe_study.py", "test_speaker_probe.py",
+        "test_hear_command.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # Each import registers its commands on the group: diff, evaluate, linear-probe, list, sign,
 # trec-eval.
-from audiorepro.cli import diff, evaluate, linear_probe, listing, sign, trec  # noqa: F401
+from audiorepro.cli import diff, evaluate, hear, linear_probe, listing, sign, trec  # noqa: F401
 from audiorepro.cli import lock as lock_command  # noqa: F401 (registers `lock`)
 from audiorepro.cli.commands import cli, main
 
