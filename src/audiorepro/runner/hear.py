@@ -196,9 +196,10 @@ def run_hear(
         raise UserError("expected a HEAR module (hear:MODULE[:WEIGHTS]) for now", key=model)
     encoder = load_user(spec, device).encoder
     rate = int(encoder.sample_rate)
+    for task in tasks:  # every task's audio is there before anything is written
+        check_task_audio(task, rate)
     results = []
     for task in tasks:
-        check_task_audio(task, rate)
         emb = embed_task(encoder, task, rate)
         folder = out / task.name
         write_embeddings(task, folder, emb)
