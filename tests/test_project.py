@@ -137,7 +137,7 @@ def test_tie_policy_checked() -> None:
         retrieval.ranking_from_scores([[1.0]], [[0]], tie_policy="random")  # type: ignore[arg-type]
 
 
-METRIC_MODULES = ["regression", "classification", "events", "vectors"]
+METRIC_MODULES = ["regression", "classification", "events", "vectors", "hear"]
 #: Public helpers that compute no metric themselves (a doctest is still required).
 HELPERS = {
     "valid_pairs",

@@ -15,6 +15,9 @@ Locks (see ``audiorepro.checks.locks.LOCKS``):
   mypy, for ``tox -e type`` (both lean, so that CI does not install the model stack thrice);
 - ``image-linux-x86_64.txt`` and ``image-linux-aarch64.txt``: the GPU image, per architecture
   (the package's dependencies and the extra ``models``);
+- ``hear-linux-x86_64.txt``: heareval 2021.1.3 and what its code imports beyond the dev lock,
+  each pinned alone (``--no-deps``: heareval's own metadata pins numpy==1.19.2), for
+  ``tox -e hear``;
 - ``build.txt``: the build backend of pyproject's ``[build-system]`` (pure Python), which the
   image installs first, so that it builds the lock's source distributions and audiorepro with
   ``--no-build-isolation`` and fetches nothing unhashed.
@@ -86,6 +89,8 @@ def compile_lock(name: str, *, upgrade: bool = False) -> str:
             "--output-file",
             str(out),
         ]
+        if spec.no_deps:
+            cmd.append("--no-deps")
         # Only PyPI: this machine's pip configuration adds local indexes that uv must not see.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)

@@ -107,18 +107,23 @@ def _speak(voice: Voice, text: str, tmp: Path) -> np.ndarray:
     return samples[max(0, loud[0] - margin) : loud[-1] + 1 + margin]
 
 
-def _wav_bytes(samples: np.ndarray) -> bytes:
-    from scipy.signal import resample_poly
-
-    resampled = resample_poly(samples, 320, 441)
-    pcm = np.clip(np.rint(resampled * 32768.0), -32768, 32767).astype("<i2")
+def pcm_wav_bytes(samples: np.ndarray, rate: int) -> bytes:
+    """Float samples as a mono 16-bit PCM WAV (rounded half to even, clipped; Python's
+    ``wave``: a 44-byte header, no metadata). tools/make_hear_tasks.py writes its clips so too."""
+    pcm = np.clip(np.rint(samples * 32768.0), -32768, 32767).astype("<i2")
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
+        w.setframerate(rate)
         w.writeframes(pcm.tobytes())
     return buffer.getvalue()
+
+
+def _wav_bytes(samples: np.ndarray) -> bytes:
+    from scipy.signal import resample_poly
+
+    return pcm_wav_bytes(resample_poly(samples, 320, 441), SAMPLE_RATE)
 
 
 def trials_text(clips: list[tuple[str, str]]) -> str:

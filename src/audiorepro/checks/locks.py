@@ -41,6 +41,10 @@ class LockSpec:
     with_dependencies: bool = True  # the package's own [project] dependencies too
     with_build_system: bool = False  # [build-system] requires: to build the package offline
     python: str = "3.11"
+    # Pin exactly the listed packages, not their dependencies (uv --no-deps): for a reference
+    # tool whose own metadata cannot be resolved on this Python (heareval's numpy==1.19.2); it
+    # is installed with --no-deps beside a lock that holds what it imports.
+    no_deps: bool = False
 
 
 LOCKS: dict[str, LockSpec] = {
@@ -57,6 +61,15 @@ LOCKS: dict[str, LockSpec] = {
         "x86_64-manylinux_2_28", "x86_64", (), with_dependencies=False, with_build_system=True
     ),
     "image-linux-x86_64.txt": LockSpec("x86_64-manylinux_2_28", "x86_64", ("models",)),
+    # heareval 2021.1.3 and what its code imports beyond the dev lock (tox -e hear installs it
+    # with --no-deps --target beside py311's environment).
+    "hear-linux-x86_64.txt": LockSpec(
+        "x86_64-manylinux_2_28",
+        "x86_64",
+        ("hear-reference",),
+        with_dependencies=False,
+        no_deps=True,
+    ),
     "image-linux-aarch64.txt": LockSpec("aarch64-manylinux_2_28", "aarch64", ("models",)),
 }
 

@@ -61,6 +61,12 @@ COMMANDS: dict[str, CommandEntry] = {
         "Download checkpoints (at their pinned hub commit) and datasets, and check every "
         "file's hash before reporting success; the only command that downloads.",
     ),
+    "hear": CommandEntry(
+        "audiorepro.cli.hear",
+        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR scene tasks: embeddings by the module's own "
+        "get_scene_embeddings, the predictor on heareval's splits, heareval's scores "
+        "(docs/hear.md).",
+    ),
     "identity": CommandEntry(
         _COMMANDS,
         "Are two checkpoints the same? Weights tensor by tensor, then fixture embeddings.",
