@@ -248,7 +248,7 @@ LAYERS = {
         "test_trec_eval_binary.py",
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
         "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
-        "test_encoders.py",
+        "test_encoders.py", "test_code_identity.py", "test_embedding_cache.py",
         "test_linear_probe.py", "test_linear_probe_study.py", "test_speaker_probe.py",
     },
     "e2e": {
@@ -263,7 +263,8 @@ SLOW = {
     "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
     "test_diff_runs.py",
     "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_speech_study.py",
-    "test_linear_probe_study.py", "test_speaker_probe.py",
+    "test_linear_probe_study.py", "test_speaker_probe.py", "test_code_identity.py",
+    "test_embedding_cache.py",
 }  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from importlib import metadata
 
 import pytest
 
-from audiorepro.models import encoder_specs
+from audiorepro.models import codehash
 from audiorepro.models.encoder_specs import UserSpec, code_identity
 
 
@@ -15,25 +15,31 @@ def test_distributions_are_looked_up_once_and_afresh_for_a_new_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[int] = []
-    installed = {"audiorepro": ["audiorepro"]}
+    installed = {**metadata.packages_distributions(), "audiorepro": ["audiorepro"]}
 
     def counted() -> dict[str, list[str]]:
         calls.append(1)
         return dict(installed)
 
     monkeypatch.setattr(metadata, "packages_distributions", counted)
-    encoder_specs._packages_distributions.cache_clear()
+    monkeypatch.setattr(codehash, "_LOOKED_AFRESH", set())
+    codehash.packages_distributions.cache_clear()
     try:
         user = UserSpec("py", "audiorepro.models.resemblyzer", "voice_encoder")
         first = code_identity(user)
+        assert len(calls) == 1
         assert code_identity(user) == first and len(calls) == 1
         assert first["package"] == "audiorepro" and first["version"] is not None
-        # A module of no known distribution: looked up afresh (one installed meanwhile).
+        # A module of no known distribution: looked up afresh (one installed meanwhile),
+        # once: a second miss of the same name reads nothing again.
         installed["json"] = ["json-dist"]
         assert code_identity(UserSpec("py", "json", "loads"))["package"] == "json-dist"
         assert len(calls) == 2
+        code_identity(UserSpec("py", "csv", "reader"))
+        code_identity(UserSpec("py", "csv", "reader"))
+        assert len(calls) == 3
     finally:
-        encoder_specs._packages_distributions.cache_clear()
+        codehash.packages_distributions.cache_clear()
 
 
 def test_library_versions_are_read_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,14 +71,9 @@ def test_upgrading_a_wrapped_package_changes_the_cache_key(monkeypatch: pytest.M
     from audiorepro.runner import cache
 
     spec = resolve_spec("resemblyzer", load_registry([]))
-    real_map = dict(encoder_specs._packages_distributions())
+    pytest.importorskip("resemblyzer", reason="resemblyzer is not installed (extra `models`)")
     real_version = metadata.version
     installed = {"Resemblyzer": "0.1.4"}
-    monkeypatch.setattr(
-        encoder_specs,
-        "_packages_distributions",
-        lambda: {**real_map, "resemblyzer": ["Resemblyzer"]},
-    )
     monkeypatch.setattr(metadata, "version", lambda name: installed.get(name) or real_version(name))
     monkeypatch.setattr(cache, "weight_hashes", lambda spec: {"pretrained.pt": "0" * 64})
 
@@ -80,10 +81,10 @@ def test_upgrading_a_wrapped_package_changes_the_cache_key(monkeypatch: pytest.M
         return cache.model_key("resemblyzer", spec, {}, "cpu")
 
     before = key()
-    assert before["code"]["imports"]["Resemblyzer"] == "0.1.4"  # type: ignore[index]
+    assert before["code"]["distributions"]["Resemblyzer"]["version"] == "0.1.4"  # type: ignore[index]
     assert key() == before
     installed["Resemblyzer"] = "0.2.0"
     after = key()
-    assert after["code"]["imports"]["Resemblyzer"] == "0.2.0"  # type: ignore[index]
+    assert after["code"]["distributions"]["Resemblyzer"]["version"] == "0.2.0"  # type: ignore[index]
     assert after["code"]["source_sha256"] == before["code"]["source_sha256"]  # type: ignore[index]
     assert after != before
