@@ -50,6 +50,10 @@ SHARED = Path(os.environ["AUDIOREPRO_SUITE_SHARED"])
 _XDG_CACHE = SHARED / "xdg"
 _XDG_CACHE.mkdir(exist_ok=True)
 os.environ["XDG_CACHE_HOME"] = str(_XDG_CACHE)
+# The per-user embedding cache (audiorepro.runner.cache.shared_store) off: each test's output
+# folder extracts what it needs, as the tests that count extractions or damage a cache entry
+# expect; tests/test_embedding_cache.py turns it on in a store of its own.
+os.environ["AUDIOREPRO_EMBEDDING_CACHE"] = "off"
 # laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
