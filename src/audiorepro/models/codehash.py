@@ -63,29 +63,77 @@ class ImportedCode(TypedDict):
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".tox", ".venv", ".mypy_cache"})
 
 
+def _tops(dist: metadata.Distribution) -> set[str]:
+    """The top-level modules a distribution provides: its ``top_level.txt``, else the first
+    part of every Python file its ``RECORD`` lists (as ``importlib.metadata`` infers them),
+    read as plain lines: no ``METADATA`` is parsed."""
+    declared = (dist.read_text("top_level.txt") or "").split()
+    if declared:
+        return set(declared)
+    tops = set()
+    for line in (dist.read_text("RECORD") or "").splitlines():
+        name = line.rsplit(",", 2)[0].strip('"')
+        head, sep, _ = name.partition("/")
+        if sep and head.isidentifier():  # not foo.dist-info, foo.libs, ..
+            if name.endswith((".py", ".so", ".pyd")):
+                tops.add(head)
+        elif name.endswith(".py"):
+            tops.add(name[:-3])
+        elif name.endswith((".so", ".pyd")):
+            tops.add(name.split(".")[0])
+    return tops
+
+
 @functools.cache
+def _index() -> Mapping[str, tuple[metadata.Distribution, ...]]:
+    """Top-level module -> the installed distributions that provide it, first on the path
+    first (as ``importlib.metadata.packages_distributions()`` maps them, but by each
+    distribution's folder name, without parsing every ``METADATA``: 0.2-0.25 s of CPU with
+    this project's dev lock, once the largest cost of a short extraction; docs/benchmarks.md)."""
+    out: dict[str, list[metadata.Distribution]] = {}
+    seen: set[str] = set()
+    for dist in metadata.distributions():
+        name = dist_name(dist)
+        if name in seen:
+            continue  # a second install of one name further down the path: not the one used
+        seen.add(name)
+        for top in _tops(dist):
+            out.setdefault(top, []).append(dist)
+    return {top: tuple(dists) for top, dists in out.items()}
+
+
+def dist_name(dist: metadata.Distribution) -> str:
+    """A distribution's normalized name (``laion_clap``, ``resemblyzer``), from its folder's
+    name where it has one (no ``METADATA`` read)."""
+    name = getattr(dist, "_normalized_name", None)
+    return str(name) if name else str(dist.metadata["Name"])
+
+
 def packages_distributions() -> Mapping[str, list[str]]:
-    """``importlib.metadata.packages_distributions()``, once per process: it parses every
-    installed distribution's metadata (0.2-0.25 s of CPU with this project's dev lock), which
-    was the largest cost of a short extraction (measured in docs/benchmarks.md). A name it
-    does not know is looked up afresh (:func:`distributions_of`)."""
-    return metadata.packages_distributions()
+    """Top-level module -> the names of the distributions that provide it (:func:`_index`,
+    built once per process)."""
+    return {top: [dist_name(d) for d in dists] for top, dists in _index().items()}
 
 
 #: Names looked up afresh once already (:func:`distributions_of`): a local module is in no
-#: distribution, and re-reading every distribution's metadata on each call costs 0.2 s.
+#: distribution, and re-reading every distribution's metadata on each call costs time.
 _LOOKED_AFRESH: set[str] = set()
 
 
-def distributions_of(top: str) -> list[str]:
-    """The distributions that provide the top-level module ``top``; a name the memoized map
-    lacks is looked up afresh once per process (a distribution installed meanwhile)."""
-    dists = packages_distributions().get(top)
+def _dists_of(top: str) -> tuple[metadata.Distribution, ...]:
+    """The distributions that provide ``top``; a name the index lacks is looked up afresh once
+    per process (a distribution installed meanwhile)."""
+    dists = _index().get(top)
     if dists is None and top not in _LOOKED_AFRESH:
         _LOOKED_AFRESH.add(top)
-        packages_distributions.cache_clear()
-        dists = packages_distributions().get(top)
-    return sorted(set(dists or []))
+        _index.cache_clear()
+        dists = _index().get(top)
+    return dists or ()
+
+
+def distributions_of(top: str) -> list[str]:
+    """The names of the distributions that provide the top-level module ``top``, sorted."""
+    return sorted({dist_name(d) for d in _dists_of(top)})
 
 
 @functools.cache
@@ -269,11 +317,8 @@ class _Walk:
         """Record the distributions providing ``top`` where it is found in one of them;
         False when none does (a local module, or one shadowing an installed one)."""
         recorded = False
-        for name in distributions_of(top):
-            try:
-                dist = metadata.distribution(name)
-            except metadata.PackageNotFoundError:
-                continue
+        for dist in _dists_of(top):
+            name = dist_name(dist)
             editable = _is_editable(dist)
             home = Path(str(dist.locate_file("")))
             if not editable and not all(_under(p, home) for p in locations):
@@ -305,9 +350,8 @@ class _Walk:
 
 
 def _version(dist: metadata.Distribution) -> str | None:
-    name = dist.metadata["Name"] if dist.metadata else None
     try:
-        return metadata.version(name) if name else dist.version
+        return metadata.version(dist_name(dist))
     except metadata.PackageNotFoundError:
         return dist.version
 
