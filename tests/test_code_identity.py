@@ -254,3 +254,17 @@ def test_a_wheel_install_is_identified_by_its_record(tmp_path: Path) -> None:
         second = code_identity(UserSpec("py", str(encoder), "make"))
     assert first["distributions"] != second["distributions"]
     assert json.dumps(second["distributions"]["wheelmod_codeid"]["version"]) == '"1.0"'
+
+
+def test_a_data_folder_beside_the_encoder_does_not_shadow_an_installed_package(
+    tmp_path: Path,
+) -> None:
+    """A folder without ``__init__.py`` named as an installed package (``numpy/`` of audio
+    files beside the encoder) is a namespace portion: Python imports the installed package,
+    and so the identity records numpy by its RECORD and reads none of the folder's files."""
+    encoder = tmp_path / "enc" / "ns_enc.py"
+    (tmp_path / "enc" / "numpy").mkdir(parents=True)
+    (tmp_path / "enc" / "numpy" / "clip.wav").write_bytes(b"RIFF" + bytes(64))
+    encoder.write_text("import numpy\n\ndef make():\n    return None\n")
+    code = code_identity(UserSpec("py", str(encoder), "make"))
+    assert code["local"] == {} and code["distributions"]["numpy"]["by"] == "RECORD"

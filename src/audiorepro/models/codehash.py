@@ -18,8 +18,10 @@ installed import hooks), then records:
   against the files: that would read torch's 13,700 files on every call); a distribution
   without a ``RECORD`` is hashed by content as an editable one is.
 
-Hashes are kept per process by each file's path, size and modification time
-(:func:`file_sha256`), and ``RECORD`` files are small (torch's: 1.4 MB), so a torch-sized
+A file over 64 MiB in a local or editable package is data, not code: it counts by its size
+(:func:`code_file_sha256`; an encoder's weight files are hashed as its weights). Hashes are
+kept per process by each file's path, inode, size and times (:func:`file_sha256`), and
+``RECORD`` files are small (torch's: 1.4 MB), so a torch-sized
 dependency costs a few milliseconds: ``benchmarks/code_identity.py`` measures it
 (docs/benchmarks.md).
 """
@@ -161,7 +163,7 @@ def _stamp(path: Path) -> tuple[int, ...]:
 def _parsed_imports(path: str, stamp: tuple[int, ...]) -> tuple[tuple[int, str], ...]:
     try:
         tree = ast.parse(Path(path).read_bytes(), filename=path)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()  # not Python we can read: its bytes are hashed all the same
     out: set[tuple[int, str]] = set()
     for node in ast.walk(tree):
@@ -192,17 +194,30 @@ def tree_files(locations: Iterable[Path]) -> list[tuple[str, Path]]:
         for root, dirs, files in os.walk(loc):
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
             for name in sorted(files):
-                if not name.endswith((".pyc", ".pyo")):
-                    path = Path(root, name)
+                path = Path(root, name)
+                if not name.endswith((".pyc", ".pyo")) and path.is_file():
                     out.append(((loc.name / path.relative_to(loc)).as_posix(), path))
     return sorted(out)
 
 
+#: A file larger than this in a local or editable package is data (code is smaller): it counts
+#: by its size, not read on every call (weight files are hashed as the encoder's weights).
+LARGE = 64 << 20
+
+
+def code_file_sha256(path: Path) -> str:
+    """A code file's SHA-256 (:func:`file_sha256`), or ``size:N`` for a file over
+    :data:`LARGE`."""
+    size = path.stat().st_size
+    return f"size:{size}" if size > LARGE else file_sha256(path)
+
+
 def content_sha256(files: Iterable[tuple[str, Path]]) -> str:
-    """The SHA-256 over ``"name\\0" + SHA-256 of the bytes + "\\0"`` of each file, in order."""
+    """The SHA-256 over ``"name\\0" + SHA-256 of the bytes + "\\0"`` of each file, in order
+    (:func:`code_file_sha256`)."""
     digest = hashlib.sha256()
     for name, path in files:
-        digest.update(name.encode() + b"\0" + file_sha256(path).encode() + b"\0")
+        digest.update(name.encode() + b"\0" + code_file_sha256(path).encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -218,14 +233,18 @@ def _locations(found: importlib.machinery.ModuleSpec) -> list[Path]:
 def find_top(top: str, first: Path | None) -> importlib.machinery.ModuleSpec | None:
     """Where ``import top`` would find the module, without importing it: ``first`` (the
     encoder file's folder) before the rest, as ``python PATH.py`` puts it on the path."""
+    namespace = None
     if first is not None:
         found = importlib.machinery.PathFinder.find_spec(top, [str(first)])
-        if found is not None:
+        # a plain folder there (a namespace portion, say of audio files) yields to a module
+        # or package found anywhere on the path, as Python's import does
+        if found is not None and found.origin is not None:
             return found
+        namespace = found
     try:
-        return importlib.util.find_spec(top)
+        return importlib.util.find_spec(top) or namespace
     except (ImportError, ValueError):
-        return None
+        return namespace
 
 
 def _is_editable(dist: metadata.Distribution) -> bool:
@@ -335,6 +354,10 @@ class _Walk:
         record = None if editable else _record_path(dist)
         if record is not None:
             return {"version": version, "by": "RECORD", "sha256": file_sha256(record)}
+        # every package the distribution provides, not only the one imported first
+        for top in sorted(_tops(dist)):
+            found = find_top(top, None)
+            locations = [*locations, *(_locations(found) if found is not None else [])]
         files = tree_files(locations)
         for _, path in files:
             self.queue(path, None)
@@ -345,7 +368,7 @@ class _Walk:
         relative to the folder it was found in; its imports followed (its relative imports
         stay inside it)."""
         for name, path in tree_files(locations):
-            self.local[name] = file_sha256(path)
+            self.local[name] = code_file_sha256(path)
             self.queue(path, None)
 
 
