@@ -27,7 +27,7 @@ from audiorepro.cli import main
 from audiorepro.formats.dump import load_dump
 from audiorepro.models import codehash
 from audiorepro.models.encoder_specs import UserSpec, code_identity
-from tests.test_encoders import _clips, _study
+from tests.test_embedding_cache import extractions, study_of  # noqa: F401 (a fixture)
 
 #: The test's editable package (unique: modules stay in sys.modules for the session).
 PACKAGE = "edpkg_codeid"
@@ -174,23 +174,12 @@ def test_the_identity_records_the_helper_and_the_editable_package_by_content(
 def test_an_edit_of_any_file_of_the_encoders_code_reextracts_and_diff_names_it(
     setup: Setup,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    extractions: list[Path],  # noqa: F811  (the fixture imported above)
     capsys: pytest.CaptureFixture[str],
     edit: str,
     named: str,
 ) -> None:
-    from audiorepro.runner import cache
-
-    extractions: list[Path] = []
-    real = cache.extract
-
-    def counted(*args: object, **kw: object) -> None:
-        extractions.append(Path(str(args[3])))
-        real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(cache, "extract", counted)
-    clips = _clips(tmp_path / "clips")
-    study = _study(tmp_path / "study", f"py:{setup.encoder}:make", clips)
+    study = study_of(f"py:{setup.encoder}:make", tmp_path)
     out = tmp_path / "out"
     _fresh_process()
     assert main(["reproduce", str(study), "--out", str(out)]) == 0
