@@ -128,3 +128,25 @@ def test_an_audio_only_entry_is_shared_as_well(store: Path, tmp_path: Path) -> N
     assert cached_audio_dump(second, key) is not None
     assert load_audio_dump(cache_dump_path(second, key)).audio_ids == ("a", "b", "c")
     assert os.path.samefile(cache_dump_path(second, key), cache_dump_path(store, key))
+
+
+def test_a_damaged_entry_in_out_is_restored_from_the_store(
+    encoder: Encoders, store: Path, extractions: list[Path], tmp_path: Path
+) -> None:
+    """OUT's copy replaced by other bytes: the store's checked entry is linked in again, no
+    extraction; the folder verifies; OUT keeps its entry when the store and the first folder
+    are removed."""
+    study = study_of(encoder.file_spec, tmp_path)
+    for out in ("a", "b"):
+        assert main(["reproduce", str(study), "--out", str(tmp_path / out)]) == 0
+    entry = next((tmp_path / "b" / "cache" / "dumps").glob("*.npz"))
+    entry.unlink()
+    entry.write_bytes(b"not a dump")
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
+    assert len(extractions) == 1
+    assert entry.read_bytes() == (store / entry.name).read_bytes()
+    shutil.rmtree(store)
+    shutil.rmtree(tmp_path / "a")
+    assert main(["verify", str(tmp_path / "b")]) == 0
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
+    assert len(extractions) == 1
