@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import site
@@ -84,6 +85,7 @@ class Setup:
     helper: Path
     package: Path  # the editable package's __init__.py, in its project folder
     site: Path  # the throwaway virtualenv's site-packages
+    python: Path  # its interpreter
 
 
 def _editable_install(root: Path) -> Path:
@@ -135,7 +137,8 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
         mp.syspath_prepend(str(enc))
         importlib.invalidate_caches()
         yield Setup(enc / "enc.py", enc / "enc_helpers.py",
-                    root / "project" / "src" / PACKAGE / "__init__.py", purelib)  # fmt: skip
+                    root / "project" / "src" / PACKAGE / "__init__.py", purelib,
+                    root / "venv" / "bin" / "python")  # fmt: skip
 
 
 def _fresh_process() -> None:
@@ -216,6 +219,42 @@ def test_an_edit_of_any_file_of_the_encoders_code_reextracts_and_diff_names_it(
     finally:
         file.write_text(original)
         _fresh_process()
+
+
+def test_an_edited_editable_package_reextracts_in_a_new_process(
+    setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same as a user runs it: each command a new process of the virtualenv pip installed
+    into (its site folder read by Python's own start-up), nothing imported beforehand."""
+    import audiorepro
+
+    study = study_of(f"py:{setup.encoder}:make", tmp_path)
+    # the kit under test, and the encoder's folder as ``python enc.py`` has it
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{Path(audiorepro.__file__).parent.parent}:{setup.encoder.parent}",
+    }
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(setup.python), "-m", "audiorepro", *args]
+        return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+
+    out = tmp_path / "out"
+    assert run("reproduce", str(study), "--out", str(out)).returncode == 0
+    before = tmp_path / "before"
+    shutil.copytree(out, before)
+    original = setup.package.read_text()
+    setup.package.write_text(original.replace("STEP = 0.0", "STEP = 0.9"))
+    try:
+        assert run("reproduce", str(study), "--out", str(out)).returncode == 0
+    finally:
+        setup.package.write_text(original)
+    assert len(list((out / "cache" / "dumps").glob("*.npz"))) == 2  # extracted again
+    capsys.readouterr()
+    assert main(["diff", str(before), str(out)]) == 1
+    text = capsys.readouterr().out
+    causes = " ".join(text.split("causes")[1].split("\ncells:")[0].split())
+    assert f"distributions.{PACKAGE}.sha256" in causes and "moved nothing" not in causes, text
 
 
 def test_a_wheel_install_is_identified_by_its_record(tmp_path: Path) -> None:
