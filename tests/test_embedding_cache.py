@@ -150,3 +150,16 @@ def test_a_damaged_entry_in_out_is_restored_from_the_store(
     assert main(["verify", str(tmp_path / "b")]) == 0
     assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
     assert len(extractions) == 1
+
+
+def test_a_store_that_cannot_be_written_leaves_the_run_to_its_own_cache(
+    encoder: Encoders, store: Path, extractions: list[Path], tmp_path: Path
+) -> None:
+    """The store's place taken by a file (as a read-only or full home refuses it): each output
+    folder extracts into its own cache, and the run goes on."""
+    store.parent.mkdir(parents=True)
+    store.write_text("not a folder")
+    study = study_of(encoder.file_spec, tmp_path)
+    for out in ("a", "b"):
+        assert main(["reproduce", str(study), "--out", str(tmp_path / out)]) == 0
+    assert len(extractions) == 2 and store.read_text() == "not a folder"

@@ -265,9 +265,9 @@ def take_shared(cache: Path, key: str) -> bool:
     if store is None or store.resolve() == cache.resolve():
         return False
     entry, record = cache_dump_path(store, key), entry_record_path(store, key)
-    if not entry.is_file() or not record.is_file():
-        return False
     try:
+        if not entry.is_file() or not record.is_file():
+            return False
         if sha256_file(entry) != _record_sha256(record, key):
             _drop(record, entry)
             return False
@@ -287,13 +287,13 @@ def publish_entry(cache: Path, key: str, *, sha256: str | None = None) -> None:
         return
     entry, record = cache_dump_path(cache, key), entry_record_path(cache, key)
     kept = entry_record_path(store, key)
-    sha = sha256 if sha256 is not None else _record_sha256(record, key)
-    if sha is not None and kept.is_file() and _record_sha256(kept, key) == sha:
-        return
     try:
+        sha = sha256 if sha256 is not None else _record_sha256(record, key)
+        if sha is not None and kept.is_file() and _record_sha256(kept, key) == sha:
+            return
         _place(entry, cache_dump_path(store, key))
         _place(record, kept)
-    except OSError:
+    except OSError:  # a store that cannot be written (a read-only home): OUT has its own
         return
 
 
