@@ -296,3 +296,17 @@ def test_a_data_folder_beside_the_encoder_does_not_shadow_an_installed_package(
     encoder.write_text("import numpy\n\ndef make():\n    return None\n")
     code = code_identity(UserSpec("py", str(encoder), "make"))
     assert code["local"] == {} and code["distributions"]["numpy"]["by"] == "RECORD"
+
+
+def test_the_benchmark_script_runs() -> None:
+    """``benchmarks/code_identity.py`` (docs/benchmarks.md) runs and reports each case; its
+    figures are measured there, not asserted here."""
+    from tests.conftest import ROOT
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "code_identity.py"), "--repeat", "1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["file+torch", "resemblyzer"]
+    assert all(" cold " in line and " warm " in line for line in lines[1:])
