@@ -115,7 +115,7 @@ def _binary(tmp: Path) -> Path:
     if not source:
         pytest.skip(
             "the live comparison needs $TREC_EVAL (a binary) or $TREC_EVAL_SRC (its source); "
-            "the recorded outputs were compared above"
+            "the tests named *_recorded_outputs compare the recorded ones"
         )
     if shutil.which("gcc") is None or shutil.which("make") is None:
         pytest.skip("$TREC_EVAL_SRC is set but gcc or make is missing")
