@@ -59,6 +59,18 @@ def test_the_record_is_whole_and_its_inputs_are_the_seeds() -> None:
     assert TOOL.check_committed(SEEDED) == []
 
 
+def test_the_tools_check_command_as_written() -> None:
+    """``python tools/record_trec_eval.py --check`` (its docstring's line, PROVENANCE.md)."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "tools/record_trec_eval.py", "--check"], cwd=ROOT, capture_output=True,
+        text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(": 228 recorded outputs agree\n")
+
+
 def test_a_changed_input_output_or_stray_file_is_named(tmp_path: Path) -> None:
     copy = tmp_path / "seeded"
     shutil.copytree(SEEDED, copy)
