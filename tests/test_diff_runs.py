@@ -154,9 +154,10 @@ def test_a_zero_shot_run_is_flattened_with_its_dumps_and_a_tampered_number_is_a_
     import shutil
 
     from audiorepro.checks.diff_load import load_run
+    from audiorepro.runner.kinds import diff_kinds
 
     _, out = tiny_study
-    run = load_run(out)
+    run = load_run(out, diff_kinds())
     bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
     cells = [c["id"] for c in bundle["cells"]]
     assert set(run.dumps) == set(cells)
