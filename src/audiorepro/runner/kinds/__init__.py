@@ -48,6 +48,7 @@ from audiorepro.render.tables import Table, write_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.output.manifest import write_manifest
 from audiorepro.runner.output.outputs import Outcome, write_outputs
+from audiorepro.specs.study import register_spec
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,12 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     @property
     def label(self) -> str:
         return self.title or self.name
+
+    def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> StudyT:
+        """A study file of this kind (its TOML document, its path) parsed and checked, for a
+        kind that brings its own spec; the built-in kinds' specs are in ``specs/study.py``
+        (this is then not called). Bad input: a UserError naming the file and key."""
+        raise NotImplementedError(f"the {self.name} kind's spec is in specs/study.py")
 
     def extraction(self, study: StudyT) -> StudyExtraction | None:
         """The cells it extracts, as the executors see them (None: it extracts nothing)."""
@@ -193,13 +200,16 @@ def register_kind(cls: KindT) -> KindT:
     """Class decorator: the kind under its ``name`` (a second kind of one name is refused)."""
     if cls.name in _KINDS and type(_KINDS[cls.name]) is not cls:
         raise ValueError(f"a study kind named {cls.name!r} is already registered")
-    _KINDS[cls.name] = cls()
+    kind = _KINDS[cls.name] = cls()
+    if cls.parse is not StudyKind.parse:  # a kind that brings its own spec
+        register_spec(cls.name, kind.parse)
     return cls
 
 
 def unregister_kind(name: str) -> None:
     """Remove a kind (a test's toy kind, after the test)."""
     _KINDS.pop(name, None)
+    register_spec(name, None)
 
 
 def kind_named(name: str) -> AnyKind:
