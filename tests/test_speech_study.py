@@ -410,9 +410,7 @@ def test_diff_of_two_runs_names_the_changed_trial_list(
     eer = moved["resemblyzer/speech/eer"]
     assert eer["a"] == _bundle(tmp_path / "a")["cells"][0]["eer"] != eer["b"]
     assert eer["causes"] == ["resemblyzer/speech:inputs"]
-    assert {"resemblyzer/speech/target_trials", "resemblyzer/speech/nontarget_trials"} <= set(
-        moved
-    )
+    assert {"resemblyzer/speech/target_trials", "resemblyzer/speech/nontarget_trials"} <= set(moved)
     assert "resemblyzer/speech/n_clips" not in moved and "resemblyzer/speech/n_dims" not in moved
     named = {c for n in moved.values() for c in n["causes"]}
     assert named == {"resemblyzer/speech:inputs"}, named

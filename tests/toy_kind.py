@@ -31,12 +31,11 @@ from typing import Any
 from audiorepro.checks.moves import (
     Identity,
     Moves,
-    every,
     identity,
     in_cell,
     keys,
-    owner,
     run_records,
+    study_level,
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
@@ -199,10 +198,7 @@ class CountKind(StudyKind[CountStudy, CountState]):
         values by the values alone; a published row's numbers follow their cell."""
         where = number.where
         if not in_cell(where):
-            found = owner(bundle, where)
-            if found is None:
-                return every(bundle, ("inputs",))
-            return Moves(str(found["id"]), "a", keys(str(found["id"]), ("inputs",), tier="a"))
+            return study_level(bundle, where, ("inputs",), tier="a")
         cid = str(bundle["cells"][where[1]]["id"])
         if where[2] == "n":
             return Moves(cid, "a", frozenset({f"{cid}:inputs"}))

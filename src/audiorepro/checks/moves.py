@@ -153,6 +153,25 @@ def owner(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> Mapping[st
     return found
 
 
+def study_level(
+    bundle: Mapping[str, Any],
+    where: tuple[str | int, ...],
+    causes: Sequence[str],
+    *,
+    tier: Tier | None = None,
+    rule: Rule = None,
+) -> Moves:
+    """A number outside the cells (a parity row, a published value, a count of the study):
+    it follows the cell a row on its way names (in ``tier``, else that cell's: b when it was
+    extracted), else it depends on every cell (:func:`every`)."""
+    found = owner(bundle, where)
+    if found is None:
+        return every(bundle, causes)
+    oid = str(found["id"])
+    tier = tier or ("b" if extracted(found) else "a")
+    return Moves(oid, tier, keys(oid, causes, tier=tier), rule=rule)
+
+
 def in_cell(where: tuple[str | int, ...], key: str = "cells") -> bool:
     """Whether ``where`` reaches a number inside one entry of ``bundle[key]``."""
     return where[0] == key and len(where) > 2 and isinstance(where[1], int)

@@ -31,15 +31,14 @@ from audiorepro.checks.moves import (
     CELL_CAUSES,
     Identity,
     Moves,
-    every,
     extracted,
     extraction_records,
     identity,
     in_cell,
     keys,
-    owner,
     pick,
     run_records,
+    study_level,
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
@@ -673,10 +672,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         where = number.where
         causes = (*CELL_CAUSES, "definitions")
         if not in_cell(where):
-            found = owner(bundle, where)
-            if found is None:
-                return every(bundle, causes)
-            return Moves(str(found["id"]), "b", keys(str(found["id"]), causes, tier="b"))
+            return study_level(bundle, where, causes, tier="b")
         cid = str(bundle["cells"][where[1]]["id"])
         if where[-1] in ("n_clips", "n_train", "n_test"):
             return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))

@@ -42,15 +42,14 @@ from audiorepro.checks.moves import (
     CELL_CAUSES,
     Identity,
     Moves,
-    every,
     extracted,
     extraction_records,
     identity,
     in_cell,
     keys,
-    owner,
     pick,
     run_records,
+    study_level,
 )
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
 from audiorepro.checks.tiers import Tier
@@ -602,11 +601,7 @@ def _moves(bundle: JsonObject, where: tuple[str | int, ...]) -> Moves:
         deps = keys(a, CELL_CAUSES, tier=tier) | keys(b, CELL_CAUSES, tier=tier)
         return Moves(f"{a} | {b}", tier, deps, rule="ranks")
     if not in_cell(where):
-        found = owner(bundle, where)
-        if found is None:
-            return every(bundle, CELL_CAUSES)
-        oid, tier = str(found["id"]), "b" if extracted(found) else "a"
-        return Moves(oid, tier, keys(oid, CELL_CAUSES, tier=tier), rule="ranks")
+        return study_level(bundle, where, CELL_CAUSES)
     cell = bundle["cells"][where[1]]
     cid, below = str(cell["id"]), where[2:]
     tier = "b" if extracted(cell) else "a"

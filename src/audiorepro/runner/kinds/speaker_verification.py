@@ -29,15 +29,14 @@ from audiorepro.checks.moves import (
     CELL_CAUSES,
     Identity,
     Moves,
-    every,
     extracted,
     extraction_records,
     identity,
     in_cell,
     keys,
-    owner,
     pick,
     run_records,
+    study_level,
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.hashing import sha256_file
@@ -482,10 +481,7 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
         meta tier a; a study-level number follows the cell its row names, else every cell."""
         where = number.where
         if not in_cell(where):
-            found = owner(bundle, where)
-            if found is None:
-                return every(bundle, CELL_CAUSES)
-            return Moves(str(found["id"]), "b", keys(str(found["id"]), CELL_CAUSES, tier="b"))
+            return study_level(bundle, where, CELL_CAUSES, tier="b")
         cid = str(bundle["cells"][where[1]]["id"])
         if where[2] in _COUNTS:
             return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))

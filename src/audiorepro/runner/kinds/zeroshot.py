@@ -29,13 +29,12 @@ from audiorepro.checks.moves import (
     CELL_CAUSES,
     Identity,
     Moves,
-    every,
     extraction_records,
     identity,
     in_cell,
     keys,
-    owner,
     run_records,
+    study_level,
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
@@ -431,11 +430,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
         table on its way names, else every cell."""
         where = number.where
         if not in_cell(where):
-            found = owner(bundle, where)
-            if found is None:
-                return every(bundle, CELL_CAUSES)
-            oid = str(found["id"])
-            return Moves(oid, "b", keys(oid, CELL_CAUSES, tier="b"), rule="ranks")
+            return study_level(bundle, where, CELL_CAUSES, tier="b")
         cid = str(bundle["cells"][where[1]]["id"])
         if where[2] == "metrics":
             return Moves(cid, "b", keys(cid, CELL_CAUSES, tier="b"), "ranks")
