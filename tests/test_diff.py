@@ -291,6 +291,29 @@ def test_a_changed_encoder_source_is_named_encoder_code() -> None:
     assert "ffff" in moved[0].difference.b
 
 
+def test_a_count_of_clips_names_only_the_clips_not_an_encoder_edit() -> None:
+    """Issue 43 item 5: the second run has other clips and an edited encoder: the accuracy
+    moved and both can have moved it; the count of clips moved and only the clips can have:
+    the encoder edit is not named for it."""
+    bundle = _zeroshot_bundle()
+    for cell in bundle["cells"]:
+        cell["model_meta"]["encoder_code"] = {"source_sha256": "e" * 64, "version": None}
+    other = json.loads(json.dumps(bundle))
+    other["study"]["inputs"] = {**bundle["study"]["inputs"], "audio_sha256": "d" * 64}
+    other["study"]["inputs"]["n_clips"] = 8
+    cell = other["cells"][0]
+    cell["model_meta"]["encoder_code"] = {"source_sha256": "f" * 64, "version": None}
+    cell["n_clips"] = 8
+    cell["metrics"]["canonical"]["pessimistic"]["accuracy"] = 0.625
+    result = compare_runs(bundle_view(bundle), bundle_view(other), tolerance=lambda r: None)
+    causes = {n.path: n.causes for n in result.numbers if n.verdict != "identical"}
+    assert causes["x/esc50/n_clips"] == ("x/esc50:inputs",)
+    accuracy = causes["x/esc50/metrics/canonical/pessimistic/accuracy"]
+    assert {"x/esc50:inputs", "x/esc50:encoder code"} <= set(accuracy)
+    # y's count of clips did not move (its clips changed too, by the study's record)
+    assert "y/esc50/n_clips" not in causes
+
+
 @pytest.fixture(scope="module")
 def probe_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("probe-diff")
