@@ -117,7 +117,13 @@ class DiffRules(Protocol):
 def keys(cell: str, causes: Iterable[str], *, tier: Tier) -> frozenset[str]:
     """What a number of ``cell`` and ``tier`` can be moved by: the cell's records of
     ``causes`` (a tier-a number: none of the machine's), the run's study and definitions,
-    and (tier b only) the run's machine."""
+    and (tier b only) the run's machine.
+
+    >>> sorted(keys("c", ("weights", "software"), tier="a"))
+    ['c:weights', 'run:definitions', 'run:study']
+    >>> len(keys("c", ("weights", "software"), tier="b"))  # and the run's four machine records
+    8
+    """
     own = {f"{cell}:{k}" for k in causes if tier == "b" or k not in MACHINE}
     run = {STUDY_KEY, DEFINITIONS_KEY} | (set(RUN_MACHINE_KEYS) if tier == "b" else set())
     return frozenset(own | run)
