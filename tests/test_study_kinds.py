@@ -177,6 +177,8 @@ def test_reproduce_verify_and_diff_a_toy_kind_from_its_study_file(
     assert main(["reproduce", str(base), "--out", str(runs / "base")]) == 0
     assert main(["verify", str(runs / "base")]) == 0
     assert "PASS" in capsys.readouterr().out
+    assert main(["verify", str(base)]) == 0  # verify STUDY: the kind recomputes the sum
+    assert "PASS" in capsys.readouterr().out
     # a rerun: identical, nothing named
     assert main(["reproduce", str(base), "--out", str(runs / "again")]) == 0
     doc = _diff(runs / "base", runs / "again", tmp_path / "same.json", 0)
