@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +345,31 @@ def test_the_bundle_is_what_its_typed_records_declare(run: Any) -> None:
     )
     bundle = _bundle(run[1])
     jsonschema.validate(bundle, {"$defs": schema["$defs"], "$ref": "#/$defs/LinearProbeBundle"})
+
+
+def test_diff_of_two_runs_names_the_changed_probe_definition(
+    run: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 item 5: the second run's split cell searches another grid of C: diff gives
+    every moved number of that cell with its cause, the cell's probe definition, and
+    nothing of the other cell; its counts of clips and fold sizes (which no C moves) stay
+    identical, and no bound is derived from the dump as if it were a retrieval dump."""
+    study, out, *_ = run
+    folder = tmp_path / "study"
+    shutil.copytree(study.parent, folder)
+    text = (folder / "study.toml").read_text()
+    (folder / "study.toml").write_text(text.replace("C_grid = [0.01, 1.0, 0.1]", "C_grid = [1e-4]"))
+    assert main(["reproduce", str(folder / "study.toml"), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(out), str(tmp_path / "b"), "--json", str(tmp_path / "d.json")]) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, explained"
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    assert moved and all(n["cell"] == "gen/split" for n in moved.values()), set(moved)
+    assert any(p.endswith("/accuracy") for p in moved)
+    assert {c for n in moved.values() for c in n["causes"]} == {"gen/split:definitions"}
+    assert not any(p.rpartition("/")[2] in ("n_clips", "n_train", "n_test") for p in moved)
+    assert {c["cell"]: c["verdict"] for c in doc["cells"]}["gen/lofo"] == "identical"
+    (cause,) = [c for c in doc["causes"] if c["numbers"]]
+    assert cause["kind"] == "definitions" and "0.0001" in cause["b"]
+    assert "DEFECT" not in capsys.readouterr().out

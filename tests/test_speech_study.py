@@ -383,3 +383,66 @@ def test_identity_of_the_shipped_weights_and_a_perturbed_copy(tmp_path: Path) ->
     assert report["verdict"] == "different checkpoints"
     assert report["weights"]["compared_by"] == "tensors"
     assert [d["tensor"] for d in report["weights"]["differing"]] == ["model_state.linear.bias"]
+
+
+def _diff_json(a: Path, b: Path, out: Path, code: int) -> dict[str, Any]:
+    assert main(["diff", str(a), str(b), "--json", str(out)]) == code
+    return dict(json.loads(out.read_text()))
+
+
+@pytest.mark.slow
+def test_diff_of_two_runs_names_the_changed_trial_list(
+    first_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 item 5: two speaker-verification runs whose EER moved (the second on every
+    other trial of the list): diff reads their audio-only dumps as the kind declares them
+    (once exit 2, "key 'text_embeds': is missing"), names the cell's inputs (the trial
+    list) for the EER and the trial counts, and nothing the trial list cannot move: the
+    clip count and dimension stay identical, no weights or encoder code are named."""
+    rows = (SPEECH / "trials.csv").read_text().splitlines()[1:]
+    trials = _trials(tmp_path / "half", rows[::2])
+    study = _study(tmp_path / "half", trials=trials)
+    assert main(["reproduce", str(_study(tmp_path / "full")), "--out", str(tmp_path / "a")]) == 0
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    doc = _diff_json(tmp_path / "a", tmp_path / "b", tmp_path / "d.json", 1)
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    eer = moved["resemblyzer/speech/eer"]
+    assert eer["a"] == _bundle(tmp_path / "a")["cells"][0]["eer"] != eer["b"]
+    assert eer["causes"] == ["resemblyzer/speech:inputs"]
+    assert {"resemblyzer/speech/target_trials", "resemblyzer/speech/nontarget_trials"} <= set(moved)
+    assert "resemblyzer/speech/n_clips" not in moved and "resemblyzer/speech/n_dims" not in moved
+    named = {c for n in moved.values() for c in n["causes"]}
+    assert named == {"resemblyzer/speech:inputs"}, named
+    (inputs,) = [c for c in doc["causes"] if c["key"] == "resemblyzer/speech:inputs"]
+    assert "trials_sha256" in inputs["a"] and sha256_file(trials) in inputs["b"]
+    assert "DEFECT" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_diff_when_only_the_machine_differs_reads_no_retrieval_dump(
+    first_run: Path, tmp_path: Path
+) -> None:
+    """Issue 44: a speaker-verification EER (and its parity row) that moved while only the
+    machine's record differs: once ``diff`` derived a rank tolerance from the audio-only
+    dump as if it were a retrieval dump (exit 2, "'text_embeds' is missing"); now no bound
+    is derived for it (the kind declares none): changed, explained by the hardware."""
+    b = tmp_path / "b"
+    shutil.copytree(first_run, b)
+    bundle = _bundle(b)
+    bundle["cells"][0]["eer"] += 0.001
+    bundle["verification"]["metric_parity"]["cells"][0]["eer"] += 0.001
+    (b / "bundle.json.gz").write_bytes(gzip.compress(json.dumps(bundle).encode(), mtime=0))
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["outputs"]["bundle.json.gz"] = sha256_file(b / "bundle.json.gz")
+    manifest["environment"]["cpu"] = "another CPU"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    doc = _diff_json(first_run, b, tmp_path / "d.json", 1)
+    assert doc["verdict"] == "changed, explained"
+    moved = [n for n in doc["numbers"] if n["verdict"] != "identical"]
+    assert {n["path"] for n in moved} == {
+        "resemblyzer/speech/eer",
+        "verification/metric_parity/cells/0/eer",
+    }
+    for n in moved:
+        assert n["causes"] == ["run:hardware"] and n["tolerance"] is None and n["tier"] == "b"

@@ -58,7 +58,7 @@ from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
-from audiorepro.runner.kinds import typed_numbers
+from audiorepro.runner.kinds import diff_kinds
 from audiorepro.runner.kinds.probe.runs import verify_probe_saved
 from audiorepro.runner.output.attest import check_signature
 from audiorepro.runner.output.keys import SigningKey, load_signing_key, load_trusted_keys
@@ -820,7 +820,8 @@ def reproduce(
     baseline as `audiorepro diff` does (exit 1 when a number changed).
     """
     signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
-    baseline = load_run(against) if against is not None else None  # bad: exit 2 before work
+    # bad: exit 2 before any work
+    baseline = load_run(against, diff_kinds()) if against is not None else None
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -839,7 +840,7 @@ def reproduce(
         )
     changed = (
         against is not None
-        and run_diff(against, target, say=click.echo, check=folder_problem, typed=typed_numbers)
+        and run_diff(against, target, say=click.echo, check=folder_problem, kinds=diff_kinds())
         != EXIT_OK
     )
     if not passed or changed:

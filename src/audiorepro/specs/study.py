@@ -1963,14 +1963,34 @@ def check_lock(study: ProbeStudy) -> None:
                             source=study.lock, key=f"files.{name}")  # fmt: skip
 
 
+#: A study file's tables parsed and checked by a kind that declares its own spec (a kind
+#: registered from outside the package: :func:`audiorepro.runner.kinds.register_kind`):
+#: (the file's document, its path, strict) -> the kind's study.
+SpecParser = Callable[[dict[str, Any], Path, bool], Any]
+_SPECS: dict[str, SpecParser] = {}
+
+
+def register_spec(kind: str, parse: SpecParser | None) -> None:
+    """The spec of study kind ``kind``: its parser, or None to remove it."""
+    if parse is None:
+        _SPECS.pop(kind, None)
+    else:
+        _SPECS[kind] = parse
+
+
 def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
     """Parse and validate a study. ``strict=False`` (for ``verify``) lets a dump be missing or
     differ from its hash: such a cell's values are then reported NOT VERIFIED, not an error."""
     doc = parse_toml(text, source=source)
     kind = doc.get("kind", "retrieval")
+    if isinstance(kind, str) and kind in _SPECS:
+        study: Study = _SPECS[kind](doc, source, strict)
+        return study
     if kind not in KINDS:
         raise UserError(
-            f"is {kind!r}; expected one of {', '.join(KINDS)}", source=source, key="kind"
+            f"is {kind!r}; expected one of {', '.join((*KINDS, *_SPECS))}",
+            source=source,
+            key="kind",
         )
     if kind == "probe":
         return _probe(doc, source, strict)

@@ -27,6 +27,19 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    extracted,
+    extraction_records,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
@@ -634,6 +647,38 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each cell depends on: its embeddings (the dump's hash, and an extracted
+        dump's recorded meta), its labels and protocol (inputs), and the probe's definition
+        (definition, C or grid, scikit-learn's version: ``definitions``)."""
+        study = bundle["study"]
+        out = run_records({"bootstrap": study["bootstrap"]}, study["definitions_version"])
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            if extracted(cell):
+                weights, code, pre, _, software = extraction_records(cid, cell["model_meta"])
+                out += [weights, code, pre, software]
+            inputs = pick(cell, ("dump_sha256", "labels_sha256", "fold_column", "protocol"))
+            out.append(identity(cid, "inputs", inputs))
+            out.append(identity(cid, "definitions", cell.get("probe")))
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """A cell's accuracies and reports: tier b (an iterative solver over float64 BLAS),
+        on the cell's records and the probe's definition, no tolerance derived; its counts
+        of clips and of each fold's clips: tier a, moved by its inputs (labels, folds,
+        embeddings) only; its dimension tier a."""
+        where = number.where
+        causes = (*CELL_CAUSES, "definitions")
+        if not in_cell(where):
+            return study_level(bundle, where, causes, tier="b")
+        cid = str(bundle["cells"][where[1]]["id"])
+        if where[-1] in ("n_clips", "n_train", "n_test"):
+            return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))
+        if where[2] == "n_dims":
+            return Moves(cid, "a", keys(cid, CELL_CAUSES, tier="a"))
+        return Moves(cid, "b", keys(cid, causes, tier="b"))
 
 
 _COUNTS = frozenset(

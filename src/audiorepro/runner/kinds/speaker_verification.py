@@ -25,6 +25,19 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    extracted,
+    extraction_records,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
@@ -443,6 +456,42 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each cell depends on: an extracted dump's recorded meta (weights, encoder
+        code, preprocessing, software; its clips with the trial list's hash as inputs) or a
+        given dump's hash, and the trial list's hash; the run's definitions' version."""
+        out = run_records(None, bundle["study"]["definitions_version"])
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            inputs = pick(cell, ("trials_sha256",))
+            if extracted(cell):
+                weights, code, pre, clips, software = extraction_records(cid, cell["model_meta"])
+                out += [weights, code, pre, software]
+                inputs["clips"] = clips.value
+            else:
+                inputs |= pick(cell, ("dump_sha256",))
+            out.append(identity(cid, "inputs", inputs))
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """A cell's EER (and any measure of its scores): tier b, cosines of its embeddings,
+        with no tolerance derived (rule None: a move under another machine is a change); its
+        counts of clips and trials: tier a, moved by its inputs only; its dimension and dump
+        meta tier a; a study-level number follows the cell its row names, else every cell."""
+        where = number.where
+        if not in_cell(where):
+            return study_level(bundle, where, CELL_CAUSES, tier="b")
+        cid = str(bundle["cells"][where[1]]["id"])
+        if where[2] in _COUNTS:
+            return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))
+        if where[2] in ("n_dims", "model_meta"):
+            return Moves(cid, "a", keys(cid, CELL_CAUSES, tier="a"))
+        return Moves(cid, "b", keys(cid, CELL_CAUSES, tier="b"))
+
+
+#: A cell's counts of clips and trials: what its inputs (clips, trial list) alone move.
+_COUNTS: Final = frozenset({"n_clips", "target_trials", "nontarget_trials", "n_trials"})
 
 
 def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
