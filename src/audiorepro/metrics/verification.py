@@ -91,7 +91,6 @@ def trial_scores(
     return scores
 
 
-
 def checked_trials(
     scores: npt.ArrayLike, is_target: npt.ArrayLike
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:

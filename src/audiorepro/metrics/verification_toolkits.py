@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +42,7 @@ __all__ = [
 
 def _by_class(
     scores: npt.ArrayLike, is_target: npt.ArrayLike
-) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]] | None:
+) -> tuple[npt.NDArray[np.floating[Any]], npt.NDArray[np.floating[Any]]] | None:
     """Sorted target and non-target scores, float32 when given float32 (a torch float32
     tensor's numbers) and float64 otherwise; None without one of the two."""
     dtype = np.float32 if np.asarray(scores).dtype == np.float32 else np.float64
@@ -53,7 +54,7 @@ def _by_class(
 
 
 def _speechbrain_rates(
-    pos: npt.NDArray[np.floating], neg: npt.NDArray[np.floating]
+    pos: npt.NDArray[np.floating[Any]], neg: npt.NDArray[np.floating[Any]]
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """speechbrain's thresholds (every distinct score and the midpoint of each neighbouring
     pair, ascending, in the scores' dtype) and its float32 rates there: ``FRR = #(target <=
@@ -247,9 +248,7 @@ DEFINITIONS: tuple[VerificationDefinition, ...] = (
 )  # fmt: skip
 
 
-def compute_definitions(
-    scores: npt.ArrayLike, is_target: npt.ArrayLike
-) -> dict[str, float | None]:
+def compute_definitions(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> dict[str, float | None]:
     """Every definition of :data:`DEFINITIONS` over the same trials: name -> value.
 
     >>> values = compute_definitions([0.9, 0.8, 0.7, 0.6], [True, False, True, False])
