@@ -327,3 +327,32 @@ def test_kaldi_own_code(kaldi_compute_eer: Path, seed: int) -> None:
         scores = np.round(scores, 1)  # ties
     assert kits.eer_kaldi(scores, target) == _kaldi(kaldi_compute_eer, scores, target)
     assert twin.eer_kaldi(scores, target) == _kaldi(kaldi_compute_eer, scores, target)
+
+
+#: Each registered name and the public function it must equal.
+PUBLIC: dict[str, Fn] = {
+    "eer": fast.equal_error_rate,
+    "eer_rocch": fast.eer_rocch,
+    "eer_pyannote": kits.eer_pyannote,
+    "eer_speechbrain": kits.eer_speechbrain,
+    "eer_kaldi": kits.eer_kaldi,
+    "min_dcf_p0.01": lambda s, t: fast.min_dcf(s, t, p_target=0.01),
+    "min_dcf_p0.05": lambda s, t: fast.min_dcf(s, t, p_target=0.05),
+    "min_dcf_speechbrain_p0.01": lambda s, t: kits.min_dcf_speechbrain(s, t, p_target=0.01),
+    "min_dcf_speechbrain_p0.05": lambda s, t: kits.min_dcf_speechbrain(s, t, p_target=0.05),
+    "act_dcf_p0.01": lambda s, t: fast.act_dcf(s, t, p_target=0.01),
+    "act_dcf_p0.05": lambda s, t: fast.act_dcf(s, t, p_target=0.05),
+    "cllr": fast.cllr,
+    "min_cllr": fast.min_cllr,
+}
+
+
+@given(_trials)
+def test_the_registry_shares_one_sort_and_gives_each_functions_value(
+    drawn: tuple[list[float], list[bool], bool],
+) -> None:
+    scores, target = _arrays(drawn)
+    assert [d.name for d in kits.DEFINITIONS] == list(PUBLIC)
+    assert kits.compute_definitions(scores, target) == {
+        name: f(scores, target) for name, f in PUBLIC.items()
+    }

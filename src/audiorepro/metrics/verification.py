@@ -182,7 +182,11 @@ def equal_error_rate(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float |
     >>> equal_error_rate([0.9, 0.8, 0.4, 0.3, 0.2], [True, True, False, True, False])
     0.3333333333333333
     """
-    op = operating_points(scores, is_target)
+    return eer_of_points(operating_points(scores, is_target))
+
+
+def eer_of_points(op: OperatingPoints) -> float | None:
+    """:func:`equal_error_rate` of trials whose operating points are ``op``."""
     if op.n_target == 0 or op.n_nontarget == 0:
         return None
     return _crossing(op.false_alarms, op.misses, op.n_target, op.n_nontarget)
@@ -243,10 +247,14 @@ def eer_rocch(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:
     (0.0, 0.5)
     """
     op = operating_points(scores, is_target)
+    return eer_rocch_of_points(op, hull_points(op))
+
+
+def eer_rocch_of_points(op: OperatingPoints, hull: npt.NDArray[np.int64]) -> float | None:
+    """:func:`eer_rocch` of trials whose operating points are ``op`` (hull ``hull``)."""
     if op.n_target == 0 or op.n_nontarget == 0:
         return None
-    h = hull_points(op)
-    return _crossing(op.false_alarms[h], op.misses[h], op.n_target, op.n_nontarget)
+    return _crossing(op.false_alarms[hull], op.misses[hull], op.n_target, op.n_nontarget)
 
 
 def _check_costs(p_target: float, c_miss: float, c_fa: float) -> None:
@@ -281,7 +289,13 @@ def min_dcf(
     0.0
     """
     _check_costs(p_target, c_miss, c_fa)
-    op = operating_points(scores, is_target)
+    return min_dcf_of_points(operating_points(scores, is_target), p_target, c_miss, c_fa)
+
+
+def min_dcf_of_points(
+    op: OperatingPoints, p_target: float, c_miss: float = 1.0, c_fa: float = 1.0
+) -> float | None:
+    """:func:`min_dcf` of trials whose operating points are ``op``."""
     if op.n_target == 0 or op.n_nontarget == 0:
         return None
     p_miss = op.misses / op.n_target
@@ -378,10 +392,15 @@ def min_cllr(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:
     (0.0, 1.0)
     """
     op = operating_points(scores, is_target)
+    return min_cllr_of_points(op, hull_points(op))
+
+
+def min_cllr_of_points(op: OperatingPoints, hull: npt.NDArray[np.int64]) -> float | None:
+    """:func:`min_cllr` of trials whose operating points are ``op`` (hull ``hull``)."""
     n_t, n_n = op.n_target, op.n_nontarget
     if n_t == 0 or n_n == 0:
         return None
-    h = hull_points(op)
+    h = hull
     a = -np.diff(op.misses[h]).astype(np.float64)  # targets in each bin
     b = np.diff(op.false_alarms[h]).astype(np.float64)  # non-targets in each bin
     both = (a > 0) & (b > 0)

@@ -12,25 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from audiorepro.metrics.verification import (
+    OperatingPoints,
     act_dcf,
     checked_trials,
     cllr,
-    eer_rocch,
-    equal_error_rate,
-    min_cllr,
-    min_dcf,
+    eer_of_points,
+    eer_rocch_of_points,
+    hull_points,
+    min_cllr_of_points,
+    min_dcf_of_points,
     operating_points,
 )
 
 __all__ = [
     "DEFINITIONS",
+    "SharedTrials",
     "VerificationDefinition",
     "compute_definitions",
     "eer_kaldi",
@@ -40,31 +43,61 @@ __all__ = [
 ]
 
 
-def _by_class(
-    scores: npt.ArrayLike, is_target: npt.ArrayLike
-) -> tuple[npt.NDArray[np.floating[Any]], npt.NDArray[np.floating[Any]]] | None:
-    """Sorted target and non-target scores, float32 when given float32 (a torch float32
-    tensor's numbers) and float64 otherwise; None without one of the two."""
-    dtype = np.float32 if np.asarray(scores).dtype == np.float32 else np.float64
-    s, t = checked_trials(scores, is_target)
-    if t.all() or not t.any():
-        return None
-    s = s.astype(dtype)
-    return np.sort(s[t]), np.sort(s[~t])
+class SharedTrials:
+    """Scores and target flags with what several definitions share, computed once from one
+    sort: the operating points, the ROC hull, speechbrain's rates, the sorted classes.
 
+    Scores stay float32 when given float32 (a torch float32 tensor's numbers, which
+    speechbrain compares in float32) and are float64 otherwise.
+    """
 
-def _speechbrain_rates(
-    pos: npt.NDArray[np.floating[Any]], neg: npt.NDArray[np.floating[Any]]
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """speechbrain's thresholds (every distinct score and the midpoint of each neighbouring
-    pair, ascending, in the scores' dtype) and its float32 rates there: ``FRR = #(target <=
-    t) / N_t`` and ``FAR = #(non-target > t) / N_n``."""
-    u = np.unique(np.concatenate((pos, neg)))
-    thresholds = np.sort(np.concatenate((u, (u[:-1] + u[1:]) / 2)))
-    frr = np.searchsorted(pos, thresholds, "right").astype(np.float32) / np.float32(pos.size)
-    above = neg.size - np.searchsorted(neg, thresholds, "right")
-    far = above.astype(np.float32) / np.float32(neg.size)
-    return frr, far
+    def __init__(self, scores: npt.ArrayLike, is_target: npt.ArrayLike) -> None:
+        given = np.asarray(scores)
+        s, t = checked_trials(scores, is_target)
+        self.dtype: type[np.floating[Any]] = np.float32 if given.dtype == np.float32 else np.float64
+        self.scores = s.astype(self.dtype)
+        self.target = t
+        self.both = bool(t.any() and not t.all())
+
+    @cached_property
+    def points(self) -> OperatingPoints:
+        return operating_points(self.scores, self.target)
+
+    @cached_property
+    def hull(self) -> npt.NDArray[np.int64]:
+        return hull_points(self.points)
+
+    @cached_property
+    def speechbrain(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """speechbrain's thresholds (every distinct score and the midpoint of each neighbouring
+        pair, in the scores' dtype, ascending) and its float32 rates there: ``FRR = #(target
+        <= t) / N_t`` and ``FAR = #(non-target > t) / N_n``.
+
+        Read off the operating points: at the distinct score ``u_i`` (highest first) ``#(target
+        <= u_i)`` is the misses of point ``i`` and ``#(non-target > u_i)`` its false alarms; a
+        midpoint counts as the score it rounds to, or as the lower one when strictly between.
+        """
+        op = self.points
+        u = op.thresholds.astype(self.dtype)  # exact: the scores' own values
+        miss, fa = op.misses[:-1], op.false_alarms[:-1]
+        mids = (u[1:] + u[:-1]) / 2
+        at = np.arange(1, u.size) - (mids == u[:-1])  # the point whose counts a midpoint has
+        order = np.empty(2 * u.size - 1, dtype=np.int64)
+        order[0::2], order[1::2] = np.arange(u.size), at
+        order = order[::-1]  # ascending thresholds
+        frr = miss[order].astype(np.float32) / np.float32(op.n_target)
+        far = fa[order].astype(np.float32) / np.float32(op.n_nontarget)
+        return frr, far
+
+    @cached_property
+    def by_class_f32(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """Target and non-target scores as float32, each ascending (Kaldi's ``BaseFloat``):
+        the distinct scores repeated by their counts (rounding to float32 keeps the order)."""
+        op = self.points
+        u = op.thresholds[::-1].astype(np.float32)
+        tar = np.repeat(u, -np.diff(op.misses)[::-1])
+        non = np.repeat(u, np.diff(op.false_alarms)[::-1])
+        return tar, non
 
 
 def eer_speechbrain(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:
@@ -86,15 +119,17 @@ def eer_speechbrain(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | 
     >>> eer_speechbrain([0.5, 0.5, 0.9, 0.1], [True, False, True, False])
     0.25
     """
-    split = _by_class(scores, is_target)
-    if split is None:
-        return None
-    frr, far = _speechbrain_rates(*split)
+    shared = SharedTrials(scores, is_target)
+    return _eer_speechbrain(*shared.speechbrain) if shared.both else None
+
+
+def _eer_speechbrain(frr: npt.NDArray[np.float32], far: npt.NDArray[np.float32]) -> float:
     d32 = np.abs(far - frr)  # float32, as ``(FAR - FRR).abs()``
     # |FAR - FRR| falls, then rises, over ascending thresholds, so speechbrain's loop settles
     # among the thresholds at the two least float32 distances: walk only those, exactly.
-    levels = np.unique(d32)[:2]
-    window = np.flatnonzero(d32 <= levels[-1])
+    least = d32.min()
+    above = d32[d32 > least]
+    window = np.flatnonzero(d32 <= (above.min() if above.size else least))
     best = int(window[0])
     for i in window[1:].tolist():
         if float(d32[i]) < abs(float(far[best]) - float(frr[best])):
@@ -126,10 +161,19 @@ def min_dcf_speechbrain(
     >>> round(min_dcf_speechbrain([0.9, 0.8, 0.7, 0.6], [True, False, True, False]), 6)
     0.005
     """
-    split = _by_class(scores, is_target)
-    if split is None:
+    shared = SharedTrials(scores, is_target)
+    if not shared.both:
         return None
-    frr, far = _speechbrain_rates(*split)
+    return _min_dcf_speechbrain(*shared.speechbrain, p_target, c_miss, c_fa)
+
+
+def _min_dcf_speechbrain(
+    frr: npt.NDArray[np.float32],
+    far: npt.NDArray[np.float32],
+    p_target: float,
+    c_miss: float = 1.0,
+    c_fa: float = 1.0,
+) -> float:
     f32 = np.float32
     cost = f32(c_miss) * frr * f32(p_target) + f32(c_fa) * far * f32(1 - p_target)
     return float(cost.min())
@@ -153,7 +197,10 @@ def eer_pyannote(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | Non
     >>> eer_pyannote([4, 3, 2, 1, 0], [True, True, False, True, False])
     0.2916666666666667
     """
-    op = operating_points(scores, is_target)
+    return _eer_pyannote(operating_points(scores, is_target))
+
+
+def _eer_pyannote(op: OperatingPoints) -> float | None:
     if op.n_target == 0 or op.n_nontarget == 0:
         return None
     fps = op.false_alarms[1:].astype(np.float64)
@@ -188,11 +235,13 @@ def eer_kaldi(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:
     >>> eer_kaldi([0.9, 0.1], [True, False])
     0.0
     """
-    s, t = checked_trials(scores, is_target)
-    if t.all() or not t.any():
+    return _eer_kaldi(SharedTrials(scores, is_target))
+
+
+def _eer_kaldi(shared: SharedTrials) -> float | None:
+    if not shared.both:
         return None
-    tar = np.sort(s[t].astype(np.float32))
-    non = np.sort(s[~t].astype(np.float32))
+    tar, non = shared.by_class_f32
     n_t, n_n = tar.size, non.size
     p = np.arange(n_t - 1, dtype=np.int64)
     q = np.maximum(n_n - 1 - np.floor((n_n * p).astype(np.float64) / n_t).astype(np.int64), 0)
@@ -203,59 +252,65 @@ def eer_kaldi(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> float | None:
 
 @dataclass(frozen=True)
 class VerificationDefinition:
-    """One verification measure under one definition: its name (``explain``'s JSON key), the
-    code it equals, its version and the function over ``(scores, is_target)``."""
+    """One verification measure under one definition: its name (``explain``'s JSON key), whose
+    definition it is, its version and its value over shared trials."""
 
     name: str
     measure: str  #: EER, minDCF, actDCF, Cllr, minCllr
     follows: str  #: whose definition (toolkit and version, or the standard)
     version: int  #: bumped when the value of this definition changes
-    compute: Callable[[npt.ArrayLike, npt.ArrayLike], float | None]
+    compute: Callable[[SharedTrials], float | None]
     calibrated: bool = False  #: reads scores as log-likelihood ratios
 
 
-def _dcf(p: float) -> Callable[[npt.ArrayLike, npt.ArrayLike], float | None]:
-    return partial(min_dcf, p_target=p)
+def _sb_dcf(p: float) -> Callable[[SharedTrials], float | None]:
+    def compute(t: SharedTrials) -> float | None:
+        return _min_dcf_speechbrain(*t.speechbrain, p) if t.both else None
+
+    return compute
+
+
+def _sb_eer(t: SharedTrials) -> float | None:
+    return _eer_speechbrain(*t.speechbrain) if t.both else None
 
 
 #: Every verification definition, in the order ``explain --trials`` shows them.
 DEFINITIONS: tuple[VerificationDefinition, ...] = (
     VerificationDefinition("eer", "EER", "ROC crossing (scikit-learn roc_curve)", 1,
-                           equal_error_rate),
+                           lambda t: eer_of_points(t.points)),
     VerificationDefinition("eer_rocch", "EER", "ROC convex hull (BOSARIS rocch2eer)", 1,
-                           eer_rocch),
+                           lambda t: eer_rocch_of_points(t.points, t.hull)),
     VerificationDefinition("eer_pyannote", "EER", "pyannote.metrics 4.2 det_curve", 1,
-                           eer_pyannote),
-    VerificationDefinition("eer_speechbrain", "EER", "speechbrain 1.1.2 EER", 1,
-                           eer_speechbrain),
-    VerificationDefinition("eer_kaldi", "EER", "Kaldi compute-eer", 1, eer_kaldi),
+                           lambda t: _eer_pyannote(t.points)),
+    VerificationDefinition("eer_speechbrain", "EER", "speechbrain 1.1.2 EER", 1, _sb_eer),
+    VerificationDefinition("eer_kaldi", "EER", "Kaldi compute-eer", 1,
+                           _eer_kaldi),
     VerificationDefinition("min_dcf_p0.01", "minDCF", "NIST SRE (p=0.01, normalized)", 1,
-                           _dcf(0.01)),
+                           lambda t: min_dcf_of_points(t.points, 0.01)),
     VerificationDefinition("min_dcf_p0.05", "minDCF", "VoxSRC (p=0.05, normalized)", 1,
-                           _dcf(0.05)),
+                           lambda t: min_dcf_of_points(t.points, 0.05)),
     VerificationDefinition("min_dcf_speechbrain_p0.01", "minDCF",
-                           "speechbrain 1.1.2 minDCF (p=0.01, not normalized)", 1,
-                           partial(min_dcf_speechbrain, p_target=0.01)),
+                           "speechbrain 1.1.2 minDCF (p=0.01, not normalized)", 1, _sb_dcf(0.01)),
     VerificationDefinition("min_dcf_speechbrain_p0.05", "minDCF",
-                           "speechbrain 1.1.2 minDCF (p=0.05, not normalized)", 1,
-                           partial(min_dcf_speechbrain, p_target=0.05)),
+                           "speechbrain 1.1.2 minDCF (p=0.05, not normalized)", 1, _sb_dcf(0.05)),
     VerificationDefinition("act_dcf_p0.01", "actDCF", "NIST SRE (p=0.01, normalized)", 1,
-                           partial(act_dcf, p_target=0.01), calibrated=True),
+                           lambda t: act_dcf(t.scores, t.target, p_target=0.01), calibrated=True),
     VerificationDefinition("act_dcf_p0.05", "actDCF", "VoxSRC (p=0.05, normalized)", 1,
-                           partial(act_dcf, p_target=0.05), calibrated=True),
-    VerificationDefinition("cllr", "Cllr", "BOSARIS cllr", 1, cllr, calibrated=True),
-    VerificationDefinition("min_cllr", "minCllr", "BOSARIS min_cllr (PAV)", 1, min_cllr),
+                           lambda t: act_dcf(t.scores, t.target, p_target=0.05), calibrated=True),
+    VerificationDefinition("cllr", "Cllr", "BOSARIS cllr", 1,
+                           lambda t: cllr(t.scores, t.target), calibrated=True),
+    VerificationDefinition("min_cllr", "minCllr", "BOSARIS min_cllr (PAV)", 1,
+                           lambda t: min_cllr_of_points(t.points, t.hull)),
 )  # fmt: skip
 
 
 def compute_definitions(scores: npt.ArrayLike, is_target: npt.ArrayLike) -> dict[str, float | None]:
-    """Every definition of :data:`DEFINITIONS` over the same trials: name -> value.
+    """Every definition of :data:`DEFINITIONS` over the same trials (one sort shared): name ->
+    value.
 
     >>> values = compute_definitions([0.9, 0.8, 0.7, 0.6], [True, False, True, False])
     >>> values["eer"], values["eer_rocch"], values["eer_kaldi"]
     (0.5, 0.25, 0.5)
     """
-    s, t = checked_trials(scores, is_target)
-    given = np.asarray(scores)
-    same = s.astype(np.float32) if given.dtype == np.float32 else s
-    return {d.name: d.compute(same, t) for d in DEFINITIONS}
+    shared = SharedTrials(scores, is_target)
+    return {d.name: d.compute(shared) for d in DEFINITIONS}
