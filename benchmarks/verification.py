@@ -59,9 +59,8 @@ def child(n: int, what: str, repeat: int) -> dict[str, Any]:
             twin.min_dcf(scores, target, p_target=0.01),
         ),
     }
-    table.update(
-        {d.name: (lambda d=d: d.compute(kits.SharedTrials(scores, target))) for d in kits.DEFINITIONS}
-    )
+    for d in kits.DEFINITIONS:
+        table[d.name] = lambda d=d: d.compute(kits.SharedTrials(scores, target))
     if what == "speechbrain 1.1.2 EER (own code)":
         import torch
         from speechbrain.utils.metric_stats import EER
