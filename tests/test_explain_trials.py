@@ -1,0 +1,107 @@
+"""``audiorepro explain DUMP --trials FILE`` (issue 47): every speaker-verification definition
+side by side for one dump and one trial list, in each published trial-list form; its JSON maps
+each definition's name to its value; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audiorepro.cli import main
+from audiorepro.metrics.verification import trial_scores
+from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
+from audiorepro.reference import verification as twin
+
+
+def _dump(folder: Path) -> tuple[Path, list[str], np.ndarray]:
+    """Six speakers x five clips named as VoxCeleb names them; a seeded clip-embedding dump."""
+    rng = np.random.default_rng(47)
+    speakers = np.repeat(np.arange(6), 5)
+    ids = [f"id1030{s}/vid{k % 2}/{k:05d}.wav" for s, k in zip(speakers, range(30), strict=True)]
+    emb = (rng.normal(size=(6, 8))[speakers] + rng.normal(size=(30, 8))).astype(np.float32)
+    path = folder / "clips.npz"
+    np.savez(path, audio_embeds=emb, audio_ids=np.asarray(ids))
+    return path, ids, speakers
+
+
+def _lists(folder: Path, ids: list[str], speakers: np.ndarray) -> dict[str, Path]:
+    i, j = np.triu_indices(len(ids), k=1)
+    keep = (i + j) % 3 != 0  # not every pair: a list, not the full matrix
+    pairs = [(ids[a], ids[b], bool(speakers[a] == speakers[b])) for a, b in
+             zip(i[keep].tolist(), j[keep].tolist(), strict=True)]  # fmt: skip
+    texts = {
+        "csv": "enrollment,test,target\n" + "".join(f"{a},{b},{int(t)}\n" for a, b, t in pairs),
+        "voxceleb": "".join(f"{int(t)} {a} {b}\n" for a, b, t in pairs),
+        "nist": "".join(f"{a} {b} {'target' if t else 'nontarget'}\n" for a, b, t in pairs),
+    }
+    paths = {}
+    for form, text in texts.items():
+        paths[form] = folder / f"trials.{form}.txt"
+        paths[form].write_text(text)
+    return paths
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, dict[str, Path], np.ndarray, np.ndarray]:
+    dump, ids, speakers = _dump(tmp_path)
+    lists = _lists(tmp_path, ids, speakers)
+    i, j = np.triu_indices(len(ids), k=1)
+    keep = (i + j) % 3 != 0
+    emb = np.load(dump)["audio_embeds"].astype(np.float64)
+    scores = trial_scores(emb, i[keep], j[keep])
+    return dump, lists, scores, speakers[i[keep]] == speakers[j[keep]]
+
+
+@pytest.mark.parametrize("form", ["csv", "voxceleb", "nist"])
+def test_every_definition_side_by_side(
+    form: str, inputs: tuple[Path, dict[str, Path], np.ndarray, np.ndarray], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    dump, lists, scores, target = inputs
+    out = tmp_path / "definitions.json"
+    capsys.readouterr()
+    argv = ["explain", str(dump), "--trials", str(lists[form]), "--json", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    values = json.loads(out.read_text())
+    assert list(values) == sorted(d.name for d in DEFINITIONS)  # name -> value, nothing else
+    assert values == compute_definitions(scores, target)
+    assert values["eer"] == twin.equal_error_rate(scores.tolist(), target.tolist())
+    assert values["eer_rocch"] == twin.eer_rocch(scores.tolist(), target.tolist())
+    assert f"({form}): {int(target.sum())} target and {int((~target).sum())} non-target" in text
+    for d in DEFINITIONS:
+        assert f"{d.name:<27} {d.measure:<8} {values[d.name]:>11.8f}  {d.follows}" in text
+        assert f"  {d.name}: " in text  # why it differs
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("unknown clip", "key 'row 1.enrollment': names clip 'nobody.wav', which is not among"),
+        ("self trial", "compares clip"),
+        ("with --k", "'--k': applies to retrieval dumps; expected --k or --trials, not both"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(
+    case: str, message: str, inputs: tuple[Path, dict[str, Path], np.ndarray, np.ndarray],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    dump, lists, _, _ = inputs
+    bad = tmp_path / "bad.txt"
+    first = lists["voxceleb"].read_text().splitlines()[0].split()
+    extra: list[str] = []
+    if case == "unknown clip":
+        bad.write_text(f"1 nobody.wav {first[2]}\n0 {first[1]} {first[2]}x\n")
+    elif case == "self trial":
+        bad.write_text(f"1 {first[1]} {first[2]}\n0 {first[1]} {first[1]}\n")
+    else:
+        bad, extra = lists["voxceleb"], ["--k", "1"]
+    capsys.readouterr()
+    out = tmp_path / "never.json"
+    assert main(["explain", str(dump), "--trials", str(bad), "--json", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and message in err, err
+    assert not out.exists()
