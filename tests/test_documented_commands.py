@@ -55,6 +55,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_encoders.py::test_the_documented_encoder_runs_as_written",
     ("docs/models.md", "Speaker verification: resemblyzer on real speech", 0):
         "tests/test_speech_study.py::test_the_documented_speech_study_runs_as_written",
+    ("docs/metrics.md", "Speaker verification: EER, minDCF, Cllr under each toolkit's definition",
+     0): "tests/test_speech_study.py::test_the_documented_definitions_run_as_written",
     ("docs/hpc.md", "Reproduce on HPC", 1):
         "tests/test_hpc_readme.py::test_the_readme_hpc_lines_as_written",
 }  # fmt: skip

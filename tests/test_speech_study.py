@@ -383,3 +383,53 @@ def test_identity_of_the_shipped_weights_and_a_perturbed_copy(tmp_path: Path) ->
     assert report["verdict"] == "different checkpoints"
     assert report["weights"]["compared_by"] == "tensors"
     assert [d["tensor"] for d in report["weights"]["differing"]] == ["model_state.linear.bias"]
+
+
+DEFINITIONS_HEADING = "Speaker verification: EER, minDCF, Cllr under each toolkit's definition"
+
+
+@pytest.mark.slow
+def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
+    """docs/metrics.md's lines, from a checkout: ``explain --trials`` over the speech study's
+    dump gives every definition, the page's table prints those values (8 decimals), the EER is
+    the study's (unchanged: 0.10520833), and the toolkits' own code (speechbrain, pyannote)
+    gives their values on the same scores."""
+    from audiorepro.metrics.verification import trial_scores
+    from audiorepro.metrics.verification_toolkits import DEFINITIONS
+    from tests.test_documented_commands import _run, blocks
+    from tests.test_verification_definitions import _against_pyannote, _against_speechbrain
+
+    page = ROOT / "docs" / "metrics.md"
+    [block] = [b for b in blocks("docs/metrics.md") if b.heading == DEFINITIONS_HEADING
+               and b.lang == "bash"]  # fmt: skip
+    lines = block.commands()
+    assert [line.split()[1] for line in lines] == ["reproduce", "explain"]
+    work = tmp_path / "checkout"
+    work.mkdir()
+    for name in ("studies", "fixtures"):
+        (work / name).symlink_to(ROOT / name)
+    for line in lines:
+        result = _run(line, work)
+        assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    values = json.loads((work / "speech-definitions.json").read_text())
+    assert sorted(values) == sorted(d.name for d in DEFINITIONS)
+    assert values["eer"] == _bundle(work / "reproduce-speech")["cells"][0]["eer"]
+    assert round(values["eer"], 8) == 0.10520833  # the kit's EER before issue 47, unchanged
+    section = page.read_text().split(DEFINITIONS_HEADING, 1)[1]
+    table = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")] if row.startswith("| `") else []
+        if len(cells) == 2:
+            for name in cells[0].replace("`", "").split(", "):
+                table[name] = float(cells[1])
+    assert table == {name: round(v, 8) for name, v in values.items()}
+    dump = load_audio_dump(work / "reproduce-speech" / "dumps" / "resemblyzer_speech.npz")
+    with open(SPEECH / "trials.csv", newline="") as f:
+        trials = list(csv.DictReader(f))
+    at = {clip: k for k, clip in enumerate(dump.audio_ids)}
+    i = np.asarray([at[t["enrollment"]] for t in trials])
+    j = np.asarray([at[t["test"]] for t in trials])
+    scores = trial_scores(dump.audio_embeds, i, j)
+    target = np.asarray([t["target"] == "1" for t in trials])
+    _against_speechbrain([(scores, target)])
+    _against_pyannote(scores, target)
