@@ -105,3 +105,67 @@ def test_bad_input_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and message in err, err
     assert not out.exists()
+
+
+def _study(folder: Path, dump: Path, trials: Path, published: str) -> Path:
+    from audiorepro.core.hashing import sha256_file
+
+    study = folder / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nkind = "speaker-verification"\nname = "sv"\n\n'
+        f'[[cell]]\nid = "c"\nmodel = "m"\ndump = "{dump.name}"\nsha256 = "{sha256_file(dump)}"\n'
+        f'trials = "{trials.name}"\ntrials_sha256 = "{sha256_file(trials)}"\n\n' + published
+    )
+    return study
+
+
+def test_a_study_reports_every_definition_and_checks_each_by_its_name(
+    inputs: tuple[Path, dict[str, Path], np.ndarray, np.ndarray], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A published BOSARIS EER passes against ``eer_rocch`` and fails as ``eer`` (the ROC
+    crossing); the bundle, the table and the report carry every definition beside the EER."""
+    import gzip
+
+    dump, lists, scores, target = inputs
+    values = compute_definitions(scores, target)
+    assert values["eer_rocch"] is not None and values["eer"] is not None
+    assert abs(values["eer_rocch"] - values["eer"]) > 1e-3  # they differ on these trials
+    rocch, sb = round(values["eer_rocch"], 4), round(values["eer_speechbrain"] or 0, 4)
+    published = (
+        '[[published]]\ncell = "c"\ntolerance = 1e-4\nprovenance = "BOSARIS"\n'
+        f"values = {{ eer_rocch = {rocch}, eer_speechbrain = {sb} }}\n\n"
+        '[[published]]\ncell = "c"\ntolerance = 1e-4\nprovenance = "the same, read as eer"\n'
+        f"values = {{ eer = {rocch} }}\n"
+    )
+    study = _study(tmp_path, dump, lists["voxceleb"], published)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 1  # the misread value fails
+    verification = json.loads((out / "verification.json").read_text())
+    status = {(r["provenance"], r["metric"]): r["status"] for r in verification["golden"]["rows"]}
+    assert status == {("BOSARIS", "eer_rocch"): "PASS", ("BOSARIS", "eer_speechbrain"): "PASS",
+                      ("the same, read as eer", "eer"): "FAIL"}  # fmt: skip
+    [cell] = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))["cells"]
+    assert cell["definitions"] == values and cell["eer"] == values["eer"]
+    table = (out / "tables" / "verification_definitions.csv").read_text().splitlines()
+    assert table[0].split(",")[1:] == [d.name for d in DEFINITIONS]
+    report = (out / "report.html").read_text()
+    assert f"minDCF {values['min_dcf_p0.01']:.4f} (p_target 0.01)" in report
+    assert f"EER as BOSARIS&#x27; ROC hull {rocch:.4f}" in report
+
+
+def test_a_published_value_of_no_definition_is_one_line(
+    inputs: tuple[Path, dict[str, Path], np.ndarray, np.ndarray], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    dump, lists, _, _ = inputs
+    published = (
+        '[[published]]\ncell = "c"\ntolerance = 1e-4\nprovenance = "x"\n'
+        "values = { eer_bosaris = 0.1 }\n"
+    )
+    study = _study(tmp_path, dump, lists["nist"], published)
+    capsys.readouterr()
+    assert main(["verify", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown speaker-verification metric; expected eer, " in err
+    assert "eer_rocch" in err and "min_dcf_p0.01" in err, err

@@ -153,6 +153,7 @@ from audiorepro.metrics.profile_registry import (
     reported_profiles,
 )
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
+from audiorepro.metrics.verification_toolkits import DEFINITIONS
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.measurements import rename_steps
@@ -1249,7 +1250,10 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
 # --- speaker-verification studies -----------------------------------------------------------
 
 #: The published names of a speaker-verification cell: its equal error rate.
-SPEAKER_METRICS = ("eer",)
+#: What a speaker-verification cell's published values may name: every verification definition
+#: (``eer``, ``eer_rocch``, ``eer_speechbrain``, ``min_dcf_p0.01``, ...; docs/metrics.md), so
+#: that a published BOSARIS or speechbrain EER is checked against its own definition.
+SPEAKER_METRICS = tuple(d.name for d in DEFINITIONS)
 
 
 class SpeakerExtractSpec(LinearProbeExtractSpec):
@@ -1273,7 +1277,11 @@ class SpeakerPublishedSpec(LinearProbePublishedSpec):
     """Published values of one speaker-verification cell, with tolerance and provenance."""
 
     values: dict[str, Number] = Field(
-        min_length=1, description="metric -> published value: eer (a fraction in [0, 1])"
+        min_length=1,
+        description="definition -> published value: eer (the ROC crossing), eer_rocch, "
+        "eer_pyannote, eer_speechbrain, eer_kaldi, min_dcf_p0.01, min_dcf_p0.05, "
+        "min_dcf_speechbrain_p0.01, min_dcf_speechbrain_p0.05, act_dcf_p0.01, act_dcf_p0.05, "
+        "cllr, min_cllr (docs/metrics.md)",
     )
 
 

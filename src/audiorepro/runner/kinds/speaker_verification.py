@@ -3,8 +3,11 @@
 Per cell: the clip embeddings (a dump's ``audio_embeds`` and ``audio_ids``, or every clip of
 an audio folder embedded by any encoder through the extraction cache as an audio-only dump,
 copied to ``dumps/<cell>.npz``), a trial list (:mod:`audiorepro.formats.trials`: pairs of
-clips, target or not), each trial's score (the cosine of its two embeddings) and the equal
-error rate over the trials (:mod:`audiorepro.metrics.verification`); parity against the
+clips, target or not), each trial's score (the cosine of its two embeddings), the equal
+error rate over the trials (:mod:`audiorepro.metrics.verification`) and every verification
+definition beside it (the toolkits' EERs, minDCF, actDCF, Cllr, minCllr:
+:data:`audiorepro.metrics.verification_toolkits.DEFINITIONS`, each a value a published number
+may name: ``eer_rocch`` for a BOSARIS EER); parity against the
 independent twin (:mod:`audiorepro.reference.verification`: its cosines within
 :data:`SCORE_TOLERANCE` of ours, its EER over our scores equal to ours to the last bit),
 published values (``eer``), the tables, ``report.html``, ``bundle.json.gz``,
@@ -31,7 +34,8 @@ from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
 from audiorepro.formats.trials import Trials, read_trials
-from audiorepro.metrics.verification import DEFINITIONS_VERSION, equal_error_rate, trial_scores
+from audiorepro.metrics.verification import DEFINITIONS_VERSION, trial_scores
+from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.models.extract import merge
 from audiorepro.reference import verification as twin
 from audiorepro.render.html import kind_report
@@ -107,6 +111,9 @@ class SpeakerBundleCell(TypedDict):
     target_trials: int
     nontarget_trials: int
     eer: float  #: lower is better, in [0, 1]
+    #: every verification definition (``eer_rocch``, ``min_dcf_p0.01``, ...) -> its value;
+    #: all lower-better
+    definitions: dict[str, float | None]
     model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
@@ -232,10 +239,11 @@ def load_cell(cell: SpeakerCell, ctx: Context) -> CellInputs:
 
 
 def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
-    """A cell's numbers: the trials' scores and their equal error rate."""
+    """A cell's numbers: the trials' scores, their equal error rate and every definition."""
     scores = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
     target = inputs.trials.target
-    eer = equal_error_rate(scores, target)
+    definitions = compute_definitions(scores, target)
+    eer = definitions["eer"]
     assert eer is not None  # a trial list has target and non-target trials (formats.trials)
     return {
         "id": cell.id,
@@ -250,6 +258,7 @@ def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
         "target_trials": int(target.sum()),
         "nontarget_trials": int((~target).sum()),
         "eer": eer,
+        "definitions": definitions,
         "model_meta": inputs.meta,
     }
 
@@ -302,12 +311,43 @@ def _golden(
     rows: list[ValueRow] = []
     for pub in study.published:
         reason = errors.get(pub.cell) or (None if pub.cell in cells else "not computed")
-        got = {"eer": cells[pub.cell]["eer"]} if reason is None else {}
+        got = _published_values(cells[pub.cell]) if reason is None else {}
         rows += [
             ValueRow(**r, provenance=pub.provenance)
             for r in value_rows(pub.cell, pub.values, pub.tolerance, got, reason, "eer")
         ]
     return summarize(rows)
+
+
+def _published_values(cell: SpeakerBundleCell) -> dict[str, float]:
+    """What a published value may name: the EER and every definition with a value."""
+    got = {name: v for name, v in cell["definitions"].items() if v is not None}
+    return {"eer": cell["eer"], **got}
+
+
+def _definitions_table(
+    study: SpeakerVerificationStudy, cells: Mapping[str, SpeakerBundleCell]
+) -> Table:
+    """Every definition of every cell: a row per cell, a column per definition."""
+    columns = tuple(Column(d.name, False) for d in DEFINITIONS)
+    rows = []
+    for cell in study.cells:
+        c = cells.get(cell.id)
+        got = c["definitions"] if c is not None else {}
+        rows.append((cell.id, tuple(got.get(d.name) for d in DEFINITIONS)))
+    return Table(
+        title="Speaker verification: every definition",
+        columns=columns,
+        rows=tuple(rows),
+        row_header="cell",
+        notes=(
+            "each column is one definition of docs/metrics.md (the toolkit it equals: eer the "
+            "ROC crossing, eer_rocch BOSARIS, eer_pyannote pyannote.metrics 4.2, "
+            "eer_speechbrain and min_dcf_speechbrain_* speechbrain 1.1.2 (not normalized), "
+            "eer_kaldi Kaldi compute-eer; min_dcf_p* normalized NIST/VoxSRC costs; act_dcf_*, "
+            "cllr read the cosines as log-likelihood ratios); lower is better",
+        ),
+    )
 
 
 def _tables(
@@ -340,7 +380,26 @@ def _tables(
             "together); lower is better",
         ),
     )
-    return {"speaker_verification": main, "published": published_table(golden["rows"])}
+    return {
+        "speaker_verification": main,
+        "verification_definitions": _definitions_table(study, cells),
+        "published": published_table(golden["rows"]),
+    }
+
+
+def _beside(values: Mapping[str, float | None]) -> str:
+    """The definitions a speaker paper prints beside the EER, in words."""
+
+    def show(name: str) -> str:
+        v = values.get(name)
+        return "-" if v is None else f"{v:.4f}"
+
+    return (
+        f"minDCF {show('min_dcf_p0.01')} (p_target 0.01) and {show('min_dcf_p0.05')} (0.05); "
+        f"EER as BOSARIS' ROC hull {show('eer_rocch')}, pyannote {show('eer_pyannote')}, "
+        f"speechbrain {show('eer_speechbrain')}, Kaldi {show('eer_kaldi')}; "
+        f"minCllr {show('min_cllr')}"
+    )
 
 
 def _report(
@@ -352,7 +411,8 @@ def _report(
     e = html.escape
     lines = [
         f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
-        f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}</p>"
+        f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}; "
+        f"{e(_beside(c['definitions']))}</p>"
         for c in cells.values()
     ]
     return kind_report(study.title, failures, tables, paragraphs=lines)
@@ -446,10 +506,12 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
 
 
 def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
-    """A cell's EER is lower-better, tier b (cosines of embeddings: extracted ones follow the
-    CPU, and a reordering of two scores closer than their tolerance moves it); its counts and
-    the dump's meta are no computed value."""
-    return ("lower", "b") if below == ("eer",) else (None, None)
+    """A cell's EER and every definition are lower-better, tier b (cosines of embeddings:
+    extracted ones follow the CPU, and a reordering of two scores closer than their tolerance
+    moves them); its counts and the dump's meta are no computed value."""
+    if below == ("eer",) or (len(below) == 2 and below[0] == "definitions"):
+        return ("lower", "b")
+    return (None, None)
 
 
 def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
