@@ -111,8 +111,8 @@ def main() -> int:
     print("|---:|---|---:|---:|---:|")
     whole = ["scores only", "operating points (DET curve)", "every definition (explain --trials)"]
     # Above 2 million trials only the shared steps: each definition alone is the same sort.
-    plan = [(n, w) for n in args.trials
-            for w in (whole if n > 2_000_000 else [*whole, *(d.name for d in DEFINITIONS)])]  # fmt: skip
+    each = [d.name for d in DEFINITIONS]
+    plan = [(n, w) for n in args.trials for w in (whole if n > 2_000_000 else whole + each)]
     plan += [(n, "twin: eer + eer_rocch + min_dcf_p0.01") for n in args.twin]
     plan += [(n, "pyannote.metrics 4.2 det_curve (own code)") for n in args.peers]
     plan += [(n, "speechbrain 1.1.2 EER (own code)") for n in args.peers if n <= 50_000]
