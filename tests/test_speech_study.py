@@ -278,16 +278,16 @@ def test_a_rerun_against_the_first_is_identical(first_run: Path, tmp_path: Path)
     assert main([*argv, str(first_run)]) == 0
 
 
-@pytest.mark.slow
-def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
-    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
-    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+def _run_documented(
+    page: str, heading: str, commands: list[str], tmp_path: Path
+) -> tuple[Path, list[str]]:
+    """The bash block under ``heading`` of ``page`` (its commands are ``commands``), run line by
+    line in a checkout-like folder (the repository's studies and fixtures), each exit 0."""
     from tests.test_documented_commands import _run, blocks
 
-    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
-    [block] = [b for b in blocks(str(page)) if b.heading == DOCUMENTED and b.lang == "bash"]
+    [block] = [b for b in blocks(page) if b.heading == heading and b.lang == "bash"]
     lines = block.commands()
-    assert [line.split()[1] for line in lines] == ["reproduce", "verify"]
+    assert [line.split()[1] for line in lines] == commands
     work = tmp_path / "checkout"
     work.mkdir()
     for name in ("studies", "fixtures"):
@@ -295,6 +295,15 @@ def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
     for line in lines:
         result = _run(line, work)
         assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    return work, lines
+
+
+@pytest.mark.slow
+def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
+    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
+    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
+    work, lines = _run_documented(str(page), DOCUMENTED, ["reproduce", "verify"], tmp_path)
     out = work / lines[0].split("--out ")[1].split()[0]
     eer = _bundle(out)["cells"][0]["eer"]
     assert f"EER {eer:.4f}" in (out / "report.html").read_text()
@@ -396,21 +405,11 @@ def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
     gives their values on the same scores."""
     from audiorepro.metrics.verification import trial_scores
     from audiorepro.metrics.verification_toolkits import DEFINITIONS
-    from tests.test_documented_commands import _run, blocks
     from tests.test_verification_definitions import _against_pyannote, _against_speechbrain
 
     page = ROOT / "docs" / "metrics.md"
-    [block] = [b for b in blocks("docs/metrics.md") if b.heading == DEFINITIONS_HEADING
-               and b.lang == "bash"]  # fmt: skip
-    lines = block.commands()
-    assert [line.split()[1] for line in lines] == ["reproduce", "explain"]
-    work = tmp_path / "checkout"
-    work.mkdir()
-    for name in ("studies", "fixtures"):
-        (work / name).symlink_to(ROOT / name)
-    for line in lines:
-        result = _run(line, work)
-        assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    work, _ = _run_documented("docs/metrics.md", DEFINITIONS_HEADING, ["reproduce", "explain"],
+                              tmp_path)  # fmt: skip
     values = json.loads((work / "speech-definitions.json").read_text())
     assert sorted(values) == sorted(d.name for d in DEFINITIONS)
     assert values["eer"] == _bundle(work / "reproduce-speech")["cells"][0]["eer"]
