@@ -430,5 +430,9 @@ def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
     j = np.asarray([at[t["test"]] for t in trials])
     scores = trial_scores(dump.audio_embeds, i, j)
     target = np.asarray([t["target"] == "1" for t in trials])
-    _against_speechbrain([(scores, target)])
-    _against_pyannote(scores, target)
+    # The toolkits' own code on these real scores where the test extra has them (without it,
+    # tests/test_verification_definitions.py says which is missing; this line's check stands).
+    if importlib.util.find_spec("speechbrain") is not None:
+        _against_speechbrain([(scores, target)])
+    if importlib.util.find_spec("pyannote.metrics") is not None:
+        _against_pyannote(scores, target)
