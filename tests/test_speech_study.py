@@ -434,5 +434,5 @@ def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
     # tests/test_verification_definitions.py says which is missing; this line's check stands).
     if importlib.util.find_spec("speechbrain") is not None:
         _against_speechbrain([(scores, target)])
-    if importlib.util.find_spec("pyannote.metrics") is not None:
+    if importlib.util.find_spec("pyannote") and importlib.util.find_spec("pyannote.metrics"):
         _against_pyannote(scores, target)
