@@ -152,6 +152,10 @@ def test_a_study_reports_every_definition_and_checks_each_by_its_name(
     report = (out / "report.html").read_text()
     assert f"minDCF {values['min_dcf_p0.01']:.4f} (p_target 0.01)" in report
     assert f"EER as BOSARIS&#x27; ROC hull {rocch:.4f}" in report
+    # the DET curve on probit axes, the EER and both minDCF operating points marked
+    assert report.count('class="chart det"') == 1 and "<title>DET curve: c</title>" in report
+    assert f"EER {values['eer']:.2%}: false alarms {values['eer']:.4%}" in report
+    assert "minDCF point, p_target 0.01: false alarms" in report
 
 
 def test_a_published_value_of_no_definition_is_one_line(

@@ -356,3 +356,19 @@ def test_the_registry_shares_one_sort_and_gives_each_functions_value(
     assert kits.compute_definitions(scores, target) == {
         name: f(scores, target) for name, f in PUBLIC.items()
     }
+
+
+@given(_trials, st.sampled_from([0.01, 0.05, 0.5]))
+def test_the_min_dcf_point_has_the_least_cost(
+    drawn: tuple[list[float], list[bool], bool], p: float
+) -> None:
+    """The operating point the DET curve marks for minDCF costs minDCF (normalized)."""
+    scores, target = _arrays(drawn)
+    point = fast.min_dcf_point(fast.operating_points(scores, target), p)
+    least = fast.min_dcf(scores, target, p_target=p)
+    if least is None:
+        assert point is None
+        return
+    assert point is not None
+    p_fa, p_miss = point
+    assert (p * p_miss + (1 - p) * p_fa) / min(p, 1 - p) == pytest.approx(least, abs=1e-12)

@@ -33,6 +33,7 @@ __all__ = [
     "equal_error_rate",
     "min_cllr",
     "min_dcf",
+    "min_dcf_point",
     "operating_points",
     "speaker_trials",
     "trial_scores",
@@ -302,6 +303,23 @@ def min_dcf_of_points(
     p_fa = op.false_alarms / op.n_nontarget
     cost = c_miss * p_target * p_miss + c_fa * (1.0 - p_target) * p_fa
     return float(cost.min() / min(c_miss * p_target, c_fa * (1.0 - p_target)))
+
+
+def min_dcf_point(
+    op: OperatingPoints, p_target: float, c_miss: float = 1.0, c_fa: float = 1.0
+) -> tuple[float, float] | None:
+    """The operating point where :func:`min_dcf` is reached, as ``(false-alarm rate, miss
+    rate)``: the first (fewest accepted) of equal least costs; None without both classes.
+
+    >>> min_dcf_point(operating_points([0.9, 0.8, 0.7, 0.6], [True, True, False, False]), 0.01)
+    (0.0, 0.0)
+    """
+    if op.n_target == 0 or op.n_nontarget == 0:
+        return None
+    p_miss = op.misses / op.n_target
+    p_fa = op.false_alarms / op.n_nontarget
+    k = int(np.argmin(c_miss * p_target * p_miss + c_fa * (1.0 - p_target) * p_fa))
+    return float(p_fa[k]), float(p_miss[k])
 
 
 def bayes_threshold(p_target: float, c_miss: float = 1.0, c_fa: float = 1.0) -> float:

@@ -34,10 +34,17 @@ from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
 from audiorepro.formats.trials import Trials, read_trials
-from audiorepro.metrics.verification import DEFINITIONS_VERSION, trial_scores
+from audiorepro.metrics.verification import (
+    DEFINITIONS_VERSION,
+    eer_of_points,
+    min_dcf_point,
+    operating_points,
+    trial_scores,
+)
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.models.extract import merge
 from audiorepro.reference import verification as twin
+from audiorepro.render.det import det_chart
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.cache import (
@@ -263,6 +270,23 @@ def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
     }
 
 
+def cell_det(cell_id: str, index: int, inputs: CellInputs) -> str:
+    """The cell's DET curve (probit axes) with the EER and both minDCF points marked."""
+    scores = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
+    op = operating_points(scores, inputs.trials.target)
+    eer = eer_of_points(op)
+    assert eer is not None  # a trial list has target and non-target trials (formats.trials)
+    marks = [(f"EER {eer:.2%}", eer, eer)]
+    for p in (0.01, 0.05):
+        point = min_dcf_point(op, p)
+        if point is not None:
+            marks.append((f"minDCF point, p_target {p}", *point))
+    return det_chart(
+        op.false_alarms / op.n_nontarget, op.misses / op.n_target, marks,
+        chart_id=f"det-{index}", title=f"DET curve: {cell_id}",
+    )  # fmt: skip
+
+
 def twin_parity(cell_id: str, inputs: CellInputs, eer: float) -> ScoreParity:
     """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`) and its EER over our
     scores (equal to ours: both are one exact fraction rounded once)."""
@@ -295,6 +319,7 @@ class SpeakerState(KindState):
     cells: dict[str, SpeakerBundleCell] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     parity: list[ScoreParity] = field(default_factory=list)
+    det: dict[str, str] = field(default_factory=dict)  #: cell id -> its DET curve (SVG)
 
 
 def _load(state: SpeakerState, cell: SpeakerCell, ctx: Context) -> None:
@@ -407,12 +432,13 @@ def _report(
     cells: Mapping[str, SpeakerBundleCell],
     tables: dict[str, Table],
     failures: list[str],
+    det: Mapping[str, str],
 ) -> str:
     e = html.escape
     lines = [
         f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
         f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}; "
-        f"{e(_beside(c['definitions']))}</p>"
+        f"{e(_beside(c['definitions']))}</p>" + det.get(c["id"], "")
         for c in cells.values()
     ]
     return kind_report(study.title, failures, tables, paragraphs=lines)
@@ -437,9 +463,10 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
 
     def compute(self, state: SpeakerState) -> None:
         assert state.study is not None
-        for cell in state.study.cells:
+        for i, cell in enumerate(state.study.cells):
             if cell.id in state.inputs:
                 state.cells[cell.id] = cell_record(cell, state.inputs[cell.id])
+                state.det[cell.id] = cell_det(cell.id, i, state.inputs[cell.id])
 
     def check_parity(self, state: SpeakerState) -> None:
         for cell_id, record in state.cells.items():
@@ -486,7 +513,7 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
                 inputs[c.trials.name] = rec["trials_sha256"]
                 if c.extract is None:
                     inputs[rec["dump"]] = rec["dump_sha256"]
-        report = _report(study, state.cells, tables, state.failures)
+        report = _report(study, state.cells, tables, state.failures, state.det)
         return BundlePart(verification, report, cast(Mapping[str, object], bundle), [], inputs)
 
     def verify(self, study: SpeakerVerificationStudy, cache: Path) -> Summary:
