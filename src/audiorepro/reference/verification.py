@@ -303,3 +303,45 @@ def eer_kaldi(scores: Any, is_target: Any) -> float | None:
             break
         position += 1
     return _f32(position * 1.0 / len(tar))
+
+
+# --- score normalization --------------------------------------------------------------------
+
+
+def _stats(row: list[float], cohort: list[list[float]], top_n: int | None) -> tuple[float, float]:
+    """The mean and population standard deviation of a unit row's cosines with the cohort's
+    unit rows (its ``top_n`` highest when given)."""
+    scores = sorted((math.fsum(a * b for a, b in zip(row, c, strict=True)) for c in cohort),
+                    reverse=True)  # fmt: skip
+    if top_n is not None:
+        scores = scores[:top_n]
+    mean = math.fsum(scores) / len(scores)
+    return mean, math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / len(scores))
+
+
+def normalize_scores(
+    scores: Any, enrollment: Any, test: Any, embeddings: Any, cohort: Any, *, method: str,
+    top_n: int | None = None,
+) -> list[float]:  # fmt: skip
+    """z-, t-, s- and adaptive s-norm from the definitions: each side's score less its cohort
+    mean, over its cohort standard deviation; s-norm the mean of both sides."""
+
+    def units(rows: Any) -> list[list[float]]:
+        out = []
+        for row in rows:
+            r = [float(x) for x in row]
+            norm = math.sqrt(math.fsum(x * x for x in r))
+            out.append([x / norm for x in r])
+        return out
+
+    e, c = units(embeddings), units(cohort)
+    memo: dict[int, tuple[float, float]] = {}
+    result = []
+    for s, a, b in zip(scores, enrollment, test, strict=True):
+        for k in (int(a), int(b)):
+            if k not in memo:
+                memo[k] = _stats(e[k], c, top_n)
+        (mu_e, sd_e), (mu_t, sd_t) = memo[int(a)], memo[int(b)]
+        z, t = (float(s) - mu_e) / sd_e, (float(s) - mu_t) / sd_t
+        result.append({"z-norm": z, "t-norm": t}.get(method, (z + t) / 2))
+    return result
