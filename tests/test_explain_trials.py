@@ -173,3 +173,50 @@ def test_a_published_value_of_no_definition_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown speaker-verification metric; expected eer, " in err
     assert "eer_rocch" in err and "min_dcf_p0.01" in err, err
+
+
+def test_a_cell_normalizes_its_scores_over_a_cohort_as_named(
+    inputs: tuple[Path, dict[str, Path], np.ndarray, np.ndarray], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """``score_norm = { method = "as-norm", top_n = 5, cohort = ... }``: every number is of the
+    normalized scores, the twin agrees, the bundle records the definition and its parameters;
+    as-norm without top_n is one line."""
+    import gzip
+
+    from audiorepro.core.hashing import sha256_file
+    from audiorepro.metrics.verification_norm import normalize_scores
+
+    dump, lists, _, target = inputs
+    rng = np.random.default_rng(7)
+    cohort = tmp_path / "cohort.npz"
+    cohort_emb = rng.normal(size=(12, 8)).astype(np.float32)
+    np.savez(cohort, audio_embeds=cohort_emb, audio_ids=np.asarray([f"c{k}" for k in range(12)]))
+    emb = np.load(dump)["audio_embeds"].astype(np.float64)
+    ids = np.load(dump)["audio_ids"].tolist()
+    i, j = np.triu_indices(len(ids), k=1)
+    keep = (i + j) % 3 != 0
+    raw = trial_scores(emb, i[keep], j[keep])
+    normalized = normalize_scores(raw, i[keep], j[keep], emb, cohort_emb, method="as-norm",
+                                  top_n=5)  # fmt: skip
+    values = compute_definitions(normalized, target)
+    norm_line = (f'score_norm = {{ method = "as-norm", top_n = 5, cohort = "cohort.npz", '
+                 f'cohort_sha256 = "{sha256_file(cohort)}" }}\n')  # fmt: skip
+    published = ('[[published]]\ncell = "c"\ntolerance = 1e-6\nprovenance = "AS-norm"\n'
+                 f"values = {{ eer_rocch = {values['eer_rocch']!r} }}\n")  # fmt: skip
+    study = _study(tmp_path, dump, lists["csv"], published)
+    text = study.read_text().replace('trials_sha256 = "', norm_line + 'trials_sha256 = "', 1)
+    study.write_text(text)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    [cell] = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))["cells"]
+    assert cell["definitions"] == values and cell["eer"] == values["eer"]
+    assert cell["score_norm"] == {"method": "as-norm", "top_n": 5, "cohort": "cohort.npz",
+                                  "cohort_sha256": sha256_file(cohort), "n_cohort": 12,
+                                  "version": 1}  # fmt: skip
+    assert json.loads((out / "verification.json").read_text())["metric_parity_passed"] is True
+    study.write_text(text.replace("top_n = 5, ", ""))
+    capsys.readouterr()
+    assert main(["verify", str(study)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "score_norm.top_n': as-norm needs top_n" in err, err

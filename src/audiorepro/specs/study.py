@@ -1261,6 +1261,18 @@ class SpeakerExtractSpec(LinearProbeExtractSpec):
     clip of an audio folder or list file, through the extraction cache."""
 
 
+class SpeakerScoreNormSpec(Spec):
+    """Score normalization of a cell's trial scores over a cohort (normalization definitions
+    version 1, :mod:`audiorepro.metrics.verification_norm`)."""
+
+    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"] = Field(
+        description="z-norm, t-norm, s-norm or as-norm (adaptive s-norm over the top_n)"
+    )
+    cohort: RelativePath = Field(description="a dump with the cohort's audio_embeds")
+    cohort_sha256: FileSha256
+    top_n: int | None = Field(None, ge=1, description="as-norm: the highest cohort scores kept")
+
+
 class SpeakerCellSpec(Spec):
     """One verification: clip embeddings (a dump, or an extraction) and a trial list."""
 
@@ -1269,8 +1281,14 @@ class SpeakerCellSpec(Spec):
     dump: RelativePath | None = Field(None, description="a dump with audio_embeds, audio_ids")
     sha256: FileSha256 | None = None
     extract: SpeakerExtractSpec | None = None
-    trials: RelativePath = Field(description="a trial list CSV (enrollment,test,target)")
+    trials: RelativePath = Field(
+        description="a trial list: the kit's CSV (enrollment,test,target), a VoxCeleb list or "
+        "a NIST-style key"
+    )
     trials_sha256: FileSha256
+    score_norm: SpeakerScoreNormSpec | None = Field(
+        None, description="normalize the trial scores over a cohort before every measure"
+    )
 
 
 class SpeakerPublishedSpec(LinearProbePublishedSpec):
@@ -1320,6 +1338,14 @@ class SpeakerExtraction:
 
 
 @dataclass(frozen=True)
+class SpeakerScoreNorm:
+    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"]
+    cohort: Path
+    cohort_sha256: str
+    top_n: int | None
+
+
+@dataclass(frozen=True)
 class SpeakerCell:
     id: str
     model: str
@@ -1328,6 +1354,7 @@ class SpeakerCell:
     extract: SpeakerExtraction | None
     trials: Path
     trials_sha256: str
+    score_norm: SpeakerScoreNorm | None = None
 
 
 @dataclass(frozen=True)
@@ -1370,7 +1397,18 @@ def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> Spe
         registry = _path(source, f"{where}.extract.registry", e.registry, must_exist=True)
         audio = _required_path(source, f"{where}.extract.audio", e.audio, must_exist=strict)
         extract = SpeakerExtraction(e.model, audio, registry, dict(e.settings), e.device)
-    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256)
+    score_norm = None
+    if c.score_norm is not None:
+        n = c.score_norm
+        if (n.method == "as-norm") != (n.top_n is not None):
+            need = "as-norm needs top_n" if n.top_n is None else f"{n.method} takes none"
+            raise UserError(f"{need}; expected top_n with as-norm only", source=source,
+                            key=f"{where}.score_norm.top_n")  # fmt: skip
+        cohort = _required_path(source, f"{where}.score_norm.cohort", n.cohort, must_exist=strict)
+        if strict:
+            _check_hashes([(cohort, n.cohort_sha256, "score_norm.cohort_sha256")], source, where)
+        score_norm = SpeakerScoreNorm(n.method, cohort, n.cohort_sha256, n.top_n)
+    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256, score_norm)
     if strict and trials.is_file() and (dump is None or dump.is_file()):
         # The trial list read and its clips found before any work: one line, exit 2.
         clips, within = _speaker_clips(cell, where)

@@ -41,6 +41,7 @@ from audiorepro.metrics.verification import (
     operating_points,
     trial_scores,
 )
+from audiorepro.metrics.verification_norm import NORMALIZATION_VERSION, normalize_scores
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.models.extract import merge
 from audiorepro.reference import verification as twin
@@ -68,7 +69,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.specs.study import SpeakerCell, SpeakerVerificationStudy
+from audiorepro.specs.study import SpeakerCell, SpeakerScoreNorm, SpeakerVerificationStudy
 
 SPEAKER_BUNDLE: Final = "audiorepro.speaker-verification-bundle/1"
 #: How far the twin's cosines (``math.fsum`` over Python floats) may lie from ours (float64
@@ -103,6 +104,17 @@ class SpeakerVerification(TypedDict):
     golden: Summary
 
 
+class ScoreNormRecord(TypedDict):
+    """A cell's score normalization: the definition and its parameters."""
+
+    method: str  #: z-norm, t-norm, s-norm or as-norm
+    top_n: int | None  #: as-norm's cohort scores kept per clip
+    cohort: str  #: the cohort dump's file name
+    cohort_sha256: str
+    n_cohort: int  #: cohort clips
+    version: int  #: normalization definitions version
+
+
 class SpeakerBundleCell(TypedDict):
     """One cell of the bundle: its inputs, trial counts and equal error rate."""
 
@@ -121,6 +133,8 @@ class SpeakerBundleCell(TypedDict):
     #: every verification definition (``eer_rocch``, ``min_dcf_p0.01``, ...) -> its value;
     #: all lower-better
     definitions: dict[str, float | None]
+    #: the normalization every number above is of (None: the cosines as they are)
+    score_norm: ScoreNormRecord | None
     model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
@@ -216,6 +230,21 @@ class CellInputs:
     dump_rel: str  #: the dump's name (a given dump) or its path in OUT (an extracted one)
     dump_sha256: str
     meta: dict[str, JsonValue]
+    score_norm: SpeakerScoreNorm | None = None
+    cohort: npt.NDArray[np.float64] | None = None  #: the cohort's embeddings (score_norm)
+
+    def scores(self) -> npt.NDArray[np.float64]:
+        """Each trial's score: the cosine, normalized over the cohort when the cell says so."""
+        raw = trial_scores(self.clips.embeds, self.enrollment, self.test)
+        return self.normalized(raw)
+
+    def normalized(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        n = self.score_norm
+        if n is None:
+            return raw
+        assert self.cohort is not None
+        return normalize_scores(raw, self.enrollment, self.test, self.clips.embeds, self.cohort,
+                                method=n.method, top_n=n.top_n)  # fmt: skip
 
 
 def _dump_meta(path: Path) -> dict[str, JsonValue]:
@@ -242,12 +271,17 @@ def load_cell(cell: SpeakerCell, ctx: Context) -> CellInputs:
     clips = read_clip_embeddings(path)
     trials = read_trials(cell.trials)
     i, j = trials.indices(clips.ids)
-    return CellInputs(clips, trials, i, j, rel, sha256_file(path), _dump_meta(path))
+    cohort = None
+    if cell.score_norm is not None:
+        cohort = read_clip_embeddings(cell.score_norm.cohort).embeds
+    return CellInputs(
+        clips, trials, i, j, rel, sha256_file(path), _dump_meta(path), cell.score_norm, cohort
+    )
 
 
 def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
     """A cell's numbers: the trials' scores, their equal error rate and every definition."""
-    scores = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
+    scores = inputs.scores()
     target = inputs.trials.target
     definitions = compute_definitions(scores, target)
     eer = definitions["eer"]
@@ -266,13 +300,29 @@ def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
         "nontarget_trials": int((~target).sum()),
         "eer": eer,
         "definitions": definitions,
+        "score_norm": _norm_record(cell.score_norm, inputs.cohort),
         "model_meta": inputs.meta,
+    }
+
+
+def _norm_record(
+    n: SpeakerScoreNorm | None, cohort: npt.NDArray[np.float64] | None
+) -> ScoreNormRecord | None:
+    if n is None or cohort is None:
+        return None
+    return {
+        "method": n.method,
+        "top_n": n.top_n,
+        "cohort": n.cohort.name,
+        "cohort_sha256": n.cohort_sha256,
+        "n_cohort": int(cohort.shape[0]),
+        "version": NORMALIZATION_VERSION,
     }
 
 
 def cell_det(cell_id: str, index: int, inputs: CellInputs) -> str:
     """The cell's DET curve (probit axes) with the EER and both minDCF points marked."""
-    scores = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
+    scores = inputs.scores()
     op = operating_points(scores, inputs.trials.target)
     eer = eer_of_points(op)
     assert eer is not None  # a trial list has target and non-target trials (formats.trials)
@@ -289,12 +339,18 @@ def cell_det(cell_id: str, index: int, inputs: CellInputs) -> str:
 
 def twin_parity(cell_id: str, inputs: CellInputs, eer: float) -> ScoreParity:
     """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`) and its EER over our
-    scores (equal to ours: both are one exact fraction rounded once)."""
+    scores (normalized as the cell says; equal to ours: both are one exact fraction rounded
+    once)."""
     ours = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
     theirs = twin.trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
     target = inputs.trials.target.tolist()
     delta = float(np.max(np.abs(ours - np.asarray(theirs, dtype=np.float64))))
-    of_ours = twin.equal_error_rate(ours.tolist(), target)
+    of_ours = twin.equal_error_rate(inputs.normalized(ours).tolist(), target)
+    n = inputs.score_norm
+    if n is not None:
+        theirs = twin.normalize_scores(theirs, inputs.enrollment, inputs.test,
+                                       inputs.clips.embeds, inputs.cohort, method=n.method,
+                                       top_n=n.top_n)  # fmt: skip
     return {
         "cell": cell_id,
         "n_trials": len(target),
@@ -511,6 +567,8 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
             if c.id in state.cells:
                 rec = state.cells[c.id]
                 inputs[c.trials.name] = rec["trials_sha256"]
+                if c.score_norm is not None:
+                    inputs[c.score_norm.cohort.name] = c.score_norm.cohort_sha256
                 if c.extract is None:
                     inputs[rec["dump"]] = rec["dump_sha256"]
         report = _report(study, state.cells, tables, state.failures, state.det)
@@ -549,9 +607,18 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
 
 def _identities(cell: JsonObject) -> Identities:
     meta = cell.get("model_meta") or {}
+    norm = cell.get("score_norm")
+    settings: tuple[str, ...] = (f"verification definitions={DEFINITIONS_VERSION}",)
+    files: tuple[str, ...] = (str(cell.get("trials_sha256")),)
+    if isinstance(norm, dict):
+        settings += (
+            f"score_norm={norm.get('method')} top_n={norm.get('top_n')} "
+            f"version={norm.get('version')}",
+        )
+        files += (str(norm.get("cohort_sha256")),)
     return Identities(
         dump=cell.get("dump_sha256"),
         weights=meta.get("weights_sha256"),
-        settings=(f"verification definitions={DEFINITIONS_VERSION}",),
-        files=(str(cell.get("trials_sha256")),),
+        settings=settings,
+        files=files,
     )
