@@ -278,16 +278,16 @@ def test_a_rerun_against_the_first_is_identical(first_run: Path, tmp_path: Path)
     assert main([*argv, str(first_run)]) == 0
 
 
-@pytest.mark.slow
-def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
-    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
-    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+def _run_documented(
+    page: str, heading: str, commands: list[str], tmp_path: Path
+) -> tuple[Path, list[str]]:
+    """The bash block under ``heading`` of ``page`` (its commands are ``commands``), run line by
+    line in a checkout-like folder (the repository's studies and fixtures), each exit 0."""
     from tests.test_documented_commands import _run, blocks
 
-    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
-    [block] = [b for b in blocks(str(page)) if b.heading == DOCUMENTED and b.lang == "bash"]
+    [block] = [b for b in blocks(page) if b.heading == heading and b.lang == "bash"]
     lines = block.commands()
-    assert [line.split()[1] for line in lines] == ["reproduce", "verify"]
+    assert [line.split()[1] for line in lines] == commands
     work = tmp_path / "checkout"
     work.mkdir()
     for name in ("studies", "fixtures"):
@@ -295,6 +295,15 @@ def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
     for line in lines:
         result = _run(line, work)
         assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    return work, lines
+
+
+@pytest.mark.slow
+def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
+    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
+    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
+    work, lines = _run_documented(str(page), DOCUMENTED, ["reproduce", "verify"], tmp_path)
     out = work / lines[0].split("--out ")[1].split()[0]
     eer = _bundle(out)["cells"][0]["eer"]
     assert f"EER {eer:.4f}" in (out / "report.html").read_text()
@@ -446,3 +455,47 @@ def test_diff_when_only_the_machine_differs_reads_no_retrieval_dump(
     }
     for n in moved:
         assert n["causes"] == ["run:hardware"] and n["tolerance"] is None and n["tier"] == "b"
+
+
+DEFINITIONS_HEADING = "Speaker verification: EER, minDCF, Cllr under each toolkit's definition"
+
+
+@pytest.mark.slow
+def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
+    """docs/metrics.md's lines, from a checkout: ``explain --trials`` over the speech study's
+    dump gives every definition, the page's table prints those values (8 decimals), the EER is
+    the study's (unchanged: 0.10520833), and the toolkits' own code (speechbrain, pyannote)
+    gives their values on the same scores."""
+    from audiorepro.metrics.verification import trial_scores
+    from audiorepro.metrics.verification_toolkits import DEFINITIONS
+    from tests.test_verification_definitions import _against_pyannote, _against_speechbrain
+
+    page = ROOT / "docs" / "metrics.md"
+    work, _ = _run_documented("docs/metrics.md", DEFINITIONS_HEADING, ["reproduce", "explain"],
+                              tmp_path)  # fmt: skip
+    values = json.loads((work / "speech-definitions.json").read_text())
+    assert sorted(values) == sorted(d.name for d in DEFINITIONS)
+    assert values["eer"] == _bundle(work / "reproduce-speech")["cells"][0]["eer"]
+    assert round(values["eer"], 8) == 0.10520833  # the kit's EER before issue 47, unchanged
+    section = page.read_text().split(DEFINITIONS_HEADING, 1)[1]
+    table = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")] if row.startswith("| `") else []
+        if len(cells) == 2:
+            for name in cells[0].replace("`", "").split(", "):
+                table[name] = float(cells[1])
+    assert table == {name: round(v, 8) for name, v in values.items()}
+    dump = load_audio_dump(work / "reproduce-speech" / "dumps" / "resemblyzer_speech.npz")
+    with open(SPEECH / "trials.csv", newline="") as f:
+        trials = list(csv.DictReader(f))
+    at = {clip: k for k, clip in enumerate(dump.audio_ids)}
+    i = np.asarray([at[t["enrollment"]] for t in trials])
+    j = np.asarray([at[t["test"]] for t in trials])
+    scores = trial_scores(dump.audio_embeds, i, j)
+    target = np.asarray([t["target"] == "1" for t in trials])
+    # The toolkits' own code on these real scores where the test extra has them (without it,
+    # tests/test_verification_definitions.py says which is missing; this line's check stands).
+    if importlib.util.find_spec("speechbrain") is not None:
+        _against_speechbrain([(scores, target)])
+    if importlib.util.find_spec("pyannote") and importlib.util.find_spec("pyannote.metrics"):
+        _against_pyannote(scores, target)

@@ -15,6 +15,7 @@ import click
 from audiorepro.checks.diff_load import check_baseline, load_run
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
+from audiorepro.checks.explain_verification import explain_trials, explain_trials_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import settle, summarize, verify_lines, verify_published
@@ -285,8 +286,27 @@ def parity(
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
 @cutoffs_option("Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).")
-def explain_cmd(dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None) -> None:
+@click.option(
+    "--trials",
+    "trials",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A speaker-verification trial list (CSV, VoxCeleb or NIST key): every EER, minDCF, "
+    "actDCF, Cllr and minCllr definition of DUMP's clip embeddings over it instead.",
+)
+def explain_cmd(
+    dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None, trials: Path | None
+) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
+    if trials is not None:
+        if cutoffs is not None:
+            raise UserError("applies to retrieval dumps; expected --k or --trials, not both",
+                            key="--k")  # fmt: skip
+        by_definition = explain_trials(dump, trials)
+        click.echo(explain_trials_text(by_definition))
+        if json_out is not None:
+            write_json(json_out, by_definition.values)
+        return
     d = load_dump(dump)
     report = explain(d, cutoffs=cutoffs)
     click.echo(explain_text(report))
