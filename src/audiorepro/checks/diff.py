@@ -28,6 +28,7 @@ lifts the bound: the move is ``changed, explained``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -137,6 +138,11 @@ def higher_is_better(name: str) -> bool | None:
 def _keys(cell: str, kinds: Sequence[str], *, tier: Tier) -> frozenset[str]:
     """What a cell's numbers of ``tier`` depend on: its own identities of ``kinds``, the run's
     study and definitions, and (tier b only) the environment of the cell and of the run."""
+    return _cell_keys(cell, tuple(kinds), tier)
+
+
+@functools.lru_cache(maxsize=65536)  # one set per cell, shared by its numbers
+def _cell_keys(cell: str, kinds: tuple[str, ...], tier: Tier) -> frozenset[str]:
     own = {f"{cell}:{k}" for k in kinds if tier == "b" or k not in ENVIRONMENT}
     run = {STUDY_KEY, DEFINITIONS_KEY} | (set(RUN_ENVIRONMENT_KEYS) if tier == "b" else set())
     return frozenset(own | run)
@@ -198,16 +204,31 @@ def _every(bundle: Mapping[str, Any], kinds: Sequence[str], extra: Sequence[str]
     """A number no cell owns: it depends on every cell's (or run's) identities, and on the
     run's environment when any cell is tier b (the tier of a whole-study number is the
     worst of its cells')."""
-    cells = [c for key in _PER_CELL for c in bundle.get(key, [])]
-    tier: Tier = "b" if any(_extracted(c) for c in cells) else "a"
-    keys = frozenset().union(*(_keys(str(c["id"]), kinds, tier=tier) for c in cells))
-    return _Part(STUDY_CELL, tier, keys | _keys("run", (), tier=tier) | frozenset(extra))
+    memo = ("every", id(bundle), tuple(kinds), tuple(extra))
+    if memo not in _MEMO:  # once per bundle: per number, it was cells x numbers (minutes)
+        cells = [c for key in _PER_CELL for c in bundle.get(key, [])]
+        tier: Tier = "b" if any(_extracted(c) for c in cells) else "a"
+        keys = frozenset().union(*(_keys(str(c["id"]), kinds, tier=tier) for c in cells))
+        deps = keys | _keys("run", (), tier=tier) | frozenset(extra)
+        _MEMO[memo] = _Part(STUDY_CELL, tier, deps)
+    part: _Part = _MEMO[memo]
+    return part
+
+
+def _cells_by_id(bundle: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The bundle's cells by id, built once per bundle (:data:`_MEMO`)."""
+    memo = ("cells", id(bundle))
+    if memo not in _MEMO:
+        cells = bundle.get("cells", [])
+        _MEMO[memo] = {str(c.get("id")): c for c in cells if isinstance(c, Mapping)}
+    found: dict[str, Mapping[str, Any]] = _MEMO[memo]
+    return found
 
 
 def _owner(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> Mapping[str, Any] | None:
     """The cell a study-level number belongs to, when a table on its way names it (a parity
     row's or a published value's ``cell``): its numbers follow that cell."""
-    cells = {str(c.get("id")): c for c in bundle.get("cells", []) if isinstance(c, Mapping)}
+    cells = _cells_by_id(bundle)
     node: Any = bundle
     owner = None
     for key in where[:-1]:
@@ -224,7 +245,7 @@ def _retrieval_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> 
     if where[0] == "paired_bootstrap" and len(where) > 2 and isinstance(where[1], int):
         pair = bundle["paired_bootstrap"][where[1]]
         a, b = str(pair["a"]), str(pair["b"])
-        cells = {str(c["id"]): c for c in bundle["cells"]}
+        cells = _cells_by_id(bundle)
         tier: Tier = "b" if any(_extracted(cells.get(x, {})) for x in (a, b)) else "a"
         deps = _keys(a, _CELL_KINDS, tier=tier) | _keys(b, _CELL_KINDS, tier=tier)
         return _Part(f"{a} | {b}", tier, deps, rule="ranks")
@@ -312,6 +333,23 @@ def _numbers(
     """Every number of the typed view (``typed``, else :func:`plain_view`), as compared:
     a cell's (or run's) under its id, a study-level one under its path in the bundle."""
     _shape(bundle)
+    _MEMO.clear()  # keyed by id(bundle): valid while this bundle is being flattened
+    try:
+        return _records(bundle, typed, part)
+    finally:
+        _MEMO.clear()
+
+
+#: What a bundle's numbers share (its cells by id, a study-level number's identities),
+#: computed once per bundle while :func:`_numbers` flattens it.
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def _records(
+    bundle: Mapping[str, Any],
+    typed: Iterable[TypedNumber] | None,
+    part: Callable[[Mapping[str, Any], tuple[str | int, ...]], _Part],
+) -> list[NumberRecord]:
     out = []
     for number in plain_view(bundle) if typed is None else typed:
         p = part(bundle, number.where)
