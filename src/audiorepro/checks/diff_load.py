@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -32,6 +32,7 @@ from audiorepro.checks.tiers import (
     EMBEDDING_REL_TOLERANCE,
     dump_relevance_matrix,
     fragility,
+    identity_number_tolerance,
     score_bound,
     tier_b_tolerance,
 )
@@ -305,6 +306,14 @@ def _fragile(path: Path) -> int:
     )
 
 
+def _value_at(view: RunView) -> Callable[[str], float | None]:
+    def value(path: str) -> float | None:
+        record = view.numbers.get(path)
+        return None if record is None or record.value is None else float(record.value)
+
+    return value
+
+
 def tolerance_from(*runs: LoadedRun) -> Any:
     """The tolerance function of :func:`~audiorepro.checks.diff_compare.compare_runs` over the
     dumps of ``runs`` (the first that has the cell's): :func:`.tiers.tier_b_tolerance` for a
@@ -312,6 +321,13 @@ def tolerance_from(*runs: LoadedRun) -> Any:
     when some is."""
 
     def tolerance(record: NumberRecord) -> float | None:
+        if record.value is not None and record.rule is None:
+            # a number of an identity check: from the scale each run recorded, the larger
+            tols = [
+                identity_number_tolerance(record.path, _value_at(r.view)) for r in runs
+            ]
+            if tols and all(t is not None for t in tols):
+                return max(t for t in tols if t is not None)
         path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)
         if path is None or record.value is None:
             return None
