@@ -171,9 +171,7 @@ def test_manifest_records_the_dispatch_in_force(monkeypatch: pytest.MonkeyPatch)
 def _scale(emb: dict[str, Any]) -> Any:
     from audiorepro.checks.tiers import EmbeddingScale
 
-    return EmbeddingScale(
-        emb["audio_max_norm"], emb["text_max_norm"], emb["similarity_matrix_std"]
-    )
+    return EmbeddingScale(emb["audio_max_norm"], emb["text_max_norm"], emb["similarity_matrix_std"])
 
 
 @given(

@@ -323,9 +323,7 @@ def tolerance_from(*runs: LoadedRun) -> Any:
     def tolerance(record: NumberRecord) -> float | None:
         if record.value is not None and record.rule is None:
             # a number of an identity check: from the scale each run recorded, the larger
-            tols = [
-                identity_number_tolerance(record.path, _value_at(r.view)) for r in runs
-            ]
+            tols = [identity_number_tolerance(record.path, _value_at(r.view)) for r in runs]
             if tols and all(t is not None for t in tols):
                 return max(t for t in tols if t is not None)
         path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)

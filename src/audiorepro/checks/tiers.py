@@ -435,9 +435,7 @@ def comparison_tolerance(
 _IDENTITY_BLOCK = re.compile(r"^(.*?checkpoint_identit(?:y|ies/\d+))/(.*)$")
 
 
-def identity_number_tolerance(
-    path: str, value_at: Callable[[str], float | None]
-) -> float | None:
+def identity_number_tolerance(path: str, value_at: Callable[[str], float | None]) -> float | None:
     """The tolerance of a number of an identity check in a run's bundle, named by its
     ``path`` (``verification/checkpoint_identities/0/embeddings/similarity_matrix_max_abs_diff``),
     with ``value_at`` reading the run's other numbers (the block's recorded scale); None when

@@ -230,10 +230,9 @@ def _torch() -> Any:
     """torch when it is installed, imported if no model loaded it: a run served from the cache
     records the same capability (and torch's thread pools) as one that extracted (it recorded
     None, which ``diff`` read as another machine). None where torch is not installed."""
-    torch = sys.modules.get("torch")
-    if torch is None and importlib.util.find_spec("torch") is not None:
-        import torch
-    return torch
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        importlib.import_module("torch")
+    return sys.modules.get("torch")
 
 
 def cpu_dispatch() -> CpuDispatch:
