@@ -656,3 +656,41 @@ def test_a_moved_derived_number_names_its_file(
     # (the attempt table's own ElapsedRaw is sacct's text in the module's layout: no number)
     out = capsys.readouterr().out
     assert "consolidated_benchmark/job_audit.json" in out and "DEFECT" not in out
+
+
+def _moved(node: Any) -> Any:
+    """Every float under ``node`` moved by 1e-3 (relative and absolute)."""
+    if isinstance(node, dict):
+        return {k: _moved(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_moved(v) for v in node]
+    return node * 1.001 + 1e-3 if isinstance(node, float) else node
+
+
+def test_two_bundles_of_over_a_thousand_cells_whose_every_number_moved_list_the_moves(
+    synthetic: Path, tmp_path: Path
+) -> None:
+    """Issue 44 (round 4 left): two 1,000-cell bundles whose every number moved were refused
+    as too many numbers (exit 2 after a second: 100,000 at most; these fixture cells hold 94
+    numbers each, so 1,200 of them) and, with
+    that bound lifted, took minutes (each study-level number and each cause walked every
+    cell). Now: exit 1 with every move listed."""
+    import copy
+
+    bundle = read_bundle(synthetic)
+    cells = [
+        {**copy.deepcopy(bundle["cells"][i % len(bundle["cells"])]), "id": f"c{i:04d}"}
+        for i in range(1200)
+    ]
+    a = {**bundle, "cells": cells, "paired_bootstrap": []}
+    b = {**a, "cells": _moved(cells)}
+    moved = sum(isinstance(v, float) for _, v in numeric_leaves(cells))
+    assert sum(1 for _ in numeric_leaves(a)) > 100_000  # over the bound that refused it
+    path_a = tmp_path / "a.json.gz"
+    path_b = tmp_path / "b.json.gz"
+    path_a.write_bytes(gzip.compress(json.dumps(a).encode(), mtime=0))
+    path_b.write_bytes(gzip.compress(json.dumps(b).encode(), mtime=0))
+    assert diff(path_a, path_b, "--json", str(tmp_path / "d.json")) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, unexplained"  # nothing recorded differs: a defect
+    assert sum(n["verdict"] != "identical" for n in doc["numbers"]) == moved

@@ -96,6 +96,32 @@ def test_another_cpu_dispatch_is_within_tier_b_and_names_hardware(
             assert "run:hardware" in n["causes"]
 
 
+def test_a_rerun_served_from_the_cache_records_the_same_machine(
+    inputs: Path, baseline: Path, tmp_path: Path
+) -> None:
+    """Issue 44: torch's CPU capability and CUBLAS_WORKSPACE_CONFIG were recorded only when a
+    model loaded, so a rerun served from the cache (a fresh process that never imports torch
+    to extract) recorded None and diff named a machine change between two runs on one
+    machine; and the OpenMP pools differed in count. Now both runs record the same."""
+    import shutil
+
+    again = tmp_path / "again"
+    shutil.copytree(baseline, again)  # its cache holds both cells' extractions
+    before = sorted(p.name for p in again.rglob("*.npz"))
+    _reproduce(_study(inputs, "base"), again)
+    assert sorted(p.name for p in again.rglob("*.npz")) == before  # nothing extracted anew
+    envs = [json.loads((run / "manifest.json").read_text())["environment"]
+            for run in (baseline, again)]  # fmt: skip
+    for env in envs:
+        assert env["cpu_dispatch"]["torch_cpu_capability"] is not None
+        assert env["determinism_variables"]["CUBLAS_WORKSPACE_CONFIG"] is not None
+    assert envs[0]["cpu_dispatch"] == envs[1]["cpu_dispatch"]
+    doc = _diff(baseline, again, tmp_path, 0)
+    assert doc["verdict"] == "identical"
+    kinds = {c["kind"] for c in doc["causes"]}
+    assert not kinds & {"hardware", "software", "threads"}, doc["causes"]
+
+
 def test_a_rerun_with_another_thread_count_is_identical_and_names_threads(
     inputs: Path, baseline: Path, tmp_path: Path
 ) -> None:

@@ -177,11 +177,15 @@ def manifest_identities(manifest: Mapping[str, Any]) -> list[Identity]:
     env = manifest.get("environment", {})
     blas = dict(env.get("blas") or {})
     # threadpoolctl lists the pools in import order, which differs between two runs on one
-    # machine: compared as a set (sorted by everything recorded), not as a list.
-    pools = sorted(
-        (p for p in blas.pop("threadpools", None) or [] if isinstance(p, Mapping)),
-        key=lambda p: json.dumps(p, sort_keys=True, default=str),
-    )
+    # machine, and lists one pool per copy of a library loaded (three copies of OpenMP when
+    # the models loaded, two when the run was served from the cache): compared as a set of
+    # distinct pools (sorted by everything recorded), not as a list.
+    distinct = {
+        json.dumps(p, sort_keys=True, default=str): p
+        for p in blas.pop("threadpools", None) or []
+        if isinstance(p, Mapping)
+    }
+    pools = [distinct[k] for k in sorted(distinct)]
     software = {
         "packages": env.get("packages"),
         "python": env.get("python"),
