@@ -159,4 +159,6 @@ def parse_trials(text: str, *, source: str) -> Trials:
 
 def read_trials(path: str | Path) -> Trials:
     """A trial list file (module docstring), or one line naming it and what is wrong."""
-    return parse_trials(read_text(path, what="a trial list CSV"), source=str(path))
+    return parse_trials(
+        read_text(path, what="a trial list CSV", encoding="utf-8-sig"), source=str(path)
+    )

@@ -20,6 +20,7 @@ for every kind.
 from __future__ import annotations
 
 import functools
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -128,6 +129,19 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     @abstractmethod
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         """Every number of a bundle of this kind (decompressed ``bundle.json.gz``)."""
+
+
+def input_name(path: Path, study: Path) -> str:
+    """How the manifest's ``inputs`` names a file a study reads: its path from the study
+    file's folder (POSIX), so that two cells' ``trials.csv`` in two folders are two inputs
+    (a bare file name recorded only the last one read).
+
+    >>> input_name(Path("/s/a/trials.csv"), Path("/s/study.toml"))
+    'a/trials.csv'
+    >>> input_name(Path("/t/trials.csv"), Path("/s/study.toml"))
+    '../t/trials.csv'
+    """
+    return Path(os.path.relpath(path, study.parent)).as_posix()
 
 
 def golden_failures(golden: Summary) -> list[str]:
