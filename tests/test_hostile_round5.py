@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from audiorepro.formats.c_numbers import c_atof, c_atol
 from audiorepro.formats.probe_inputs import parse_labels
 from audiorepro.metrics.linear_probe import fit_linear_v1, standardize
 from audiorepro.reference.linear_probe import reference_linear_v1
+from tests.test_evaluate import _clotho_form, _esc50_form
 from tests.test_linear_probe import blobs, sklearn_linear_v1, write_dump, write_labels
 
 
@@ -362,3 +364,68 @@ def test_z_refuses_a_huge_file_before_reading_it(
         f.truncate(600_000_000)
     assert main(["trec-eval", "-Z", str(z), str(qrels), str(run)]) == 2
     _one_line(capsys.readouterr().err, str(z), "600000000 bytes")
+
+
+# -- 5. evaluate: dataset folders a user would expect it to take -----------------------------
+
+
+def _first_clip(folder: Path, frames: int, channels: int, rate: int) -> None:
+    """Replace the folder's first clip by ``frames`` x ``channels`` of noise at ``rate``."""
+    import soundfile
+
+    wav = sorted((folder / "audio").glob("*.wav"))[0]
+    x = np.random.default_rng(0).uniform(-0.5, 0.5, (frames, channels))
+    soundfile.write(wav, x, rate, subtype="PCM_16")
+
+
+#: name -> (how the folder is changed, the exit code, what the one line names when refused).
+FOLDERS: dict[str, tuple[Any, int, tuple[str, ...]]] = {
+    "captions-bom": (lambda f: _prefix(f / "captions.csv", b"\xef\xbb\xbf"), 0, ()),
+    "caption-nul": (lambda f: _nul_caption(f / "captions.csv"), 0, ()),
+    "one-sample": (lambda f: _first_clip(f, 1, 1, 48_000), 0, ()),
+    "eight-channels": (lambda f: _first_clip(f, 48_000, 8, 48_000), 0, ()),
+    "384-khz": (lambda f: _first_clip(f, 384_000, 1, 384_000), 0, ()),
+    "1-hz": (lambda f: _first_clip(f, 10, 1, 1), 2, ("sample rate of 1 Hz", "1000 to 384000")),
+}
+
+
+def _prefix(path: Path, head: bytes) -> None:
+    path.write_bytes(head + path.read_bytes())
+
+
+def _nul_caption(path: Path) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace(",", ",a\x00b ", 1)
+    path.write_text("".join(lines))
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_models: Callable[..., Path]) -> Path:
+    return tiny_models(seed=0, fusion=False)  # the run's shared ones (tests/conftest.py)
+
+
+@pytest.mark.parametrize("form", ["captions", "esc50"])
+@pytest.mark.parametrize("case", sorted(FOLDERS))
+def test_evaluate_takes_a_dataset_folder_or_says_why_not(
+    case: str, form: str, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    change, code, names = FOLDERS[case]
+    if form == "esc50":
+        if case.startswith("caption"):
+            change = {"captions-bom": lambda f: _prefix(f / "esc50.csv", b"\xef\xbb\xbf")}.get(case)
+            if change is None:
+                pytest.skip("ESC-50's metadata has no captions")
+        folder = _esc50_form(tmp_path / "mine")
+    else:
+        folder = _clotho_form(tmp_path / "mine")
+    change(folder)
+    out = tmp_path / "out"
+    argv = ["evaluate", "tiny-hf", str(folder), "--registry", str(tiny), "--out", str(out)]
+    got = main(argv)
+    err = capsys.readouterr().err
+    assert got == code, err
+    if code == 2:
+        _one_line(err, *names)
+        assert not out.exists()
+    else:
+        assert main(["verify", str(out)]) == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -90,22 +93,54 @@ def evaluate(
     and verify."""
     target = out or _default_out(model)
     wanted = (canonical_profile(), *(p for p in profiles if not is_canonical(p)))
+    fresh = not target.exists()
     with claim(target):  # one run per OUT, held before the study files go into OUT/cache
         check_out(target)
         work = target / "cache" / "evaluate"
-        jobs = prepare_evaluate(
-            model,
-            datasets,
-            work,
-            data=data,
-            profiles=wanted,
-            device=device,
-            registry=registry,
-            task=task,
-        )
-        studies = [(load_study(path), rel) for path, rel in jobs]
-        passed = say_results(run_studies(studies, target, say=click.echo), click.echo)
+        with _removed_on_failure(work if fresh else None):
+            jobs, passed = _run(model, datasets, work, target, data, wanted, device, registry, task)
     click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")
     click.echo(f"check: audiorepro verify {target}")
     if not passed:
         raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(work: Path | None) -> Iterator[None]:
+    """A run that fails (a clip refused at extraction: a 1 Hz sample rate) in an OUT it
+    created leaves no study files behind, so that ``claim`` removes OUT again: bad input
+    writes nothing."""
+    try:
+        yield
+    except BaseException:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                work.parent.rmdir()  # OUT/cache, when nothing else is in it
+        raise
+
+
+def _run(
+    model: str,
+    datasets: tuple[str, ...],
+    work: Path,
+    target: Path,
+    data: Path,
+    wanted: tuple[str, ...],
+    device: str,
+    registry: Path | None,
+    task: str,
+) -> tuple[list[tuple[Path, str]], bool]:
+    """Write the study files into ``work`` and run them: (the studies, whether all passed)."""
+    jobs = prepare_evaluate(
+        model,
+        datasets,
+        work,
+        data=data,
+        profiles=wanted,
+        device=device,
+        registry=registry,
+        task=task,
+    )
+    studies = [(load_study(path), rel) for path, rel in jobs]
+    return jobs, say_results(run_studies(studies, target, say=click.echo), click.echo)
