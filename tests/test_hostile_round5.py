@@ -429,3 +429,30 @@ def test_evaluate_takes_a_dataset_folder_or_says_why_not(
         assert not out.exists()
     else:
         assert main(["verify", str(out)]) == 0
+
+
+def test_two_model_specs_never_share_a_default_output_folder() -> None:
+    from audiorepro.cli.evaluate import _default_out
+
+    assert _default_out("tiny-hf") == Path("evaluate-tiny-hf")  # a registry name: as before
+    specs = ["laion:a/b.pt", "laion:a_b.pt", "laion:a b.pt", "hf:org/m@" + "0" * 40, "x" * 300]
+    outs = [_default_out(s) for s in specs]
+    assert len(set(outs)) == len(outs)
+    assert all(len(o.name.encode()) <= 255 for o in outs)
+
+
+@pytest.mark.parametrize("kind", ["linear-probe", "speaker-verification"])
+def test_cell_ids_that_name_one_dump_file_are_refused_naming_both(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if kind == "linear-probe":
+        study = _probe_study(tmp_path / "in", ["1", "2", "3"])
+    else:
+        x = np.random.default_rng(1).normal(size=(4, 8))
+        study = _speaker_study(tmp_path / "in", x, {"trials.csv": TRIALS})
+    text = study.read_text()
+    cell = text[text.index("[[cell]]") :]
+    first = cell.split("\n")[1]
+    study.write_text(text.replace(first, 'id = "a b"', 1) + cell.replace(first, 'id = "a_b"', 1))
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
+    _one_line(capsys.readouterr().err, "study.toml", "'a_b' and 'a b'", "cell[1].id")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,21 @@ class RetrievalProfile(click.Choice):  # type: ignore[type-arg]
 
 
 def _default_out(model: str) -> Path:
-    return Path("evaluate-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in model))
+    """``evaluate-<model>`` for a model spec of letters, digits, ``.``, ``_`` and ``-`` (a
+    registry name); any other spec's other characters become ``_`` and a ``+`` and 16 hex
+    digits of its SHA-256 follow, so that two specs never share a default folder
+    (``laion:a/b.pt`` and ``laion:a_b.pt`` gave one, and the second run replaced the first's
+    results). ``+`` is never in the first form, so the two forms cannot meet either; a name
+    over 100 bytes is cut to 60 characters before its digest (a folder name holds 255 bytes).
+
+    >>> _default_out("tiny-hf"), _default_out("laion:a/b.pt") == _default_out("laion:a_b.pt")
+    (PosixPath('evaluate-tiny-hf'), False)
+    """
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in model)
+    if name != model or len(name.encode("utf-8", "surrogatepass")) > 100:
+        digest = hashlib.sha256(model.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = name[:60] + "+" + digest  # 60 characters: at most 240 bytes, a file name's 255
+    return Path("evaluate-" + name)
 
 
 @cli.command("evaluate")
@@ -74,7 +89,8 @@ def _default_out(model: str) -> Path:
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="The output folder (default: evaluate-<model>).",
+    help="The output folder (default: evaluate-<model>; a model spec with other characters "
+    "than letters, digits, . _ -: those as _, then + and 16 hex digits of its SHA-256).",
 )
 def evaluate(
     model: str,
