@@ -335,7 +335,14 @@ def test_hex_numbers_give_trec_eval_s_whole_output(
         "2 Q0 a 1 1e0x r\n2 Q0 b 2 0x1.0000000000001p0 r\n"
     )
     z.write_text("1 map 0x1p-2 0x1p-1\n2 map 0.25junk 5e-1\n")
-    for options in (["-q"], ["-q", "-m", "map", "-Z", str(z)], ["-m", "P.5,2x"]):
+    special = tmp_path / "z-special"  # trec_eval prints a NaN z-score as '   nan'
+    special.write_text("1 map nan 0.5\n2 map 0x1p-2 INF\n")
+    for options in (
+        ["-q"],
+        ["-q", "-m", "map", "-Z", str(z)],
+        ["-q", "-m", "map", "-Z", str(special)],
+        ["-m", "P.5,2x", "-m", "iprec_at_recall.inf,0x1p-1"],
+    ):
         theirs = subprocess.run(
             [str(trec_eval), *options, str(qrels), str(run)], capture_output=True, check=True
         ).stdout.decode()
