@@ -42,6 +42,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.audio_dump import load_audio_dump
 from audiorepro.reference import verification as reference
 from audiorepro.runner import cache as extraction_cache
+from audiorepro.runner.kinds import input_name
 from tests.conftest import ROOT, outputs
 from tests.test_number_view import _view
 
@@ -198,7 +199,7 @@ def test_a_dump_cell_gives_the_eer_of_the_extracted_one(
     [cell] = _bundle(out)["cells"]
     assert cell["eer"] == _bundle(first_run)["cells"][0]["eer"] and cell["dump"] == dump.name
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["inputs"][dump.name] == sha256_file(dump)
+    assert manifest["inputs"][input_name(dump, given)] == sha256_file(dump)
     bad = _trials(tmp_path / "t", ["spk1_01.wav,spk1_02.wav,1", "spk1_01.wav,other.wav,0"])
     capsys.readouterr()
     assert main(["reproduce", str(study(tmp_path / "b", bad)), "--out", str(tmp_path / "o")]) == 2

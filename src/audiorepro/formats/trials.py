@@ -251,4 +251,6 @@ def _trials(
 
 def read_trials(path: str | Path) -> Trials:
     """A trial list file (module docstring), or one line naming it and what is wrong."""
-    return parse_trials(read_text(path, what="a trial list"), source=str(path))
+    return parse_trials(
+        read_text(path, what="a trial list", encoding="utf-8-sig"), source=str(path)
+    )

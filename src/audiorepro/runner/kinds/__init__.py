@@ -23,6 +23,7 @@ depend on) and ``moves`` (a number's tier and the records whose change can move 
 from __future__ import annotations
 
 import functools
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -158,6 +159,19 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
         """How ``diff`` compares ``number`` of ``bundle``: the cell it is shown under, its
         tier, the keys of the :meth:`records` whose change can move it, and how a tier-b
         tolerance is derived for it."""
+
+
+def input_name(path: Path, study: Path) -> str:
+    """How the manifest's ``inputs`` names a file a study reads: its path from the study
+    file's folder (POSIX), so that two cells' ``trials.csv`` in two folders are two inputs
+    (a bare file name recorded only the last one read).
+
+    >>> input_name(Path("/s/a/trials.csv"), Path("/s/study.toml"))
+    'a/trials.csv'
+    >>> input_name(Path("/t/trials.csv"), Path("/s/study.toml"))
+    '../t/trials.csv'
+    """
+    return Path(os.path.relpath(path, study.parent)).as_posix()
 
 
 def golden_failures(golden: Summary) -> list[str]:

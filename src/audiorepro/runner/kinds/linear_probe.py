@@ -85,6 +85,7 @@ from audiorepro.runner.kinds import (
     NumberTier,
     StudyKind,
     cell_records,
+    input_name,
     register_kind,
     rest_records,
 )
@@ -94,6 +95,7 @@ from audiorepro.runner.kinds.zeroshot_extraction import (
     zeroshot_extraction,
 )
 from audiorepro.runner.output.outputs import BootstrapRecord
+from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import (
     Bootstrap,
     LinearProbeCell,
@@ -239,6 +241,11 @@ def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list
                     key=cell.folds,
                 )
         splits = declared_split(aligned.folds, *cell.split)
+    # Each split's predictions go to predictions/<cell>/<slug(fold)>.npz: two fold values
+    # that slug alike ("a b", "a_b") would write one file, the second over the first.
+    distinct_file_names(
+        [(f"{cell.folds} column", s.name) for s in splits], source=where, what="a fold value"
+    )
     for s in splits:
         if s.test.size == 0 or np.unique(aligned.y[s.train]).size < 2:
             raise UserError(
@@ -623,9 +630,9 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         for c in study.cells:
             if c.id in state.cells:
                 rec = state.cells[c.id]
-                inputs[c.labels.name] = rec["labels_sha256"]
-                if c.extract is None:
-                    inputs[rec["dump"]] = rec["dump_sha256"]
+                inputs[input_name(c.labels, study.source)] = rec["labels_sha256"]
+                if c.extract is None and c.dump is not None:
+                    inputs[input_name(c.dump, study.source)] = rec["dump_sha256"]
         return BundlePart(
             verification, _report(study, tables, state.failures), bundle, [], inputs=inputs
         )

@@ -42,6 +42,7 @@ from audiorepro.checks.moves import (
     study_level,
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
+from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
 from audiorepro.formats.dump import read_npz
@@ -79,6 +80,7 @@ from audiorepro.runner.kinds import (
     NumberTier,
     StudyKind,
     cell_records,
+    input_name,
     register_kind,
     rest_records,
 )
@@ -284,12 +286,31 @@ def load_cell(cell: SpeakerCell, ctx: Context) -> CellInputs:
     clips = read_clip_embeddings(path)
     trials = read_trials(cell.trials)
     i, j = trials.indices(clips.ids)
+    _check_cosines(clips, np.concatenate([i, j]), source=str(path))
     cohort = None
     if cell.score_norm is not None:
         cohort = read_clip_embeddings(cell.score_norm.cohort).embeds
     return CellInputs(
         clips, trials, i, j, rel, sha256_file(path), _dump_meta(path), cell.score_norm, cohort
     )
+
+
+def _check_cosines(clips: ClipEmbeddings, rows: npt.NDArray[np.int64], *, source: str) -> None:
+    """A trial's score is a cosine, undefined for an all-zero embedding (and for one whose
+    norm overflows float64, which would make every cosine 0): refused, one line naming the
+    dump and the first such clip that a trial uses (a clip no trial uses is not read)."""
+    used = np.unique(rows)
+    norms = np.linalg.norm(clips.embeds[used], axis=1)
+    bad = used[~(np.isfinite(norms) & (norms > 0))]
+    if bad.size:
+        k = int(bad[0])
+        what = "is all zero" if not np.any(clips.embeds[k]) else "has a norm over float64's range"
+        raise UserError(
+            f"row {k} (clip {clips.ids[k]!r}) {what}; a trial's score is the cosine of two "
+            "embeddings, which needs a non-zero finite norm",
+            source=source,
+            key="audio_embeds",
+        )
 
 
 def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
@@ -579,11 +600,13 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
         for c in study.cells:
             if c.id in state.cells:
                 rec = state.cells[c.id]
-                inputs[c.trials.name] = rec["trials_sha256"]
+                inputs[input_name(c.trials, study.source)] = rec["trials_sha256"]
                 if c.score_norm is not None:
-                    inputs[c.score_norm.cohort.name] = c.score_norm.cohort_sha256
-                if c.extract is None:
-                    inputs[rec["dump"]] = rec["dump_sha256"]
+                    inputs[input_name(c.score_norm.cohort, study.source)] = (
+                        c.score_norm.cohort_sha256
+                    )
+                if c.extract is None and c.dump is not None:
+                    inputs[input_name(c.dump, study.source)] = rec["dump_sha256"]
         report = _report(study, state.cells, tables, state.failures, state.det)
         return BundlePart(verification, report, cast(Mapping[str, object], bundle), [], inputs)
 
