@@ -137,6 +137,10 @@ def weight_paths(encoder: Encoder, *, spec: str) -> tuple[Path, ...]:
         files = list(encoder.weight_files())
     except TypeError:
         raise UserError("weight_files() does not return a sequence of paths", key=spec) from None
+    except SystemExit as exc:
+        raise UserError(f"weight_files() called sys.exit({exc.code!r})", key=spec) from None
+    except Exception as exc:  # the user's code: one line, as every call into it
+        raise UserError(f"weight_files() failed: {type(exc).__name__}: {exc}", key=spec) from None
     out = []
     for item in files:
         if not isinstance(item, (str, Path)):
