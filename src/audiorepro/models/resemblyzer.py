@@ -82,10 +82,10 @@ class ResemblyzerEncoder:
     @property
     def audio_loader(self) -> str:
         """How :meth:`load_audio` decodes and resamples (recorded in every dump)."""
-        import librosa
+        from importlib import metadata
 
         return (
-            f"resemblyzer's preprocess_wav: librosa {librosa.__version__} load(sr=None), "
+            f"resemblyzer's preprocess_wav: librosa {metadata.version('librosa')} load(sr=None), "
             f"resample(orig_sr, target_sr={SAMPLE_RATE}) (res_type soxr_hq)"
         )
 
