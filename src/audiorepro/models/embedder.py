@@ -36,6 +36,7 @@ from audiorepro.models.encoder import (
     Encoder,
     check_embeddings,
     has_text_tower,
+    no_text_tower,
     require_text_tower,
 )
 from audiorepro.models.encoder_specs import code_identity
@@ -279,9 +280,4 @@ def require_text_spec(spec: ModelSpec, *, needed_by: str) -> None:
     without a text tower (a HEAR module; a ``py`` encoder without ``embed_text``, built once
     to ask). A CLAP model has one."""
     if spec.user is not None and not user_has_text(spec):
-        raise UserError(
-            f"has no text tower (no embed_text): {needed_by} needs text embeddings; an "
-            "audio-only encoder gives audio-only dumps (extract without --captions) for "
-            "probes and classification",
-            key=spec.name,
-        )
+        raise no_text_tower(spec.name, needed_by)
