@@ -36,7 +36,7 @@ from tests.conftest import ROOT
 from tests.test_documented_commands import blocks
 from tests.test_evaluate import _esc50_form
 
-PAGE, HEADING = "docs/models.md", "A HEAR module in your working folder"
+PAGE, HEADING = "/".join(("docs", "models.md")), "A HEAR module in your working folder"
 
 #: A ``py:`` encoder file importing a module beside it (``from my_helpers import ...``).
 HELPER = """

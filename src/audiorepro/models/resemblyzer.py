@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,6 @@ class ResemblyzerEncoder:
     @property
     def audio_loader(self) -> str:
         """How :meth:`load_audio` decodes and resamples (recorded in every dump)."""
-        from importlib import metadata
-
         return (
             f"resemblyzer's preprocess_wav: librosa {metadata.version('librosa')} load(sr=None), "
             f"resample(orig_sr, target_sr={SAMPLE_RATE}) (res_type soxr_hq)"
