@@ -11,9 +11,10 @@ Three forms, besides the registry's names and the CLAP specs (``hf:``, ``laion:`
 - an installed plugin's name: an entry point of the group :data:`ENTRY_POINT_GROUP`
   (``audiorepro.encoders``) whose value is ``MODULE:FACTORY``, as ``py:MODULE:FACTORY``.
 
-User code is found as Python finds it (:func:`add_import_folder`): a module name in the
-working folder as well as among the installed packages (the working folder first, as
-``python -m`` and HEAR's runner ``python -m heareval.embeddings.runner MODULE`` have it), and
+User code is found as Python finds it (:func:`find_top`, :func:`add_import_folder`): a module
+name among the installed packages or in the working folder (which then goes first on the
+import path, as ``python -m`` and HEAR's runner ``python -m heareval.embeddings.runner MODULE``
+have it), and
 a ``.py`` file with its own folder first on the import path (as ``python PATH.py`` has it),
 so that it imports the modules beside it. Parsing a spec finds its module
 (``importlib.util.find_spec`` of the top-level name, which imports nothing) or its file, and
@@ -82,18 +83,34 @@ def add_import_folder(folder: str | Path) -> None:
         importlib.invalidate_caches()
 
 
+def find_top(top: str) -> Any:
+    """The spec of a top-level module (``importlib.util.find_spec``, which imports nothing):
+    among the installed packages, else in the working folder, which then goes first on the
+    import path (as ``python -m`` has it) so that the module and the modules beside it are
+    imported from there. None when neither has it. The working folder is added only for a
+    module it holds: a command naming installed modules keeps ``sys.path`` as it is."""
+
+    def find() -> Any:
+        try:
+            return importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+
+    found = find()
+    here = os.getcwd()
+    if found is None and any(os.path.exists(os.path.join(here, top + end)) for end in ("", ".py")):
+        add_import_folder(here)
+        found = find()
+    return found
+
+
 def _check_module(name: str, spec: str) -> None:
     if not _DOTTED.match(name):
         raise UserError(
             f"{name!r} is not a module name (dotted identifiers) nor a .py file", key=spec
         )
-    add_import_folder(os.getcwd())
     top = name.split(".")[0]
-    try:
-        found = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
+    if find_top(top) is None:
         raise UserError(
             f"module {top!r} is not importable here (neither in the working folder "
             f"{os.getcwd()} nor installed; install it, run from its folder, or give its "

@@ -29,7 +29,6 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import os
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
@@ -44,7 +43,12 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.models.encoder import Encoder, check_encoder, has_text_tower, weight_paths
-from audiorepro.models.encoder_specs import UserSpec, add_import_folder, code_identity
+from audiorepro.models.encoder_specs import (
+    UserSpec,
+    add_import_folder,
+    code_identity,
+    find_top,
+)
 from audiorepro.models.preflight import check_weight_file
 from audiorepro.models.registry import ModelSpec, check_recorded, verify_weights, weight_files
 from audiorepro.models.safeload import PICKLED, load_weights_only
@@ -97,7 +101,7 @@ def import_user_module(user: UserSpec, spec: str) -> ModuleType:
     the user's code. An import that fails is one line naming the error."""
     try:
         if not user.is_file:
-            add_import_folder(os.getcwd())  # as HEAR's runner (python -m) finds it
+            find_top(user.target.split(".")[0])  # the working folder too, as HEAR's runner
             return importlib.import_module(user.target)
         path = Path(user.target)
         add_import_folder(path.parent)  # its sibling modules, as `python PATH.py` has them
