@@ -54,6 +54,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_probe_layout.py::test_the_documented_command_reads_the_tree_as_it_is",
     ("docs/models.md", "Your own encoder", 0):
         "tests/test_encoders.py::test_the_documented_encoder_runs_as_written",
+    ("docs/models.md", "A HEAR module in your working folder", 0):
+        "tests/test_user_code.py::test_the_documented_hear_module_runs_as_written",
     ("docs/models.md", "Speaker verification: resemblyzer on real speech", 0):
         "tests/test_speech_study.py::test_the_documented_speech_study_runs_as_written",
     ("docs/hear.md", "Example tasks", 0):

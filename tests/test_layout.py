@@ -50,6 +50,7 @@ KINDS = {
 LAZY = {
     "scipy.signal",
     "resemblyzer",
+    "librosa",
     "torch",
     "torchaudio",
     "laion_clap",

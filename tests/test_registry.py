@@ -215,10 +215,20 @@ def test_missing_checkpoint_file(tmp_path: Path) -> None:
     ],
 )
 def test_bad_registry_entries(tmp_path: Path, body: str, key: str, message: str) -> None:
-    with pytest.raises(UserError, match=message) as info:
-        read_registry(_write(tmp_path, body))
-    assert info.value.key == key
-    assert str(tmp_path / "registry.toml") in str(info.value)
+    """A file that is not a registry fails as it is read; an entry of a well-formed file that
+    cannot be used fails the commands naming it (``resolve_spec``), not the file's others."""
+    path = _write(tmp_path, body)
+    try:
+        registry = read_registry(path)
+    except UserError as exc:
+        error = exc
+    else:
+        assert set(registry.broken) == {"m"} and "m" not in registry
+        with pytest.raises(UserError) as info:
+            resolve_spec("m", registry)
+        error = info.value
+    assert re.search(message, str(error)) and error.key == key
+    assert str(tmp_path / "registry.toml") in str(error)
 
 
 def test_registry_schema_is_checked(tmp_path: Path) -> None:

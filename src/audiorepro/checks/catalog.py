@@ -20,7 +20,12 @@ from audiorepro.core.hashing import PLACEHOLDER
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.metrics.profiles import registered_profiles
-from audiorepro.models.encoder_specs import code_identity
+from audiorepro.models.encoder_specs import (
+    code_identity,
+    missing_imports,
+    plugin_names,
+    plugin_spec,
+)
 from audiorepro.models.registry import ModelSpec, load_registry, weight_files
 from audiorepro.specs.study import load_study
 
@@ -89,15 +94,36 @@ def encoder_entry(spec: ModelSpec) -> CatalogEntry:
     target = Path(spec.location).name if spec.location.endswith(".py") else spec.location
     pins = target + (f":{spec.factory}" if spec.factory else "")
     pins += f"; weights hashed {weights[0]}/{weights[1]}"
+    return CatalogEntry(spec.name, f"{spec.format} encoder", pins, _encoder_state(spec))
+
+
+def _encoder_state(spec: ModelSpec) -> str:
+    """Here when its source is found, every module it imports is installed (nothing is
+    imported: resemblyzer's wrapper ships with the kit, resemblyzer itself may not) and every
+    weight file the entry locates is here."""
     try:
         user = spec.user
         assert user is not None
         code_identity(user)  # the source is found without importing it
+        missing = missing_imports(user)
+        if missing:
+            return f"not here: it imports {', '.join(missing)}, which is not installed"
         here = all(p.is_file() for p in weight_files(spec).values())
     except UserError:
         here = False
-    state = "here" if here else "not here: install its module or put its files in place"
-    return CatalogEntry(spec.name, f"{spec.format} encoder", pins, state)
+    return "here" if here else "not here: install its module or put its files in place"
+
+
+def plugin_entry(name: str) -> CatalogEntry:
+    """An installed encoder plugin (entry point group ``audiorepro.encoders``)."""
+    try:
+        user = plugin_spec(name)
+    except UserError as exc:
+        return CatalogEntry(name, "encoder plugin", "", f"cannot be used: {exc}")
+    assert user is not None
+    pins = f"{user.target}:{user.factory}; weights named by the encoder"
+    spec = ModelSpec(name, "py", user.target, factory=user.factory, plugin=name)
+    return CatalogEntry(name, "encoder plugin", pins, _encoder_state(spec))
 
 
 def checkpoint_entry(spec: ModelSpec, cache: Path) -> CatalogEntry:
@@ -180,7 +206,13 @@ def catalog(
     if what == "checkpoints":
         hub = hub_cache(cache)
         specs = load_registry(list(registries))
-        return [checkpoint_entry(specs[name], hub) for name in sorted(specs)]
+        rows = {name: checkpoint_entry(spec, hub) for name, spec in specs.items()}
+        for name, exc in specs.broken.items():
+            rows[name] = CatalogEntry(name, "registry entry", "", f"cannot be used: {exc}")
+        for name in plugin_names():
+            if name not in rows:  # a registry entry of that name wins, as resolve_spec has it
+                rows[name] = plugin_entry(name)
+        return [rows[name] for name in sorted(rows)]
     if what == "datasets":
         datasets = read_datasets(bundled_datasets())
         return [dataset_entry(datasets[name], data) for name in sorted(datasets)]

@@ -589,6 +589,26 @@ def merge(parts: tuple[Path, ...], out: Path) -> None:
     click.echo(f"merged {len(parts)} parts into {out} ({meta['inputs']['n_clips']} clips)")
 
 
+def _unrecorded_difference(block: ident.IdentityBlock) -> str:
+    """Why the verdict is "preprocessing differs" when no setting does: what each side runs
+    between its weights and its embeddings differs where no setting records it (the
+    encoder's code, its rate, how clips are decoded), named where the record shows it."""
+    a, b = block["a"], block["b"]
+    shown = []
+    for key, label in (
+        ("encoder_code", "encoder code"),
+        ("encoder", "encoder (name, rate)"),
+        ("audio_loader", "audio loading"),
+    ):
+        if a.get(key) != b.get(key):
+            shown.append(label)
+    where = f" ({', '.join(shown)} differ)" if shown else ""
+    return (
+        "the preprocessing differs outside the recorded settings (none of them differs): "
+        f"the code between weights and embeddings{where}"
+    )
+
+
 def _identity_lines(block: ident.IdentityBlock) -> list[str]:
     lines = [
         f"{block['hf_checkpoint']} vs {block['control']} on {block['fixture']} ({block['n']} clips)"
@@ -621,7 +641,7 @@ def _identity_lines(block: ident.IdentityBlock) -> list[str]:
                     f"{row['min_cosine']:.6f}{' (closes the gap)' if row['closes_gap'] else ''}"
                 )
         if not diagnosis["differing_settings"]:
-            lines.append("  no recorded preprocessing setting differs between the two sides")
+            lines.append(f"  {_unrecorded_difference(block)}")
     verdict = block["verdict"]
     if diagnosis and diagnosis.get("closing_setting"):
         verdict += f" ({diagnosis['closing_setting']})"

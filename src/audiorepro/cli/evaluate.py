@@ -13,7 +13,8 @@ import click
 from audiorepro.cli.app import cli
 from audiorepro.cli.closing import say_results
 from audiorepro.cli.options import device_option
-from audiorepro.core.errors import EXIT_CHECK_FAILED
+from audiorepro.core.errors import EXIT_CHECK_FAILED, UserError
+from audiorepro.core.io import atomic_write_bytes
 from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
 from audiorepro.metrics.profiles import profile_names
 from audiorepro.runner.evaluate import prepare_evaluate
@@ -34,6 +35,27 @@ class RetrievalProfile(click.Choice):  # type: ignore[type-arg]
     ) -> object:
         self.choices = profile_names("retrieval")
         return super().convert(value, param, ctx)
+
+
+def _snapshot(work: Path) -> dict[Path, bytes]:
+    """The study files already in ``work`` (a previous evaluate's), to restore on refusal."""
+    return {p: p.read_bytes() for p in sorted(work.glob("*.toml"))} if work.is_dir() else {}
+
+
+def _restore(work: Path, before: dict[Path, bytes], *, stop: Path) -> None:
+    """Put ``work`` back as :func:`_snapshot` found it: the study files this run wrote
+    removed, the previous ones rewritten, and the folders it made (up to ``stop``) removed
+    when empty."""
+    for path in sorted(work.glob("*.toml")) if work.is_dir() else []:
+        if path not in before:
+            path.unlink()
+    for path, data in before.items():
+        if not path.is_file() or path.read_bytes() != data:
+            atomic_write_bytes(path, data)
+    folder = work
+    while folder != stop and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _default_out(model: str) -> Path:
@@ -114,8 +136,16 @@ def evaluate(
     with claim(target):  # one run per OUT, held before the study files go into OUT/cache
         check_out(target)
         work = target / "cache" / "evaluate"
-        with _removed_on_failure(work if fresh else None):
-            jobs, passed = _run(model, datasets, work, target, data, wanted, device, registry, task)
+        before = _snapshot(work)
+        try:
+            with _removed_on_failure(work if fresh else None):
+                jobs, passed = _run(
+                    model, datasets, work, target, data, wanted, device, registry, task
+                )
+        except UserError:
+            # Refused (exit 2): OUT keeps what it held, nothing half-written (the README).
+            _restore(work, before, stop=target)
+            raise
     click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")
     click.echo(f"check: audiorepro verify {target}")
     if not passed:

@@ -104,6 +104,9 @@ def _run_fetch(
     datasets: dict[str, Dataset] = read_datasets(bundled_datasets())
     for path in dataset_files:
         datasets.update(read_datasets(path))
+    for name in names:
+        if name in models.broken and name not in datasets:
+            raise models.broken[name]  # an entry that cannot be used here: its own line
     unknown = [n for n in names if n not in models and n not in datasets]
     if unknown:
         raise UserError(

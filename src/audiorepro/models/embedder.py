@@ -31,17 +31,19 @@ import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.progress import progress_bar
-from audiorepro.formats.audio import RESAMPLER, resample
+from audiorepro.formats.audio import RESAMPLER, read_audio, resample
 from audiorepro.models.encoder import (
     Encoder,
     check_embeddings,
     has_text_tower,
+    no_text_tower,
     require_text_tower,
 )
 from audiorepro.models.encoder_specs import code_identity
 from audiorepro.models.pipelines import Pipeline, batch_seed, clap_code, load_clap, seed_all
 from audiorepro.models.registry import USER_FORMATS, ModelSpec
 from audiorepro.models.user_encoders import (
+    call_user,
     load_user,
     user_has_text,
     user_settings,
@@ -64,10 +66,57 @@ class Embedder:
     weight_hashes: dict[str, str]
     code: dict[str, Any]
     _dim: int | None = field(default=None, repr=False)
+    #: The encoder's ``sample_rate`` when it loaded: clips are decoded at it and it is recorded
+    #: (an encoder that changes it later is refused: :meth:`embed_audio`).
+    _rate: int = field(default=0, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rate = int(self.encoder.sample_rate)
 
     @property
     def sample_rate(self) -> int:
-        return int(self.encoder.sample_rate)
+        return self._rate
+
+    @property
+    def is_user_code(self) -> bool:
+        """A user's encoder (``py``, ``hear``, a plugin): its calls are the user's code."""
+        return self.spec.format in USER_FORMATS
+
+    def _call(self, method: str, batch: list[Any]) -> Any:
+        func = getattr(self.encoder, method)
+        if not self.is_user_code:
+            return func(batch)
+        return call_user(func, method, self.spec.name, batch)
+
+    def read_clip(self, path: Path) -> Array:
+        """One clip, mono float32 at :attr:`sample_rate`: decoded and resampled by the kit's
+        recorded code (:func:`~audiorepro.formats.audio.read_audio`), or by the encoder's own
+        ``load_audio(path)`` where it has one (a wrapper whose library decodes and resamples
+        its own way, as resemblyzer's ``preprocess_wav`` does with librosa)."""
+        load = getattr(self.encoder, "load_audio", None)
+        if not callable(load):
+            return read_audio(path, self._rate)
+        wav = load(path) if not self.is_user_code else call_user(
+            load, "load_audio", self.spec.name, path
+        )  # fmt: skip
+        if not isinstance(wav, np.ndarray) or wav.dtype != np.float32 or wav.ndim != 1:
+            raise UserError(
+                f"load_audio returned {type(wav).__name__} "
+                f"{getattr(wav, 'dtype', '')}{getattr(wav, 'shape', '')} for {path.name}; "
+                "expected a mono float32 numpy array [samples]",
+                key=self.spec.name,
+            )
+        return wav
+
+    def _check_rate(self) -> None:
+        now = getattr(self.encoder, "sample_rate", None)
+        if now != self._rate:
+            raise UserError(
+                f"changed its sample_rate from {self._rate} to {now!r} while embedding; the "
+                f"clips were decoded at {self._rate} Hz (an encoder's sample_rate is read once, "
+                "when it loads, and must not change)",
+                key=self.spec.name,
+            )
 
     @property
     def has_text(self) -> bool:
@@ -95,19 +144,19 @@ class Embedder:
         ):
             seed_all(batch_seed(self.settings.seed, first_index + start))
             batch = list(waveforms[start : start + size])
-            out = self.encoder.embed_audio(batch)
+            out = self._call("embed_audio", batch)
+            self._check_rate()
             rows.append(self._checked(out, len(batch), "embed_audio"))
         return np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
 
     def embed_text(self, texts: Sequence[str], *, progress: bool = False) -> Array:
         """Embed texts in batches (an encoder without a text tower: one line)."""
         require_text_tower(self.encoder, self.spec.name, needed_by="embedding text")
-        embed = self.encoder.embed_text  # type: ignore[attr-defined]
         rows = []
         size = self.settings.batch_size
         for start in progress_bar(range(0, len(texts), size), "embedding text batches", progress):
             batch = list(texts[start : start + size])
-            rows.append(self._checked(embed(batch), len(batch), "embed_text"))
+            rows.append(self._checked(self._call("embed_text", batch), len(batch), "embed_text"))
         return np.concatenate(rows) if rows else np.zeros((0, 0), np.float32)
 
     def _checked(self, out: Any, n: int, what: str) -> Array:
@@ -140,7 +189,7 @@ class Embedder:
         if spec.plugin is not None:
             extra["plugin"] = spec.plugin
         return {
-            "model": spec.name,
+            "model": recorded_name(spec),
             "format": spec.format,
             **described,
             **extra,
@@ -161,6 +210,14 @@ class Embedder:
         import soundfile
 
         scale = self.encoder.logit_scale() if isinstance(self.encoder, Pipeline) else None
+        own = getattr(self.encoder, "audio_loader", None)
+        if callable(getattr(self.encoder, "load_audio", None)):
+            # The encoder decodes and resamples by itself (read_clip): its own words for how.
+            return {
+                **({} if scale is None else {"logit_scale": scale}),
+                "audio_loader": str(own or f"{type(self.encoder).__name__}.load_audio"),
+                "sample_rate": self.sample_rate,
+            }
         return {
             **({} if scale is None else {"logit_scale": scale}),
             "audio_decoder": (
@@ -170,6 +227,19 @@ class Embedder:
             "sample_rate": self.sample_rate,
             "mono": "mean of channels",
         }
+
+
+def recorded_name(spec: ModelSpec) -> str:
+    """The spec as dumps record it, without paths (the docs promise none): a ``py:``/``hear:``
+    spec's files by their names (``hear:/home/me/enc.py:/data/w.pt`` -> ``hear:enc.py:w.pt``);
+    their contents are recorded by hash beside it (weights, code)."""
+    user = spec.user
+    if user is None or not spec.name.startswith(("py:", "hear:")):
+        return spec.name
+    target = Path(user.target).name if user.is_file else user.target
+    if user.format == "py":
+        return f"py:{target}:{user.factory}"
+    return f"hear:{target}" + ("" if user.weights is None else f":{Path(user.weights).name}")
 
 
 def load_embedder(
@@ -210,9 +280,4 @@ def require_text_spec(spec: ModelSpec, *, needed_by: str) -> None:
     without a text tower (a HEAR module; a ``py`` encoder without ``embed_text``, built once
     to ask). A CLAP model has one."""
     if spec.user is not None and not user_has_text(spec):
-        raise UserError(
-            f"has no text tower (no embed_text): {needed_by} needs text embeddings; an "
-            "audio-only encoder gives audio-only dumps (extract without --captions) for "
-            "probes and classification",
-            key=spec.name,
-        )
+        raise no_text_tower(spec.name, needed_by)

@@ -80,16 +80,22 @@ def has_text_tower(encoder: object) -> bool:
     return callable(getattr(encoder, "embed_text", None))
 
 
+def no_text_tower(name: str, needed_by: str) -> UserError:
+    """The one line for an audio-only encoder asked for text: the task that needs it, and the
+    paths an audio-only encoder takes."""
+    return UserError(
+        f"has no text tower (no embed_text): {needed_by} needs text embeddings; an audio-only "
+        "encoder takes every path that needs only audio (evaluate --task linear-probe, "
+        "linear-probe and speaker-verification studies, extract without --captions, identity)",
+        key=name,
+    )
+
+
 def require_text_tower(encoder: object, name: str, *, needed_by: str) -> None:
     """One line when ``needed_by`` (retrieval, zero-shot, captions) asks an audio-only encoder
     for text embeddings."""
     if not has_text_tower(encoder):
-        raise UserError(
-            f"has no text tower (no embed_text): {needed_by} needs text embeddings; an "
-            "audio-only encoder gives audio-only dumps (extract without --captions) for "
-            "probes and classification",
-            key=name,
-        )
+        raise no_text_tower(name, needed_by)
 
 
 def _member_problem(encoder: object) -> str | None:
@@ -137,6 +143,10 @@ def weight_paths(encoder: Encoder, *, spec: str) -> tuple[Path, ...]:
         files = list(encoder.weight_files())
     except TypeError:
         raise UserError("weight_files() does not return a sequence of paths", key=spec) from None
+    except SystemExit as exc:
+        raise UserError(f"weight_files() called sys.exit({exc.code!r})", key=spec) from None
+    except Exception as exc:  # the user's code: one line, as every call into it
+        raise UserError(f"weight_files() failed: {type(exc).__name__}: {exc}", key=spec) from None
     out = []
     for item in files:
         if not isinstance(item, (str, Path)):

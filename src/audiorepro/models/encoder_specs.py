@@ -5,17 +5,22 @@ Three forms, besides the registry's names and the CLAP specs (``hf:``, ``laion:`
 - ``py:MODULE:FACTORY``: an importable module (``mypkg.encoders:make``); ``FACTORY()``
   returns an :class:`~audiorepro.models.encoder.Encoder`;
 - ``py:PATH.py:FACTORY``: the same from a file (``py:./my_encoder.py:make``);
-- ``hear:MODULE[:WEIGHTS]``: a module implementing the HEAR 2021 API (``load_model``,
-  ``get_scene_embeddings``, the model's ``sample_rate`` and ``scene_embedding_size``), used
-  as it is; ``WEIGHTS`` is the file given to ``load_model``;
+- ``hear:MODULE[:WEIGHTS]`` or ``hear:PATH.py[:WEIGHTS]``: a module implementing the HEAR 2021
+  API (``load_model``, ``get_scene_embeddings``, the model's ``sample_rate`` and
+  ``scene_embedding_size``), used as it is; ``WEIGHTS`` is the file given to ``load_model``;
 - an installed plugin's name: an entry point of the group :data:`ENTRY_POINT_GROUP`
   (``audiorepro.encoders``) whose value is ``MODULE:FACTORY``, as ``py:MODULE:FACTORY``.
 
-Parsing a spec finds its module on ``sys.path`` (``importlib.util.find_spec`` of the top-level
-name, which imports nothing) or its file, and never imports it: a bad spec is one line (exit 2)
-before any of the user's code runs. Loading it (:mod:`audiorepro.models.user_encoders`)
-imports the module, which runs the user's code: by design, as ``pip install`` of the same code
-would.
+User code is found as Python finds it (:func:`find_top`, :func:`add_import_folder`): a module
+name among the installed packages or in the working folder (which then goes first on the
+import path, as ``python -m`` and HEAR's runner ``python -m heareval.embeddings.runner MODULE``
+have it), and
+a ``.py`` file with its own folder first on the import path (as ``python PATH.py`` has it),
+so that it imports the modules beside it. Parsing a spec finds its module
+(``importlib.util.find_spec`` of the top-level name, which imports nothing) or its file, and
+never imports it: a bad spec is one line (exit 2) before any of the user's code runs.
+Loading it (:mod:`audiorepro.models.user_encoders`) imports the module, which runs the user's
+code: by design, as ``pip install`` of the same code would.
 
 The encoder's code identity (:func:`code_identity`) is part of the extraction cache's key and
 of every dump's record: the SHA-256 of its source (every ``.py`` file of the module's
@@ -28,9 +33,13 @@ changed encoder, helper or editable package is never served embeddings of the ol
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
 import importlib.util
+import os
 import re
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -63,20 +72,50 @@ class UserSpec:
         return self.target.endswith(".py")
 
 
+def add_import_folder(folder: str | Path) -> None:
+    """Put ``folder`` (absolute) first on ``sys.path`` unless it is there already: the working
+    folder for a module name, a ``.py`` file's folder for the file (module docstring). It stays
+    there for the process, as it does for ``python -m`` and ``python PATH.py``: the user's
+    code may import its sibling modules at any later call."""
+    path = os.path.abspath(folder)
+    here = {os.path.abspath(p or os.curdir) for p in sys.path}
+    if path not in here:
+        sys.path.insert(0, path)
+        importlib.invalidate_caches()
+
+
+def find_top(top: str) -> Any:
+    """The spec of a top-level module (``importlib.util.find_spec``, which imports nothing):
+    among the installed packages, else in the working folder, which then goes first on the
+    import path (as ``python -m`` has it) so that the module and the modules beside it are
+    imported from there. None when neither has it. The working folder is added only for a
+    module it holds: a command naming installed modules keeps ``sys.path`` as it is."""
+
+    def find() -> Any:
+        try:
+            return importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+
+    found = find()
+    here = os.getcwd()
+    if found is None and any(os.path.exists(os.path.join(here, top + end)) for end in ("", ".py")):
+        add_import_folder(here)
+        found = find()
+    return found
+
+
 def _check_module(name: str, spec: str) -> None:
     if not _DOTTED.match(name):
         raise UserError(
             f"{name!r} is not a module name (dotted identifiers) nor a .py file", key=spec
         )
     top = name.split(".")[0]
-    try:
-        found = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        found = None
-    if found is None:
+    if find_top(top) is None:
         raise UserError(
-            f"module {top!r} is not importable here (not found on sys.path; install it or "
-            "give py:PATH.py:FACTORY)",
+            f"module {top!r} is not importable here (neither in the working folder "
+            f"{os.getcwd()} nor installed; install it, run from its folder, or give its "
+            "file: PATH.py)",
             key=spec,
         )
 
@@ -96,16 +135,29 @@ def _parse_py(rest: str, spec: str) -> UserSpec:
             key=spec,
         )
     if target.endswith(".py"):
-        return UserSpec("py", _check_file(Path(target), spec, "the encoder's .py file"), factory)
+        return UserSpec("py", _encoder_file(target, spec), factory)
     _check_module(target, spec)
     return UserSpec("py", target, factory)
+
+
+def _encoder_file(target: str, spec: str) -> str:
+    """An encoder's ``.py`` file, absolute, with its folder put first on the import path."""
+    path = _check_file(Path(target), spec, "the encoder's .py file")
+    add_import_folder(Path(path).parent)
+    return path
 
 
 def _parse_hear(rest: str, spec: str) -> UserSpec:
     module, sep, weights = rest.partition(":")
     if not module or (sep and not weights):
-        raise UserError("expected hear:MODULE or hear:MODULE:WEIGHTS", key=spec)
-    _check_module(module, spec)
+        raise UserError(
+            "expected hear:MODULE, hear:PATH.py, hear:MODULE:WEIGHTS or hear:PATH.py:WEIGHTS",
+            key=spec,
+        )
+    if module.endswith(".py"):
+        module = _encoder_file(module, spec)
+    else:
+        _check_module(module, spec)
     path = _check_file(Path(weights), spec, "the HEAR model's weights") if weights else None
     return UserSpec("hear", module, weights=path)
 
@@ -131,8 +183,16 @@ def plugin_spec(name: str) -> UserSpec | None:
     if not found:
         return None
     ep = found[0]
-    value = f"{ep.module}:{ep.attr}" if ep.attr else ep.module
-    parsed = _parse_py(value, f"{ENTRY_POINT_GROUP}:{name}")
+    where = f"{ENTRY_POINT_GROUP}:{name}"
+    match = re.fullmatch(r"\s*([\w.]+)\s*:\s*([\w.]+)\s*(\[.*\])?\s*", ep.value)
+    if match is None or not _DOTTED.match(match[1]) or not _DOTTED.match(match[2]):
+        dist = getattr(ep.dist, "name", None)
+        raise UserError(
+            f"the entry point's value is {ep.value!r}; expected MODULE:FACTORY (installed by "
+            f"{dist or 'an unknown distribution'}: fix its entry_points, then reinstall it)",
+            key=where,
+        )
+    parsed = _parse_py(f"{match[1]}:{match[2]}", where)
     return UserSpec("py", parsed.target, parsed.factory, plugin=name)
 
 
@@ -216,6 +276,39 @@ def wrapped_code(user: UserSpec) -> ImportedCode:
     own = None if user.is_file else user.target.split(".")[0]
     first = path.parent if user.is_file else None
     return imported_code(path, first=first, own=own, own_roots=_own_roots(user))
+
+
+def missing_imports(user: UserSpec) -> list[str]:
+    """The top-level modules the encoder's own module imports (those inside functions too, not
+    those under ``try``, which the module handles) that are not importable here, found
+    without importing: the bundled ``resemblyzer`` entry's module is here, but without the
+    ``resemblyzer`` package it cannot run (``list checkpoints`` says so)."""
+    path = _module_file(user)
+    if path is None or not path.is_file():
+        return []
+    tops: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Try):
+            return
+        if isinstance(node, ast.Import):
+            tops.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            tops.add(node.module.split(".")[0])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_bytes(), filename=str(path)))
+    own = None if user.is_file else user.target.split(".")[0]
+    missing = []
+    for top in sorted(tops - set(sys.stdlib_module_names) - {"__future__", own}):
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            missing.append(top)
+    return missing
 
 
 def code_identity(user: UserSpec) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import numpy as np
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes, parse_json
-from audiorepro.formats.audio import audio_identity, check_audio, read_audio
+from audiorepro.formats.audio import audio_identity, check_audio
 from audiorepro.formats.audio_dump import make_audio_dump, save_audio_dump
 from audiorepro.formats.captions import Captions, list_audio, load_inputs
 from audiorepro.formats.coverage import dataset_record
@@ -169,7 +169,7 @@ def extract(
     a0, a1 = shard_range(len(paths), size, shard)
     texts = [] if caps is None else list(caps.texts)
     t0, t1 = shard_range(len(texts), size, shard)
-    waveforms = [read_audio(p, embedder.sample_rate) for p in paths[a0:a1]]
+    waveforms = [embedder.read_clip(p) for p in paths[a0:a1]]
     empty = np.zeros((0, 0), np.float32)
     audio_embeds = (
         embedder.embed_audio(waveforms, first_index=a0, progress=progress) if waveforms else empty

@@ -252,11 +252,38 @@ def _laion_file(file: str, base: Path) -> str:
     return str(candidate.resolve())
 
 
-def read_registry(path: str | Path) -> dict[str, ModelSpec]:
+class Registry(dict[str, ModelSpec]):
+    """The registry's entries by name, and its ``broken`` ones: an entry that cannot be used
+    here (its module is not importable, a required key is missing) fails only the commands
+    that name it, with its one line; the file's other entries stay usable."""
+
+    def __init__(self, entries: dict[str, ModelSpec] | None = None) -> None:
+        super().__init__(entries or {})
+        self.broken: dict[str, UserError] = {}
+
+    def add(self, other: Registry) -> None:
+        """``other``'s entries over these (a later file's entry, broken or not, wins)."""
+        for name in other:
+            self.broken.pop(name, None)
+        for name in other.broken:
+            self.pop(name, None)
+        self.update(other)
+        self.broken.update(other.broken)
+
+
+def read_registry(path: str | Path) -> Registry:
+    """A registry file's entries; the file itself (TOML, schema, keys) is checked whole, each
+    entry's own problems are kept for the commands that use it (:class:`Registry`)."""
     path = Path(path)
     data = read_toml(path, what="a checkpoint registry .toml", schema=SCHEMA)
     spec = validate(RegistryFile, data, source=str(path))
-    return {name: _entry(name, entry, source=path) for name, entry in spec.checkpoints.items()}
+    out = Registry()
+    for name, entry in spec.checkpoints.items():
+        try:
+            out[name] = _entry(name, entry, source=path)
+        except UserError as exc:
+            out.broken[name] = exc
+    return out
 
 
 @dataclass(frozen=True)
@@ -308,11 +335,11 @@ def load_support(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, Support
     return support
 
 
-def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> dict[str, ModelSpec]:
+def load_registry(extra: list[Path] | tuple[Path, ...] = ()) -> Registry:
     """The bundled registry, then each ``--registry`` file (later entries win)."""
     registry = read_registry(bundled_registry())
     for path in extra:
-        registry.update(read_registry(path))
+        registry.add(read_registry(path))
     return registry
 
 
@@ -333,6 +360,9 @@ def resolve_spec(spec: str, registry: dict[str, ModelSpec]) -> ModelSpec:
     encoder plugin's name (checked without importing the user's code)."""
     if spec in registry:
         return registry[spec]
+    broken = getattr(registry, "broken", {})
+    if spec in broken:
+        raise broken[spec]
     user = parse_user_spec(spec)
     if user is not None:
         return _from_user(spec, user)

@@ -10,10 +10,15 @@ clip goes through resemblyzer's own code, exactly as its README does it::
     embedding = encoder.embed_utterance(wav)  # 1.6 s partials at 1.3 per second, the
                                             # L2-normalized mean of their embeddings
 
-audiorepro gives it the clip decoded and resampled to 16 kHz (:data:`SAMPLE_RATE`, resemblyzer's
-``sampling_rate``; a clip already at 16 kHz reaches it sample for sample, so ``preprocess_wav``
-does no resampling of its own) and returns its embeddings unchanged (float32). Audio only: it
-has no text tower.
+``preprocess_wav(path)`` decodes and resamples the file with librosa
+(``librosa.load(path, sr=None)``, then ``librosa.resample(wav, orig_sr=rate,
+target_sr=16000)``, librosa's default ``soxr_hq``): the wrapper's ``load_audio`` makes exactly
+these two calls for every clip (the kit's own decoder and ``resample_poly`` are not used, so
+a 22.05 kHz clip gets resemblyzer's embedding to the last bit, not one at cosine 0.99997 of
+it), and ``embed_audio`` runs the rest of ``preprocess_wav`` (no ``source_sr``: volume and
+VAD only) and ``embed_utterance``. Dumps record it as their ``audio_loader``. Its embeddings
+are returned unchanged (float32). Audio only: it has no text tower. (Waveforms given in
+memory at another rate, as ``identity``'s fixture, are resampled by the kit first.)
 
 The weights file is checked to be plain tensors (``torch.load(weights_only=True)``) before
 resemblyzer loads it (which, under torch 2.9, loads with ``weights_only=True`` as well).
@@ -24,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +79,24 @@ class ResemblyzerEncoder:
 
     def weight_files(self) -> Sequence[Path]:
         return [self.weights]
+
+    @property
+    def audio_loader(self) -> str:
+        """How :meth:`load_audio` decodes and resamples (recorded in every dump)."""
+        return (
+            f"resemblyzer's preprocess_wav: librosa {metadata.version('librosa')} load(sr=None), "
+            f"resample(orig_sr, target_sr={SAMPLE_RATE}) (res_type soxr_hq)"
+        )
+
+    def load_audio(self, path: Path) -> Array:
+        """A clip as ``preprocess_wav(path)`` has it before its volume and VAD steps: decoded
+        by ``librosa.load(path, sr=None)`` and resampled by ``librosa.resample`` to 16 kHz
+        (resemblyzer's own two calls; librosa returns a 16 kHz clip unchanged)."""
+        import librosa
+
+        wav, rate = librosa.load(str(path), sr=None)
+        wav = librosa.resample(wav, orig_sr=rate, target_sr=SAMPLE_RATE)
+        return np.asarray(wav, dtype=np.float32)
 
     def preprocess(self, waveform: Array) -> Array:
         """resemblyzer's ``preprocess_wav`` on a 16 kHz clip; an all-silent result is refused."""

@@ -44,7 +44,12 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.models.encoder import Encoder, check_encoder, has_text_tower, weight_paths
-from audiorepro.models.encoder_specs import UserSpec, code_identity
+from audiorepro.models.encoder_specs import (
+    UserSpec,
+    add_import_folder,
+    code_identity,
+    find_top,
+)
 from audiorepro.models.preflight import check_weight_file
 from audiorepro.models.registry import ModelSpec, check_recorded, verify_weights, weight_files
 from audiorepro.models.safeload import PICKLED, load_weights_only
@@ -71,13 +76,36 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
+def _exited(exc: SystemExit) -> str:
+    return (
+        f"called sys.exit({exc.code!r}); an encoder returns its answer or raises an "
+        "exception, it never ends the process"
+    )
+
+
+def call_user(func: Callable[..., Any], what: str, spec: str, *args: Any, **kw: Any) -> Any:
+    """Call the user's code: an exception it raises is one line naming ``what`` (exit 2), and
+    ``sys.exit()`` inside it is refused the same way (a command never ends with the user's
+    exit status and no output)."""
+    try:
+        return func(*args, **kw)
+    except UserError:
+        raise
+    except SystemExit as exc:
+        raise UserError(f"{what} {_exited(exc)}", key=spec) from None
+    except Exception as exc:  # the user's code: reported in one line, never a fallback
+        raise UserError(f"{what} failed: {_first_line(exc)}", key=spec) from None
+
+
 def import_user_module(user: UserSpec, spec: str) -> ModuleType:
     """Import the module of ``user`` (a file under a name derived from its path): this runs
     the user's code. An import that fails is one line naming the error."""
     try:
         if not user.is_file:
+            find_top(user.target.split(".")[0])  # the working folder too, as HEAR's runner
             return importlib.import_module(user.target)
         path = Path(user.target)
+        add_import_folder(path.parent)  # its sibling modules, as `python PATH.py` has them
         name = "audiorepro_user_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
         found = importlib.util.spec_from_file_location(name, path)
         if found is None or found.loader is None:
@@ -88,6 +116,8 @@ def import_user_module(user: UserSpec, spec: str) -> ModuleType:
         return module
     except UserError:
         raise
+    except SystemExit as exc:  # sys.exit() in the user's code: never the command's exit status
+        raise UserError(f"importing {user.target} {_exited(exc)}", key=spec) from None
     except Exception as exc:  # the user's code: any error it raises is reported, not hidden
         raise UserError(f"importing {user.target} failed: {_first_line(exc)}", key=spec) from None
 
@@ -99,15 +129,6 @@ def _attribute(module: ModuleType, dotted: str, spec: str) -> Any:
             raise UserError(f"module {module.__name__} has no {dotted!r}", key=spec)
         obj = getattr(obj, part)
     return obj
-
-
-def _call_user(func: Callable[..., Any], what: str, spec: str, *args: Any, **kw: Any) -> Any:
-    try:
-        return func(*args, **kw)
-    except UserError:
-        raise
-    except Exception as exc:  # the user's code: reported in one line, never a fallback
-        raise UserError(f"{what} failed: {_first_line(exc)}", key=spec) from None
 
 
 def _load_py(spec: ModelSpec, device: str) -> Encoder:
@@ -122,7 +143,7 @@ def _load_py(spec: ModelSpec, device: str) -> Encoder:
     except (TypeError, ValueError):
         takes_device = False
     kwargs = {"device": device} if takes_device else {}
-    made = _call_user(factory, f"{user.factory}()", spec.name, **kwargs)
+    made = call_user(factory, f"{user.factory}()", spec.name, **kwargs)
     return check_encoder(made, spec=spec.name)
 
 
@@ -228,15 +249,22 @@ class HearEncoder:
         return "cpu"
 
     def embed_audio(self, waveforms: Sequence[Array]) -> Array:
-        """One clip per ``get_scene_embeddings`` call (HEAR batches hold equal lengths)."""
+        """One clip per ``get_scene_embeddings`` call (HEAR batches hold equal lengths); each
+        answer checked as :func:`check_hear` checks the validator's (a float32 tensor of
+        ``[1, scene_embedding_size]``, on a real device), else one line naming the clip's
+        length."""
         import torch
 
         rows = []
         with torch.no_grad():
             for w in waveforms:
                 audio = torch.from_numpy(np.ascontiguousarray(w, dtype=np.float32))[None, :]
-                out = self.module.get_scene_embeddings(audio.to(self._device()), self.model)
-                rows.append(out.detach().to("cpu").numpy())
+                out = call_user(
+                    self.module.get_scene_embeddings, "get_scene_embeddings", self.name,
+                    audio.to(self._device()), self.model,
+                )  # fmt: skip
+                what = f"for a clip of {len(w)} samples"
+                rows.append(scene_rows(out, 1, self.scene_embedding_size, self.name, what))
         return (
             np.concatenate(rows) if rows else np.zeros((0, self.scene_embedding_size), np.float32)
         )
@@ -253,6 +281,40 @@ def _hear_fail(spec: str, what: str) -> UserError:
     )
 
 
+def scene_rows(out: Any, n: int, size: int, spec: str, what: str) -> Array:
+    """``get_scene_embeddings``' answer for ``n`` clips as numpy: a float32 torch tensor of
+    ``[n, size]`` with finite values, on a device that holds values (not torch's ``meta``),
+    else one line (``what``: which call, e.g. the clip's length)."""
+    import torch
+
+    if not isinstance(out, torch.Tensor):
+        raise _hear_fail(spec, f"get_scene_embeddings returned {type(out).__name__} {what}, "
+                         "not a torch tensor")  # fmt: skip
+    if out.device.type == "meta":
+        raise _hear_fail(spec, f"get_scene_embeddings returned a tensor on torch's meta device "
+                         f"{what} (it holds no values: load the model's weights)")  # fmt: skip
+    if out.dtype != torch.float32:
+        raise _hear_fail(spec, f"get_scene_embeddings returned {out.dtype} {what}, "
+                         "expected float32")  # fmt: skip
+    if tuple(out.shape) != (n, size):
+        raise _hear_fail(
+            spec, f"get_scene_embeddings gave shape {tuple(out.shape)} {what}, "
+            f"expected ({n}, {size}) (scene_embedding_size)",
+        )  # fmt: skip
+    rows: Array = out.detach().to("cpu").numpy()
+    if not np.all(np.isfinite(rows)):
+        raise _hear_fail(spec, f"get_scene_embeddings returned NaN or infinite values {what}")
+    return rows
+
+
+def _on_meta(model: Any) -> bool:
+    for method in ("parameters", "buffers"):
+        tensors = getattr(model, method, None)
+        if callable(tensors) and any(t.device.type == "meta" for t in tensors()):
+            return True
+    return False
+
+
 def check_hear(module: ModuleType, model: Any, spec: str) -> None:
     """hearvalidator's checks of a module and its loaded model (module docstring)."""
     import torch
@@ -263,22 +325,15 @@ def check_hear(module: ModuleType, model: Any, spec: str) -> None:
     size = getattr(model, "scene_embedding_size", None)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise _hear_fail(spec, f"model.scene_embedding_size is {size!r}, expected an int >= 1")
+    if _on_meta(model):
+        raise _hear_fail(spec, "the model's tensors are on torch's meta device (they hold no "
+                         "values): load_model must return a model with its weights")  # fmt: skip
     noise = np.random.default_rng(0).uniform(-1.0, 1.0, (2, rate)).astype(np.float32)
     encoder = HearEncoder(module, model, None, spec)
     audio = torch.from_numpy(noise).to(encoder._device())
     with torch.no_grad():
-        out = _call_user(module.get_scene_embeddings, "get_scene_embeddings", spec, audio, model)
-    if not isinstance(out, torch.Tensor):
-        raise _hear_fail(spec, f"get_scene_embeddings returned {type(out).__name__}, not a tensor")
-    if out.dtype != torch.float32:
-        raise _hear_fail(spec, f"get_scene_embeddings returned {out.dtype}, expected float32")
-    if tuple(out.shape) != (2, size):
-        raise _hear_fail(
-            spec, f"get_scene_embeddings gave shape {tuple(out.shape)} for 2 clips, "
-            f"expected (2, {size}) (scene_embedding_size)",
-        )  # fmt: skip
-    if not bool(torch.isfinite(out).all()):
-        raise _hear_fail(spec, "get_scene_embeddings returned NaN or infinite values")
+        out = call_user(module.get_scene_embeddings, "get_scene_embeddings", spec, audio, model)
+    scene_rows(out, 2, size, spec, "for 2 one-second clips")
 
 
 def load_hear(spec: ModelSpec, device: str) -> HearEncoder:
@@ -294,12 +349,13 @@ def load_hear(spec: ModelSpec, device: str) -> HearEncoder:
         if not callable(getattr(module, func, None)):
             raise _hear_fail(spec.name, f"module {user.target} has no function {func}")
     args = [] if weights is None else [str(weights)]
-    model = _call_user(module.load_model, "load_model", spec.name, *args)
+    model = call_user(module.load_model, "load_model", spec.name, *args)
     to = getattr(model, "to", None)
     if device != "cpu" and callable(to):
-        model = to(device)
+        model = call_user(to, f"model.to({device!r})", spec.name, device)
     check_hear(module, model, spec.name)
-    return HearEncoder(module, model, weights, user.target)
+    name = Path(user.target).stem if user.is_file else user.target
+    return HearEncoder(module, model, weights, name)
 
 
 # ---------------------------------------------------------------------------- identity

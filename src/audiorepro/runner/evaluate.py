@@ -27,6 +27,7 @@ from audiorepro.core.io import atomic_write_bytes
 from audiorepro.fetch.datasets import Dataset, bundled_datasets, read_datasets
 from audiorepro.formats.audio import AUDIO_SUFFIXES
 from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
+from audiorepro.models.embedder import recorded_name
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.specs.selection import check_device
 
@@ -191,7 +192,9 @@ def zeroshot_study(model: str, ds: EvalDataset, *, device: str, registry: Path |
     return "\n".join(lines) + "\n"
 
 
-def linear_probe_study(model: str, ds: EvalDataset, *, device: str, registry: Path | None) -> str:
+def linear_probe_study(
+    model: str, ds: EvalDataset, *, device: str, registry: Path | None, row: str | None = None
+) -> str:
     """The TOML text of a linear-probe study on an ESC-50-form folder: the clips of every fold
     extracted (through the cache, as the zero-shot study extracts them), ``linear-v1``
     leaving each of ESC-50's five folds out once."""
@@ -202,12 +205,12 @@ def linear_probe_study(model: str, ds: EvalDataset, *, device: str, registry: Pa
     lines = [
         'schema = "audiorepro.study/1"',
         'kind = "linear-probe"',
-        f"name = {_q('evaluate-' + _slug(model) + '-' + ds.name + '-linear-probe')}",
-        f"title = {_q(model + ' linear probe on ' + ds.name)}",
+        f"name = {_q('evaluate-' + _slug(row or model) + '-' + ds.name + '-linear-probe')}",
+        f"title = {_q((row or model) + ' linear probe on ' + ds.name)}",
         "",
         "[[cell]]",
-        f"id = {_q(model + '/' + ds.name)}",
-        f"model = {_q(model)}",
+        f"id = {_q((row or model) + '/' + ds.name)}",
+        f"model = {_q(row or model)}",
         f"labels = {_q(ds.metadata)}",
         f"labels_sha256 = {_q(sha256_file(ds.metadata))}",
         'protocol = "leave-one-fold-out"',
@@ -221,6 +224,25 @@ def linear_probe_study(model: str, ds: EvalDataset, *, device: str, registry: Pa
 TASKS = ("zeroshot", "linear-probe")
 
 
+def local_module_file(target: str) -> str | None:
+    """A module name that is one ``.py`` file of the working folder, as that file's absolute
+    path (the study file lives in OUT/cache and may be rerun from elsewhere); None otherwise
+    (a file already, an installed module, a package folder)."""
+    if target.endswith(".py"):
+        return None
+    path = Path.cwd() / (target.replace(".", "/") + ".py")
+    return str(path.resolve()) if "." not in target and path.is_file() else None
+
+
+def user_row(model: str, registry: Path | None) -> str | None:
+    """A ``py:``/``hear:`` spec's table row as its dumps record it, without paths (its files
+    by name); None for any other model (the row is the spec the study names)."""
+    if not model.startswith(("py:", "hear:")):
+        return None
+    known = load_registry([registry] if registry is not None else [])
+    return recorded_name(resolve_spec(model, known))
+
+
 def study_model(model: str, registry: Path | None) -> str:
     """The model spec as the study file should name it, checked now (exit 2 before any
     write): a registry name or a pinned hub id as given, a local folder or file absolute (the
@@ -231,6 +253,13 @@ def study_model(model: str, registry: Path | None) -> str:
         # refused as "neither a registry name nor hf:... nor laion:...").
         model = f"hf:{model}"
     spec = resolve_spec(model, known)
+    user = spec.user
+    if user is not None and model.startswith(("py:", "hear:")):
+        # Its files absolute (parsing resolved them), so that the study reruns from any folder.
+        target = local_module_file(user.target) or user.target
+        if user.format == "py":
+            return f"py:{target}:{user.factory}"
+        return f"hear:{target}" + ("" if user.weights is None else f":{user.weights}")
     if model == spec.name and not model.startswith(("hf:", "laion:")):
         # Only a registry checkpoint is fetched (py:/hear: encoders load the user's own files).
         if spec.format in ("hf", "laion") and not checkpoint_present(spec, hub_cache(None)):
@@ -268,6 +297,7 @@ def prepare_evaluate(
     retrieval = [d for d in datasets if d.kind == "retrieval"]
     if not retrieval and any(not is_canonical(p) for p in profiles):
         raise UserError("applies to retrieval datasets only (none given)", key="--profile")
+    row = user_row(model, registry)
     model = study_model(model, registry)
     studies: list[tuple[str, str, str]] = []  # (file name, TOML text, dataset name)
     if retrieval:
@@ -277,7 +307,7 @@ def prepare_evaluate(
         studies.append(("study.toml", text, retrieval[0].name))
     for ds in (d for d in datasets if d.kind == "zeroshot"):
         if task == "linear-probe":
-            text = linear_probe_study(model, ds, device=device, registry=registry)
+            text = linear_probe_study(model, ds, device=device, registry=registry, row=row)
         else:
             text = zeroshot_study(model, ds, device=device, registry=registry)
         studies.append((f"study-{ds.name}.toml", text, ds.name))

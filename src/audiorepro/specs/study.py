@@ -982,8 +982,8 @@ class DeclaredSplitSpec(Spec):
 
 
 class LinearProbeExtractSpec(Spec):
-    """How to make a cell's clip embeddings: a model over an ESC-50-form dataset (the clips
-    of every fold, through the extraction cache, as a zero-shot study extracts them)."""
+    """How to make a cell's clip embeddings: any model (audio is enough) over every clip of an
+    audio folder or list file, through the extraction cache as an audio-only dump."""
 
     model: str = Field(description="a model spec or registry name")
     audio: RelativePath

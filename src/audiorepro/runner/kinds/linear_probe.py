@@ -1,7 +1,8 @@
 """A linear-probe study -> its output folder; and ``audiorepro linear-probe DUMP``.
 
-Per cell: the clip embeddings (a dump's ``audio_embeds`` and ``audio_ids``, or extracted
-through the extraction cache from an ESC-50-form folder, as a zero-shot cell extracts them),
+Per cell: the clip embeddings (a dump's ``audio_embeds`` and ``audio_ids``, or every clip of
+an audio folder embedded by any encoder, a text tower or not, through the extraction cache as
+an audio-only dump, as a speaker-verification cell extracts it),
 the labels (:mod:`audiorepro.formats.probe_inputs`), the protocol's splits (leave one fold
 out, or a declared train/test split), the ``linear-v1`` probe on every split
 (:mod:`audiorepro.metrics.linear_probe`), each split's test predictions written in the
@@ -89,10 +90,12 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.zeroshot_extraction import (
-    cached_cell,
-    study_inputs,
-    zeroshot_extraction,
+from audiorepro.runner.kinds.audio_extraction import (
+    AudioCell,
+    audio_cell_extraction,
+    audio_models,
+    audio_read_only,
+    cached_audio_cell,
 )
 from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.schema import distinct_file_names
@@ -100,14 +103,9 @@ from audiorepro.specs.study import (
     Bootstrap,
     LinearProbeCell,
     LinearProbeStudy,
-    ZeroshotDataset,
-    ZeroshotStudy,
 )
 
 LINEAR_PROBE_BUNDLE: Final = "audiorepro.linear-probe-bundle/1"
-#: The prompt a zero-shot extraction embeds beside the clips (the cache entry is shared with a
-#: zero-shot study of the same model; the probe reads only the clips).
-ESC50_TEMPLATE: Final = "This is a sound of {class}"
 POOLED: Final = ("accuracy", "balanced_accuracy", "macro_f1")
 
 
@@ -257,47 +255,38 @@ def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list
     return splits
 
 
-def _zeroshot_twin(cell: LinearProbeCell, study: LinearProbeStudy) -> ZeroshotStudy:
-    """The zero-shot study whose one cell extracts what this cell needs: every clip of the
-    ESC-50-form folder that its labels file (``meta/esc50.csv``) lists. Its cache entry is a
-    zero-shot study's of the same model and folder."""
-    assert cell.extract is not None and cell.audio is not None
-    dataset = ZeroshotDataset("linear-probe", cell.audio, cell.labels, (1, 2, 3, 4, 5),
-                              ESC50_TEMPLATE)  # fmt: skip
-    return ZeroshotStudy(
-        name=study.name,
-        title=study.title,
-        source=study.source,
-        tie_policy="pessimistic",
-        dataset=dataset,
-        cells=(cell.extract,),
-        published=(),
-    )
-
-
-def _extracted(cell: LinearProbeCell, study: LinearProbeStudy, cache: Path) -> Path:
-    """The cell's dump through the extraction cache (extracted here when it lacks it)."""
-    assert cell.extract is not None
-    return cached_cell(cell.extract, study_inputs(_zeroshot_twin(cell, study)), cache)
+def audio_cell(cell: LinearProbeCell) -> AudioCell:
+    """An extraction cell as an audio-only extraction of its folder: a probe needs the clips'
+    embeddings only, so any encoder runs it, a text tower or not."""
+    e = cell.extract
+    assert e is not None and cell.audio is not None
+    return AudioCell(cell.id, e.model, e.registry, e.settings, e.device, cell.audio)
 
 
 def linear_probe_extraction(study: LinearProbeStudy) -> StudyExtraction | None:
     """The extraction cells of a linear-probe study as the executors see them (local
-    ``--jobs``, Slurm arrays, ``slurm-template``, ``extract-part``): each one a zero-shot
+    ``--jobs``, Slurm arrays, ``slurm-template``, ``extract-part``): each one an audio-only
     extraction of its folder; None when every cell names a dump."""
-    parts = [zeroshot_extraction(_zeroshot_twin(c, study)) for c in study.cells if c.extract]
-    if not parts:
+    cells = [audio_cell(c) for c in study.cells if c.extract is not None]
+    if not cells:
         return None
-    cells = tuple(cell for p in parts for cell in p.cells)
-    read_only = frozenset().union(*(p.read_only for p in parts))
-    return StudyExtraction(study.name, study.source, cells, read_only)
+    read_only = {study.source.parent.resolve(), *audio_read_only(cells)}
+    read_only |= {c.labels.resolve().parent for c in study.cells if c.extract is not None}
+    return StudyExtraction(
+        study.name,
+        study.source,
+        tuple(map(audio_cell_extraction, cells)),
+        frozenset(read_only),
+        audio_models(cells),
+    )
 
 
 def load_cell(cell: LinearProbeCell, study: LinearProbeStudy, ctx: Context) -> CellInputs:
     """A cell's inputs (an extracted dump is copied to ``dumps/<cell>.npz``)."""
     if cell.extract is not None:
         rel = f"dumps/{slug(cell.id)}.npz"
-        atomic_write_bytes(ctx.out / rel, _extracted(cell, study, ctx.cache).read_bytes())
+        cached = cached_audio_cell(audio_cell(cell), ctx.cache)
+        atomic_write_bytes(ctx.out / rel, cached.read_bytes())
         path = ctx.out / rel
     else:
         assert cell.dump is not None

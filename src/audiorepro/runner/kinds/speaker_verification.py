@@ -57,19 +57,11 @@ from audiorepro.metrics.verification import (
 )
 from audiorepro.metrics.verification_norm import NORMALIZATION_VERSION, normalize_scores
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
-from audiorepro.models.extract import merge
 from audiorepro.reference import verification as twin
 from audiorepro.render.det import det_chart
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
-from audiorepro.runner.cache import (
-    audio_only_key,
-    cache_dump_path,
-    cached_audio_dump,
-    extract_audio_only,
-    record_entry,
-)
-from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -83,6 +75,14 @@ from audiorepro.runner.kinds import (
     input_name,
     register_kind,
     rest_records,
+)
+from audiorepro.runner.kinds.audio_extraction import (
+    AudioCell,
+    audio_cell_extraction,
+    audio_cell_key,
+    audio_models,
+    audio_read_only,
+    cached_audio_cell,
 )
 from audiorepro.specs.study import SpeakerCell, SpeakerScoreNorm, SpeakerVerificationStudy
 
@@ -173,61 +173,33 @@ class SpeakerBundle(TypedDict):
 # --- extraction -----------------------------------------------------------------------------
 
 
+def audio_cell(cell: SpeakerCell) -> AudioCell:
+    """An extraction cell as an audio-only extraction of its folder."""
+    e = cell.extract
+    assert e is not None
+    return AudioCell(cell.id, e.model, e.registry, e.settings, e.device, e.audio)
+
+
 def cell_key(cell: SpeakerCell) -> str:
-    """The extraction cache's key of an extraction cell: the model's part (weights, code,
-    settings, device, threads) and every clip of its audio (:func:`.cache.audio_only_key`)."""
-    e = cell.extract
-    assert e is not None
-    return audio_only_key(e.model, e.registry, e.settings, e.device, e.audio)
-
-
-def _write(cell: SpeakerCell, out: Path, key: str, shard: tuple[int, int] | None) -> None:
-    e = cell.extract
-    assert e is not None
-    extract_audio_only(e.model, e.registry, e.settings, e.device, e.audio, out, key, shard)
-
-
-def cached_cell(cell: SpeakerCell, cache: Path) -> Path:
-    """The cell's audio-only dump in the extraction cache, extracted here first when the cache
-    lacks it (or holds it damaged)."""
-    key = cell_key(cell)
-    if cached_audio_dump(cache, key) is None:
-        _write(cell, cache_dump_path(cache, key), key, None)
-        record_entry(cache, key)
-    return cache_dump_path(cache, key)
+    """The extraction cache's key of an extraction cell (:func:`.audio_cell_key`)."""
+    return audio_cell_key(audio_cell(cell))
 
 
 def speaker_extraction(study: SpeakerVerificationStudy) -> StudyExtraction | None:
     """The extraction cells as the executors see them (local, Slurm arrays, ``extract-part``):
     an array task writes one shard of whole batches (``extract --shard``), the parts merge
     into the dump one process writes; None when every cell names a dump."""
-    cells = [c for c in study.cells if c.extract is not None]
+    cells = [audio_cell(c) for c in study.cells if c.extract is not None]
     if not cells:
         return None
-
-    def cell_extraction(cell: SpeakerCell) -> CellExtraction:
-        def write(shard: tuple[int, int], key: str, out: Path) -> None:
-            _write(cell, out, key, shard)
-
-        def join(parts: list[Path], key: str, dest: Path) -> None:
-            merge(parts, dest)
-
-        def cached(cache: Path, key: str) -> bool:
-            return cached_audio_dump(cache, key) is not None
-
-        return CellExtraction(cell.id, lambda: cell_key(cell), True, write, join, cached)
-
-    read_only = {study.source.parent.resolve()}
-    for c in cells:
-        assert c.extract is not None
-        read_only |= {c.extract.audio.resolve(), c.trials.resolve().parent}
-        if c.extract.registry is not None:
-            read_only.add(c.extract.registry.resolve().parent)
-    models = tuple(
-        ModelUse(c.id, c.extract.model, c.extract.registry, None) for c in cells if c.extract
-    )
+    read_only = {study.source.parent.resolve(), *audio_read_only(cells)}
+    read_only |= {c.trials.resolve().parent for c in study.cells if c.extract is not None}
     return StudyExtraction(
-        study.name, study.source, tuple(map(cell_extraction, cells)), frozenset(read_only), models
+        study.name,
+        study.source,
+        tuple(map(audio_cell_extraction, cells)),
+        frozenset(read_only),
+        audio_models(cells),
     )
 
 
@@ -276,7 +248,9 @@ def load_cell(cell: SpeakerCell, ctx: Context) -> CellInputs:
     is not here raises FileNotFoundError (the cell is then a failure, not bad input)."""
     if cell.extract is not None:
         rel = f"dumps/{slug(cell.id)}.npz"
-        atomic_write_bytes(ctx.out / rel, cached_cell(cell, ctx.cache).read_bytes())
+        atomic_write_bytes(
+            ctx.out / rel, cached_audio_cell(audio_cell(cell), ctx.cache).read_bytes()
+        )
         path = ctx.out / rel
     else:
         assert cell.dump is not None

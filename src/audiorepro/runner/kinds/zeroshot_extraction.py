@@ -32,7 +32,7 @@ from audiorepro.core.io import (
     parse_json,
     read_json,
 )
-from audiorepro.formats.audio import audio_identity, check_audio, read_audio
+from audiorepro.formats.audio import audio_identity, check_audio
 from audiorepro.formats.coverage import RECORD_NAME
 from audiorepro.formats.dump import Dump, Embeddings, load_dump, make_dump, read_npz, save_dump
 from audiorepro.formats.esc50 import Esc50Meta, read_esc50_csv
@@ -206,7 +206,7 @@ def extract_cell(
     a0, a1 = shard_range(len(inputs.paths), size, shard)
     t0, t1 = shard_range(len(inputs.prompts), size, shard)
     empty = np.zeros((0, 0), np.float32)
-    waveforms = [read_audio(p, embedder.sample_rate) for p in inputs.paths[a0:a1]]
+    waveforms = [embedder.read_clip(p) for p in inputs.paths[a0:a1]]
     audio = embedder.embed_audio(waveforms, first_index=a0) if waveforms else empty
     text = embedder.embed_text(inputs.prompts[t0:t1]) if t1 > t0 else empty
     meta = {
