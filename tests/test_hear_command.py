@@ -129,8 +129,8 @@ def test_tasks_it_cannot_run_are_one_line_exit_2(
 
 @pytest.mark.slow
 def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
-    """docs/hear.md, "Run a HEAR module": the module as printed, then its shell lines, in a
-    folder holding the tools."""
+    """docs/hear.md, "Run a HEAR module" and "A HEAR study": the module and the study as
+    printed, then their shell lines, in a folder holding the tools."""
     from tests.test_documented_commands import blocks
 
     if shutil.which("espeak-ng") is None:
@@ -138,11 +138,15 @@ def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
     page = [b for b in blocks("docs/hear.md") if b.heading.startswith("Run a HEAR module")]
     (source,) = [b.body for b in page if b.lang == "python"]
     (shell,) = [b for b in page if b.lang == "bash"]
+    study = [b for b in blocks("docs/hear.md") if b.heading.startswith("A HEAR study")]
+    (toml,) = [b.body for b in study if b.lang == "toml"]
+    (study_shell,) = [b for b in study if b.lang == "bash"]
     (tmp_path / "my_hear_module.py").write_text(source + "\n")
+    (tmp_path / "hear-study.toml").write_text(toml + "\n")
     (tmp_path / "tools").mkdir()
     for tool in ("make_hear_tasks.py", "make_speech.py"):
         shutil.copy(ROOT / "tools" / tool, tmp_path / "tools" / tool)
-    for line in shell.commands():
+    for line in [*shell.commands(), *study_shell.commands()]:
         argv = shlex.split(line)
         env = dict(os.environ)
         while "=" in argv[0]:
@@ -159,6 +163,10 @@ def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
         (tmp_path / "hear-out" / "words-v1-full" / "test.predicted-scores.json").read_text()
     )
     assert 0.0 <= scores["test"]["test_top1_acc"] <= 1.0
+    # The study's published row holds (both commands exited 0: reproduce and verify PASS).
+    golden = json.loads((tmp_path / "hear-study-out" / "verification.json").read_text())["golden"]
+    assert [r["status"] for r in golden["rows"]] == ["PASS"]
+    assert golden["rows"][0]["reproduced"] == scores["test"]["test_top1_acc"]
     assert (ROOT / "docs" / "hear.md").is_file()
 
 
@@ -182,3 +190,96 @@ def test_heareval_predictor_runs_on_the_command_output(
     heareval_predictions(layout)
     theirs = json.loads((layout / "test.predicted-scores.json").read_text())
     assert 0.0 <= theirs["test"]["test_top1_acc"] <= 1.0
+
+
+def _study(path: Path, tasks_dir: Path, hear_spec: str, published: str = "") -> Path:
+    path.write_text(
+        f"""schema = "audiorepro.study/1"
+name = "hear-words"
+kind = "hear"
+
+[[cell]]
+id = "seed-words"
+model = "{hear_spec}"
+tasks_dir = "{tasks_dir}"
+task = "words"
+predictor = "linear-v1"
+{published}"""
+    )
+    return path
+
+
+def _row(value: float, tolerance: float, metric: str = "top1_acc") -> str:
+    return (
+        f'\n[[published]]\ncell = "seed-words"\ntolerance = {tolerance}\n'
+        f'provenance = "a leaderboard row"\nvalues = {{ {metric} = {value!r} }}\n'
+    )
+
+
+def test_a_hear_study_gives_verdicts_on_leaderboard_rows(
+    tasks_dir: Path, hear_spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`reproduce` of a hear study: the command's OUT (the same files, the same scores) plus
+    PASS and FAIL on published rows, as `verify OUT` and `verify STUDY` say them; a study whose
+    tasks are gone verifies NOT VERIFIED."""
+    import gzip
+
+    cmd = tmp_path / "cmd"
+    argv = ["hear", hear_spec, "--tasks-dir", str(tasks_dir), "--task", "words", "--out", str(cmd)]
+    assert main(argv) == 0
+    got = _scores(cmd, "words-v1-full")["test"]["test_top1_acc"]  # type: ignore[index]
+    # Within the tolerance (PASS), and 0.3 away (FAIL), on one cell.
+    off = got - 0.3 if got >= 0.3 else got + 0.3
+    rows = _row(round(got + 0.004, 6), 0.01) + _row(round(off, 6), 0.01)
+    study = _study(tmp_path / "study.toml", tasks_dir, hear_spec, rows)
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 1
+    for name in ("report.html", "bundle.json.gz", "manifest.json", "verification.json",
+                 "tables/hear.csv", "tables/published.md", "seed-words/test.predicted-scores.json",
+                 "seed-words/train.embeddings.npy"):  # fmt: skip
+        assert (out / name).is_file(), name
+        if not name.startswith("seed-words"):
+            assert (cmd / name).is_file(), name  # the command's OUT: the same outputs
+    assert _scores(out, "seed-words") == _scores(cmd, "words-v1-full")
+    golden = json.loads((out / "verification.json").read_text())["golden"]
+    assert [r["status"] for r in golden["rows"]] == ["PASS", "FAIL"]
+    assert golden["rows"][0]["reproduced"] == got
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    (cell,) = bundle["cells"]
+    assert cell["leaderboard"] == {"top1_acc": got} and cell["embedding_size"] > 0
+    assert (
+        cell["model_meta"]["weights_sha256"]
+        == {"hearseed.pt": cell["model_meta"]["weights_sha256"]["hearseed.pt"]}
+        and bundle["verification"]["metric_parity_passed"]
+    )
+    assert main(["diff", str(out), str(out)]) == 0  # diff knows the kind's bundle
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 1
+    assert "FAIL" in capsys.readouterr().out
+    assert main(["verify", str(study)]) == 1
+    said = capsys.readouterr().out
+    assert "PASS" in said and "FAIL" in said
+    shutil.move(str(tasks_dir), str(tmp_path / "moved"))
+    try:
+        assert main(["verify", str(study)]) == 1
+        assert "NOT VERIFIED" in capsys.readouterr().out
+    finally:
+        shutil.move(str(tmp_path / "moved"), str(tasks_dir))
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_row(0.5, 0.01, "mAP"), "key 'published[0].values.mAP': is not a score of task words"),
+        (_row(0.5, 1.0), "key 'published[0].tolerance': is 1.0, at or beyond the width"),
+        (_row(1.5, 0.01), "key 'published[0].values.top1_acc': is 1.5, outside the range"),
+    ],
+)
+def test_a_hear_studys_bad_rows_are_one_line_exit_2(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], row: str, message: str
+) -> None:
+    study = _study(tmp_path / "study.toml", tasks_dir, "hear:no_such_module_x", row)
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()

@@ -447,6 +447,46 @@ def flatten_speaker_verification(
     return _numbers(bundle, typed, _speaker_part)
 
 
+_HEAR_SCORES: Final = ("scores", "validation_scores", "leaderboard")
+
+
+def _hear_part(bundle: Mapping[str, Any], where: tuple[str | int, ...]) -> _Part:
+    """A HEAR number: a cell's scores tier b (a probe over its embeddings), on the cell's
+    identities; its counts and sizes tier a."""
+    if where[0] != "cells" or len(where) < 3 or not isinstance(where[1], int):
+        owner = _owner(bundle, where)
+        if owner is None:
+            return _every(bundle, _CELL_KINDS)
+        return _Part(str(owner["id"]), "b", _keys(str(owner["id"]), _CELL_KINDS, tier="b"))
+    cid = str(bundle["cells"][where[1]]["id"])
+    tier: Tier = "b" if where[2] in _HEAR_SCORES else "a"
+    return _Part(cid, tier, _keys(cid, _CELL_KINDS, tier=tier))
+
+
+def flatten_hear(
+    bundle: Mapping[str, Any], typed: Iterable[TypedNumber] | None = None
+) -> list[NumberRecord]:
+    """Every number of a HEAR bundle (``audiorepro.hear-bundle/1``): each cell's scores per
+    test split, validation scores and leaderboard values (tier b), its counts (tier a)."""
+    return _numbers(bundle, typed, _hear_part)
+
+
+def hear_identities(bundle: Mapping[str, Any]) -> list[Identity]:
+    """What each HEAR cell depends on: the module's weights and code, the predictor, and the
+    task's files."""
+    out = _run_identities(None, None)
+    for cell in bundle["cells"]:
+        cid = str(cell["id"])
+        meta = cell.get("model_meta") or {}
+        out += [
+            _identity(cid, "weights", _pick(meta, _WEIGHT_KEYS) | {"model": cell.get("model")}),
+            _identity(cid, "encoder code", meta.get("code")),
+            _identity(cid, "preprocessing", _pick(cell, ("predictor", "sample_rate"))),
+            _identity(cid, "inputs", _pick(cell, ("task", "task_files_sha256", "clips"))),
+        ]
+    return out
+
+
 # ---------------------------------------------------------------------------- identities
 
 
@@ -624,6 +664,7 @@ KIND_VIEWS: Final[
         flatten_speaker_verification,
         speaker_verification_identities,
     ),
+    "audiorepro.hear-bundle/1": (flatten_hear, hear_identities),
 }
 
 

@@ -506,9 +506,7 @@ def find_tasks(
         if len(match) != 1:
             have = ", ".join(p.name for p in found) or "none"
             how = "no" if not match else "more than one"
-            raise UserError(
-                f"has {how} task {name!r} (tasks here: {have})", source=root, key=key
-            )
+            raise UserError(f"has {how} task {name!r} (tasks here: {have})", source=root, key=key)
         chosen.append(match[0])
     return tuple(chosen)
 
