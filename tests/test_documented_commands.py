@@ -61,6 +61,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hear.md", "A HEAR study: verdicts on leaderboard rows", 0):
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
+    ("docs/hear.md", "A results table across encoders: `audiorepro hear-table`", 0):
+        "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hpc.md", "Reproduce on HPC", 1):
         "tests/test_hpc_readme.py::test_the_readme_hpc_lines_as_written",
 }  # fmt: skip

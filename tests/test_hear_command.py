@@ -4,6 +4,7 @@ documented lines of docs/hear.md as written; heareval's own predictor on the com
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -141,12 +142,14 @@ def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
     study = [b for b in blocks("docs/hear.md") if b.heading.startswith("A HEAR study")]
     (toml,) = [b.body for b in study if b.lang == "toml"]
     (study_shell,) = [b for b in study if b.lang == "bash"]
+    table = [b for b in blocks("docs/hear.md") if b.heading.startswith("A results table")]
+    (table_shell,) = [b for b in table if b.lang == "bash"]
     (tmp_path / "my_hear_module.py").write_text(source + "\n")
     (tmp_path / "hear-study.toml").write_text(toml + "\n")
     (tmp_path / "tools").mkdir()
     for tool in ("make_hear_tasks.py", "make_speech.py"):
         shutil.copy(ROOT / "tools" / tool, tmp_path / "tools" / tool)
-    for line in [*shell.commands(), *study_shell.commands()]:
+    for line in [*shell.commands(), *study_shell.commands(), *table_shell.commands()]:
         argv = shlex.split(line)
         env = dict(os.environ)
         while "=" in argv[0]:
@@ -167,6 +170,11 @@ def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
     golden = json.loads((tmp_path / "hear-study-out" / "verification.json").read_text())["golden"]
     assert [r["status"] for r in golden["rows"]] == ["PASS"]
     assert golden["rows"][0]["reproduced"] == scores["test"]["test_top1_acc"]
+    assert (tmp_path / "hear-table" / "hear.tex").is_file()
+    runs = (tmp_path / "hear-table" / "runs.csv").read_text()
+    assert (
+        hashlib.sha256((tmp_path / "hear-out" / "bundle.json.gz").read_bytes()).hexdigest() in runs
+    )
     assert (ROOT / "docs" / "hear.md").is_file()
 
 
@@ -283,3 +291,74 @@ def test_a_hear_studys_bad_rows_are_one_line_exit_2(
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def two_runs(
+    tasks_dir: Path, hear_spec: str, tmp_path_factory: pytest.TempPathFactory
+) -> list[Path]:
+    """The words task run by two encoders: the seeded test module and the docs' module."""
+    from tests.test_documented_commands import blocks
+
+    root = tmp_path_factory.mktemp("hear-table")
+    (source,) = [b.body for b in blocks("docs/hear.md") if b.lang == "python"]
+    (root / "mods").mkdir()
+    (root / "mods" / "hear_table_doc_module.py").write_text(source + "\n")
+    sys.path.insert(0, str(root / "mods"))
+    outs = []
+    for i, spec in enumerate((hear_spec, "hear:hear_table_doc_module")):
+        out = root / f"run{i}"
+        argv = ["hear", spec, "--tasks-dir", str(tasks_dir), "--task", "words", "--out", str(out)]
+        assert main(argv) == 0
+        outs.append(out)
+    return outs
+
+
+def test_hear_table_across_encoders_links_each_number_to_its_run(
+    two_runs: list[Path], tmp_path: Path
+) -> None:
+    import csv
+    import gzip
+
+    assert main(["hear-table", *map(str, two_runs), "--out", str(tmp_path / "t")]) == 0
+    with open(tmp_path / "t" / "hear.csv", newline="") as f:
+        table = list(csv.reader(f))
+    with open(tmp_path / "t" / "runs.csv", newline="") as f:
+        runs = list(csv.DictReader(f))
+    assert table[0][1:] == ["words-v1-full top1_acc"] and len(table) == 3
+    for run, row, link in zip(two_runs, table[1:], runs, strict=True):
+        bundle = json.loads(gzip.decompress((run / "bundle.json.gz").read_bytes()))
+        (cell,) = bundle["cells"]
+        assert row[0] == cell["model"] == link["encoder"]
+        assert float(row[1]) == cell["leaderboard"]["top1_acc"] == float(link["value"])
+        assert link["run"] == str(run) and link["cell"] == "words-v1-full"
+        assert (
+            link["bundle sha256"]
+            == hashlib.sha256((run / "bundle.json.gz").read_bytes()).hexdigest()
+        )
+        assert int(link["dim"]) == cell["embedding_size"]
+    # The seeded module has one weight file, the docs' module none.
+    assert runs[0]["weights sha256"].startswith("hearseed.pt=") and runs[1]["weights sha256"] == ""
+    for suffix in (".md", ".tex"):
+        assert (tmp_path / "t" / f"hear{suffix}").is_file() and (
+            tmp_path / "t" / f"runs{suffix}"
+        ).is_file()
+
+
+def test_hear_table_refuses_a_changed_run_and_a_repeated_pair(
+    two_runs: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = str(two_runs[0])
+    assert main(["hear-table", first, first, "--out", str(tmp_path / "a")]) == 2
+    assert "on words-v1-full is in" in capsys.readouterr().err
+    changed = tmp_path / "changed"
+    shutil.copytree(two_runs[1], changed)
+    scores = changed / "words-v1-full" / "test.predicted-scores.json"
+    scores.write_text(scores.read_text().replace("0.", "0.9", 1))
+    assert main(["hear-table", str(changed), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "test.predicted-scores.json: SHA-256 differs from manifest.json" in err
+        and err.count("\n") == 1
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -67,6 +67,12 @@ COMMANDS: dict[str, CommandEntry] = {
         "get_scene_embeddings, the predictor on heareval's splits, heareval's scores "
         "(docs/hear.md).",
     ),
+    "hear-table": CommandEntry(
+        "audiorepro.cli.hear_table",
+        "One table across encoders from HEAR runs (output folders of `audiorepro hear` or of "
+        "hear studies): encoders x tasks, each number linked to its run (folder, bundle "
+        "SHA-256) with the module's weights' SHA-256 and embedding size (docs/hear.md).",
+    ),
     "identity": CommandEntry(
         _COMMANDS,
         "Are two checkpoints the same? Weights tensor by tensor, then fixture embeddings.",

@@ -263,6 +263,7 @@ class HearBundleCell(TypedDict):
     scores: dict[str, dict[str, float | None]]
     validation_scores: dict[str, float | None]  #: test split (or fold) -> the first score
     leaderboard: dict[str, float | None]  #: score name -> test value (mean over folds)
+    primary_score: str  #: the task's first evaluation score (model selection, the table's)
     predicted_scores: str  #: the path of its test.predicted-scores.json in OUT
     model_meta: dict[str, JsonValue]  #: weights' SHA-256 and the code's identity
 
@@ -400,6 +401,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "scores": {k: {n: _finite(x) for n, x in v[0].items()} for k, v in folds.items()},
         "validation_scores": {k: _finite(v[1]) for k, v in folds.items()},
         "leaderboard": {n: _finite(x) for n, x in board.items()},
+        "primary_score": task.metadata.evaluation[0],
         "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
         "model_meta": meta,
     }
