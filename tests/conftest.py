@@ -227,7 +227,7 @@ LAYERS = {
         "test_trec_prefs.py",
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
-        "test_hear_scores.py", "test_hear_tasks.py",
+        "test_hear_scores.py", "test_hear_tasks.py", "test_hear_events.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
