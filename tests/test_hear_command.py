@@ -112,7 +112,10 @@ def test_fold_tasks_aggregate_over_folds(tasks_dir: Path, hear_spec: str, tmp_pa
 @pytest.mark.parametrize(
     ("task", "message"),
     [
-        ("events", "events-v1-full: is an event task; `audiorepro hear` runs scene tasks so far"),
+        (
+            "events",
+            "events-v1-full: is an event task; `audiorepro hear` and hear studies run scene tasks",
+        ),
         ("mixtures", "mixtures-v1-full: is a multilabel task; linear-v1 is a multiclass probe"),
         ("nosuch", "key '--task': has no task 'nosuch' (tasks here: events-v1-full, "),
     ],

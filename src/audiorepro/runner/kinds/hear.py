@@ -107,8 +107,8 @@ def check_task(task: HearTask, predictor: str) -> None:
     meta = task.metadata
     if meta.embedding_type != "scene":
         raise UserError(
-            "is an event task; `audiorepro hear` runs scene tasks so far (event tasks need "
-            "timestamp embeddings and hear-mlp-v1)",
+            "is an event task; `audiorepro hear` and hear studies run scene tasks so far "
+            "(event tasks need timestamp embeddings and a frame-level predictor)",
             source=task.path,
         )
     if predictor == LINEAR and meta.prediction_type != "multiclass":
