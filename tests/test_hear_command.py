@@ -296,6 +296,17 @@ def test_a_hear_studys_bad_rows_are_one_line_exit_2(
     assert not (tmp_path / "o").exists()
 
 
+def test_a_hear_study_refuses_cells_in_one_line(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    study = _study(tmp_path / "study.toml", tasks_dir, "hear:no_such_module_x")
+    argv = ["reproduce", str(study), "--cells", "seed-*", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is a hear study; --cells and --device apply to" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.fixture(scope="module")
 def two_runs(
     tasks_dir: Path, hear_spec: str, tmp_path_factory: pytest.TempPathFactory
