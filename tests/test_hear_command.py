@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -112,10 +113,6 @@ def test_fold_tasks_aggregate_over_folds(tasks_dir: Path, hear_spec: str, tmp_pa
 @pytest.mark.parametrize(
     ("task", "message"),
     [
-        (
-            "events",
-            "events-v1-full: is an event task; `audiorepro hear` and hear studies run scene tasks",
-        ),
         ("mixtures", "mixtures-v1-full: is a multilabel task; linear-v1 is a multiclass probe"),
         ("nosuch", "key '--task': has no task 'nosuch' (tasks here: events-v1-full, "),
     ],
@@ -376,3 +373,123 @@ def test_hear_table_refuses_a_changed_run_and_a_repeated_pair(
         and err.count("\n") == 1
     )
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+EVENT_MODULE = """
+import torch
+
+class Model(torch.nn.Module):
+    sample_rate = 16000
+    scene_embedding_size = 32
+    timestamp_embedding_size = 32
+
+def load_model(model_file_path=""):
+    return Model()
+
+def get_timestamp_embeddings(audio, model):  # 50 ms frames: a log spectrum of 25 ms each
+    n = audio.shape[1] // 800
+    frames = audio[:, : n * 800].reshape(audio.shape[0], n, 800)[:, :, :400]
+    emb = torch.log1p(torch.fft.rfft(frames, dim=-1).abs())[:, :, :32]
+    return emb, (torch.arange(n, dtype=torch.float32) * 50.0 + 12.5).expand(audio.shape[0], n)
+
+def get_scene_embeddings(audio, model):
+    return get_timestamp_embeddings(audio, model)[0].mean(dim=1)
+"""
+
+
+@pytest.fixture(scope="module")
+def event_run(tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hear-events")
+    (root / "mods").mkdir()
+    (root / "mods" / "hear_event_module_t.py").write_text(EVENT_MODULE)
+    sys.path.insert(0, str(root / "mods"))
+    out = root / "out"
+    argv = ["hear", "hear:hear_event_module_t", "--tasks-dir", str(tasks_dir), "--task", "events"]
+    assert main([*argv, "--out", str(out)]) == 0
+    return out
+
+
+def _read(path: Path) -> np.ndarray:
+    import soundfile
+
+    audio, _ = soundfile.read(str(path), dtype=np.float32)
+    return np.asarray(audio)
+
+
+def test_an_event_task_runs_timestamp_embeddings_and_heareval_postprocessing(
+    tasks_dir: Path, event_run: Path
+) -> None:
+    """The module's own timestamp embeddings in heareval's layout; the scores are those of
+    events made by heareval's post-processing (with the setting the run chose) from a
+    per-label logistic regression on the training frames, computed here with scikit-learn."""
+    import hear_event_module_t as module  # type: ignore[import-not-found]
+    import torch
+    from sklearn.linear_model import LogisticRegression
+
+    from audiorepro.formats.hear_embeddings import frame_labels
+    from audiorepro.metrics.hear import event_onset_fms, segment_error_rate
+    from audiorepro.metrics.hear_events import EVENT_POSTPROCESSING_GRID, events_by_file
+
+    task = read_task(tasks_dir / "events-v1-full")
+    saved = read_embeddings(task, event_run / "events-v1-full")
+    name = task.files("test")[0]
+    audio = _read(task.audio_dir(16000, "test") / name)
+    emb, stamps = module.get_timestamp_embeddings(torch.from_numpy(audio)[None], None)
+    assert np.array_equal(saved["test"].embeddings[name], emb[0].numpy())
+    assert np.array_equal(saved["test"].timestamps[name], stamps[0].numpy().astype(np.float64))
+
+    def frames(split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[float]]:
+        xs, ys, files, times = [], [], [], []
+        for f in task.files(split):
+            t = saved[split].timestamps[f]
+            xs.append(saved[split].embeddings[f].astype(np.float64))
+            labels = frame_labels(task.events[split][f], t)
+            ys.append([[label in row for label in task.vocabulary] for row in labels])
+            files += [f] * len(t)
+            times += [float(v) for v in t]
+        return np.concatenate(xs), np.concatenate(ys).astype(int), files, times
+
+    (x_tr, y_tr, _, _), (x_te, _, files, times) = frames("train"), frames("test")
+    mu, sd = x_tr.mean(axis=0), x_tr.std(axis=0)
+    sd[sd == 0] = 1.0
+    probs = np.zeros((len(x_te), len(task.vocabulary)))
+    for j in range(len(task.vocabulary)):
+        clf = LogisticRegression(C=1.0, solver="lbfgs", max_iter=1000, tol=1e-6)
+        clf.fit((x_tr - mu) / sd, y_tr[:, j])
+        probs[:, j] = clf.predict_proba((x_te - mu) / sd)[:, 1]
+    scores: dict[str, Any] = _scores(event_run, "events-v1-full")
+    setting = tuple((str(k), v) for k, v in scores["postprocessing"])
+    assert [dict(setting)[k] in v for k, v in EVENT_POSTPROCESSING_GRID.items()] == [True, True]
+    events = events_by_file(probs, files, times, task.vocabulary, setting)
+    reference = {f: list(task.events["test"][f]) for f in task.files("test")}
+    fms = event_onset_fms(events, reference).f_measure
+    er = segment_error_rate(events, reference, task.vocabulary)
+    assert scores["test"]["test_event_onset_200ms_fms"] == pytest.approx(fms, abs=1e-12)
+    assert scores["test"]["test_segment_1s_er"] == pytest.approx(er, abs=1e-12)
+    assert 0.0 < fms <= 1.0
+
+
+def test_an_event_task_needs_get_timestamp_embeddings(
+    tasks_dir: Path, hear_spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["hear", hear_spec, "--tasks-dir", str(tasks_dir), "--task", "events"]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "get_timestamp_embeddings is not implemented (an event task needs it)" in err
+    assert err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.heareval
+@pytest.mark.slow
+def test_heareval_predictor_runs_on_an_event_output(event_run: Path, tmp_path: Path) -> None:
+    """The command's event task folder is one heareval's own predictor and event
+    post-processing take (its faster grid, one grid point)."""
+    layout = tmp_path / "heareval" / "events-v1-full"
+    shutil.copytree(
+        event_run / "events-v1-full",
+        layout,
+        ignore=shutil.ignore_patterns("test.predicted-scores.json"),
+    )
+    heareval_predictions(layout)
+    theirs = json.loads((layout / "test.predicted-scores.json").read_text())
+    assert 0.0 <= theirs["test"]["test_event_onset_200ms_fms"] <= 1.0

@@ -63,9 +63,9 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "hear": CommandEntry(
         "audiorepro.cli.hear",
-        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR scene tasks: embeddings by the module's own "
-        "get_scene_embeddings, the predictor on heareval's splits, heareval's scores "
-        "(docs/hear.md).",
+        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR tasks: embeddings by the module's own "
+        "get_scene_embeddings (get_timestamp_embeddings for event tasks), the predictor on "
+        "heareval's splits, heareval's scores (docs/hear.md).",
     ),
     "hear-table": CommandEntry(
         "audiorepro.cli.hear_table",

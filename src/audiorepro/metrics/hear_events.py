@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from scipy.ndimage import median_filter
 
 from audiorepro.formats.hear import HearEvent
 
@@ -85,8 +86,6 @@ def events_from_frames(
     ...                    min_duration=50)
     [HearEvent(label='a', start=0.0, end=50.0), HearEvent(label='b', start=50.0, end=100.0)]
     """
-    from scipy.ndimage import median_filter
-
     stamps = np.asarray(timestamps, dtype=np.float64)
     order = np.argsort(stamps, kind="stable")
     stamps = stamps[order]

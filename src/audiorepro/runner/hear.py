@@ -1,4 +1,4 @@
-"""``audiorepro hear MODEL --tasks-dir DIR``: a HEAR 2021 module over HEAR scene tasks, run
+"""``audiorepro hear MODEL --tasks-dir DIR``: a HEAR 2021 module over HEAR tasks, run
 as a ``hear`` study (:mod:`audiorepro.runner.kinds.hear`) of one cell per task.
 
 The command writes the study it runs (``hear.toml``: one ``[[cell]]`` per task, its id the

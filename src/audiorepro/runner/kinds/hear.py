@@ -17,7 +17,9 @@ by the independent twin (:mod:`audiorepro.reference.hear`) over the same predict
 Predictors: ``linear-v1`` (docs/linear-probe.md: standardized features, L2 logistic
 regression, C = 1.0) on the training split(s) alone; its class scores are the softmax of its
 decision values over the classes seen in training (0 for the others), so that mAP, d' and AUC
-have scores to rank. It is a multiclass probe of scene tasks (the spec refuses the others).
+have scores to rank; a multiclass probe, so multilabel scene tasks are refused. Event tasks
+(timestamp embeddings, ``linear-v1`` per label per frame, heareval's event post-processing
+chosen on validation) are :mod:`.hear_frames`.
 
 The embeddings are computed in the run, not through the extraction cache: the cache's keys and
 dumps are per clip list of one audio folder, and a HEAR task's clips live in one folder per
@@ -32,8 +34,9 @@ import math
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, NotRequired, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -53,6 +56,7 @@ from audiorepro.formats.hear import (
 )
 from audiorepro.formats.hear_embeddings import write_embeddings
 from audiorepro.metrics import hear as scores
+from audiorepro.metrics.hear_events import Setting
 from audiorepro.metrics.linear_probe import LINEAR, fit_linear_v1
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.models.user_encoders import Loaded, load_user
@@ -72,6 +76,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
 from audiorepro.specs.hear_study import HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
@@ -105,12 +110,13 @@ TWIN_SCORES: dict[str, Score] = {
 def check_task(task: HearTask, predictor: str) -> None:
     """A task the predictor and the scene scores run on (else one line naming the task)."""
     meta = task.metadata
-    if meta.embedding_type != "scene":
-        raise UserError(
-            "is an event task; `audiorepro hear` and hear studies run scene tasks so far "
-            "(event tasks need timestamp embeddings and a frame-level predictor)",
-            source=task.path,
-        )
+    if meta.embedding_type == "event":
+        unknown = [e for e in meta.evaluation if e not in EVENT_SCORES]
+        if unknown:
+            raise UserError(
+                f"names {unknown[0]!r}, not an event score", source=task.path, key="evaluation"
+            )
+        return
     if predictor == LINEAR and meta.prediction_type != "multiclass":
         raise UserError(
             f"is a {meta.prediction_type} task; {LINEAR} is a multiclass probe", source=task.path
@@ -201,7 +207,10 @@ def fold_scores(
 
 
 def predicted_scores(
-    task: HearTask, folds: dict[str, tuple[dict[str, float], float]], predictor: str
+    task: HearTask,
+    folds: dict[str, tuple[dict[str, float], float]],
+    predictor: str,
+    postprocessing: Mapping[str, Setting] | None = None,
 ) -> dict[str, Any]:
     """heareval's ``test.predicted-scores.json`` keys: per test split ``test_score`` (the
     first score), ``test_<name>`` and ``validation_score``; ``aggregated_scores`` (mean and
@@ -221,7 +230,9 @@ def predicted_scores(
         out["aggregated_scores"] = agg
     maximize = scores.HEAR_SCORE_DIRECTIONS[primary]
     out["hparams"] = {"predictor": predictor, "C": 1.0}
-    out["postprocessing"] = []
+    # heareval writes the test step's post-processing (event tasks), [] for scene tasks.
+    chosen = list((postprocessing or {}).values())
+    out["postprocessing"] = [list(pair) for pair in chosen[-1]] if chosen else []
     out["score_mode"] = "max" if maximize else "min"
     out["embedding_path"] = task.name
     return out
@@ -266,6 +277,8 @@ class HearBundleCell(TypedDict):
     primary_score: str  #: the task's first evaluation score (model selection, the table's)
     predicted_scores: str  #: the path of its test.predicted-scores.json in OUT
     model_meta: dict[str, JsonValue]  #: weights' SHA-256 and the code's identity
+    #: event tasks: test split (or fold) -> the post-processing chosen on validation
+    postprocessing: NotRequired[dict[str, dict[str, float]]]
 
 
 class ScoreParity(TypedDict):
@@ -366,21 +379,35 @@ class CellResult:
     """One computed cell: its bundle record, predictions and scores (NaN and inf kept)."""
 
     record: HearBundleCell
-    predictions: dict[str, FoldPrediction]
     scores: dict[str, dict[str, float]]
+    #: the independent twin's scores over the same predictions (class scores or events)
+    twin_scores: dict[str, dict[str, float]]
 
 
 def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellResult:
     """A cell's embeddings (written to ``out/<cell id>/`` in heareval's layout when ``out``
     is given, with its ``test.predicted-scores.json``), predictions and scores."""
     task = inputs.task
-    emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
     rel = slug(cell.id)
-    preds = {"|".join(s["test"]): linear_fold(task, emb, s) for s in data_splits(task.metadata)}
-    folds = {k: fold_scores(task.metadata.evaluation, p) for k, p in preds.items()}
+    splits = {"|".join(s["test"]): s for s in data_splits(task.metadata)}
+    names = task.metadata.evaluation
+    stamps: dict[str, dict[str, Any]] | None = None
+    settings: dict[str, Setting] | None = None
+    if task.metadata.embedding_type == "event":
+        read = partial(_read_clip, rate=inputs.rate)
+        emb, stamps = embed_frames(inputs.loaded.encoder, task, read, inputs.rate)
+        events = {k: event_fold(task, emb, stamps, s) for k, s in splits.items()}
+        folds = {k: (e.test, e.valid) for k, e in events.items()}
+        twins = {k: e.twin_test for k, e in events.items()}
+        settings = {k: e.setting for k, e in events.items()}
+    else:
+        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
+        preds = {k: linear_fold(task, emb, s) for k, s in splits.items()}
+        folds = {k: fold_scores(names, p) for k, p in preds.items()}
+        twins = {k: fold_scores(names, p, TWIN_SCORES)[0] for k, p in preds.items()}
     if out is not None:
-        write_embeddings(task, out / rel, emb)
-        doc = predicted_scores(task, folds, cell.predictor)
+        write_embeddings(task, out / rel, emb, stamps)
+        doc = predicted_scores(task, folds, cell.predictor, settings)
         atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
     first = next(iter(next(iter(emb.values())).values()))
     board = leaderboard({k: v[0] for k, v in folds.items()})
@@ -396,7 +423,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "predictor": cell.predictor,
         "task_files_sha256": _task_files(task),
         "clips": sum(len(v) for v in emb.values()),
-        "embedding_size": int(first.shape[0]),
+        "embedding_size": int(first.shape[-1]),
         "sample_rate": inputs.rate,
         "scores": {k: {n: _finite(x) for n, x in v[0].items()} for k, v in folds.items()},
         "validation_scores": {k: _finite(v[1]) for k, v in folds.items()},
@@ -405,15 +432,15 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
         "model_meta": meta,
     }
-    return CellResult(record, preds, {k: v[0] for k, v in folds.items()})
+    if settings is not None:
+        record["postprocessing"] = {k: dict(v) for k, v in settings.items()}
+    return CellResult(record, {k: v[0] for k, v in folds.items()}, twins)
 
 
 def twin_parity(result: CellResult) -> ScoreParity:
     """The twin's scores over the same predictions against ours (NaN equals NaN)."""
     delta = 0.0
-    for fold, p in result.predictions.items():
-        names = tuple(result.scores[fold])
-        theirs, _ = fold_scores(names, p, TWIN_SCORES)
+    for fold, theirs in result.twin_scores.items():
         for name, value in result.scores[fold].items():
             other = theirs[name]
             if math.isnan(value) or math.isnan(other):
