@@ -50,6 +50,10 @@ SHARED = Path(os.environ["AUDIOREPRO_SUITE_SHARED"])
 _XDG_CACHE = SHARED / "xdg"
 _XDG_CACHE.mkdir(exist_ok=True)
 os.environ["XDG_CACHE_HOME"] = str(_XDG_CACHE)
+# The per-user embedding cache (audiorepro.runner.cache.shared_store) off: each test's output
+# folder extracts what it needs, as the tests that count extractions or damage a cache entry
+# expect; tests/test_embedding_cache.py turns it on in a store of its own.
+os.environ["AUDIOREPRO_EMBEDDING_CACHE"] = "off"
 # laion-clap loads three tokenizers when imported: give it the tiny stand-ins, in a cache that
 # the suite builds itself, before anything imports huggingface_hub (it reads this at import).
 _HUB_CACHE = Path(tempfile.mkdtemp(prefix="audiorepro-hub-"))
@@ -228,6 +232,7 @@ LAYERS = {
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
         "test_hear_scores.py", "test_hear_tasks.py", "test_hear_events.py",
+        "test_verification_definitions.py", "test_trial_formats.py", "test_score_norm.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
@@ -243,13 +248,14 @@ LAYERS = {
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
         "test_catalog.py", "test_api.py", "test_summary.py", "test_progress.py",
         "test_demo_cache.py", "test_index.py", "test_verify_closing.py",
-        "test_documented_commands.py",
+        "test_documented_commands.py", "test_explain_trials.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
         "test_trec_eval_binary.py",
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
         "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
-        "test_encoders.py",
+        "test_encoders.py", "test_code_identity.py", "test_embedding_cache.py",
+        "test_hostile_round5.py",
         "test_linear_probe.py", "test_linear_probe_study.py", "test_speaker_probe.py",
         "test_cli_startup.py",
         "test_hear_command.py",
@@ -266,7 +272,8 @@ SLOW = {
     "test_models.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
     "test_diff_runs.py",
     "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_speech_study.py",
-    "test_linear_probe_study.py", "test_speaker_probe.py",
+    "test_linear_probe_study.py", "test_speaker_probe.py", "test_code_identity.py",
+    "test_embedding_cache.py",
 }  # fmt: skip
 
 

@@ -25,16 +25,27 @@ from audiorepro.checks.diff import (
     Identity,
     NumberRecord,
     RunView,
-    bundle_view,
-    flatten_zeroshot,
+    flatten,
 )
+from audiorepro.checks.diff import bundle_view as _bundle_view
 from audiorepro.checks.diff_compare import compare_runs
-from audiorepro.checks.diff_load import load_run
+from audiorepro.checks.diff_load import LoadedRun
+from audiorepro.checks.diff_load import load_run as _load_run
 from audiorepro.checks.numbers import numeric_leaves, readable
 from audiorepro.cli import main
 from audiorepro.runner.demo import prepare_probe_demo
+from audiorepro.runner.kinds import diff_kinds
 from tests.conftest import ROOT
 from tests.test_outputs_folder import _study as synthetic_study
+
+
+def load_run(path: Path) -> LoadedRun:
+    """A run read as ``audiorepro diff`` reads it: each bundle as its kind declares it."""
+    return _load_run(path, diff_kinds())
+
+
+def bundle_view(bundle: dict[str, Any]) -> RunView:
+    return _bundle_view(bundle, diff_kinds()[bundle["schema"]])
 
 
 def read_bundle(out: Path) -> dict[str, Any]:
@@ -244,7 +255,7 @@ def _zeroshot_bundle() -> dict[str, Any]:
 
 def test_zero_shot_numbers_are_tier_b_and_a_swapped_checkpoint_names_its_cell() -> None:
     bundle = _zeroshot_bundle()
-    records = {r.path: r for r in flatten_zeroshot(bundle)}
+    records = {r.path: r for r in flatten(bundle, diff_kinds()[bundle["schema"]])}
     assert records["x/esc50/metrics/canonical/pessimistic/accuracy"].tier == "b"
     assert records["x/esc50/n_clips"].tier == "a"
     other = json.loads(json.dumps(bundle))
@@ -278,6 +289,29 @@ def test_a_changed_encoder_source_is_named_encoder_code() -> None:
     assert [c.difference.key for c in moved] == ["x/esc50:encoder code"]
     assert moved[0].difference.kind == "encoder code"
     assert "ffff" in moved[0].difference.b
+
+
+def test_a_count_of_clips_names_only_the_clips_not_an_encoder_edit() -> None:
+    """Issue 43 item 5: the second run has other clips and an edited encoder: the accuracy
+    moved and both can have moved it; the count of clips moved and only the clips can have:
+    the encoder edit is not named for it."""
+    bundle = _zeroshot_bundle()
+    for cell in bundle["cells"]:
+        cell["model_meta"]["encoder_code"] = {"source_sha256": "e" * 64, "version": None}
+    other = json.loads(json.dumps(bundle))
+    other["study"]["inputs"] = {**bundle["study"]["inputs"], "audio_sha256": "d" * 64}
+    other["study"]["inputs"]["n_clips"] = 8
+    cell = other["cells"][0]
+    cell["model_meta"]["encoder_code"] = {"source_sha256": "f" * 64, "version": None}
+    cell["n_clips"] = 8
+    cell["metrics"]["canonical"]["pessimistic"]["accuracy"] = 0.625
+    result = compare_runs(bundle_view(bundle), bundle_view(other), tolerance=lambda r: None)
+    causes = {n.path: n.causes for n in result.numbers if n.verdict != "identical"}
+    assert causes["x/esc50/n_clips"] == ("x/esc50:inputs",)
+    accuracy = causes["x/esc50/metrics/canonical/pessimistic/accuracy"]
+    assert {"x/esc50:inputs", "x/esc50:encoder code"} <= set(accuracy)
+    # y's count of clips did not move (its clips changed too, by the study's record)
+    assert "y/esc50/n_clips" not in causes
 
 
 @pytest.fixture(scope="module")
@@ -548,9 +582,10 @@ def test_every_number_of_the_typed_view_is_compared() -> None:
     from audiorepro.runner.kinds import typed_numbers
 
     bundle = _zeroshot_bundle()
-    view = bundle_view(bundle, typed=typed_numbers)
+    view = bundle_view(bundle)
     assert len(view.numbers) == len(list(typed_numbers(bundle)))
-    assert bundle_view(bundle).numbers.keys() == view.numbers.keys()
+    leaves = {readable(w) for w, _ in numeric_leaves(bundle)}
+    assert len(leaves) == len(view.numbers)
 
 
 @pytest.fixture(scope="module")
@@ -621,3 +656,41 @@ def test_a_moved_derived_number_names_its_file(
     # (the attempt table's own ElapsedRaw is sacct's text in the module's layout: no number)
     out = capsys.readouterr().out
     assert "consolidated_benchmark/job_audit.json" in out and "DEFECT" not in out
+
+
+def _moved(node: Any) -> Any:
+    """Every float under ``node`` moved by 1e-3 (relative and absolute)."""
+    if isinstance(node, dict):
+        return {k: _moved(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_moved(v) for v in node]
+    return node * 1.001 + 1e-3 if isinstance(node, float) else node
+
+
+def test_two_bundles_of_over_a_thousand_cells_whose_every_number_moved_list_the_moves(
+    synthetic: Path, tmp_path: Path
+) -> None:
+    """Issue 44 (round 4 left): two 1,000-cell bundles whose every number moved were refused
+    as too many numbers (exit 2 after a second: 100,000 at most; these fixture cells hold 94
+    numbers each, so 1,200 of them) and, with
+    that bound lifted, took minutes (each study-level number and each cause walked every
+    cell). Now: exit 1 with every move listed."""
+    import copy
+
+    bundle = read_bundle(synthetic)
+    cells = [
+        {**copy.deepcopy(bundle["cells"][i % len(bundle["cells"])]), "id": f"c{i:04d}"}
+        for i in range(1200)
+    ]
+    a = {**bundle, "cells": cells, "paired_bootstrap": []}
+    b = {**a, "cells": _moved(cells)}
+    moved = sum(isinstance(v, float) for _, v in numeric_leaves(cells))
+    assert sum(1 for _ in numeric_leaves(a)) > 100_000  # over the bound that refused it
+    path_a = tmp_path / "a.json.gz"
+    path_b = tmp_path / "b.json.gz"
+    path_a.write_bytes(gzip.compress(json.dumps(a).encode(), mtime=0))
+    path_b.write_bytes(gzip.compress(json.dumps(b).encode(), mtime=0))
+    assert diff(path_a, path_b, "--json", str(tmp_path / "d.json")) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, unexplained"  # nothing recorded differs: a defect
+    assert sum(n["verdict"] != "identical" for n in doc["numbers"]) == moved

@@ -96,6 +96,32 @@ def test_another_cpu_dispatch_is_within_tier_b_and_names_hardware(
             assert "run:hardware" in n["causes"]
 
 
+def test_a_rerun_served_from_the_cache_records_the_same_machine(
+    inputs: Path, baseline: Path, tmp_path: Path
+) -> None:
+    """Issue 44: torch's CPU capability and CUBLAS_WORKSPACE_CONFIG were recorded only when a
+    model loaded, so a rerun served from the cache (a fresh process that never imports torch
+    to extract) recorded None and diff named a machine change between two runs on one
+    machine; and the OpenMP pools differed in count. Now both runs record the same."""
+    import shutil
+
+    again = tmp_path / "again"
+    shutil.copytree(baseline, again)  # its cache holds both cells' extractions
+    before = sorted(p.name for p in again.rglob("*.npz"))
+    _reproduce(_study(inputs, "base"), again)
+    assert sorted(p.name for p in again.rglob("*.npz")) == before  # nothing extracted anew
+    envs = [json.loads((run / "manifest.json").read_text())["environment"]
+            for run in (baseline, again)]  # fmt: skip
+    for env in envs:
+        assert env["cpu_dispatch"]["torch_cpu_capability"] is not None
+        assert env["determinism_variables"]["CUBLAS_WORKSPACE_CONFIG"] is not None
+    assert envs[0]["cpu_dispatch"] == envs[1]["cpu_dispatch"]
+    doc = _diff(baseline, again, tmp_path, 0)
+    assert doc["verdict"] == "identical"
+    kinds = {c["kind"] for c in doc["causes"]}
+    assert not kinds & {"hardware", "software", "threads"}, doc["causes"]
+
+
 def test_a_rerun_with_another_thread_count_is_identical_and_names_threads(
     inputs: Path, baseline: Path, tmp_path: Path
 ) -> None:
@@ -154,9 +180,10 @@ def test_a_zero_shot_run_is_flattened_with_its_dumps_and_a_tampered_number_is_a_
     import shutil
 
     from audiorepro.checks.diff_load import load_run
+    from audiorepro.runner.kinds import diff_kinds
 
     _, out = tiny_study
-    run = load_run(out)
+    run = load_run(out, diff_kinds())
     bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
     cells = [c["id"] for c in bundle["cells"]]
     assert set(run.dumps) == set(cells)
@@ -181,3 +208,34 @@ def test_a_zero_shot_run_is_flattened_with_its_dumps_and_a_tampered_number_is_a_
     doc = _diff(out, tmp_path / "b", tmp_path, 1)
     assert doc["verdict"] == "changed, unexplained"
     assert doc["numbers"][0]["path"] == accuracy and doc["numbers"][0]["causes"] == []
+
+
+def test_a_zero_shot_run_with_another_prompt_template_names_preprocessing(
+    tiny_study: tuple[Path, Path],  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """Issue 43 item 5: the second zero-shot run prompts with another template: every moved
+    number is a cell's metric (or a row of it), caused by that cell's preprocessing (the
+    template is recorded there); the clip counts stay identical, and no weights, encoder
+    code or inputs are named."""
+    import shutil
+
+    study, out = tiny_study
+    shutil.copytree(study.parent, tmp_path / "study")
+    path = tmp_path / "study" / study.name
+    text = path.read_text()
+    path.write_text(text.replace("This is a sound of {class}", "A recording of {class}"))
+    _reproduce(path, tmp_path / "b")
+    doc = _diff(out, tmp_path / "b", tmp_path, 1)
+    assert doc["verdict"] == "changed, explained"
+    moved = [n for n in doc["numbers"] if n["verdict"] != "identical"]
+    assert moved and any("/metrics/" in n["path"] for n in moved)
+    assert not any(n["path"].endswith("/n_clips") for n in moved)
+    named = {c for n in moved for c in n["causes"]}
+    cells = {k for k in named if not k.startswith("run:")}
+    assert cells and {k.rpartition(":")[2] for k in cells} == {"preprocessing"}, named
+    # the two runs' machine records (this process and a subprocess) may differ too: they
+    # can move these tier-b numbers, and only they are named besides the template
+    assert {k.rpartition(":")[2] for k in named - cells} <= {"software", "hardware", "threads"}
+    cause = next(c for c in doc["causes"] if c["kind"] == "preprocessing")
+    assert "A recording of {class}" in cause["b"] and "This is a sound" in cause["a"]

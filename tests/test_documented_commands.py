@@ -31,10 +31,11 @@ RUN_BY: dict[tuple[str, str, int], str] = {
     # The first line in a fresh clone and virtualenv; the second is .ci/run's (checked there).
     ("README.md", "audiorepro", 0):
         "tests/test_readme.py::test_first_readme_command_in_a_fresh_virtualenv",
-    # The quick loop, on the unpinned install the first line made (its comment says why it
-    # needs the network: the install).
+    # The quick-loop line, on the unpinned install the first line made (its comment says why
+    # it needs the network: the install); its pytest runs the environment and lock modules.
     ("README.md", "For developers", 0):
-        "tests/test_readme.py::test_the_readme_quick_loop_passes_on_its_unpinned_install",
+        "tests/test_readme.py::"
+        "test_the_readme_quick_loop_line_installs_and_passes_the_environment_and_lock_tests",
     ("README.md", "For auditors: check a published number", 0):
         "tests/test_documented_commands.py::test_the_readme_auditor_lines_as_written",
     ("README.md", "Your own model or dump", 0):
@@ -63,6 +64,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hear.md", "A results table across encoders: `audiorepro hear-table`", 0):
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
+    ("docs/metrics.md", "Speaker verification: EER, minDCF, Cllr under each toolkit's definition",
+     0): "tests/test_speech_study.py::test_the_documented_definitions_run_as_written",
     ("docs/hpc.md", "Reproduce on HPC", 1):
         "tests/test_hpc_readme.py::test_the_readme_hpc_lines_as_written",
 }  # fmt: skip

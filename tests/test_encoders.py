@@ -187,17 +187,44 @@ def test_an_audio_only_encoder_is_refused_text_work_in_one_line(
     assert "has no text tower" in _one_line(capsys.readouterr().err)
 
 
+def _direct_ranks(queries: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The rank of each query's own item (query i matches item i) by the dot product of the
+    stored vectors (docs/retrieval.md), ties counted against it (pessimistic)."""
+    scores = queries.astype(np.float64) @ items.astype(np.float64).T
+    return np.asarray((scores >= np.diag(scores)[:, None]).sum(axis=1))  # the own item counts 1
+
+
 def test_evaluate_takes_a_python_encoder_with_a_text_tower(
-    encoders: Encoders, clips: Path, tmp_path: Path
+    encoders: Encoders, clips: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The verdict (PASSED: exit 0, the harness equal to the independent twin) and R@1, mean
+    rank and mAP@10 of both directions, each equal to a computation from the module's own
+    calls."""
+    import gzip
+
     data = tmp_path / "data" / "mine"
     data.mkdir(parents=True)
     shutil.copytree(clips, data / "audio", ignore=shutil.ignore_patterns("*.csv"))
     shutil.copy(clips / "captions.csv", data / "captions.csv")
     out = tmp_path / "eval"
     argv = ["evaluate", encoders.file_spec, "mine", "--data", str(tmp_path / "data")]
-    assert main([*argv, "--out", str(out)]) in (0, 1)  # 1: a check failed, numbers written
-    assert (out / "bundle.json.gz").is_file()
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 0
+    assert ": PASSED; report " in capsys.readouterr().out
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    assert bundle["status"]["passed"] is True
+    assert bundle["verification"]["metric_parity"]["cells"][0]["passed"] is True
+    direct = runpy.run_path(str(encoders.file_path))["make"]()
+    audio, text = direct.embed_audio(_decoded(clips)), direct.embed_text(list(CAPTIONS))
+    metrics = bundle["cells"][0]["metrics"]
+    for direction, ranks in (("t2a", _direct_ranks(text, audio)),
+                             ("a2t", _direct_ranks(audio, text))):  # fmt: skip
+        got = metrics[direction]
+        assert got["r@1"] == float(np.mean(ranks == 1)), direction
+        assert got["mean_rank"] == pytest.approx(float(np.mean(ranks)), abs=1e-12)
+        reciprocal = np.where(ranks <= 10, 1.0 / ranks, 0.0)  # one relevant item per query
+        assert got["map@10"] == pytest.approx(float(np.mean(reciprocal)), abs=1e-12)
+    assert 0 < metrics["t2a"]["r@1"] < 1  # the clips are told apart, not all alike
     assert main(["verify", str(out)]) == 0
 
 
@@ -324,17 +351,41 @@ def test_a_bad_spec_is_one_line_and_exit_2(
     assert not out.exists()
 
 
+#: Run in a fresh process: the module table before and after resolving each spec.
+RESOLVE_IN_A_FRESH_PROCESS = """
+import json, sys
+from audiorepro.models.registry import resolve_spec
+before = set(sys.modules)
+parsed = [resolve_spec(spec, {}) for spec in sys.argv[1:]]
+print(json.dumps({"parsed": [[p.format, p.location] for p in parsed],
+                  "imported": sorted(set(sys.modules) - before), "before": sorted(before)}))
+"""
+
+
 def test_specs_are_checked_without_running_the_users_code(
     encoders: Encoders, tmp_path: Path
 ) -> None:
+    """A ``py:`` module, a ``hear:`` module and a plugin resolved in a fresh process (no
+    earlier test imported anything there): none of the user's modules is in the module table
+    after resolving, and none was before."""
+    import os
+    import subprocess
+
     from audiorepro.models.registry import resolve_spec
 
-    for spec in (encoders.module_spec, encoders.hear_spec, encoders.plugin_spec):
-        parsed = resolve_spec(spec, {})
-        module = parsed.location
-        assert parsed.format in ("py", "hear")
-        if module not in sys.modules:  # not imported by an earlier test
-            assert module not in sys.modules
+    specs = [encoders.module_spec, encoders.hear_spec, encoders.plugin_spec]
+    user = ["seedenc_m", "hearseed_m", "seedplug_m"]
+    path = [str(encoders.root / "mods"), str(encoders.root / "plugin")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", RESOLVE_IN_A_FRESH_PROCESS, *specs],
+        env=env, capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    table = json.loads(done.stdout)
+    assert table["parsed"] == [["py", "seedenc_m"], ["hear", "hearseed_m"], ["py", "seedplug_m"]]
+    assert "audiorepro.models.registry" in table["before"]  # the table is the process's own
+    for module in user:
+        assert module not in table["before"] and module not in table["imported"], module
     noisy = tmp_path / "noisy.py"
     noisy.write_text("raise SystemExit('imported!')\n")
     assert resolve_spec(f"py:{noisy}:make", {}).location == str(noisy.resolve())

@@ -163,13 +163,17 @@ def test_an_output_folder_that_is_no_folder_is_refused(
 
 _QRELS = "1 0 a {a}\n1 0 b 2\n1 0 c 0\n"
 _RUN = "1 Q0 a 1 {a} r\n1 Q0 b 2 0.5 r\n1 Q0 c 3 0.25 r\n"
-#: A hostile field, and the ASCII text trec_eval's atol/atof read it as: Python's int() and
-#: float() read ``1_0`` as 10 and an Arabic-Indic or fullwidth digit as that digit.
-TREC_NUMBERS: dict[str, tuple[str, str, str]] = {
+#: A hostile field, and what audiorepro documents for it (CHANGELOG.md: "Numbers are read as
+#: trec_eval reads them, C's atol and atof on ASCII: the leading number, 0 when there is none";
+#: a level beyond ``formats.trec.MAX_LEVEL`` is refused naming line and field): the ASCII text
+#: trec_eval's atol/atof read it as, or None where it is refused. Python's int() and float()
+#: read ``1_0`` as 10 and an Arabic-Indic or fullwidth digit as that digit; 400 digits raised
+#: OverflowError (trec_eval's strtol reads LONG_MAX, a level audiorepro refuses).
+TREC_NUMBERS: dict[str, tuple[str, str, str | None]] = {
     "qrels-underscore-level": ("qrels", "1_0", "1"),
     "qrels-arabic-indic-level": ("qrels", "\u0661", "0"),
     "qrels-fullwidth-level": ("qrels", "\uff11", "0"),
-    "qrels-400-digit-level": ("qrels", "1" * 400, "9223372036854775807"),  # strtol: LONG_MAX
+    "qrels-400-digit-level": ("qrels", "1" * 400, None),
     "run-underscore-score": ("run", "0_9", "0"),
     "run-arabic-indic-score": ("run", "\u0660.\u0669", "0"),
     "run-fullwidth-score": ("run", "\uff10.9", "0"),
@@ -189,18 +193,24 @@ def _trec(tmp: Path, which: str, value: str, capsys: pytest.CaptureFixture[str])
 def test_a_trec_number_is_read_as_trec_eval_reads_it_or_refused(
     tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Either the values trec_eval gives (the field read by atol/atof: the same output as the
-    ASCII text it reads) or one line naming the file, the line and the field; never another
-    number (``1_0`` was 10, exit 0) or a traceback (400 digits: OverflowError)."""
+    """Each input gets its documented outcome, not either one: the values trec_eval gives
+    (the field read by atol/atof: the same output as the ASCII text it reads, and not the
+    output of the number Python would read) or, for the 400-digit level, one line naming the
+    file, the line and the field, exit 2; never another number (``1_0`` was 10, exit 0) or a
+    traceback (400 digits: OverflowError)."""
     which, value, as_read = TREC_NUMBERS[case]
     code, text = _trec(tmp_path, which, value, capsys)
-    if code == 2:
+    if as_read is None:
+        assert code == 2, text
         field = "rel" if which == "qrels" else "score"
         _one_line(text, f"{which}.txt", "line 1", f"'{field}'")
         return
     assert code == 0, text
     _, expected = _trec(tmp_path, which, as_read, capsys)
     assert text == expected, f"{value!r} was not read as trec_eval reads it ({as_read!r})"
+    python_reads = str(float(value) if which == "run" else int(value))
+    if python_reads != as_read:
+        assert text != _trec(tmp_path, which, python_reads, capsys)[1], "read as Python reads it"
 
 
 def test_ascii_trec_numbers_read_as_before(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,11 @@ def _sha(path: Path) -> str:
 
 def make_study(folder: Path, published: str = "") -> tuple[Path, Any, Any, Any]:
     """A dump of generated embeddings (9 classes, 5 folds of unequal size) and a study of
-    two cells: leave one fold out with C = 1, a declared split with a grid of C."""
+    two cells: leave one fold out with C = 1, a declared split with a grid of C. The seed is
+    one where scikit-learn's grid search chooses C = 0.1 on the training folds (1-3) and
+    C = 0.01 on every fold, so that a C chosen with the test folds is seen."""
     folder.mkdir(parents=True, exist_ok=True)
-    x, y = blobs(seed=977, n=270, k=9, d=20, noise=2.0)
+    x, y = blobs(seed=989, n=270, k=9, d=20, noise=2.0)
     folds = np.random.default_rng(31).integers(1, 6, len(y))
     ids = [f"{i:03d}.wav" for i in range(len(y))]
     write_dump(folder / "emb.npz", x, ids)
@@ -94,16 +97,37 @@ def test_every_fold_is_scikit_learns_and_the_files_are_prediction_files(run: Any
     assert cell["pooled"]["accuracy_ci_fold_bootstrap"] is not None
 
 
+def _grid_search_c(x: Any, y: Any, grid: list[float]) -> float:
+    """scikit-learn's own choice of C, independent of the package's: ``GridSearchCV`` over a
+    ``StandardScaler`` + ``LogisticRegression`` pipeline (the scaler fitted on each inner
+    training part), 5 unshuffled stratified folds, accuracy; of equal mean scores it takes the
+    first C of the grid, here sorted, so the smallest (docs/linear-probe.md)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(
+        StandardScaler(), LogisticRegression(solver="lbfgs", max_iter=1000, tol=1e-6)
+    )
+    search = GridSearchCV(
+        model, {"logisticregression__C": sorted(grid)}, scoring="accuracy",
+        cv=StratifiedKFold(n_splits=5, shuffle=False), refit=False,
+    )  # fmt: skip
+    search.fit(np.asarray(x, np.float64), y)
+    return float(search.best_params_["logisticregression__C"])
+
+
 def test_the_declared_split_chooses_c_on_the_training_folds_only(run: Any) -> None:
     _, out, x, y, folds = run
     cell = _bundle(out)["cells"][1]
     assert cell["probe"]["grid"] == [0.01, 0.1, 1.0]
     (fold,) = cell["folds"]
     tr, te = np.isin(folds, [1, 2, 3]), np.isin(folds, [4, 5])
-    from audiorepro.metrics.linear_probe import choose_c, standardize
-
-    (z,) = standardize(x[tr])
-    assert fold["C"] == choose_c(z, y[tr], [0.01, 0.1, 1.0])
+    on_training_folds = _grid_search_c(x[tr], y[tr], [0.01, 0.1, 1.0])
+    # The data separate the two rules: with the test folds, scikit-learn chooses another C.
+    assert (on_training_folds, _grid_search_c(x, y, [0.01, 0.1, 1.0])) == (0.1, 0.01)
+    assert fold["C"] == on_training_folds
     pred = sklearn_linear_v1(x[tr], y[tr], x[te], c=fold["C"])
     assert fold["accuracy"] == float(np.mean(pred == y[te]))
 
@@ -321,3 +345,31 @@ def test_the_bundle_is_what_its_typed_records_declare(run: Any) -> None:
     )
     bundle = _bundle(run[1])
     jsonschema.validate(bundle, {"$defs": schema["$defs"], "$ref": "#/$defs/LinearProbeBundle"})
+
+
+def test_diff_of_two_runs_names_the_changed_probe_definition(
+    run: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 item 5: the second run's split cell searches another grid of C: diff gives
+    every moved number of that cell with its cause, the cell's probe definition, and
+    nothing of the other cell; its counts of clips and fold sizes (which no C moves) stay
+    identical, and no bound is derived from the dump as if it were a retrieval dump."""
+    study, out, *_ = run
+    folder = tmp_path / "study"
+    shutil.copytree(study.parent, folder)
+    text = (folder / "study.toml").read_text()
+    (folder / "study.toml").write_text(text.replace("C_grid = [0.01, 1.0, 0.1]", "C_grid = [1e-4]"))
+    assert main(["reproduce", str(folder / "study.toml"), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(out), str(tmp_path / "b"), "--json", str(tmp_path / "d.json")]) == 1
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert doc["verdict"] == "changed, explained"
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    assert moved and all(n["cell"] == "gen/split" for n in moved.values()), set(moved)
+    assert any(p.endswith("/accuracy") for p in moved)
+    assert {c for n in moved.values() for c in n["causes"]} == {"gen/split:definitions"}
+    assert not any(p.rpartition("/")[2] in ("n_clips", "n_train", "n_test") for p in moved)
+    assert {c["cell"]: c["verdict"] for c in doc["cells"]}["gen/lofo"] == "identical"
+    (cause,) = [c for c in doc["causes"] if c["numbers"]]
+    assert cause["kind"] == "definitions" and "0.0001" in cause["b"]
+    assert "DEFECT" not in capsys.readouterr().out

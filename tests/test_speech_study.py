@@ -42,6 +42,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.audio_dump import load_audio_dump
 from audiorepro.reference import verification as reference
 from audiorepro.runner import cache as extraction_cache
+from audiorepro.runner.kinds import input_name
 from tests.conftest import ROOT, outputs
 from tests.test_number_view import _view
 
@@ -198,7 +199,7 @@ def test_a_dump_cell_gives_the_eer_of_the_extracted_one(
     [cell] = _bundle(out)["cells"]
     assert cell["eer"] == _bundle(first_run)["cells"][0]["eer"] and cell["dump"] == dump.name
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["inputs"][dump.name] == sha256_file(dump)
+    assert manifest["inputs"][input_name(dump, given)] == sha256_file(dump)
     bad = _trials(tmp_path / "t", ["spk1_01.wav,spk1_02.wav,1", "spk1_01.wav,other.wav,0"])
     capsys.readouterr()
     assert main(["reproduce", str(study(tmp_path / "b", bad)), "--out", str(tmp_path / "o")]) == 2
@@ -278,16 +279,16 @@ def test_a_rerun_against_the_first_is_identical(first_run: Path, tmp_path: Path)
     assert main([*argv, str(first_run)]) == 0
 
 
-@pytest.mark.slow
-def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
-    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
-    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+def _run_documented(
+    page: str, heading: str, commands: list[str], tmp_path: Path
+) -> tuple[Path, list[str]]:
+    """The bash block under ``heading`` of ``page`` (its commands are ``commands``), run line by
+    line in a checkout-like folder (the repository's studies and fixtures), each exit 0."""
     from tests.test_documented_commands import _run, blocks
 
-    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
-    [block] = [b for b in blocks(str(page)) if b.heading == DOCUMENTED and b.lang == "bash"]
+    [block] = [b for b in blocks(page) if b.heading == heading and b.lang == "bash"]
     lines = block.commands()
-    assert [line.split()[1] for line in lines] == ["reproduce", "verify"]
+    assert [line.split()[1] for line in lines] == commands
     work = tmp_path / "checkout"
     work.mkdir()
     for name in ("studies", "fixtures"):
@@ -295,6 +296,15 @@ def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
     for line in lines:
         result = _run(line, work)
         assert result.returncode == 0, (line, result.stdout[-2000:], result.stderr[-2000:])
+    return work, lines
+
+
+@pytest.mark.slow
+def test_the_documented_speech_study_runs_as_written(tmp_path: Path) -> None:
+    """docs/models.md's lines, from a checkout (the study and the fixture speech are the
+    repository's): the run passes, ``verify OUT`` passes, the report prints the EER."""
+    page = (ROOT / "docs" / "models.md").relative_to(ROOT)
+    work, lines = _run_documented(str(page), DOCUMENTED, ["reproduce", "verify"], tmp_path)
     out = work / lines[0].split("--out ")[1].split()[0]
     eer = _bundle(out)["cells"][0]["eer"]
     assert f"EER {eer:.4f}" in (out / "report.html").read_text()
@@ -383,3 +393,110 @@ def test_identity_of_the_shipped_weights_and_a_perturbed_copy(tmp_path: Path) ->
     assert report["verdict"] == "different checkpoints"
     assert report["weights"]["compared_by"] == "tensors"
     assert [d["tensor"] for d in report["weights"]["differing"]] == ["model_state.linear.bias"]
+
+
+def _diff_json(a: Path, b: Path, out: Path, code: int) -> dict[str, Any]:
+    assert main(["diff", str(a), str(b), "--json", str(out)]) == code
+    return dict(json.loads(out.read_text()))
+
+
+@pytest.mark.slow
+def test_diff_of_two_runs_names_the_changed_trial_list(
+    first_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 43 item 5: two speaker-verification runs whose EER moved (the second on every
+    other trial of the list): diff reads their audio-only dumps as the kind declares them
+    (once exit 2, "key 'text_embeds': is missing"), names the cell's inputs (the trial
+    list) for the EER and the trial counts, and nothing the trial list cannot move: the
+    clip count and dimension stay identical, no weights or encoder code are named."""
+    rows = (SPEECH / "trials.csv").read_text().splitlines()[1:]
+    trials = _trials(tmp_path / "half", rows[::2])
+    study = _study(tmp_path / "half", trials=trials)
+    assert main(["reproduce", str(_study(tmp_path / "full")), "--out", str(tmp_path / "a")]) == 0
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    doc = _diff_json(tmp_path / "a", tmp_path / "b", tmp_path / "d.json", 1)
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    eer = moved["resemblyzer/speech/eer"]
+    assert eer["a"] == _bundle(tmp_path / "a")["cells"][0]["eer"] != eer["b"]
+    assert eer["causes"] == ["resemblyzer/speech:inputs"]
+    assert {"resemblyzer/speech/target_trials", "resemblyzer/speech/nontarget_trials"} <= set(moved)
+    assert "resemblyzer/speech/n_clips" not in moved and "resemblyzer/speech/n_dims" not in moved
+    named = {c for n in moved.values() for c in n["causes"]}
+    assert named == {"resemblyzer/speech:inputs"}, named
+    (inputs,) = [c for c in doc["causes"] if c["key"] == "resemblyzer/speech:inputs"]
+    assert "trials_sha256" in inputs["a"] and sha256_file(trials) in inputs["b"]
+    assert "DEFECT" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_diff_when_only_the_machine_differs_reads_no_retrieval_dump(
+    first_run: Path, tmp_path: Path
+) -> None:
+    """Issue 44: a speaker-verification EER (and its parity row) that moved while only the
+    machine's record differs: once ``diff`` derived a rank tolerance from the audio-only
+    dump as if it were a retrieval dump (exit 2, "'text_embeds' is missing"); now no bound
+    is derived for it (the kind declares none): changed, explained by the hardware."""
+    b = tmp_path / "b"
+    shutil.copytree(first_run, b)
+    bundle = _bundle(b)
+    bundle["cells"][0]["eer"] += 0.001
+    bundle["verification"]["metric_parity"]["cells"][0]["eer"] += 0.001
+    (b / "bundle.json.gz").write_bytes(gzip.compress(json.dumps(bundle).encode(), mtime=0))
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["outputs"]["bundle.json.gz"] = sha256_file(b / "bundle.json.gz")
+    manifest["environment"]["cpu"] = "another CPU"
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    doc = _diff_json(first_run, b, tmp_path / "d.json", 1)
+    assert doc["verdict"] == "changed, explained"
+    moved = [n for n in doc["numbers"] if n["verdict"] != "identical"]
+    assert {n["path"] for n in moved} == {
+        "resemblyzer/speech/eer",
+        "verification/metric_parity/cells/0/eer",
+    }
+    for n in moved:
+        assert n["causes"] == ["run:hardware"] and n["tolerance"] is None and n["tier"] == "b"
+
+
+DEFINITIONS_HEADING = "Speaker verification: EER, minDCF, Cllr under each toolkit's definition"
+
+
+@pytest.mark.slow
+def test_the_documented_definitions_run_as_written(tmp_path: Path) -> None:
+    """docs/metrics.md's lines, from a checkout: ``explain --trials`` over the speech study's
+    dump gives every definition, the page's table prints those values (8 decimals), the EER is
+    the study's (unchanged: 0.10520833), and the toolkits' own code (speechbrain, pyannote)
+    gives their values on the same scores."""
+    from audiorepro.metrics.verification import trial_scores
+    from audiorepro.metrics.verification_toolkits import DEFINITIONS
+    from tests.test_verification_definitions import _against_pyannote, _against_speechbrain
+
+    page = ROOT / "docs" / "metrics.md"
+    work, _ = _run_documented("docs/metrics.md", DEFINITIONS_HEADING, ["reproduce", "explain"],
+                              tmp_path)  # fmt: skip
+    values = json.loads((work / "speech-definitions.json").read_text())
+    assert sorted(values) == sorted(d.name for d in DEFINITIONS)
+    assert values["eer"] == _bundle(work / "reproduce-speech")["cells"][0]["eer"]
+    assert round(values["eer"], 8) == 0.10520833  # the kit's EER before issue 47, unchanged
+    section = page.read_text().split(DEFINITIONS_HEADING, 1)[1]
+    table = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip("|").split("|")] if row.startswith("| `") else []
+        if len(cells) == 2:
+            for name in cells[0].replace("`", "").split(", "):
+                table[name] = float(cells[1])
+    assert table == {name: round(v, 8) for name, v in values.items()}
+    dump = load_audio_dump(work / "reproduce-speech" / "dumps" / "resemblyzer_speech.npz")
+    with open(SPEECH / "trials.csv", newline="") as f:
+        trials = list(csv.DictReader(f))
+    at = {clip: k for k, clip in enumerate(dump.audio_ids)}
+    i = np.asarray([at[t["enrollment"]] for t in trials])
+    j = np.asarray([at[t["test"]] for t in trials])
+    scores = trial_scores(dump.audio_embeds, i, j)
+    target = np.asarray([t["target"] == "1" for t in trials])
+    # The toolkits' own code on these real scores where the test extra has them (without it,
+    # tests/test_verification_definitions.py says which is missing; this line's check stands).
+    if importlib.util.find_spec("speechbrain") is not None:
+        _against_speechbrain([(scores, target)])
+    if importlib.util.find_spec("pyannote") and importlib.util.find_spec("pyannote.metrics"):
+        _against_pyannote(scores, target)

@@ -102,7 +102,7 @@ def test_datasets_whose_names_slug_alike_are_refused_naming_both(tmp_path: Path)
 
 def test_a_dataset_name_too_long_for_a_file_name_is_refused(tmp_path: Path) -> None:
     body = VALID.replace('dataset = "d"', f'dataset = "{"x" * 300}"')
-    with pytest.raises(UserError, match="300 characters long") as info:
+    with pytest.raises(UserError, match="300 bytes long") as info:
         load_study(_study(tmp_path, body))
     assert info.value.key == "cell[0].dataset"
 

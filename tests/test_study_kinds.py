@@ -1,155 +1,81 @@
 """The study-kind interface (:mod:`audiorepro.runner.kinds`): a new kind is one module.
 
-The toy kind below is defined here, in a test module, and registered through the registry
-without touching the package; the runner then runs it like the built-in kinds: its steps,
-the tables, the three outputs and the manifest, publication, ``verify OUT`` and the typed
-view of its numbers.
+The toy kind (``tests/toy_kind.py``: its spec, computation, records, numbers and what can move
+each) is copied into a temporary folder and imported from there, which registers it, as a
+plugin's module would, without touching the package; the runner then runs it like the
+built-in kinds: its steps, the tables, the three outputs and the manifest, publication,
+``verify OUT`` and the typed view of its numbers; and ``reproduce``, ``verify OUT`` and
+``diff`` run on study files of it, ``diff`` naming the cause of each moved number from what
+the kind declares (issue 45 item 5).
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
+from audiorepro.cli import main
 from audiorepro.core.errors import UserError
-from audiorepro.render.tables import Column, Table
 from audiorepro.runner.kinds import (
-    Better,
-    BundlePart,
     Context,
-    Identities,
-    KindState,
-    NumberRecord,
-    NumberTier,
-    StudyKind,
-    cell_records,
     kind_named,
     kind_names,
     numeric_leaves,
     register_kind,
-    rest_records,
     unregister_kind,
 )
 from audiorepro.runner.study import run_studies, verify_output_dir, verify_study
 
-
-@dataclass(frozen=True)
-class CountStudy:
-    """A toy study: per cell a list of integers; its numbers are their sum and mean."""
-
-    name: str
-    title: str
-    source: Path
-    cells: dict[str, tuple[int, ...]]
-    published: dict[str, float]  #: cell -> published sum
-    kind: str = "toy-count"
+#: The toy kind's module: copied into a temporary folder and imported from there.
+TOY = Path(__file__).parent / "toy_kind.py"
 
 
-@dataclass
-class CountState(KindState):
-    study: CountStudy | None = None
-    sums: dict[str, int] = field(default_factory=dict)
-    means: dict[str, float] = field(default_factory=dict)
-    parity: dict[str, bool] = field(default_factory=dict)
-    steps: list[str] = field(default_factory=list)
-
-
-class CountKind(StudyKind[CountStudy, CountState]):
-    name = "toy-count"
-
-    def load(self, study: CountStudy, ctx: Context) -> CountState:
-        state = CountState(study=study, steps=["load"])
-        for cell, values in study.cells.items():
-            if not values:
-                state.failures.append(f"cell {cell}: no values")
-        return state
-
-    def compute(self, state: CountState) -> None:
-        assert state.study is not None
-        state.steps.append("compute")
-        for cell, values in state.study.cells.items():
-            if values:
-                state.sums[cell] = sum(values)
-                state.means[cell] = sum(values) / len(values)
-
-    def check_parity(self, state: CountState) -> None:
-        assert state.study is not None
-        state.steps.append("parity")
-        for cell, total in state.sums.items():
-            independent = 0
-            for v in state.study.cells[cell]:  # the reference: a loop, not sum()
-                independent += v
-            state.parity[cell] = independent == total
-
-    def compare_published(self, state: CountState) -> Summary:
-        assert state.study is not None
-        state.steps.append("published")
-        rows: list[ValueRow] = []
-        for cell, value in state.study.published.items():
-            got = {"sum": float(state.sums[cell])} if cell in state.sums else {}
-            reason = None if got else "no values"
-            rows += value_rows(cell, {"sum": value}, 0.0, got, reason, "toy")
-        return summarize(rows)
-
-    def tables(self, state: CountState, golden: Summary) -> dict[str, Table]:
-        state.steps.append("tables")
-        body = tuple((c, (state.sums[c], state.means[c])) for c in state.sums)
-        return {"counts": Table("Counts", (Column("sum", True), Column("mean", True)), body)}
-
-    def bundle_part(
-        self, state: CountState, golden: Summary, tables: dict[str, Table]
-    ) -> BundlePart:
-        assert state.study is not None
-        state.steps.append("bundle")
-        verification = {"failures": state.failures, "golden": golden, "parity": state.parity}
-        cells = [
-            {"id": c, "sum": state.sums[c], "mean": state.means[c], "values": list(v)}
-            for c, v in state.study.cells.items()
-            if c in state.sums
-        ]
-        bundle = {"schema": "toy/1", "cells": cells, "verification": verification}
-        return BundlePart(verification, "<html>toy</html>\n", bundle)
-
-    def verify(self, study: CountStudy, cache: Path) -> Summary:
-        state = self.load(study, Context(cache, cache))
-        self.compute(state)
-        return self.compare_published(state)
-
-    def numbers(self, bundle: Mapping[str, Any]) -> Iterator[NumberRecord]:
-        def classify(
-            cell: Mapping[str, Any], below: tuple[str | int, ...]
-        ) -> tuple[Better, NumberTier]:
-            return ("higher", "a") if below[0] in ("sum", "mean") else (None, None)
-
-        def identities(cell: Mapping[str, Any]) -> Identities:
-            return Identities(settings=(f"n={len(cell['values'])}",))
-
-        yield from cell_records(bundle, "cells", classify=classify, identities=identities)
-        yield from rest_records(bundle, ("cells",), lambda below: (None, None))
+def _import_toy(folder: Path) -> ModuleType:
+    """The toy kind's module imported from ``folder`` (as a plugin's would be): importing
+    it registers the kind."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TOY, folder / "toy_count_kind.py")
+    spec = importlib.util.spec_from_file_location("toy_count_kind", folder / "toy_count_kind.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["toy_count_kind"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture
-def toy_kind() -> Iterator[CountKind]:
-    register_kind(CountKind)
+def toy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    module = _import_toy(tmp_path_factory.mktemp("plugin"))
     try:
-        kind = kind_named("toy-count")
-        assert isinstance(kind, CountKind)
-        yield kind
+        yield module
     finally:
         unregister_kind("toy-count")
+        sys.modules.pop("toy_count_kind", None)
 
 
-def _study(tmp_path: Path, published: float = 6.0) -> CountStudy:
+@pytest.fixture
+def toy_kind(toy: ModuleType) -> Any:
+    kind = kind_named("toy-count")
+    assert isinstance(kind, toy.CountKind)
+    return kind
+
+
+def _study(tmp_path: Path, published: float = 6.0) -> Any:
+    toy = sys.modules["toy_count_kind"]
     source = tmp_path / "toy.toml"
     source.write_text('kind = "toy-count"\n')
-    return CountStudy("toy", "A toy study", source, {"a": (1, 2, 3), "b": (4, 5)}, {"a": published})
+    return toy.CountStudy(
+        "toy", "A toy study", source, {"a": (1, 2, 3), "b": (4, 5)}, {"a": published}
+    )
 
 
 def test_the_builtin_kinds_are_registered() -> None:
@@ -163,16 +89,16 @@ def test_an_unknown_kind_names_the_available_ones() -> None:
         kind_named("nope")
 
 
-def test_a_second_kind_of_one_name_is_refused(toy_kind: CountKind) -> None:
-    class Other(CountKind):
+def test_a_second_kind_of_one_name_is_refused(toy: ModuleType) -> None:
+    class Other(toy.CountKind):  # type: ignore[name-defined,misc]
         pass
 
     with pytest.raises(ValueError, match="already registered"):
         register_kind(Other)
-    assert isinstance(kind_named("toy-count"), CountKind)
+    assert isinstance(kind_named("toy-count"), toy.CountKind)
 
 
-def test_a_toy_kind_runs_through_the_runner(toy_kind: CountKind, tmp_path: Path) -> None:
+def test_a_toy_kind_runs_through_the_runner(toy_kind: Any, tmp_path: Path) -> None:
     out = tmp_path / "out"
     [(_, folder, outcome)] = run_studies([(_study(tmp_path), ".")], out, progress=False)
     assert folder == out and outcome == {"passed": True, "failures": []}
@@ -196,19 +122,19 @@ def test_a_toy_kind_runs_through_the_runner(toy_kind: CountKind, tmp_path: Path)
     assert by_path["cells/b/mean"].identities.settings == ("n=2",)
 
 
-def test_a_toy_kind_runs_its_steps_in_order(toy_kind: CountKind, tmp_path: Path) -> None:
+def test_a_toy_kind_runs_its_steps_in_order(toy_kind: Any, tmp_path: Path) -> None:
     from audiorepro.runner.kinds import run_kind
 
     calls: list[str] = []
     real_load = toy_kind.load
 
-    def load(study: CountStudy, ctx: Context) -> CountState:
+    def load(study: Any, ctx: Context) -> Any:
         state = real_load(study, ctx)
         calls.append("seen")
         state.steps = calls
         return state
 
-    toy_kind.load = load  # type: ignore[method-assign]
+    toy_kind.load = load
     (tmp_path / "o").mkdir()
     outcome = run_kind(toy_kind, _study(tmp_path, published=7.0), Context(tmp_path / "o", tmp_path))
     assert calls == ["seen", "compute", "parity", "published", "tables", "bundle"]
@@ -216,5 +142,83 @@ def test_a_toy_kind_runs_its_steps_in_order(toy_kind: CountKind, tmp_path: Path)
     assert outcome["failures"] == ["published a sum: FAIL"]
 
 
-def test_verify_study_of_a_toy_kind(toy_kind: CountKind, tmp_path: Path) -> None:
-    assert verify_study(_study(tmp_path), tmp_path)["counts"]["PASS"] == 1  # type: ignore[arg-type]
+def test_verify_study_of_a_toy_kind(toy_kind: Any, tmp_path: Path) -> None:
+    assert verify_study(_study(tmp_path), tmp_path)["counts"]["PASS"] == 1
+
+
+def _toy_file(folder: Path, b: str = "[4, 5]", offset: int = 0) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "toy.toml"
+    path.write_text(
+        'schema = "audiorepro.study/1"\nkind = "toy-count"\nname = "toy"\n'
+        f"offset = {offset}\n"
+        '[[cell]]\nid = "a"\nvalues = [1, 2, 3]\n'
+        f'[[cell]]\nid = "b"\nvalues = {b}\n'
+        '[[published]]\ncell = "a"\nsum = ' + f"{6.0 + 3 * offset}\n"
+    )
+    return path
+
+
+def _diff(a: Path, b: Path, json_out: Path, code: int) -> dict[str, Any]:
+    assert main(["diff", str(a), str(b), "--json", str(json_out)]) == code
+    return dict(json.loads(json_out.read_text()))
+
+
+def test_reproduce_verify_and_diff_a_toy_kind_from_its_study_file(
+    toy: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The toy kind's study files through the CLI: ``reproduce`` (its own spec parses the
+    file), ``verify OUT``, and ``diff`` of two runs where one cell's values changed (that
+    cell's numbers move, caused by its inputs; its count of values moved by nothing else)
+    and of two runs where the study's offset changed (every sum and mean moves, caused by the
+    run's study record; no count moves)."""
+    runs = tmp_path / "runs"
+    base = _toy_file(tmp_path / "base")
+    assert main(["reproduce", str(base), "--out", str(runs / "base")]) == 0
+    assert main(["verify", str(runs / "base")]) == 0
+    assert "PASS" in capsys.readouterr().out
+    assert main(["verify", str(base)]) == 0  # verify STUDY: the kind recomputes the sum
+    assert "PASS" in capsys.readouterr().out
+    # a rerun: identical, nothing named
+    assert main(["reproduce", str(base), "--out", str(runs / "again")]) == 0
+    doc = _diff(runs / "base", runs / "again", tmp_path / "same.json", 0)
+    assert doc["verdict"] == "identical" and [c for c in doc["causes"] if c["numbers"]] == []
+    assert doc["kind"] == "toy/1" and {n["path"] for n in doc["numbers"]} >= {"a/sum", "b/n"}
+    # one cell's values changed: its sum, mean, count and values move, caused by its inputs
+    other = _toy_file(tmp_path / "other", b="[4, 5, 9]")
+    assert main(["reproduce", str(other), "--out", str(runs / "other")]) == 0
+    assert main(["verify", str(runs / "other")]) == 0
+    capsys.readouterr()
+    doc = _diff(runs / "base", runs / "other", tmp_path / "cell.json", 1)
+    assert doc["verdict"] == "changed, explained"
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    assert set(moved) == {"b/sum", "b/mean", "b/n", "b/values/2"}  # the new value too
+    assert moved["b/sum"]["a"] == 9 and moved["b/sum"]["b"] == 18
+    assert {c for n in moved.values() for c in n["causes"]} == {"b:inputs"}
+    named = {c["key"]: c["numbers"] for c in doc["causes"]}
+    assert sorted(named["b:inputs"]) == ["b/mean", "b/n", "b/sum", "b/values/2"]
+    assert {c["cell"]: c["verdict"] for c in doc["cells"]}["a"] == "identical"
+    out = capsys.readouterr().out
+    assert "inputs        b: " in out and "DEFECT" not in out
+    # the study's offset changed: every sum and mean moves, caused by the run's study
+    # record; the counts do not move, and the offset is not named for them
+    shifted = _toy_file(tmp_path / "shifted", offset=1)
+    assert main(["reproduce", str(shifted), "--out", str(runs / "shifted")]) == 0
+    doc = _diff(runs / "base", runs / "shifted", tmp_path / "offset.json", 1)
+    moved = {n["path"]: n for n in doc["numbers"] if n["verdict"] != "identical"}
+    assert {"a/sum", "a/mean", "b/sum", "b/mean"} <= set(moved)
+    assert not any(p.endswith("/n") or "/values/" in p for p in moved)
+    assert all(n["causes"] == ["run:study"] for n in moved.values())
+    (study,) = [c for c in doc["causes"] if c["key"] == "run:study"]
+    assert '"offset": 0' in study["a"] and '"offset": 1' in study["b"]
+
+
+def test_a_study_file_of_an_unregistered_kind_names_the_registered_ones(
+    toy: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _toy_file(tmp_path / "s")
+    unregister_kind("toy-count")
+    assert main(["reproduce", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "is 'toy-count'; expected one of retrieval, probe" in err
+    assert not (tmp_path / "o").exists()

@@ -166,3 +166,66 @@ def test_manifest_records_the_dispatch_in_force(monkeypatch: pytest.MonkeyPatch)
         or record["numpy_cpu_features"] == []
         or ("ASIMD" in record["numpy_cpu_features"])
     )
+
+
+def _scale(emb: dict[str, Any]) -> Any:
+    from audiorepro.checks.tiers import EmbeddingScale
+
+    return EmbeddingScale(emb["audio_max_norm"], emb["text_max_norm"], emb["similarity_matrix_std"])
+
+
+@given(
+    st.integers(2, 6),
+    st.integers(2, 9),
+    st.integers(4, 48),
+    st.sampled_from([1e-6, 1e-4, 1e-2]),
+    st.sampled_from([1e-6, 1e-3, 1.0, 30.0]),
+    st.integers(0, 2**32 - 1),
+)
+def test_identity_numbers_move_within_their_derived_tolerance(
+    clips: int, captions: int, dim: int, eps: float, size: float, seed: int
+) -> None:
+    """Issue 44: the identity check's numbers (cosines, max-abs-diffs of float32 vectors and
+    of similarity matrices, the correlation, the recorded scale) were compared with no
+    tolerance, so another CPU path moved 74 of them beyond their tier. Both sides of the
+    comparison re-extracted (each vector off by ``eps`` of its norm, the most the bound
+    allows): every number moves within :func:`comparison_tolerance` at ``e = eps``, at any
+    scale (a difference is absolute: 1e-6 may move by 1e-6)."""
+    from audiorepro.checks.tiers import comparison_tolerance
+    from audiorepro.models.identity import compare_embeddings
+
+    rng = np.random.default_rng(seed)
+    a_audio = rng.standard_normal((clips, dim)) * size
+    a_text = rng.standard_normal((captions, dim)) * size
+    # the other pipeline: the same embeddings up to its own small differences
+    b_audio = a_audio + rng.standard_normal(a_audio.shape) * size * 1e-3
+    b_text = a_text + rng.standard_normal(a_text.shape) * size * 1e-3
+    before = compare_embeddings(a_audio, a_text, b_audio, b_text)
+    moved = [_perturb(x, eps, rng) for x in (a_audio, a_text, b_audio, b_text)]
+    after = compare_embeddings(*moved)
+    for name, value in before.items():
+        if isinstance(value, bool) or not isinstance(value, float | list):
+            continue
+        old = np.atleast_1d(np.asarray(value, dtype=float))
+        new = np.atleast_1d(np.asarray(after[name], dtype=float))
+        # the scale each run recorded: the tolerance is the larger of the two
+        tols = [comparison_tolerance(name, _scale(r), e=eps) for r in (before, after)]
+        assert all(t is not None for t in tols), name
+        tol = max(t for t in tols if t is not None)
+        assert np.all(np.abs(new - old) <= tol), (name, np.abs(new - old).max(), tol)
+
+
+def test_a_drift_beyond_an_identity_numbers_tolerance_is_not_within_it() -> None:
+    """The derived tolerances are not vacuous: at the demo's scale (unit vectors), a
+    similarity max-abs-diff that moved by 1e-3 is beyond its tier."""
+    from audiorepro.checks.tiers import EmbeddingScale, identity_number_tolerance
+
+    scale = {"v/checkpoint_identity/embeddings/audio_max_norm": 1.0,
+             "v/checkpoint_identity/embeddings/text_max_norm": 1.0,
+             "v/checkpoint_identity/embeddings/similarity_matrix_std": 0.05}  # fmt: skip
+    path = "v/checkpoint_identity/embeddings/similarity_matrix_max_abs_diff"
+    tol = identity_number_tolerance(path, scale.get)
+    assert tol is not None and 4e-4 <= tol < 1e-3
+    # not recorded (a bundle of an older version): no bound, so a move is never within tier
+    assert identity_number_tolerance(path, {}.get) is None
+    assert EmbeddingScale(1.0, 1.0, None).similarity_std is None

@@ -1,44 +1,122 @@
-"""``audiorepro trec-eval`` against trec_eval itself, built from its source with its default
-``make``, on seeded runs: whole outputs equal under every option both accept.
+"""``audiorepro trec-eval`` against trec_eval itself on seeded files: whole outputs equal under
+every option both accept, for qrels (``-m all_trec`` and measures with parameters) and for the
+three other judgement formats (``-R prefs``, ``-R qrels_prefs``, ``-R qrels_jg``).
 
-The source is not carried here (no trec_eval code is copied into audiorepro): the test builds
-it from ``$TREC_EVAL_SRC`` (a checkout of usnistgov/trec_eval at the commit named in
-``fixtures/trec/PROVENANCE.md``) when gcc and make are present, or runs ``$TREC_EVAL`` (a
-built binary); without either it is skipped.
+Two comparisons, each on the same seeded inputs (``tools/record_trec_eval.py`` writes them):
 
-The seeded files hold graded levels (-1 to 4), tied scores, documents judged but not
-retrieved and retrieved but not judged, queries without a relevant document and queries of
-the run without judgements. Every query of the qrels is retrieved, and none is judged only
-negatively: trec_eval 10 exits on the first and reuses a stale count on the second (the two
-differences audiorepro keeps, docs/retrieval.md).
+- **recorded, on every run (CI included)**: trec_eval's whole outputs, recorded once with a
+  binary built by its default ``make`` from the commit named in ``fixtures/trec/PROVENANCE.md``,
+  are committed in ``fixtures/trec/seeded/`` with the exact command and a SHA-256 of each
+  (``RECORD``; ``PROVENANCE.md`` there says how they were made). The inputs must be the bytes
+  the seeds write, and each output the bytes its hash names, before audiorepro's output is
+  compared with it.
+- **live, where ``$TREC_EVAL_SRC`` (a checkout of usnistgov/trec_eval at that commit; gcc and
+  make needed) or ``$TREC_EVAL`` (a built binary) is set**: the binary is built from that
+  source, and both its outputs on the seeded inputs and a re-recording of the whole fixture
+  folder must equal the committed ones. Without either these tests skip, saying why; CI sets
+  neither.
+
+The source is not carried here (no trec_eval code is copied into audiorepro).
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
-import random
 import shutil
 import subprocess
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from audiorepro.cli import main
+from tests.conftest import ROOT
 
-OPTIONS = [
-    ["-m", "all_trec"],
-    ["-q", "-m", "all_trec"],
-    ["-q", "-m", "all_trec", "-c"],
-    ["-q", "-m", "all_trec", "-l2"],
-    ["-q", "-m", "all_trec", "-c", "-l3", "-M5"],
-    ["-q", "-m", "all_trec", "-J"],
-    ["-q", "-m", "all_trec", "-M3", "-N", "1000", "-mutility.1,-1,0.5,0.001"],
-    ["-q", "-m", "ndcg.0=1,1=2.5,3=7", "-m", "G.2=0.5", "-m", "rbp.p=0.5,2=4", "-m", "Rndcg"],
-    ["-q", "-m", "iprec_at_recall..33,.66", "-m", "Rprec_mult.0.5,1.5", "-m", "set_F.0.25"],
-    ["-q", "-m", "relstring.30", "-m", "ndcg_rel.1=1,2=1", "-m", "dcg", "-m", "ideal_dcg"],
-    ["-m", "all_trec", "-m", "P.3,7", "-m", "ndcg_cut.2.9,4"],
-    ["-n", "-q", "-m", "set", "-m", "unj.1,2"],
-]
+SEEDED = ROOT / "fixtures" / "trec" / "seeded"
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "record_trec_eval", ROOT / "tools" / "record_trec_eval.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TOOL = _tool()
+RECORD = TOOL.read_record(SEEDED)
+
+
+def test_the_record_is_whole_and_its_inputs_are_the_seeds() -> None:
+    """Every seed and option list is recorded (12 seeds x 12 qrels option lists + 12 x 7
+    option lists of the other formats), each file its SHA256SUMS hash, each output its
+    RECORD hash, each input the bytes the seeds write."""
+    assert len(RECORD) == 12 * (12 + 7)
+    assert TOOL.check_committed(SEEDED) == []
+
+
+def test_the_tools_check_command_as_written() -> None:
+    """``python tools/record_trec_eval.py --check`` (its docstring's line, PROVENANCE.md)."""
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "tools/record_trec_eval.py", "--check"], cwd=ROOT, capture_output=True,
+        text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(": 228 recorded outputs agree\n")
+
+
+def test_a_changed_input_output_or_stray_file_is_named(tmp_path: Path) -> None:
+    copy = tmp_path / "seeded"
+    shutil.copytree(SEEDED, copy)
+    (copy / "runs-03" / "out.01").write_bytes(b"runid \tall\tother\n")
+    (copy / "prefs-05" / "prefs").write_text("p0 u0 s0 d1 1\n")
+    (copy / "runs-00" / "stray").write_text("x\n")
+    assert TOOL.check_committed(copy) == [
+        "prefs-05/prefs: SHA-256 differs from SHA256SUMS",
+        "runs-03/out.01: SHA-256 differs from SHA256SUMS",
+        "runs-00/stray: not in SHA256SUMS",
+        "prefs-05/prefs: the seeds write other bytes",
+    ]
+
+
+def _compare(folder: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """RECORD's commands of one folder through ``audiorepro trec-eval``: the same options, the
+    judgements and the run (its last two arguments) taken from that folder."""
+    for path, digest, argv in _rows(folder):
+        expected = (SEEDED / path).read_bytes()
+        assert hashlib.sha256(expected).hexdigest() == digest, path
+        *options, judged, run = argv
+        files = [str(SEEDED / folder / judged), str(SEEDED / folder / run)]
+        assert main(["trec-eval", *options, *files]) == 0, path
+        assert capsys.readouterr().out.encode() == expected, (path, argv)
+
+
+def _rows(folder: str) -> list[tuple[str, str, list[str]]]:
+    return [row for row in RECORD if row[0].startswith(folder + "/")]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_whole_outputs_equal_trec_eval_s_recorded_outputs(
+    seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = f"runs-{seed:02d}"
+    assert len(_rows(folder)) == len(TOOL.OPTIONS)
+    _compare(folder, capsys)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_preference_and_group_outputs_equal_trec_eval_s_recorded_outputs(
+    seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = f"prefs-{seed:02d}"
+    assert len(_rows(folder)) == len(TOOL.PREFS_OPTIONS)
+    _compare(folder, capsys)
 
 
 def _binary(tmp: Path) -> Path:
@@ -46,8 +124,13 @@ def _binary(tmp: Path) -> Path:
     if given:
         return Path(given)
     source = os.environ.get("TREC_EVAL_SRC")
-    if not source or shutil.which("gcc") is None or shutil.which("make") is None:
-        pytest.skip("needs $TREC_EVAL (a binary) or $TREC_EVAL_SRC with gcc and make")
+    if not source:
+        pytest.skip(
+            "the live comparison needs $TREC_EVAL (a binary) or $TREC_EVAL_SRC (its source); "
+            "the tests named *_recorded_outputs compare the recorded ones"
+        )
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("$TREC_EVAL_SRC is set but gcc or make is missing")
     build = tmp / "trec_eval_src"
     shutil.copytree(source, build, ignore=shutil.ignore_patterns(".git", "trec_eval"))
     subprocess.run(["make"], cwd=build, check=True, capture_output=True)
@@ -59,95 +142,34 @@ def trec_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _binary(tmp_path_factory.mktemp("trec_eval"))
 
 
-def _files(folder: Path, seed: int) -> tuple[Path, Path]:
-    rng = random.Random(seed)
-    qrels, run = [], []
-    for q in range(rng.randint(2, 8)):
-        qid = f"{rng.choice(['q', 'Q', 'topic-'])}{q * 7}"
-        docs = [f"d{rng.randint(0, 60)}" for _ in range(rng.randint(1, 40))]
-        docs = list(dict.fromkeys(docs))
-        judged = list(dict.fromkeys([*rng.sample(docs, k=len(docs) // 2),
-                                     *(f"x{rng.randint(0, 9)}" for _ in range(3))]))  # fmt: skip
-        levels = [rng.choice([-1, 0, 0, 0, 1, 1, 2, 3, 4]) for _ in judged]
-        if all(v < 0 for v in levels):
-            levels[0] = 0
-        qrels += [f"{qid} 0 {d} {v}" for d, v in zip(judged, levels, strict=True)]
-        run += [f"{qid} Q0 {d} {r} {rng.choice([1, 2, 2.5, 3, rng.random() * 5]):.4f} s{seed}"
-                for r, d in enumerate(docs)]  # fmt: skip
-    run.append(f"unjudged Q0 d1 1 1.0 s{seed}")
-    rng.shuffle(run)
-    (folder / "qrels").write_text("\n".join(qrels) + "\n")
-    (folder / "run").write_text("\n".join(run) + "\n")
-    return folder / "qrels", folder / "run"
+def test_trec_eval_built_from_source_records_the_committed_outputs(
+    trec_eval: Path, tmp_path: Path
+) -> None:
+    """The live binary re-records the whole folder: the same RECORD, the same bytes."""
+    TOOL.record(trec_eval, tmp_path)
+    assert (tmp_path / "RECORD").read_text() == (SEEDED / "RECORD").read_text()
+    assert (tmp_path / "SHA256SUMS").read_text() == (SEEDED / "SHA256SUMS").read_text()
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_whole_outputs_equal_trec_eval_s(
     seed: int, trec_eval: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    qrels, run = _files(tmp_path, seed)
-    for options in OPTIONS:
-        theirs = subprocess.run(
-            [str(trec_eval), *options, str(qrels), str(run)], capture_output=True, check=True
-        ).stdout.decode()
-        assert main(["trec-eval", *options, str(qrels), str(run)]) == 0
-        assert capsys.readouterr().out == theirs, options
-
-
-def _prefs_files(folder: Path, seed: int) -> tuple[Path, Path, Path]:
-    """A run, preference judgements (1-3 judgement groups of 1-3 sub-groups per query, each
-    group's levels drawn once so that trec_eval's consistency checks hold, level 0 frequent)
-    and the same documents as judgement groups (``qid jg docno level``)."""
-    rng = random.Random(1000 + seed)
-    prefs, groups, run = [], [], []
-    for q in range(rng.randint(2, 6)):
-        qid = f"p{q * 3}"
-        docs = list(dict.fromkeys(f"d{rng.randint(0, 30)}" for _ in range(rng.randint(1, 20))))
-        pool = [*docs, *(f"x{i}" for i in range(4))]
-        run += [f"{qid} Q0 {d} {r} {rng.choice([1, 2, 2.5, rng.random() * 3]):.4f} s{seed}"
-                for r, d in enumerate(docs)]  # fmt: skip
-        for g in range(rng.randint(1, 3)):
-            hidden = {d: rng.choice([0, 0, 0, 1, 2, 3.5]) for d in pool}
-            for s in range(rng.randint(1, 3)):
-                for d in rng.sample(pool, k=rng.randint(1, len(pool))):
-                    prefs.append(f"{qid} u{g} s{s} {d} {hidden[d]}")
-            judged = rng.sample(pool, k=rng.randint(1, len(pool)))
-            groups += [f"{qid} u{g} {d} {int(hidden[d]) - (d == judged[0])}" for d in judged]
-    rng.shuffle(run)
-    # As preferences, no negative level: with one, trec_eval's prefs_avgjg_Rnonrel can read
-    # past the group's lowest class (docs/retrieval.md).
-    qrels_prefs = [line.replace(" -1", " 0") for line in groups]
-    for name, lines in (("run", run), ("prefs", prefs), ("groups", groups),
-                        ("qrels_prefs", qrels_prefs)):  # fmt: skip
-        (folder / name).write_text("\n".join(lines) + "\n")
-    return folder / "prefs", folder / "groups", folder / "run"
-
-
-PREFS_OPTIONS = [
-    ["-q", "-m", "all_prefs", "-R", "prefs"],
-    ["-q", "-m", "all_prefs", "-R", "prefs", "-M4"],
-    ["-m", "prefs", "-R", "prefs", "-c"],
-    ["-q", "-m", "all_prefs", "-R", "qrels_prefs"],
-    ["-q", "-m", "qrels_jg", "-R", "qrels_jg"],
-    ["-q", "-m", "qrels_jg", "-R", "qrels_jg", "-l2", "-M5", "-mP_avgjg.1,3"],
-    ["-q", "-m", "qrels_jg", "-R", "qrels_jg", "-J", "-c"],
-]
+    TOOL.write_runs(tmp_path, seed)
+    for options in TOOL.OPTIONS:
+        argv = [*options, str(tmp_path / "qrels"), str(tmp_path / "run")]
+        theirs = subprocess.run([str(trec_eval), *argv], capture_output=True, check=True)
+        assert main(["trec-eval", *argv]) == 0
+        assert capsys.readouterr().out == theirs.stdout.decode(), options
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_preference_and_group_outputs_equal_trec_eval_s(
     seed: int, trec_eval: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    prefs, groups, run = _prefs_files(tmp_path, seed)
-    for options in PREFS_OPTIONS:
-        judged = {"prefs": prefs, "qrels_prefs": tmp_path / "qrels_prefs", "qrels_jg": groups}[
-            options[options.index("-R") + 1]
-        ]
-        if "-c" in options:  # a judged query the run lacks: trec_eval's stand-in document
-            extra = "zz u0 s0 a 1\nzz u0 s0 b 0\n" if judged == prefs else "zz u0 a 1\n"
-            judged.write_text(judged.read_text() + extra)
-        theirs = subprocess.run(
-            [str(trec_eval), *options, str(judged), str(run)], capture_output=True, check=True
-        ).stdout.decode()
-        assert main(["trec-eval", *options, str(judged), str(run)]) == 0
-        assert capsys.readouterr().out == theirs, options
+    TOOL.write_prefs(tmp_path, seed)
+    for options in TOOL.PREFS_OPTIONS:
+        argv = [*options, str(tmp_path / TOOL.judgements(options)), str(tmp_path / "run")]
+        theirs = subprocess.run([str(trec_eval), *argv], capture_output=True, check=True)
+        assert main(["trec-eval", *argv]) == 0
+        assert capsys.readouterr().out == theirs.stdout.decode(), options

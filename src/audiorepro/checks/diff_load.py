@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -19,10 +19,9 @@ from typing import Any, Final
 import numpy as np
 
 from audiorepro.checks.diff import (
-    KIND_VIEWS,
+    Kinds,
     NumberRecord,
     RunView,
-    TypedView,
     bundle_view,
     manifest_identities,
     merge_views,
@@ -32,6 +31,7 @@ from audiorepro.checks.tiers import (
     EMBEDDING_REL_TOLERANCE,
     dump_relevance_matrix,
     fragility,
+    identity_number_tolerance,
     score_bound,
     tier_b_tolerance,
 )
@@ -45,17 +45,12 @@ BUNDLE: Final = "bundle.json.gz"
 MANIFEST: Final = "manifest.json"
 #: A bundle decompresses to a few MB; more is not a bundle (and not read whole).
 MAX_BUNDLE_BYTES: Final = TEXT_MAX_BYTES
-#: A bundle holds a few thousand numbers (a probe study of 40 runs: 3543); a few KiB of gzip
-#: can hold a million, which diff's view then walked for minutes. Refused while parsing, as
+#: A bundle holds a few thousand numbers (a probe study of 40 runs: 3543), a 1,000-cell
+#: retrieval study 100,000 to 250,000 (100 to 250 a cell); a few KiB of gzip can hold
+#: millions. diff walks them in linear time (127,310 numbers: 27 s on a loaded 2-core
+#: machine), so twice the largest real study is accepted and more refused while parsing, as
 #: are an integer of more than JSON_MAX_DIGITS digits and nesting deeper than JSON_MAX_DEPTH.
-MAX_BUNDLE_NUMBERS: Final = 100_000
-_KIND_NAMES: Final = {
-    "audiorepro.bundle/1": "retrieval",
-    "audiorepro.probe-bundle/1": "probe",
-    "audiorepro.zeroshot-bundle/1": "zero-shot",
-    "audiorepro.linear-probe-bundle/1": "linear-probe",
-    "audiorepro.speaker-verification-bundle/1": "speaker-verification",
-}
+MAX_BUNDLE_NUMBERS: Final = 500_000
 EXPECTED: Final = "expected an output folder of audiorepro reproduce or its bundle.json.gz"
 
 
@@ -68,10 +63,13 @@ class LoadedRun:
     top: RunView  #: the top-level study alone: what a bundle alone is compared with
     dumps: dict[str, Path] = field(default_factory=dict)  #: cell -> dump file
     folder: bool = False
+    #: bundle schema -> its kind in a sentence (``zero-shot``), as the kinds name themselves
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
-def read_bundle(path: Path) -> dict[str, Any]:
-    """A ``bundle.json.gz`` decompressed and parsed, of a known schema, or a UserError."""
+def read_bundle(path: Path, kinds: Kinds) -> dict[str, Any]:
+    """A ``bundle.json.gz`` decompressed and parsed, of a schema that one of ``kinds``
+    writes, or a UserError."""
     if not path.is_file():
         raise UserError(f"is not a file; {EXPECTED}", source=path)
     try:
@@ -93,9 +91,9 @@ def read_bundle(path: Path) -> dict[str, Any]:
     if not isinstance(bundle, dict):
         raise UserError(f"is a JSON {type(bundle).__name__}; expected an object", source=path)
     schema = bundle.get("schema")
-    if schema not in KIND_VIEWS:
+    if schema not in kinds:
         raise UserError(
-            f"schema is {schema!r}; expected one of {', '.join(sorted(KIND_VIEWS))}",
+            f"schema is {schema!r}; expected one of {', '.join(sorted(kinds))}",
             source=path,
             key="schema",
         )
@@ -114,10 +112,11 @@ def parse_bundle(data: bytes, path: Path) -> Any:
     return parse_json(text, source=path, max_numbers=MAX_BUNDLE_NUMBERS)
 
 
-def _view(bundle: Mapping[str, Any], path: Path, prefix: str, typed: TypedView | None) -> RunView:
-    """The bundle's view; a bundle of a known schema that lacks what it must hold is one line."""
+def _view(bundle: Mapping[str, Any], path: Path, prefix: str, kinds: Kinds) -> RunView:
+    """The bundle's view, as the kind that writes its schema declares it; a bundle of a
+    known schema that lacks what it must hold is one line."""
     try:
-        return bundle_view(bundle, prefix, typed)
+        return bundle_view(bundle, kinds[str(bundle["schema"])], prefix)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise UserError(
@@ -196,11 +195,11 @@ def _folder(
     prefix: str,
     views: list[RunView],
     dumps: dict[str, Path],
-    typed: TypedView | None,
+    kinds: Kinds,
 ) -> None:
     path = folder / BUNDLE
-    bundle = read_bundle(path)
-    view = _view(bundle, path, prefix, typed)
+    bundle = read_bundle(path, kinds)
+    view = _view(bundle, path, prefix, kinds)
     manifest = _manifest(folder)
     if manifest is not None:
         env = [prefixed_identity(i, prefix) for i in manifest_identities(manifest)]
@@ -217,28 +216,32 @@ def _folder(
         for rel in nested:
             _not_linked(folder, rel)
             if (folder / rel / BUNDLE).is_file():
-                _folder(folder / rel, prefix + rel, views, dumps, typed)
+                _folder(folder / rel, prefix + rel, views, dumps, kinds)
         return
     views.append(view)
 
 
-def load_run(path: Path, typed: TypedView | None = None) -> LoadedRun:
+def load_run(path: Path, kinds: Kinds) -> LoadedRun:
     """A run: an output folder (bundle, manifest, nested studies, dumps) or a bundle alone;
-    ``typed``: each bundle's typed view (its kind's ``numbers``), whose every number is
-    compared."""
+    ``kinds``: the study kinds by the schema of their bundles (each bundle is read as its
+    kind declares it: :func:`audiorepro.runner.kinds.diff_kinds`)."""
     path = Path(path)
     if path.is_dir():
         if not (path / BUNDLE).is_file():
             raise UserError(f"holds no {BUNDLE}; {EXPECTED}", source=path)
         views: list[RunView] = []
         dumps: dict[str, Path] = {}
-        _folder(path, "", views, dumps, typed)
-        return LoadedRun(path, merge_views(views), views[0], dumps, folder=True)
+        _folder(path, "", views, dumps, kinds)
+        return LoadedRun(path, merge_views(views), views[0], dumps, True, _labels(kinds))
     if not path.exists():
         raise UserError(f"does not exist; {EXPECTED}", source=path)
-    bundle = read_bundle(path)
-    view = _view(bundle, path, "", typed)
-    return LoadedRun(path, view, view)
+    bundle = read_bundle(path, kinds)
+    view = _view(bundle, path, "", kinds)
+    return LoadedRun(path, view, view, labels=_labels(kinds))
+
+
+def _labels(kinds: Kinds) -> dict[str, str]:
+    return {schema: kind.label for schema, kind in kinds.items()}
 
 
 def views(a: LoadedRun, b: LoadedRun) -> tuple[RunView, RunView]:
@@ -251,8 +254,8 @@ def check_comparable(a: LoadedRun, b: LoadedRun) -> None:
     """Two runs of one study kind and one study, or a UserError naming both."""
     va, vb = views(a, b)
     if va.kind != vb.kind:
-        ka = "+".join(_KIND_NAMES.get(k, k) for k in va.kind.split("+"))
-        kb = "+".join(_KIND_NAMES.get(k, k) for k in vb.kind.split("+"))
+        ka = "+".join(a.labels.get(k, k) for k in va.kind.split("+"))
+        kb = "+".join(b.labels.get(k, k) for k in vb.kind.split("+"))
         raise UserError(
             f"is a {ka} run ({va.kind}), {b.source} a {kb} run ({vb.kind}); "
             "diff compares two runs of the same study",
@@ -271,7 +274,7 @@ def check_baseline(baseline: LoadedRun, study: str, kind: str) -> None:
     and kind), or a UserError naming it, before the run (it failed only after the whole
     run was published)."""
     top = baseline.top
-    was = _KIND_NAMES.get(top.kind, top.kind)
+    was = baseline.labels.get(top.kind, top.kind)
     if top.study != study or was.replace("-", "") != kind.replace("-", ""):
         raise UserError(
             f"is a {was} run of study {top.study!r}; the study to run is the {kind} study "
@@ -303,18 +306,31 @@ def _fragile(path: Path) -> int:
     )
 
 
+def _value_at(view: RunView) -> Callable[[str], float | None]:
+    def value(path: str) -> float | None:
+        record = view.numbers.get(path)
+        return None if record is None or record.value is None else float(record.value)
+
+    return value
+
+
 def tolerance_from(*runs: LoadedRun) -> Any:
     """The tolerance function of :func:`~audiorepro.checks.diff_compare.compare_runs` over the
-    dumps of ``runs`` (the first that has the cell's): :func:`.tiers.tier_b_tolerance` for a
-    retrieval metric, else 0 when no query is fragile (no rank can move) and None (no bound)
-    when some is."""
+    dumps of ``runs`` (the first that has the cell's), by the rule its kind declared
+    (:data:`audiorepro.checks.moves.Rule`): :func:`.tiers.tier_b_tolerance` for a retrieval
+    metric; for the rank rule 0 when no query is fragile (no rank can move) and None (no
+    bound) when some is; None for a number of no rule (an EER, a probe's accuracy: no bound
+    is derived for them, and their dumps need not hold texts to rank)."""
 
     def tolerance(record: NumberRecord) -> float | None:
+        if record.value is not None and record.rule is None:
+            # a number of an identity check: from the scale each run recorded, the larger
+            tols = [identity_number_tolerance(record.path, _value_at(r.view)) for r in runs]
+            if tols and all(t is not None for t in tols):
+                return max(t for t in tols if t is not None)
         path = next((r.dumps[record.cell] for r in runs if record.cell in r.dumps), None)
-        if path is None or record.value is None:
+        if path is None or record.value is None or record.rule not in ("retrieval", "ranks"):
             return None
-        if record.rule == "verification":
-            return None  # no bound derived for an EER yet: its dump holds no texts to rank
         if record.rule == "retrieval" and isinstance(record.value, float):
             d = _dump(path)
             scale = float(d.meta.get("logit_scale", d.meta.get("logit_scale_a", 1.0)))

@@ -15,7 +15,7 @@ from typing import Final, Literal
 
 from typing_extensions import TypedDict
 
-from audiorepro.checks.diff import Kind, Number, TypedView, Verdict
+from audiorepro.checks.diff import Kind, Kinds, Number, Verdict
 from audiorepro.checks.diff_compare import Cause, DiffResult, NumberDiff, compare_runs
 from audiorepro.checks.diff_load import check_comparable, load_run, tolerance_from, views
 from audiorepro.checks.tiers import Tier
@@ -289,12 +289,13 @@ def run_diff(
     html_out: Path | None = None,
     say: Callable[[str], None] = print,
     check: FolderCheck | None = None,
-    typed: TypedView | None = None,
+    kinds: Kinds,
 ) -> int:
     """Read both runs (bad input: a UserError before anything is written), check each
     folder against its manifest (``check``: a failing side is the verdict, nothing is
-    compared), compare every number of their typed views (``typed``), report."""
-    run_a, run_b = load_run(a, typed), load_run(b, typed)  # bad input: exit 2 first
+    compared), compare every number as the kind that wrote it declares it (``kinds``: the
+    study kinds by their bundles' schema), report."""
+    run_a, run_b = load_run(a, kinds), load_run(b, kinds)  # bad input: exit 2 first
     failed = unverified(a, b, check, say)
     if failed is not None:
         return failed

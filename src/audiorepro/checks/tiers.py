@@ -33,8 +33,9 @@ to many clips, format version 2): :func:`fragility` takes a relevance matrix. So
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -342,3 +343,129 @@ def tier_cell(
             k: one(k, v, float32_scores=own, scale=scale if own else 1.0) for k, v in values.items()
         }
     return out
+
+
+# ----------------------------------------------------------- numbers of two embeddings compared
+
+#: float64 rounding of a dot product, a norm or a cosine of float32 values of up to ``2**20``
+#: dimensions (``D * 2**-53``), relative to the product of the norms.
+F64_DOT = 2.0**-33
+#: The identity check's numbers that are settings or read from files, not computed from
+#: embeddings: equal to the last bit on every machine (weights compare stored tensors).
+_EXACT_NAMES = frozenset(
+    {"match_cosine", "max_abs_diff", "min_cosine_threshold", "cpu_threads", "n", "n_captions"}
+)
+
+
+@dataclass(frozen=True)
+class EmbeddingScale:
+    """What bounds a comparison of two extractions of one fixture (each side extracted on the
+    machine at hand): the largest norm of an audio and of a text vector over both sides, and
+    the smaller standard deviation of the two similarity matrices (None: not recorded)."""
+
+    audio_norm: float | None
+    text_norm: float | None
+    similarity_std: float | None
+
+
+def _asin(x: float) -> float:
+    return math.asin(min(1.0, max(0.0, x)))
+
+
+def comparison_tolerance(
+    name: str, scale: EmbeddingScale, e: float = EMBEDDING_REL_TOLERANCE
+) -> float | None:
+    """Tolerance of one number of a comparison of two embeddings of a fixture (the identity
+    check, :func:`audiorepro.models.identity.compare_embeddings`), each side extracted on
+    this CPU and so each vector off by at most ``e |x|`` (``EMBEDDING_REL_TOLERANCE``); None
+    when the scale it needs was not recorded. Derivation (docs/tiers.md):
+
+    - a **cosine** of two vectors (per clip, ``min_cosine``): each vector turns by at most
+      ``asin(e)``, so the angle between them by ``2 asin(e)``, and a cosine is 1-Lipschitz
+      in the angle: ``2 asin(e)`` plus its float64 rounding;
+    - a **max-abs-diff** of two float32 vectors: each component moves by at most ``e |x|``
+      on each side: an absolute ``2 e N`` (``N`` the largest norm), whatever the difference
+      itself is (a difference of 1e-6 may move by 1e-6: it is not a relative quantity);
+    - a **max-abs-diff of two similarity matrices**: each dot product moves by at most
+      ``(2e + e^2) N_a N_t``, on each side;
+    - the **correlation** of the two similarity matrices: a Pearson correlation is the cosine
+      of the centred matrices; centring does not lengthen the perturbation (at most
+      ``delta sqrt(M)`` over ``M`` entries, ``delta`` the per-entry bound) while the centred
+      matrix has length ``sigma sqrt(M)``: each side turns by at most ``asin(delta / sigma)``;
+    - a **norm** moves by ``e N``, a **standard deviation** of similarities by ``delta``
+      (it is 1-Lipschitz in the root-mean-square of the change);
+    - a setting or a value read from files (``match_cosine``, the weights' ``max_abs_diff``,
+      counts): 0.
+
+    >>> s = EmbeddingScale(1.0, 1.0, 0.1)
+    >>> comparison_tolerance("audio_embedding_cosine_per_clip", s) > 2e-4
+    True
+    >>> round(comparison_tolerance("audio_max_abs_diff", s), 8)  # 2e, and float64 rounding
+    0.0002
+    >>> comparison_tolerance("similarity_matrix_max_abs_diff", EmbeddingScale(None, 1.0, None))
+    >>> comparison_tolerance("match_cosine", s)
+    0.0
+    """
+    delta = None
+    if scale.audio_norm is not None and scale.text_norm is not None:
+        delta = (2 * e + e**2 + 2 * F64_DOT) * scale.audio_norm * scale.text_norm
+    if "cosine" in name and name != "match_cosine":
+        return 2 * _asin(e) + 8 * F64_DOT
+    if name in ("audio_max_abs_diff", "text_max_abs_diff", "audio_max_norm", "text_max_norm"):
+        norm = scale.audio_norm if name.startswith("audio") else scale.text_norm
+        if norm is None:
+            return None
+        sides = 1 if name.endswith("norm") else 2
+        return sides * (e + F64_DOT) * norm
+    if name == "similarity_matrix_max_abs_diff":
+        return None if delta is None else 2 * delta
+    if name == "similarity_matrix_std":
+        return delta
+    if name == "similarity_matrix_correlation":
+        if delta is None or scale.similarity_std is None:
+            return None
+        if scale.similarity_std <= 0:
+            return 2.0  # no spread to correlate: any value in [-1, 1]
+        return 2 * _asin(delta / scale.similarity_std) + 8 * F64_DOT
+    if name in _EXACT_NAMES:
+        return 0.0
+    return None
+
+
+_IDENTITY_BLOCK = re.compile(r"^(.*?checkpoint_identit(?:y|ies/\d+))/(.*)$")
+
+
+def identity_number_tolerance(path: str, value_at: Callable[[str], float | None]) -> float | None:
+    """The tolerance of a number of an identity check in a run's bundle, named by its
+    ``path`` (``verification/checkpoint_identities/0/embeddings/similarity_matrix_max_abs_diff``),
+    with ``value_at`` reading the run's other numbers (the block's recorded scale); None when
+    ``path`` is no such number or its scale is not recorded.
+
+    >>> vals = {"v/checkpoint_identity/embeddings/audio_max_norm": 1.0}
+    >>> tol = identity_number_tolerance("v/checkpoint_identity/embeddings/audio_max_abs_diff",
+    ...                                 vals.get)
+    >>> round(tol, 8)
+    0.0002
+    >>> identity_number_tolerance("v/checkpoint_identity/text_embedding_cosine_per_clip/3",
+    ...                           vals.get) > 0
+    True
+    >>> identity_number_tolerance("cells/x/metrics/t2a/r@1", vals.get) is None
+    True
+    """
+    found = _IDENTITY_BLOCK.match(path)
+    if found is None:
+        return None
+    block, rest = found.groups()
+    parts = rest.split("/")
+    if parts[0] in ("weights", "determinism") or parts[0] in _EXACT_NAMES:
+        return 0.0  # read from the weight files; settings
+    name = next((p for p in reversed(parts) if not p.isdigit()), "")
+    if parts[0] == "diagnosis" and name != "min_cosine":
+        return 0.0  # the settings tried (sample rates, lengths): not computed from embeddings
+    emb = f"{block}/embeddings"
+    scale = EmbeddingScale(
+        value_at(f"{emb}/audio_max_norm"),
+        value_at(f"{emb}/text_max_norm"),
+        value_at(f"{emb}/similarity_matrix_std"),
+    )
+    return comparison_tolerance(name, scale)

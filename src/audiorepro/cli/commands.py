@@ -15,6 +15,7 @@ import click
 from audiorepro.checks.diff_load import check_baseline, load_run
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.checks.explain import explain, explain_text
+from audiorepro.checks.explain_verification import explain_trials, explain_trials_text
 from audiorepro.checks.parity import parity_report
 from audiorepro.checks.selfcheck import run_selfcheck
 from audiorepro.checks.verify import settle, summarize, verify_lines, verify_published
@@ -58,7 +59,7 @@ from audiorepro.models.tiny import build_tiny_models
 from audiorepro.runner.demo import prepare_demo, prepare_probe_demo
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
-from audiorepro.runner.kinds import typed_numbers
+from audiorepro.runner.kinds import diff_kinds
 from audiorepro.runner.kinds.probe.runs import verify_probe_saved
 from audiorepro.runner.output.attest import check_signature
 from audiorepro.runner.output.keys import SigningKey, load_signing_key, load_trusted_keys
@@ -285,8 +286,27 @@ def parity(
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
 @cutoffs_option("Cutoffs, ascending: explain definitions 1.1's measures at them (as metrics --k).")
-def explain_cmd(dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None) -> None:
+@click.option(
+    "--trials",
+    "trials",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A speaker-verification trial list (CSV, VoxCeleb or NIST key): every EER, minDCF, "
+    "actDCF, Cllr and minCllr definition of DUMP's clip embeddings over it instead.",
+)
+def explain_cmd(
+    dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None, trials: Path | None
+) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
+    if trials is not None:
+        if cutoffs is not None:
+            raise UserError("applies to retrieval dumps; expected --k or --trials, not both",
+                            key="--k")  # fmt: skip
+        by_definition = explain_trials(dump, trials)
+        click.echo(explain_trials_text(by_definition))
+        if json_out is not None:
+            write_json(json_out, by_definition.values)
+        return
     d = load_dump(dump)
     report = explain(d, cutoffs=cutoffs)
     click.echo(explain_text(report))
@@ -820,7 +840,8 @@ def reproduce(
     baseline as `audiorepro diff` does (exit 1 when a number changed).
     """
     signer = load_signing_key(sign_key) if sign_key is not None else None  # before any work
-    baseline = load_run(against) if against is not None else None  # bad: exit 2 before work
+    # bad: exit 2 before any work
+    baseline = load_run(against, diff_kinds()) if against is not None else None
     target = out
     if study_file is None:
         target = out or Path("reproduce-demo")
@@ -839,7 +860,7 @@ def reproduce(
         )
     changed = (
         against is not None
-        and run_diff(against, target, say=click.echo, check=folder_problem, typed=typed_numbers)
+        and run_diff(against, target, say=click.echo, check=folder_problem, kinds=diff_kinds())
         != EXIT_OK
     )
     if not passed or changed:

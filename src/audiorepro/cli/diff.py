@@ -9,7 +9,7 @@ import click
 from audiorepro.checks.diff_report import run_diff
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import OutputFile
-from audiorepro.runner.kinds import typed_numbers
+from audiorepro.runner.kinds import diff_kinds
 from audiorepro.runner.output.keys import load_trusted_keys
 from audiorepro.runner.study import folder_problem
 
@@ -65,7 +65,7 @@ def diff(
     trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
     code = run_diff(
         a, b, strict=strict, json_out=json_out, html_out=html_out, say=click.echo,
-        check=lambda folder: folder_problem(folder, trusted), typed=typed_numbers,
+        check=lambda folder: folder_problem(folder, trusted), kinds=diff_kinds(),
     )  # fmt: skip
     if code:
         raise SystemExit(code)

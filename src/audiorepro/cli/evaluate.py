@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -33,7 +37,21 @@ class RetrievalProfile(click.Choice):  # type: ignore[type-arg]
 
 
 def _default_out(model: str) -> Path:
-    return Path("evaluate-" + "".join(c if c.isalnum() or c in "._-" else "_" for c in model))
+    """``evaluate-<model>`` for a model spec of letters, digits, ``.``, ``_`` and ``-`` (a
+    registry name); any other spec's other characters become ``_`` and a ``+`` and 16 hex
+    digits of its SHA-256 follow, so that two specs never share a default folder
+    (``laion:a/b.pt`` and ``laion:a_b.pt`` gave one, and the second run replaced the first's
+    results). ``+`` is never in the first form, so the two forms cannot meet either; a name
+    over 100 bytes is cut to 60 characters before its digest (a folder name holds 255 bytes).
+
+    >>> _default_out("tiny-hf"), _default_out("laion:a/b.pt") == _default_out("laion:a_b.pt")
+    (PosixPath('evaluate-tiny-hf'), False)
+    """
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in model)
+    if name != model or len(name.encode("utf-8", "surrogatepass")) > 100:
+        digest = hashlib.sha256(model.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = name[:60] + "+" + digest  # 60 characters: at most 240 bytes, a file name's 255
+    return Path("evaluate-" + name)
 
 
 @cli.command("evaluate")
@@ -72,7 +90,8 @@ def _default_out(model: str) -> Path:
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="The output folder (default: evaluate-<model>).",
+    help="The output folder (default: evaluate-<model>; a model spec with other characters "
+    "than letters, digits, . _ -: those as _, then + and 16 hex digits of its SHA-256).",
 )
 def evaluate(
     model: str,
@@ -91,22 +110,54 @@ def evaluate(
     and verify."""
     target = out or _default_out(model)
     wanted = (canonical_profile(), *(p for p in profiles if not is_canonical(p)))
+    fresh = not target.exists()
     with claim(target):  # one run per OUT, held before the study files go into OUT/cache
         check_out(target)
         work = target / "cache" / "evaluate"
-        jobs = prepare_evaluate(
-            model,
-            datasets,
-            work,
-            data=data,
-            profiles=wanted,
-            device=device,
-            registry=registry,
-            task=task,
-        )
-        studies = [(load_study(path), rel) for path, rel in jobs]
-        passed = say_results(run_studies(studies, target, say=click.echo), click.echo)
+        with _removed_on_failure(work if fresh else None):
+            jobs, passed = _run(model, datasets, work, target, data, wanted, device, registry, task)
     click.echo(f"rerun: audiorepro reproduce {jobs[0][0]} --out {target}")
     click.echo(f"check: audiorepro verify {target}")
     if not passed:
         raise SystemExit(EXIT_CHECK_FAILED)
+
+
+@contextlib.contextmanager
+def _removed_on_failure(work: Path | None) -> Iterator[None]:
+    """A run that fails (a clip refused at extraction: a 1 Hz sample rate) in an OUT it
+    created leaves no study files behind, so that ``claim`` removes OUT again: bad input
+    writes nothing."""
+    try:
+        yield
+    except BaseException:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                work.parent.rmdir()  # OUT/cache, when nothing else is in it
+        raise
+
+
+def _run(
+    model: str,
+    datasets: tuple[str, ...],
+    work: Path,
+    target: Path,
+    data: Path,
+    wanted: tuple[str, ...],
+    device: str,
+    registry: Path | None,
+    task: str,
+) -> tuple[list[tuple[Path, str]], bool]:
+    """Write the study files into ``work`` and run them: (the studies, whether all passed)."""
+    jobs = prepare_evaluate(
+        model,
+        datasets,
+        work,
+        data=data,
+        profiles=wanted,
+        device=device,
+        registry=registry,
+        task=task,
+    )
+    studies = [(load_study(path), rel) for path, rel in jobs]
+    return jobs, say_results(run_studies(studies, target, say=click.echo), click.echo)

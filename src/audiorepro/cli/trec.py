@@ -12,6 +12,7 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
+from audiorepro.core.io import read_text
 from audiorepro.formats.trec import Run, load_run, read_table
 from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
 from audiorepro.metrics.trec import (
@@ -97,11 +98,16 @@ def trec_lines(
 
 
 def _zscores(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """trec_eval's ``-Z`` file: ``qid measure mean sd`` lines."""
+    """trec_eval's ``-Z`` file: ``qid measure mean sd`` lines (numbers read by ``atof``).
+
+    Checked as every other input is before it is opened: a FIFO, a folder or a device is
+    refused (a FIFO would block), and so is a file over ``core.io.TEXT_MAX_BYTES`` (64 MiB; one
+    line per query and measure is a few hundred kB for real ones; trec_eval also reads the
+    whole file into memory)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot be read ({exc}); expected qid measure mean sd lines",
+        text = read_text(path, what="a -Z file (qid measure mean sd lines)")
+    except OSError as exc:
+        raise UserError(f"cannot be read ({exc.strerror}); expected qid measure mean sd lines",
                         source=path) from None  # fmt: skip
     table: dict[tuple[str, str], tuple[float, float]] = {}
     for number, line in enumerate(text.splitlines(), start=1):

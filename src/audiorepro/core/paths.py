@@ -133,3 +133,10 @@ def remove_stale_partials(folder: Path) -> list[Path]:
                 path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
+
+
+def user_cache(name: str) -> Path:
+    """A folder of the per-user cache: ``$XDG_CACHE_HOME/audiorepro/<name>`` where that is
+    set, else ``~/.cache/audiorepro/<name>`` (the XDG base directory rule)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "audiorepro" / name

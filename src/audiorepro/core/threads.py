@@ -18,3 +18,13 @@ def cpu_threads() -> int:
             key="AUDIOREPRO_CPU_THREADS",
         )
     return int(value)
+
+
+#: cuBLAS's workspace setting for deterministic GEMMs, set (unless the user set one) before a
+#: model loads; the manifest records the value in force on every run, a model loaded or not.
+CUBLAS_WORKSPACE_DEFAULT = ":4096:8"
+
+
+def cublas_workspace_config() -> str:
+    """The ``CUBLAS_WORKSPACE_CONFIG`` a run uses: the environment's, else the default."""
+    return os.environ.get("CUBLAS_WORKSPACE_CONFIG") or CUBLAS_WORKSPACE_DEFAULT

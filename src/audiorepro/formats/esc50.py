@@ -190,4 +190,6 @@ def _check_classes(category_of: dict[int, str], source: str) -> int:
 
 
 def read_esc50_csv(path: str | Path) -> Esc50Meta:
-    return parse_esc50_csv(read_text(path, what="ESC-50's meta/esc50.csv"), source=str(path))
+    return parse_esc50_csv(
+        read_text(path, what="ESC-50's meta/esc50.csv", encoding="utf-8-sig"), source=str(path)
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,14 +88,22 @@ def read_clip_embeddings(path: str | Path) -> ClipEmbeddings:
     return ClipEmbeddings(np.asarray(emb, dtype=np.float64), tuple(listed), str(emb.dtype))
 
 
+#: A fold value read as an integer: ASCII digits with an optional minus (``str.isdigit`` also
+#: takes ``²`` and other digits ``int`` refuses, and ``lstrip("-")`` took ``--3``).
+_INTEGER = re.compile(r"-?[0-9]+")
+
+
 def _fold_order(values: set[str]) -> tuple[str, ...]:
-    """Folds numerically when every one is an integer, else in string order.
+    """Folds numerically when every one is an ASCII integer (``-?[0-9]+``), else in string
+    order; numerically equal folds (``3``, ``03``) in string order.
 
     >>> _fold_order({"10", "2", "1"}), _fold_order({"b", "a"})
     (('1', '2', '10'), ('a', 'b'))
+    >>> _fold_order({"²", "1"}), _fold_order({"--3", "2"}), _fold_order({"03", "3", "-1"})
+    (('1', '²'), ('--3', '2'), ('-1', '03', '3'))
     """
-    if all(v.lstrip("-").isdigit() for v in values):
-        return tuple(sorted(values, key=int))
+    if all(_INTEGER.fullmatch(v) for v in values):
+        return tuple(sorted(values, key=lambda v: (int(v), v)))
     return tuple(sorted(values))
 
 
@@ -183,8 +192,12 @@ def _esc50(text: str, source: str, fold_column: str | None) -> Labels:
 
 
 def read_labels(path: str | Path, *, fold_column: str | None) -> Labels:
+    # utf-8-sig: a CSV saved by Excel or Windows tools starts with a byte-order mark, which
+    # would otherwise be part of the first column's name ("\ufefffile_name").
     return parse_labels(
-        read_text(path, what="a labels CSV"), source=str(path), fold_column=fold_column
+        read_text(path, what="a labels CSV", encoding="utf-8-sig"),
+        source=str(path),
+        fold_column=fold_column,
     )
 
 

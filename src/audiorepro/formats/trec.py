@@ -37,6 +37,7 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
 from audiorepro.formats import trec_scan
+from audiorepro.formats.c_numbers import c_atof
 
 Array = npt.NDArray[Any]
 
@@ -46,7 +47,8 @@ MAX_LINE_BYTES = 1 << 16
 
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
 RUN_FIELDS = ("qid", "iter", "docno", "rank", "score", "tag")
-_FLOAT = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: A field: the bytes up to the next white space (trec_eval splits lines on it).
+_FIELD = re.compile(rb"[^ \t\n\v\f\r]*")
 
 
 @dataclass(frozen=True)
@@ -137,13 +139,13 @@ def _slow_scores(data: Array, value: Array, slow: Array, source: str) -> None:
     raw = data.tobytes() if slow.any() else b""
     for k in np.flatnonzero(slow):
         begin = int(value[k])
-        match = _FLOAT.match(raw, begin)
-        assert match is not None
-        number = float(match.group(0))
+        field = _FIELD.match(raw, begin)
+        assert field is not None
+        text = field.group(0).decode("latin-1")  # atof reads ASCII; other bytes end it
+        number = c_atof(text)
         if not np.isfinite(number):
             raise UserError(
-                f"field 'score' {match.group(0)[:40]!r} overflows; expected a finite decimal "
-                "number",
+                f"field 'score' {text[:40]!r} overflows; expected a finite decimal number",
                 source=source,
             )
         value[k] = number

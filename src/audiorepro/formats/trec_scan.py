@@ -6,8 +6,9 @@ optional sign, then ASCII digits (``atof``: with an optional ``.`` and fraction,
 optional exponent ``e``/``E`` with at least one digit); reading stops at the first byte that
 does not fit, and a field without a leading number reads as 0. A score whose leading part is
 ``inf``, ``infinity`` or ``nan`` (any case), or whose value overflows a double, is refused
-(audiorepro's rule: a score must be finite). Hexadecimal floats (glibc reads ``0x1p3`` as 8)
-read as their leading ``0``. The value of a decimal is the correctly rounded double:
+(audiorepro's rule: a score must be finite). Hexadecimal floats (``0x1p3``: 8, as glibc reads
+it) are handed back to be read by :func:`audiorepro.formats.c_numbers.c_atof`. The value of
+a decimal is the correctly rounded double:
 significands of up to 15 digits with a power of ten up to 22 are exact in one
 multiplication or division here; any other decimal is handed back to be read by Python's
 ``float`` (also correctly rounded, as glibc's ``strtod`` is).
@@ -69,6 +70,8 @@ def atof(data: Array, start: int, stop: int) -> tuple[float, int, int]:
     if i < stop and (data[i] == 45 or data[i] == 43):
         neg = data[i] == 45
         i += 1
+    if i + 1 < stop and data[i] == 48 and (data[i + 1] | 32) == 120:  # 0x: a hex float
+        return 0.0, 1, stop
     if i < stop and (data[i] | 32) in (105, 110):  # i, n: inf, infinity, nan
         if i + 2 < stop and (data[i + 1] | 32) in (110, 97) and (data[i + 2] | 32) in (102, 110):
             return 0.0, 2, stop

@@ -1,24 +1,44 @@
 """Speaker-verification trial lists: which pairs of clips are compared, and whether the two
-clips of each pair are of one speaker.
+clips of each pair are of one speaker, in any of three published forms, read as they are.
 
-A trial list is a CSV file with a header row, one trial per row::
+The kit's CSV, with a header row and one trial per row::
 
     enrollment,test,target
     spk1_01.wav,spk1_02.wav,1
     spk1_01.wav,spk2_01.wav,0
 
-``enrollment`` and ``test`` name clips (file names, as an audio folder lists them and a dump's
-``audio_ids`` keep them); ``target`` is ``1`` when both are of one speaker (a target trial)
-and ``0`` otherwise (VoxCeleb's ``1 a.wav b.wav`` lines are the same three fields). A trial
-compares two different clips, and no pair is listed twice (in either order). The list needs
-target and non-target trials: the equal error rate has no value without both. Every problem
-is one line naming the file and the key (``row 7.test``, ``target``), exit 2.
+VoxCeleb's lists (``veri_test2.txt``, ``list_test_all2.txt``, ``list_test_hard2.txt``): one
+trial per line, the label first (``1`` one speaker, ``0`` not), fields split by white space::
+
+    1 id10270/x6uYqmx31kE/00001.wav id10270/8jEAjG6SegY/00008.wav
+    0 id10270/x6uYqmx31kE/00001.wav id10300/ize_eiCFEg0/00003.wav
+
+NIST-style keys (SRE): ``model segment target|nontarget`` per line, split by white space::
+
+    spk1_01.wav spk1_02.wav target
+    spk1_01.wav spk2_01.wav nontarget
+
+The form is told by the first line that is not empty (:func:`sniff_format`): a CSV header;
+three fields with ``0``/``1`` first (VoxCeleb) or ``target``/``nontarget`` last (NIST); every
+later line must be in the same form. ``enrollment`` (a NIST model) and ``test`` name clips as a
+dump's ``audio_ids`` keep them (VoxCeleb's relative paths, as written; a NIST model is one
+clip). Refused, each as one line naming the file and the key (``row 7.test``, ``target``),
+exit 2: a trial of a clip with itself, a pair listed twice (in either order, whatever the
+labels), a clip the embeddings lack (:func:`check_clips`), a label outside the form's two, a
+line of another form, and a list without both target and non-target trials (the equal error
+rate has no value then). Empty lines are skipped.
 
 >>> t = parse_trials("enrollment,test,target\\na.wav,b.wav,1\\na.wav,c.wav,0\\n", source="t.csv")
->>> t.enrollment, t.test, t.target.tolist()
-(('a.wav', 'a.wav'), ('b.wav', 'c.wav'), [True, False])
+>>> t.enrollment, t.test, t.target.tolist(), t.format
+(('a.wav', 'a.wav'), ('b.wav', 'c.wav'), [True, False], 'csv')
 >>> t.clips()
 ('a.wav', 'b.wav', 'c.wav')
+>>> v = parse_trials("1 id1/a/1.wav id1/b/2.wav\\n0 id1/a/1.wav id2/c/3.wav\\n", source="veri.txt")
+>>> v.test, v.target.tolist(), v.format
+(('id1/b/2.wav', 'id2/c/3.wav'), [True, False], 'voxceleb')
+>>> n = parse_trials("m1 s1 target\\nm1 s2 nontarget\\n", source="key")
+>>> n.enrollment, n.target.tolist(), n.format
+(('m1', 'm1'), [True, False], 'nist')
 """
 
 from __future__ import annotations
@@ -39,6 +59,20 @@ COLUMNS = ("enrollment", "test", "target")
 HEADER = ",".join(COLUMNS)
 #: ``target`` values: 1 a target trial (one speaker), 0 a non-target trial.
 TARGET_VALUES = {"1": True, "0": False}
+#: Each form's labels, and what a message says it expects.
+LABELS: dict[str, tuple[dict[str, bool], str]] = {
+    "csv": (TARGET_VALUES, "1 (one speaker: a target trial) or 0 (a non-target trial)"),
+    "voxceleb": (TARGET_VALUES, "1 (one speaker: a target trial) or 0 (a non-target trial)"),
+    "nist": ({"target": True, "nontarget": False}, "target or nontarget"),
+}
+FORMATS = tuple(LABELS)
+#: One form per line for messages.
+EXPECTED_FORMS = (
+    f"a CSV header {HEADER}, a VoxCeleb line '1 a.wav b.wav' or a NIST key line "
+    "'model segment target|nontarget'"
+)
+#: One trial as read: its line number, enrollment, test and label as written.
+Row = tuple[int, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -51,6 +85,8 @@ class Trials:
     source: str
     #: The file row of each trial (for messages about a trial).
     rows: tuple[int, ...] = ()
+    #: The form it was read in: ``csv``, ``voxceleb`` or ``nist``.
+    format: str = "csv"
 
     def clips(self) -> tuple[str, ...]:
         """Every clip a trial names, sorted."""
@@ -81,14 +117,32 @@ def check_clips(trials: Trials, clips: Collection[str], *, within: str) -> None:
                 )
 
 
-def parse_trials(text: str, *, source: str) -> Trials:
-    """A trial list (module docstring) from its text."""
+def sniff_format(text: str, *, source: str) -> str:
+    """The form of a trial list (module docstring) from its first line that is not empty.
+
+    >>> sniff_format("enrollment,test,target\\n", source="t"), sniff_format("0 a b\\n", source="t")
+    ('csv', 'voxceleb')
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if "," in line:  # a CSV header (its columns are checked next)
+            return "csv"
+        if len(fields) == 3 and fields[0] in TARGET_VALUES:
+            return "voxceleb"
+        if len(fields) == 3 and fields[2] in LABELS["nist"][0]:
+            return "nist"
+        raise UserError(f"is no trial list: its first line is {line[:80]!r}; expected "
+                        + EXPECTED_FORMS, source=source, key="row 1")  # fmt: skip
+    raise UserError(f"is empty; expected {EXPECTED_FORMS}", source=source)
+
+
+def _csv_rows(text: str, source: str) -> list[Row]:
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:
         raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
-    if not rows:
-        raise UserError(f"is empty; expected a header {HEADER}", source=source)
     header = [h.strip() for h in rows[0]]
     for column in COLUMNS:
         if column not in header:
@@ -97,12 +151,8 @@ def parse_trials(text: str, *, source: str) -> Trials:
             )
     if len(set(header)) != len(header):
         raise UserError("repeats a column name", source=source, key="header")
-    at = {c: header.index(c) for c in COLUMNS}
-    enrollment: list[str] = []
-    test: list[str] = []
-    target: list[bool] = []
-    numbers: list[int] = []
-    seen: dict[frozenset[str], int] = {}
+    at = [header.index(c) for c in COLUMNS]
+    out: list[Row] = []
     for n, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
@@ -112,16 +162,47 @@ def parse_trials(text: str, *, source: str) -> Trials:
                 source=source,
                 key=f"row {n}",
             )
-        a, b, flag = (row[at[c]].strip() for c in COLUMNS)
+        out.append((n, row[at[0]].strip(), row[at[1]].strip(), row[at[2]].strip()))
+    return out
+
+
+def _spaced_rows(text: str, source: str, form: str) -> list[Row]:
+    """VoxCeleb (``label enrollment test``) or NIST (``model segment label``) lines."""
+    out: list[Row] = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 3 or "," in line:
+            example = "'1 a.wav b.wav'" if form == "voxceleb" else "'model segment target'"
+            raise UserError(
+                f"has {len(fields)} fields; expected three as the first line ({form}: "
+                f"{example})", source=source, key=f"row {n}",
+            )  # fmt: skip
+        label, a, b = fields if form == "voxceleb" else (fields[2], fields[0], fields[1])
+        out.append((n, a, b, label))
+    return out
+
+
+def parse_trials(text: str, *, source: str) -> Trials:
+    """A trial list (module docstring) from its text, in the form its first line shows."""
+    text = text.removeprefix("\ufeff")
+    form = sniff_format(text, source=source)
+    rows = _csv_rows(text, source) if form == "csv" else _spaced_rows(text, source, form)
+    labels, expected = LABELS[form]
+    enrollment: list[str] = []
+    test: list[str] = []
+    target: list[bool] = []
+    numbers: list[int] = []
+    seen: dict[frozenset[str], int] = {}
+    for n, a, b, flag in rows:
         for column, value in (("enrollment", a), ("test", b)):
             if not value:
                 raise UserError("is empty; expected a clip's file name", source=source,
                                 key=f"row {n}.{column}")  # fmt: skip
-        if flag not in TARGET_VALUES:
+        if flag not in labels:
             raise UserError(
-                f"is {flag!r}; expected 1 (one speaker: a target trial) or 0 (a non-target trial)",
-                source=source,
-                key=f"row {n}.target",
+                f"is {flag!r}; expected {expected}", source=source, key=f"row {n}.target"
             )
         if a == b:
             raise UserError(
@@ -140,23 +221,36 @@ def parse_trials(text: str, *, source: str) -> Trials:
         seen[pair] = n
         enrollment.append(a)
         test.append(b)
-        target.append(TARGET_VALUES[flag])
+        target.append(labels[flag])
         numbers.append(n)
+    return _trials(enrollment, test, target, numbers, source, form)
+
+
+def _trials(
+    enrollment: list[str],
+    test: list[str],
+    target: list[bool],
+    numbers: list[int],
+    source: str,
+    form: str,
+) -> Trials:
     flags = np.asarray(target, dtype=bool)
     if not target:
         raise UserError("lists no trials", source=source)
     if flags.all() or not flags.any():
         only, other = ("target", "non-target") if flags.all() else ("non-target", "target")
+        label = next(k for k, v in LABELS[form][0].items() if v == (other == "target"))
         raise UserError(
             f"has only {only} trials ({flags.size}); the equal error rate needs target and "
-            f"non-target trials: expected at least one {other} trial (target = "
-            f"{0 if other == 'non-target' else 1})",
+            f"non-target trials: expected at least one {other} trial (target = {label})",
             source=source,
             key="target",
         )
-    return Trials(tuple(enrollment), tuple(test), flags, source, tuple(numbers))
+    return Trials(tuple(enrollment), tuple(test), flags, source, tuple(numbers), form)
 
 
 def read_trials(path: str | Path) -> Trials:
     """A trial list file (module docstring), or one line naming it and what is wrong."""
-    return parse_trials(read_text(path, what="a trial list CSV"), source=str(path))
+    return parse_trials(
+        read_text(path, what="a trial list", encoding="utf-8-sig"), source=str(path)
+    )

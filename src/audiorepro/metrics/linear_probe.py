@@ -5,8 +5,9 @@ frozen clip embeddings, each named, versioned and written out completely.
 ------------------------------
 1. Features: the clip embeddings as float64, ``X`` [N, D].
 2. Standardization with the training split only: ``mu = mean(X_train)``, ``sd`` the
-   population standard deviation of ``X_train`` (``ddof = 0``), a zero ``sd`` counted as 1;
-   every split becomes ``Z = (X - mu) / sd``.
+   population standard deviation of ``X_train`` (``ddof = 0``), counted as 1 for a feature
+   that scikit-learn's ``StandardScaler`` treats as constant (its ``_is_constant_feature``
+   rule); every split becomes ``Z = (X - mu) / sd``, computed scale-free (:func:`standardize`).
 3. Multinomial logistic regression with an L2 penalty through scikit-learn, exactly
    ``LogisticRegression(C=C, solver="lbfgs", max_iter=1000, tol=1e-6, fit_intercept=True)``.
    With the classes ``k`` present in the training split, it minimizes over ``W`` [K, D] and
@@ -91,23 +92,46 @@ IntArray = npt.NDArray[np.int64]
 
 def standardize(train: npt.ArrayLike, *others: npt.ArrayLike) -> list[FloatArray]:
     """Float64 features standardized with the training split's mean and population SD
-    (``ddof = 0``; a zero SD, every training value equal, counts as 1); returns the training
-    split and each other split.
+    (``ddof = 0``); a feature scikit-learn's ``StandardScaler`` treats as constant keeps SD 1.
+    Returns the training split and each other split.
 
-    Formula: ``z = (x - mean(X_train)) / sd(X_train)``. Ties: none.
+    Formula: ``z = (x - mean(X_train)) / sd(X_train)``, computed scale-free: each feature is
+    first multiplied by ``2**-e`` (``2**e`` just above its largest training magnitude; a power
+    of two, so exact), so that values near 1e306 do not overflow the squares of the deviation
+    (nor values near 1e-306 underflow them); the result is bit-identical to the direct
+    formula wherever that does not overflow or underflow. Constant: a feature whose variance
+    ``var`` (of the scaled values, mean ``m``, ``n`` training items) satisfies scikit-learn's
+    ``_is_constant_feature`` rule ``var <= n eps var + (n m eps)**2`` (``eps`` float64's;
+    the rule is scale-free) has SD 1, so ``z = x - mean``: a feature whose values differ
+    only in the last bits stays near 0 instead of becoming full-size noise. Ties: none.
 
     >>> tr, te = standardize([[1.0, 5.0], [3.0, 5.0]], [[2.0, 6.0]])
     >>> tr.tolist(), te.tolist()
     ([[-1.0, 0.0], [1.0, 0.0]], [[0.0, 1.0]])
     >>> float(standardize([[0.1]] * 7, [[1.1]])[1][0, 0])  # constant: SD 1, not a rounding
     1.0
+    >>> standardize([[1e306], [-1e306]])[0].tolist()  # no overflow
+    [[1.0], [-1.0]]
+    >>> abs(float(standardize([[1.0], [1.0 + 2**-52]])[0][0, 0])) < 1e-15  # near-constant
+    True
     """
     x = np.asarray(train, dtype=np.float64)
-    mu = x.mean(axis=0)
-    # A feature whose training values are all equal has SD 0; its computed SD can be a few
-    # ulps above 0 (the mean is rounded), so "zero" is decided on the values themselves.
-    sd = np.where(np.ptp(x, axis=0) == 0, 1.0, x.std(axis=0))
-    return [(x - mu) / sd, *((np.asarray(o, dtype=np.float64) - mu) / sd for o in others)]
+    n = x.shape[0]
+    # frexp: |x| = f * 2**e with 0.5 <= f < 1; dividing by 2**e is exact (no rounding).
+    _, e = np.frexp(np.max(np.abs(x), axis=0))
+    xs = np.ldexp(x, -e)
+    mu = xs.mean(axis=0)
+    var = xs.var(axis=0)
+    eps = np.finfo(np.float64).eps
+    constant = var <= n * eps * var + (n * mu * eps) ** 2
+    # A constant feature's SD is 1 in the features' own units: 2**-e in the scaled ones.
+    sd = np.where(constant, np.ldexp(1.0, -e), np.sqrt(var))
+
+    def z(a: npt.ArrayLike) -> FloatArray:
+        out: FloatArray = (np.ldexp(np.asarray(a, dtype=np.float64), -e) - mu) / sd
+        return out
+
+    return [(xs - mu) / sd, *(z(o) for o in others)]
 
 
 def argmax_lowest(scores: npt.ArrayLike) -> IntArray:

@@ -42,7 +42,6 @@ documentation and sources read as a specification; no code is taken from it.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,6 +51,8 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
+from audiorepro.formats.c_numbers import c_atof as c_atof
+from audiorepro.formats.c_numbers import c_atol as c_atol
 from audiorepro.formats.trec import Qrels, Run, TrecTable, table_from_dicts
 from audiorepro.metrics import trec_kernels as tk
 
@@ -334,37 +335,6 @@ def check_judgements(measures: dict[str, Chosen], rel_format: str) -> None:
             raise UserError(
                 f"measure {name!r} reads -R {shown} judgements; got -R {rel_format}", key="-m"
             )
-
-
-def c_atol(text: str) -> int:
-    """C ``atol`` (ASCII): leading blanks, a sign, digits up to the first other character.
-
-    >>> c_atol("23.4"), c_atol(" -7x"), c_atol("x")
-    (23, -7, 0)
-    """
-    s = text.lstrip(" \t\n\v\f\r")
-    sign = -1 if s[:1] == "-" else 1
-    s = s[1:] if s[:1] in "+-" and s else s
-    digits = ""
-    for ch in s:
-        if not ("0" <= ch <= "9"):
-            break
-        digits += ch
-    return sign * int(digits) if digits else 0
-
-
-#: C ``atof``'s decimal prefix, ASCII digits only (``\d`` alone also matches other scripts').
-_ATOF = re.compile(r"[ \t\n\v\f\r]*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)", re.ASCII)
-
-
-def c_atof(text: str) -> float:
-    """C ``atof`` (ASCII decimals): the longest leading decimal number, 0 if none.
-
-    >>> c_atof(".25"), c_atof("-1e-1x"), c_atof("p")
-    (0.25, -0.1, 0.0)
-    """
-    match = _ATOF.match(text)
-    return float(match.group(1)) if match else 0.0
 
 
 @dataclass(frozen=True)

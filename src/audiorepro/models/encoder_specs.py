@@ -19,26 +19,25 @@ would.
 
 The encoder's code identity (:func:`code_identity`) is part of the extraction cache's key and
 of every dump's record: the SHA-256 of its source (every ``.py`` file of the module's
-top-level package, or the one file), its distribution's version and the versions of the
-distributions its module imports (:func:`wrapped_versions`), read from the files without
-importing them, so that a changed encoder is never served embeddings of the old one.
+top-level package, or the one file), its distribution's version, and the code its module
+imports (:func:`wrapped_code`): local modules (a helper beside the file) by their bytes,
+distributions by pip's ``RECORD`` (a wheel install) or by content (an editable install),
+read from the files without importing them (:mod:`audiorepro.models.codehash`), so that a
+changed encoder, helper or editable package is never served embeddings of the old code.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import hashlib
 import importlib.util
 import re
-import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from audiorepro.core.errors import UserError
+from audiorepro.models.codehash import ImportedCode, distributions_of, imported_code
 
 #: The entry-point group installed encoders register under (``MODULE:FACTORY``).
 ENTRY_POINT_GROUP = "audiorepro.encoders"
@@ -162,26 +161,13 @@ def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
     return files
 
 
-@functools.cache
-def _packages_distributions() -> Mapping[str, list[str]]:
-    """``importlib.metadata.packages_distributions()``, once per process: it parses every
-    installed distribution's metadata (0.2-0.25 s of CPU with this project's dev lock), which
-    was the largest cost of a short extraction (measured in docs/benchmarks.md). A name it
-    does not know is looked up afresh (a distribution installed meanwhile)."""
-    return metadata.packages_distributions()
-
-
 def _distribution_version(user: UserSpec) -> tuple[str | None, str | None]:
     if user.is_file:
         return None, None
-    top = user.target.split(".")[0]
-    dists = _packages_distributions().get(top)
-    if dists is None:  # installed since the lookup was memoized, or in no distribution
-        _packages_distributions.cache_clear()
-        dists = _packages_distributions().get(top, [])
+    dists = distributions_of(user.target.split(".")[0])
     if not dists:
         return None, None
-    name = sorted(dists)[0]
+    name = dists[0]
     try:
         return name, metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -209,47 +195,49 @@ def _module_file(user: UserSpec) -> Path | None:
     return None
 
 
-def wrapped_versions(user: UserSpec) -> dict[str, str | None]:
-    """The distributions the encoder's own module imports (every import statement, those
-    inside functions too; not the standard library, not the module's own top-level package)
-    and their installed versions, read without importing: an encoder that wraps another
-    package (``audiorepro.models.resemblyzer`` over ``resemblyzer``) gets a new code identity
-    when that package is upgraded. A name no installed distribution provides: itself, None."""
+def _own_roots(user: UserSpec) -> list[Path]:
+    """The folders of the encoder's own top-level package (none for a file or a one-file
+    module)."""
+    if user.is_file:
+        return []
+    found = importlib.util.find_spec(user.target.split(".")[0])
+    return [Path(p) for p in (found.submodule_search_locations or [])] if found else []
+
+
+def wrapped_code(user: UserSpec) -> ImportedCode:
+    """The code the encoder's module imports, by content (:func:`.codehash.imported_code`):
+    local modules (a helper beside a ``py:`` file) by their bytes, each imported distribution
+    by pip's ``RECORD`` (a wheel) or its files' content (an editable install), read without
+    importing: an encoder that wraps another package (``audiorepro.models.resemblyzer`` over
+    ``resemblyzer``) gets a new code identity when that package is reinstalled or edited."""
     path = _module_file(user)
     if path is None or not path.is_file():
-        return {}
+        return {"local": {}, "distributions": {}, "missing": []}
     own = None if user.is_file else user.target.split(".")[0]
-    tops: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            tops |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            tops.add(node.module.split(".")[0])
-    out: dict[str, str | None] = {}
-    for top in sorted(tops - set(sys.stdlib_module_names) - {own, "__future__"}):
-        dists = _packages_distributions().get(top, [])
-        name = sorted(dists)[0] if dists else top
-        try:
-            out[name] = metadata.version(name) if dists else None
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return dict(sorted(out.items()))
+    first = path.parent if user.is_file else None
+    return imported_code(path, first=first, own=own, own_roots=_own_roots(user))
 
 
 def code_identity(user: UserSpec) -> dict[str, Any]:
     """The encoder's code as the cache key and the dump record it: the SHA-256 over its
     source files (``"relative path\\0bytes\\0"`` each, sorted), its distribution's name
-    and version (None for a file or a module no distribution installed) and the versions of
-    the distributions its module imports (:func:`wrapped_versions`)."""
+    and version (None for a file or a module no distribution installed), and what its module
+    imports (:func:`wrapped_code`): ``local`` modules by file, ``distributions`` by pip's
+    ``RECORD`` or by content, and the imported names found nowhere (``missing``). Each part
+    is recorded apart, so that two dumps' records name the file or distribution that
+    changed."""
     digest = hashlib.sha256()
     files = _source_files(user)
     for rel, path in files:
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     package, version = _distribution_version(user)
+    imported = wrapped_code(user)
     return {
         "source_sha256": digest.hexdigest(),
         "source_files": len(files),
         "package": package,
         "version": version,
-        "imports": wrapped_versions(user),
+        "local": imported["local"],
+        "distributions": dict(imported["distributions"]),
+        "missing": imported["missing"],
     }

@@ -88,6 +88,11 @@ def _rowwise_cosine(a: Array, b: Array) -> list[float]:
     return [float(x) for x in dots / norms]
 
 
+def _max_norm(a: Array, b: Array) -> float:
+    """The largest norm of a row of either embedding matrix."""
+    return float(max(np.linalg.norm(x.astype(np.float64), axis=1).max() for x in (a, b)))
+
+
 def compare_embeddings(
     a_audio: Array, a_text: Array, b_audio: Array, b_text: Array
 ) -> dict[str, Any]:
@@ -103,14 +108,22 @@ def compare_embeddings(
     text_cos = _rowwise_cosine(a_text, b_text) if a_text.size else []
     corr: float | None = None
     sim_diff: float | None = None
+    sim_std: float | None = None
     if a_text.size:  # an audio-only encoder has no similarity matrix
         sim_a = a_text.astype(np.float64) @ a_audio.astype(np.float64).T
         sim_b = b_text.astype(np.float64) @ b_audio.astype(np.float64).T
         if sim_a.size > 1 and np.std(sim_a) > 0 and np.std(sim_b) > 0:
             corr = float(np.corrcoef(sim_a.ravel(), sim_b.ravel())[0, 1])
         sim_diff = float(np.max(np.abs(sim_a - sim_b)))
+        sim_std = float(min(np.std(sim_a), np.std(sim_b)))
     worst = min(audio_cos + text_cos)
-    return {
+    # the scale of these numbers' tolerances under another CPU (checks.tiers.comparison_tolerance)
+    scale = {
+        "audio_max_norm": _max_norm(a_audio, b_audio),
+        "text_max_norm": _max_norm(a_text, b_text) if a_text.size else 0.0,
+        "similarity_matrix_std": sim_std,
+    }
+    return scale | {
         "comparable": True,
         "audio_embedding_cosine_per_clip": audio_cos,
         "text_embedding_cosine_per_clip": text_cos,

@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.threads import cpu_threads
+from audiorepro.core.threads import cpu_threads, cublas_workspace_config
 from audiorepro.formats.audio import SAMPLE_RATE
 from audiorepro.models.mapping import laion_to_hf
 from audiorepro.models.offline import activate_hub_cache
@@ -97,7 +97,7 @@ def configure_determinism(device: str) -> dict[str, Any]:
     import torch
 
     # cuBLAS needs this before its first use to be deterministic.
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = cublas_workspace_config()
     torch.use_deterministic_algorithms(True)
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True

@@ -29,6 +29,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
@@ -130,6 +131,11 @@ def _load_py(spec: ModelSpec, device: str) -> Encoder:
 _LOADED: dict[tuple[Any, ...], Loaded] = {}
 
 
+def json_key(value: Any) -> str:
+    """A JSON record as one hashable key (sorted keys)."""
+    return json.dumps(value, sort_keys=True)
+
+
 def load_user(spec: ModelSpec, device: str) -> Loaded:
     """Load a ``py`` or ``hear`` spec (module docstring): the encoder, its weights' SHA-256
     (checked against a registry entry's record) and its code's identity. Loaded once per
@@ -138,7 +144,8 @@ def load_user(spec: ModelSpec, device: str) -> Loaded:
     user = spec.user
     assert user is not None
     code = code_identity(user)
-    memo = (user, tuple(sorted(spec.weights.items())), spec.registry, device, code["source_sha256"])
+    # the whole identity: an edited helper module or editable package loads it again
+    memo = (user, tuple(sorted(spec.weights.items())), spec.registry, device, json_key(code))
     known = _LOADED.get(memo)
     if known is not None:
         files = weight_paths(known.encoder, spec=spec.name)

@@ -1,8 +1,9 @@
 """Reference ``linear-v1`` and ``ridge-v1`` probes: float64 NumPy/SciPy, written from the
 definitions alone (no code shared with :mod:`audiorepro.metrics`, no scikit-learn).
 
-``linear-v1``: standardize with the training split's mean and population SD (a zero SD
-counts as 1); minimize, over ``W`` [K, D] and ``b`` [K] of the classes in the training split,
+``linear-v1``: standardize with the training split's mean and population SD (the SD of a
+feature constant by scikit-learn's rule counts as 1), scale-free; minimize, over ``W``
+[K, D] and ``b`` [K] of the classes in the training split,
 
     1/2 ||W||_F^2 + C * sum_i ( logsumexp_k(W_k z_i + b_k) - (W_{y_i} z_i + b_{y_i}) )
 
@@ -35,9 +36,20 @@ def _standardized(train: Any, test: Any) -> tuple[np.ndarray[Any, Any], np.ndarr
     a = np.array(train, dtype=np.float64)
     b = np.array(test, dtype=np.float64)
     n = a.shape[0]
+    # Standardization does not depend on the features' scale: divide each by its largest
+    # training magnitude first, so that 1e306 does not overflow the squares below.
+    top = np.abs(a).max(axis=0)
+    top[top == 0] = 1.0
+    a, b = a / top, b / top
     mean = a.sum(axis=0) / n
-    sd = np.sqrt(((a - mean) ** 2).sum(axis=0) / n)
-    sd[(a == a[0]).all(axis=0)] = 1.0  # every training value equal: SD 0, counted as 1
+    var = ((a - mean) ** 2).sum(axis=0) / n
+    # Constant as StandardScaler decides it (Chan, Golub and LeVeque's bound on the rounding
+    # error of the two-pass variance): var <= n eps var + (n mean eps)^2; its SD counts as 1
+    # in the features' own units.
+    eps = 2.0**-52
+    sd = np.sqrt(var)
+    constant = var <= n * eps * var + (n * mean * eps) ** 2
+    sd[constant] = 1.0 / top[constant]
     return (a - mean) / sd, (b - mean) / sd
 
 

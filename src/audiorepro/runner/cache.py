@@ -11,6 +11,15 @@ family a model is. Checked by content: each entry ``<key>.npz`` has a record
 ``<key>.json`` with the key and the entry's own SHA-256, written after the entry; an entry
 whose bytes no longer match its record (rewritten, truncated, half written) is extracted
 again.
+
+**One cache across output folders** (:func:`shared_store`): every entry recorded in an
+output folder is also kept, under the same key and record, in a per-user store
+(``$XDG_CACHE_HOME/audiorepro/embeddings``, else ``~/.cache/audiorepro/embeddings``); an
+output folder that lacks an entry takes it from there, hard-linked (copied across file
+systems), read-only, into ``OUT/cache/dumps``, so that the folder stays whole without the
+store. A store entry is checked against its record (its SHA-256) on every use; a damaged one
+is removed and extracted again. ``rm -rf`` of the store clears it;
+``AUDIOREPRO_EMBEDDING_CACHE=off`` turns it off (each output folder keeps its own cache).
 """
 
 from __future__ import annotations
@@ -18,13 +27,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_json
+from audiorepro.core.paths import user_cache
 from audiorepro.core.threads import cpu_threads
 from audiorepro.formats.audio_dump import AudioDump, load_audio_dump
 from audiorepro.formats.captions import list_audio, read_captions
@@ -127,16 +140,15 @@ def entry_record_path(cache: Path, key: str) -> Path:
 
 def record_entry(cache: Path, key: str) -> None:
     """Write the record of the entry just written with this key (after the entry: an entry
-    without its record is not trusted)."""
+    without its record is not trusted), and keep the entry in the per-user store."""
     record = {"cache_key": key, "sha256": sha256_file(cache_dump_path(cache, key))}
     atomic_write_bytes(entry_record_path(cache, key), json_dumps(record).encode())
+    publish_entry(cache, key)
 
 
-def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | None:
-    """The cached extraction with this key, or None: a missing, damaged or rewritten entry
-    (bytes that differ from its record) is never trusted, and is extracted again.
-    ``keyed_meta=False``: the dump's meta does not carry the key (a zero-shot dump, whose
-    bytes are the output folder's); its record alone names it."""
+def _entry_here(
+    cache: Path, key: str, load: Callable[[Path], Dump | AudioDump], keyed_meta: bool
+) -> Dump | AudioDump | None:
     path = cache_dump_path(cache, key)
     record_path = entry_record_path(cache, key)
     if not path.is_file() or not record_path.is_file():
@@ -145,7 +157,7 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
         record = read_json(record_path, what="a cache record", max_bytes=1 << 20)
         if not isinstance(record, dict) or record.get("cache_key") != key:
             return None
-        dump = load_dump(path)
+        dump = load(path)
     except (UserError, OSError, ValueError, RecursionError):
         return None
     if dump.sha256 != record.get("sha256"):
@@ -155,23 +167,134 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     return dump
 
 
+def _entry(
+    cache: Path, key: str, load: Callable[[Path], Dump | AudioDump], keyed_meta: bool
+) -> Dump | AudioDump | None:
+    """The entry of ``key`` in ``cache``, checked; taken from the per-user store first where
+    ``cache`` lacks it (or holds it damaged); an intact one here is kept in the store too."""
+    dump = _entry_here(cache, key, load, keyed_meta)
+    if dump is None:
+        if not take_shared(cache, key):
+            return None
+        dump = _entry_here(cache, key, load, keyed_meta)
+    if dump is not None:
+        publish_entry(cache, key, sha256=dump.sha256)
+    return dump
+
+
+def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | None:
+    """The cached extraction with this key, or None: a missing, damaged or rewritten entry
+    (bytes that differ from its record) is never trusted, and is extracted again.
+    ``keyed_meta=False``: the dump's meta does not carry the key (a zero-shot dump, whose
+    bytes are the output folder's); its record alone names it. Taken from the per-user store
+    (:func:`shared_store`) where the output folder lacks it."""
+    dump = _entry(cache, key, load_dump, keyed_meta)
+    return dump if isinstance(dump, Dump) else None
+
+
 def cached_audio_dump(cache: Path, key: str) -> AudioDump | None:
     """The cached audio-only extraction with this key, or None (missing, damaged, rewritten:
     extracted again), checked as :func:`cached_dump` checks a dump."""
-    path = cache_dump_path(cache, key)
-    record_path = entry_record_path(cache, key)
-    if not path.is_file() or not record_path.is_file():
+    dump = _entry(cache, key, load_audio_dump, True)
+    return dump if isinstance(dump, AudioDump) else None
+
+
+# ------------------------------------------------------------------ the per-user store
+
+#: The environment variable that turns the per-user store off (``off``); ``on`` or unset: on.
+SHARED_CACHE_ENV = "AUDIOREPRO_EMBEDDING_CACHE"
+
+
+def shared_store() -> Path | None:
+    """The per-user store of extraction cache entries (module docstring), or None where
+    ``AUDIOREPRO_EMBEDDING_CACHE=off``. Any other value than ``on``/``off`` is one line."""
+    value = os.environ.get(SHARED_CACHE_ENV, "").strip().lower()
+    if value == "off":
         return None
+    if value not in ("", "on"):
+        raise UserError(
+            f"is {value!r}; expected on or off (the per-user embedding cache)",
+            key=SHARED_CACHE_ENV,
+        )
+    return user_cache("embeddings")
+
+
+def _place(source: Path, dest: Path) -> None:
+    """``source`` at ``dest``, read-only: hard-linked, or copied where a link cannot be made
+    (another file system), beside it first and renamed into place (never half there)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+        try:
+            os.link(source, tmp)
+        except OSError:
+            shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _record_sha256(record_path: Path, key: str) -> str | None:
     try:
         record = read_json(record_path, what="a cache record", max_bytes=1 << 20)
-        if not isinstance(record, dict) or record.get("cache_key") != key:
-            return None
-        dump = load_audio_dump(path)
     except (UserError, OSError, ValueError, RecursionError):
         return None
-    if dump.sha256 != record.get("sha256") or dump.meta.get("cache_key") != key:
+    if not isinstance(record, dict) or record.get("cache_key") != key:
         return None
-    return dump
+    sha = record.get("sha256")
+    return sha if isinstance(sha, str) else None
+
+
+def _drop(*paths: Path) -> None:
+    for path in paths:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def take_shared(cache: Path, key: str) -> bool:
+    """Put the store's entry of ``key`` into ``cache`` (entry, then its record), after
+    checking its bytes against its record; False where the store is off, lacks it, or holds
+    it damaged (then removed there: it is extracted again and stored anew)."""
+    store = shared_store()
+    if store is None or store.resolve() == cache.resolve():
+        return False
+    entry, record = cache_dump_path(store, key), entry_record_path(store, key)
+    try:
+        if not entry.is_file() or not record.is_file():
+            return False
+        if sha256_file(entry) != _record_sha256(record, key):
+            _drop(record, entry)
+            return False
+        _drop(entry_record_path(cache, key))  # the damaged entry here, if any, is replaced
+        _place(entry, cache_dump_path(cache, key))
+        _place(record, entry_record_path(cache, key))
+    except OSError:  # a store that cannot be read is no store: the cell is extracted
+        return False
+    return True
+
+
+def publish_entry(cache: Path, key: str, *, sha256: str | None = None) -> None:
+    """Keep the checked entry of ``key`` in ``cache`` in the per-user store too (entry, then
+    record), unless the store holds it already; a store that cannot be written is skipped."""
+    store = shared_store()
+    if store is None or store.resolve() == cache.resolve():
+        return
+    entry, record = cache_dump_path(cache, key), entry_record_path(cache, key)
+    kept = entry_record_path(store, key)
+    try:
+        sha = sha256 if sha256 is not None else _record_sha256(record, key)
+        if sha is not None and kept.is_file() and _record_sha256(kept, key) == sha:
+            return
+        _place(entry, cache_dump_path(store, key))
+        _place(record, kept)
+    except OSError:  # a store that cannot be written (a read-only home): OUT has its own
+        return
 
 
 class ModelKey(TypedDict):

@@ -44,6 +44,7 @@ import audiorepro.models.tiny
 from audiorepro.core.errors import WriteError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, npz_bytes
+from audiorepro.core.paths import user_cache
 from audiorepro.models.tiny import build_tiny_models
 from audiorepro.synthetic.audio import build as build_audio
 from audiorepro.synthetic.dumps import fixtures, golden_5cap
@@ -119,8 +120,7 @@ _MODEL_LIBRARIES = ("numpy", "torch", "transformers", "laion_clap", "safetensors
 
 def model_cache() -> Path:
     """Where the demo's tiny models are kept between runs, outside any output folder."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "audiorepro" / "demo-models"
+    return user_cache("demo-models")
 
 
 def models_key(seed: int) -> str:

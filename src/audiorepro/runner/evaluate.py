@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,31 @@ def resolve_dataset(arg: str, data: Path, known: dict[str, Dataset]) -> EvalData
             key=arg,
         )
     return found
+
+
+def _distinct_names(args: Sequence[str], datasets: list[EvalDataset]) -> None:
+    """Each dataset's name names its study file and output folder (``study-<name>.toml``):
+    one dataset given twice, or two folders whose names become one (``a b`` and ``a_b``,
+    its characters outside letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``), would
+    share them; refused naming both. A name too long for a file name is refused too."""
+    first: dict[str, str] = {}
+    for arg, ds in zip(args, datasets, strict=True):
+        if len(f"study-{ds.name}.toml".encode()) > 255:
+            raise UserError(
+                f"names a dataset {ds.name[:40]!r}... of {len(ds.name.encode())} bytes; expected "
+                "a folder name of at most 240 bytes (it names a study file)",
+                key=arg,
+            )
+        seen = first.setdefault(ds.name, arg)
+        if seen == arg:
+            if args.count(arg) > 1:
+                raise UserError("is given twice; expected each dataset once", key=arg)
+            continue
+        raise UserError(
+            f"and {seen!r} both name the dataset {ds.name!r} (its study file and output "
+            "folder); expected datasets whose names differ in letters, digits, '.', '_' or '-'",
+            key=arg,
+        )
 
 
 def _q(text: str | Path) -> str:
@@ -237,10 +263,7 @@ def prepare_evaluate(
     check_device(device)
     known = read_datasets(bundled_datasets())
     datasets = [resolve_dataset(arg, data, known) for arg in dataset_args]
-    names = [d.name for d in datasets]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UserError("is given twice; expected each dataset once", key=twice[0])
+    _distinct_names(dataset_args, datasets)
     profiles = profiles or (canonical_profile(),)
     retrieval = [d for d in datasets if d.kind == "retrieval"]
     if not retrieval and any(not is_canonical(p) for p in profiles):

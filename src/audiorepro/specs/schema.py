@@ -253,9 +253,11 @@ def distinct_file_names(items: list[tuple[str, str]], *, source: str, what: str)
                 source=source,
                 key=key,
             )
-        if len(made) > SLUG_MAX:
+        if len(made.encode("utf-8")) > SLUG_MAX:
+            # File systems count bytes (255): 100 four-byte characters would not fit.
             raise UserError(
-                f"is {len(name)} characters long; expected {what} of at most {SLUG_MAX}",
+                f"is {len(made.encode('utf-8'))} bytes long as a file name; expected {what} "
+                f"of at most {SLUG_MAX} bytes (UTF-8)",
                 source=source,
                 key=key,
             )

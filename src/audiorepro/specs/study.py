@@ -153,6 +153,7 @@ from audiorepro.metrics.profile_registry import (
     reported_profiles,
 )
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
+from audiorepro.metrics.verification_toolkits import DEFINITIONS
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.hear_study import HearStudy, parse_hear_study
@@ -1250,12 +1251,27 @@ def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProb
 # --- speaker-verification studies -----------------------------------------------------------
 
 #: The published names of a speaker-verification cell: its equal error rate.
-SPEAKER_METRICS = ("eer",)
+#: What a speaker-verification cell's published values may name: every verification definition
+#: (``eer``, ``eer_rocch``, ``eer_speechbrain``, ``min_dcf_p0.01``, ...; docs/metrics.md), so
+#: that a published BOSARIS or speechbrain EER is checked against its own definition.
+SPEAKER_METRICS = tuple(d.name for d in DEFINITIONS)
 
 
 class SpeakerExtractSpec(LinearProbeExtractSpec):
     """How to make a cell's clip embeddings: a model (any encoder: audio is enough) over every
     clip of an audio folder or list file, through the extraction cache."""
+
+
+class SpeakerScoreNormSpec(Spec):
+    """Score normalization of a cell's trial scores over a cohort (normalization definitions
+    version 1, :mod:`audiorepro.metrics.verification_norm`)."""
+
+    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"] = Field(
+        description="z-norm, t-norm, s-norm or as-norm (adaptive s-norm over the top_n)"
+    )
+    cohort: RelativePath = Field(description="a dump with the cohort's audio_embeds")
+    cohort_sha256: FileSha256
+    top_n: int | None = Field(None, ge=1, description="as-norm: the highest cohort scores kept")
 
 
 class SpeakerCellSpec(Spec):
@@ -1266,15 +1282,25 @@ class SpeakerCellSpec(Spec):
     dump: RelativePath | None = Field(None, description="a dump with audio_embeds, audio_ids")
     sha256: FileSha256 | None = None
     extract: SpeakerExtractSpec | None = None
-    trials: RelativePath = Field(description="a trial list CSV (enrollment,test,target)")
+    trials: RelativePath = Field(
+        description="a trial list: the kit's CSV (enrollment,test,target), a VoxCeleb list or "
+        "a NIST-style key"
+    )
     trials_sha256: FileSha256
+    score_norm: SpeakerScoreNormSpec | None = Field(
+        None, description="normalize the trial scores over a cohort before every measure"
+    )
 
 
 class SpeakerPublishedSpec(LinearProbePublishedSpec):
     """Published values of one speaker-verification cell, with tolerance and provenance."""
 
     values: dict[str, Number] = Field(
-        min_length=1, description="metric -> published value: eer (a fraction in [0, 1])"
+        min_length=1,
+        description="definition -> published value: eer (the ROC crossing), eer_rocch, "
+        "eer_pyannote, eer_speechbrain, eer_kaldi, min_dcf_p0.01, min_dcf_p0.05, "
+        "min_dcf_speechbrain_p0.01, min_dcf_speechbrain_p0.05, act_dcf_p0.01, act_dcf_p0.05, "
+        "cllr, min_cllr (docs/metrics.md)",
     )
 
 
@@ -1313,6 +1339,14 @@ class SpeakerExtraction:
 
 
 @dataclass(frozen=True)
+class SpeakerScoreNorm:
+    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"]
+    cohort: Path
+    cohort_sha256: str
+    top_n: int | None
+
+
+@dataclass(frozen=True)
 class SpeakerCell:
     id: str
     model: str
@@ -1321,6 +1355,7 @@ class SpeakerCell:
     extract: SpeakerExtraction | None
     trials: Path
     trials_sha256: str
+    score_norm: SpeakerScoreNorm | None = None
 
 
 @dataclass(frozen=True)
@@ -1363,7 +1398,18 @@ def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> Spe
         registry = _path(source, f"{where}.extract.registry", e.registry, must_exist=True)
         audio = _required_path(source, f"{where}.extract.audio", e.audio, must_exist=strict)
         extract = SpeakerExtraction(e.model, audio, registry, dict(e.settings), e.device)
-    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256)
+    score_norm = None
+    if c.score_norm is not None:
+        n = c.score_norm
+        if (n.method == "as-norm") != (n.top_n is not None):
+            need = "as-norm needs top_n" if n.top_n is None else f"{n.method} takes none"
+            raise UserError(f"{need}; expected top_n with as-norm only", source=source,
+                            key=f"{where}.score_norm.top_n")  # fmt: skip
+        cohort = _required_path(source, f"{where}.score_norm.cohort", n.cohort, must_exist=strict)
+        if strict:
+            _check_hashes([(cohort, n.cohort_sha256, "score_norm.cohort_sha256")], source, where)
+        score_norm = SpeakerScoreNorm(n.method, cohort, n.cohort_sha256, n.top_n)
+    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256, score_norm)
     if strict and trials.is_file() and (dump is None or dump.is_file()):
         # The trial list read and its clips found before any work: one line, exit 2.
         clips, within = _speaker_clips(cell, where)
@@ -1971,14 +2017,34 @@ def check_lock(study: ProbeStudy) -> None:
                             source=study.lock, key=f"files.{name}")  # fmt: skip
 
 
+#: A study file's tables parsed and checked by a kind that declares its own spec (a kind
+#: registered from outside the package: :func:`audiorepro.runner.kinds.register_kind`):
+#: (the file's document, its path, strict) -> the kind's study.
+SpecParser = Callable[[dict[str, Any], Path, bool], Any]
+_SPECS: dict[str, SpecParser] = {}
+
+
+def register_spec(kind: str, parse: SpecParser | None) -> None:
+    """The spec of study kind ``kind``: its parser, or None to remove it."""
+    if parse is None:
+        _SPECS.pop(kind, None)
+    else:
+        _SPECS[kind] = parse
+
+
 def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
     """Parse and validate a study. ``strict=False`` (for ``verify``) lets a dump be missing or
     differ from its hash: such a cell's values are then reported NOT VERIFIED, not an error."""
     doc = parse_toml(text, source=source)
     kind = doc.get("kind", "retrieval")
+    if isinstance(kind, str) and kind in _SPECS:
+        study: Study = _SPECS[kind](doc, source, strict)
+        return study
     if kind not in KINDS:
         raise UserError(
-            f"is {kind!r}; expected one of {', '.join(KINDS)}", source=source, key="kind"
+            f"is {kind!r}; expected one of {', '.join((*KINDS, *_SPECS))}",
+            source=source,
+            key="kind",
         )
     if kind == "probe":
         return _probe(doc, source, strict)

@@ -18,7 +18,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.models.embedder import require_text_spec
 from audiorepro.models.preflight import preflight
 from audiorepro.models.registry import load_registry, resolve_spec
-from audiorepro.runner.cache import cached_dump
+from audiorepro.runner.cache import cached_dump, shared_store
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,9 @@ class StudyExtraction:
         study builds, and the text tower of those whose work needs one, before any work: one
         line and exit 2 before the output folder gets anything. A spec that does not resolve
         here (an unknown name, a hub model not in the cache) is left to its cell, which
-        records it. ``only``: just these cells, no identity check (``verify STUDY``)."""
+        records it. ``only``: just these cells, no identity check (``verify STUDY``). A bad
+        ``AUDIOREPRO_EMBEDDING_CACHE`` is one line here too (not a failed cell)."""
+        shared_store()
         for use in self.models:
             if only is not None and (use.cell is None or use.cell not in only):
                 continue

@@ -14,17 +14,23 @@ The steps, in order (lm-evaluation-harness' ``Task`` has the same shape)::
     load -> compute -> check_parity -> compare_published -> tables -> bundle_part
 
 and ``numbers`` reads a bundle back as :class:`NumberRecord` s: every number, the same way
-for every kind.
+for every kind. What ``audiorepro diff`` asks of a kind (:class:`~audiorepro.checks.moves.
+DiffRules`) is declared here too: ``records`` (what each cell recorded that its numbers
+depend on) and ``moves`` (a number's tier and the records whose change can move it);
+:func:`diff_kinds` hands the registered kinds to ``diff`` by the schema of their bundles.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+
+from audiorepro.checks.moves import Identity, Moves
 
 # The typed view's record and walk live with the checks that read it (``diff``); every kind
 # here writes them.
@@ -43,6 +49,7 @@ from audiorepro.render.tables import Table, write_table
 from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.output.manifest import write_manifest
 from audiorepro.runner.output.outputs import Outcome, write_outputs
+from audiorepro.specs.study import register_spec
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,18 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     #: What ``reproduce`` checks of the kind besides published values, said when ``verify
     #: STUDY`` has nothing to check.
     run_checks: ClassVar[str] = "metric parity"
+    #: The kind in a sentence ("a zero-shot run"); its name when empty.
+    title: ClassVar[str] = ""
+
+    @property
+    def label(self) -> str:
+        return self.title or self.name
+
+    def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> StudyT:
+        """A study file of this kind (its TOML document, its path) parsed and checked, for a
+        kind that brings its own spec; the built-in kinds' specs are in ``specs/study.py``
+        (this is then not called). Bad input: a UserError naming the file and key."""
+        raise NotImplementedError(f"the {self.name} kind's spec is in specs/study.py")
 
     def extraction(self, study: StudyT) -> StudyExtraction | None:
         """The cells it extracts, as the executors see them (None: it extracts nothing)."""
@@ -128,6 +147,31 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
     @abstractmethod
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         """Every number of a bundle of this kind (decompressed ``bundle.json.gz``)."""
+
+    @abstractmethod
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each cell (and the run) of a bundle recorded that its numbers depend on, each
+        of one cause (weights, encoder code, preprocessing, inputs, ...): what ``diff``
+        compares between two runs to name why a number moved."""
+
+    @abstractmethod
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """How ``diff`` compares ``number`` of ``bundle``: the cell it is shown under, its
+        tier, the keys of the :meth:`records` whose change can move it, and how a tier-b
+        tolerance is derived for it."""
+
+
+def input_name(path: Path, study: Path) -> str:
+    """How the manifest's ``inputs`` names a file a study reads: its path from the study
+    file's folder (POSIX), so that two cells' ``trials.csv`` in two folders are two inputs
+    (a bare file name recorded only the last one read).
+
+    >>> input_name(Path("/s/a/trials.csv"), Path("/s/study.toml"))
+    'a/trials.csv'
+    >>> input_name(Path("/t/trials.csv"), Path("/s/study.toml"))
+    '../t/trials.csv'
+    """
+    return Path(os.path.relpath(path, study.parent)).as_posix()
 
 
 def golden_failures(golden: Summary) -> list[str]:
@@ -170,13 +214,16 @@ def register_kind(cls: KindT) -> KindT:
     """Class decorator: the kind under its ``name`` (a second kind of one name is refused)."""
     if cls.name in _KINDS and type(_KINDS[cls.name]) is not cls:
         raise ValueError(f"a study kind named {cls.name!r} is already registered")
-    _KINDS[cls.name] = cls()
+    kind = _KINDS[cls.name] = cls()
+    if cls.parse is not StudyKind.parse:  # a kind that brings its own spec
+        register_spec(cls.name, kind.parse)
     return cls
 
 
 def unregister_kind(name: str) -> None:
     """Remove a kind (a test's toy kind, after the test)."""
     _KINDS.pop(name, None)
+    register_spec(name, None)
 
 
 def kind_named(name: str) -> AnyKind:
@@ -200,6 +247,12 @@ def typed_numbers(bundle: JsonObject) -> Iterator[NumberRecord]:
             + ", ".join(sorted(k.bundle_schema for k in _KINDS.values() if k.bundle_schema))
         )
     return kind.numbers(bundle)
+
+
+def diff_kinds() -> dict[str, AnyKind]:
+    """The registered kinds by the schema of the bundles they write: what ``audiorepro diff``
+    asks to read a bundle (:mod:`audiorepro.checks.diff`)."""
+    return {k.bundle_schema: k for k in _KINDS.values() if k.bundle_schema}
 
 
 def kind_names() -> tuple[str, ...]:

@@ -42,6 +42,17 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file, sha256_file
@@ -586,6 +597,36 @@ class HearKind(StudyKind[HearStudy, HearState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each cell depends on: the module's weights and code, the predictor and the
+        sample rate, the task's files and clips."""
+        out = run_records(None, None)
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            meta = cell.get("model_meta") or {}
+            weights = {"model": cell.get("model"), "weights_sha256": meta.get("weights_sha256")}
+            out += [
+                identity(cid, "weights", weights),
+                identity(cid, "encoder code", meta.get("code")),
+                identity(cid, "preprocessing", pick(cell, ("predictor", "sample_rate"))),
+                identity(cid, "inputs", pick(cell, ("task", "task_files_sha256", "clips"))),
+            ]
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """A cell's scores (per split, validation, leaderboard): tier b, a probe over its
+        embeddings, no tolerance derived; its counts, sizes and post-processing settings tier
+        a; a study-level number follows the cell its row names, else every cell."""
+        where = number.where
+        if not in_cell(where):
+            return study_level(bundle, where, CELL_CAUSES, tier="b")
+        cid = str(bundle["cells"][where[1]]["id"])
+        tier: Literal["a", "b"] = "b" if where[2] in _SCORE_KEYS else "a"
+        return Moves(cid, tier, keys(cid, CELL_CAUSES, tier=tier))
+
+
+_SCORE_KEYS: Final = frozenset({"scores", "validation_scores", "leaderboard"})
 
 
 def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:

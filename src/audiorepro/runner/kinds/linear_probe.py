@@ -27,6 +27,19 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    extracted,
+    extraction_records,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
@@ -72,6 +85,7 @@ from audiorepro.runner.kinds import (
     NumberTier,
     StudyKind,
     cell_records,
+    input_name,
     register_kind,
     rest_records,
 )
@@ -81,6 +95,7 @@ from audiorepro.runner.kinds.zeroshot_extraction import (
     zeroshot_extraction,
 )
 from audiorepro.runner.output.outputs import BootstrapRecord
+from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import (
     Bootstrap,
     LinearProbeCell,
@@ -226,6 +241,11 @@ def cell_splits(cell: LinearProbeCell, labels: Labels, aligned: Aligned) -> list
                     key=cell.folds,
                 )
         splits = declared_split(aligned.folds, *cell.split)
+    # Each split's predictions go to predictions/<cell>/<slug(fold)>.npz: two fold values
+    # that slug alike ("a b", "a_b") would write one file, the second over the first.
+    distinct_file_names(
+        [(f"{cell.folds} column", s.name) for s in splits], source=where, what="a fold value"
+    )
     for s in splits:
         if s.test.size == 0 or np.unique(aligned.y[s.train]).size < 2:
             raise UserError(
@@ -610,9 +630,9 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         for c in study.cells:
             if c.id in state.cells:
                 rec = state.cells[c.id]
-                inputs[c.labels.name] = rec["labels_sha256"]
-                if c.extract is None:
-                    inputs[rec["dump"]] = rec["dump_sha256"]
+                inputs[input_name(c.labels, study.source)] = rec["labels_sha256"]
+                if c.extract is None and c.dump is not None:
+                    inputs[input_name(c.dump, study.source)] = rec["dump_sha256"]
         return BundlePart(
             verification, _report(study, tables, state.failures), bundle, [], inputs=inputs
         )
@@ -634,6 +654,38 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each cell depends on: its embeddings (the dump's hash, and an extracted
+        dump's recorded meta), its labels and protocol (inputs), and the probe's definition
+        (definition, C or grid, scikit-learn's version: ``definitions``)."""
+        study = bundle["study"]
+        out = run_records({"bootstrap": study["bootstrap"]}, study["definitions_version"])
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            if extracted(cell):
+                weights, code, pre, _, software = extraction_records(cid, cell["model_meta"])
+                out += [weights, code, pre, software]
+            inputs = pick(cell, ("dump_sha256", "labels_sha256", "fold_column", "protocol"))
+            out.append(identity(cid, "inputs", inputs))
+            out.append(identity(cid, "definitions", cell.get("probe")))
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """A cell's accuracies and reports: tier b (an iterative solver over float64 BLAS),
+        on the cell's records and the probe's definition, no tolerance derived; its counts
+        of clips and of each fold's clips: tier a, moved by its inputs (labels, folds,
+        embeddings) only; its dimension tier a."""
+        where = number.where
+        causes = (*CELL_CAUSES, "definitions")
+        if not in_cell(where):
+            return study_level(bundle, where, causes, tier="b")
+        cid = str(bundle["cells"][where[1]]["id"])
+        if where[-1] in ("n_clips", "n_train", "n_test"):
+            return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))
+        if where[2] == "n_dims":
+            return Moves(cid, "a", keys(cid, CELL_CAUSES, tier="a"))
+        return Moves(cid, "b", keys(cid, causes, tier="b"))
 
 
 _COUNTS = frozenset(

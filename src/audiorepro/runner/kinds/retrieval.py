@@ -38,7 +38,21 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.checks.explain import CONCEPTS, peer_name
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    extracted,
+    extraction_records,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.parity import DEFAULT_TOLERANCE, ParityBlock, ParityCell, parity_cell
+from audiorepro.checks.tiers import Tier
 from audiorepro.checks.verify import (
     FAIL,
     NOT_VERIFIED,
@@ -550,6 +564,64 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each retrieval cell depends on: weights, encoder code, preprocessing, inputs
+        and software of an extracted dump (its recorded meta), or the shipped dump itself
+        (``inputs``); the run's tie policy and bootstrap (``study``)."""
+        study = bundle["study"]
+        out = run_records(
+            {"tie_policy": study["tie_policy"], "bootstrap": study["bootstrap"]},
+            bundle["definitions_version"],
+        )
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            if extracted(cell):
+                out += extraction_records(cid, cell["model_meta"])
+            else:
+                dump = pick(cell, ("dump_sha256", "n_clips", "n_captions", "error"))
+                out.append(identity(cid, "inputs", dump))
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        return _moves(bundle, number.where)
+
+
+def _moves(bundle: JsonObject, where: tuple[str | int, ...]) -> Moves:
+    """A retrieval number: a cell's metric (tier a over a shipped dump, b over an extracted
+    one; the laion-clap profile's float32 logits b always), its rank counts (rank rule), its
+    input counts (tier a, moved by its inputs and preprocessing only); a paired difference
+    depends on both cells; a study-level number on the cell a table on its way names, else
+    on every cell."""
+    if where[0] == "paired_bootstrap" and len(where) > 2 and isinstance(where[1], int):
+        pair = bundle["paired_bootstrap"][where[1]]
+        a, b = str(pair["a"]), str(pair["b"])
+        cells = {str(c["id"]): c for c in bundle["cells"]}
+        tier: Tier = "b" if any(extracted(cells.get(x, {})) for x in (a, b)) else "a"
+        deps = keys(a, CELL_CAUSES, tier=tier) | keys(b, CELL_CAUSES, tier=tier)
+        return Moves(f"{a} | {b}", tier, deps, rule="ranks")
+    if not in_cell(where):
+        return study_level(bundle, where, CELL_CAUSES)
+    cell = bundle["cells"][where[1]]
+    cid, below = str(cell["id"]), where[2:]
+    tier = "b" if extracted(cell) else "a"
+    head, rest = below[0], "/".join(map(str, below[1:]))
+    deps = keys(cid, CELL_CAUSES, tier=tier)
+    if head == "metrics":
+        return Moves(cid, tier, deps, "retrieval", rest)
+    if head == "profiles" and len(below) > 2:
+        own = float32_profile(str(below[1]))  # its tier rule, as checks.tiers reads it
+        tier = "b" if own else tier
+        name = "/".join(map(str, below[2:]))
+        return Moves(cid, tier, keys(cid, CELL_CAUSES, tier=tier), "retrieval", name, own)
+    if head == "curves" and len(below) == 3 and isinstance(below[2], int):
+        return Moves(cid, tier, deps, "retrieval", f"{below[1]}/r@{below[2] + 1}")
+    if head in ("intervals", "rank_histogram", "ties"):
+        return Moves(cid, tier, deps, "ranks")
+    if head in ("n_clips", "n_captions", "captions_per_clip"):
+        # how many clips and captions: only another clip set or captions layout moves them
+        return Moves(cid, "a", keys(cid, ("preprocessing", "inputs"), tier="a"))
+    return Moves(cid, "a", keys(cid, CELL_CAUSES, tier="a"))  # settings: exact everywhere
 
 
 #: Parts of a retrieval cell that describe its inputs, not a computed number.

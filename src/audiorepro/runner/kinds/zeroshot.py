@@ -25,6 +25,17 @@ import numpy.typing as npt
 from typing_extensions import TypedDict
 
 import audiorepro.metrics.profiles  # noqa: F401 (registers the built-in profiles)
+from audiorepro.checks.moves import (
+    CELL_CAUSES,
+    Identity,
+    Moves,
+    extraction_records,
+    identity,
+    in_cell,
+    keys,
+    run_records,
+    study_level,
+)
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError, WriteError
 from audiorepro.core.hashing import sha256_file
@@ -293,6 +304,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     """Zero-shot classification: clips against one prompt per class, through the cache."""
 
     name = "zeroshot"
+    title = "zero-shot"
     bundle_schema = ZEROSHOT_BUNDLE
     extracts = True
 
@@ -397,6 +409,34 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "cells", classify=_classify, identities=dump_identities)
         yield from rest_records(bundle, ("cells",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each zero-shot cell depends on: its dump's recorded meta (the prompt template
+        as preprocessing), the evaluated clips (inputs); the run's tie policy."""
+        study = bundle["study"]
+        out = run_records({"tie_policy": study["tie_policy"]}, study["definitions_version"])
+        record = dict(study["inputs"])
+        clips = {k: v for k, v in record.items() if k != "template"}
+        for cell in bundle["cells"]:
+            cid = str(cell["id"])
+            weights, code, pre, _, software = extraction_records(cid, cell["model_meta"])
+            pre = identity(cid, "preprocessing", pre.value | {"template": record.get("template")})
+            out += [weights, code, pre, identity(cid, "inputs", clips), software]
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        """A cell's metric: tier b (the embeddings are extracted here), the rank rule; its
+        clip count: tier a, moved by its clips only; a study-level number follows the cell a
+        table on its way names, else every cell."""
+        where = number.where
+        if not in_cell(where):
+            return study_level(bundle, where, CELL_CAUSES, tier="b")
+        cid = str(bundle["cells"][where[1]]["id"])
+        if where[2] == "metrics":
+            return Moves(cid, "b", keys(cid, CELL_CAUSES, tier="b"), "ranks")
+        if where[2] == "n_clips":
+            return Moves(cid, "a", keys(cid, ("inputs",), tier="a"))
+        return Moves(cid, "a", keys(cid, CELL_CAUSES, tier="a"))
 
 
 def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.core.threads import cublas_workspace_config
 from audiorepro.formats.dump import Dump
 from audiorepro.models.extract import library_versions
 from audiorepro.runner.output.index import write_index
@@ -224,6 +226,15 @@ def _isa_flags() -> list[str]:
     return []
 
 
+def _torch() -> Any:
+    """torch when it is installed, imported if no model loaded it: a run served from the cache
+    records the same capability (and torch's thread pools) as one that extracted (it recorded
+    None, which ``diff`` read as another machine). None where torch is not installed."""
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        importlib.import_module("torch")
+    return sys.modules.get("torch")
+
+
 def cpu_dispatch() -> CpuDispatch:
     """The CPU's features and the code paths in force: two outputs whose tier-b numbers
     differ (docs/tiers.md, "What bit-identical covers") can be told apart by this block."""
@@ -234,7 +245,7 @@ def cpu_dispatch() -> CpuDispatch:
             break
         except (ImportError, AttributeError):
             continue
-    torch = sys.modules.get("torch")
+    torch = _torch()
     return {
         "isa_flags": _isa_flags(),
         "numpy_cpu_features": sorted(k for k, on in features.items() if on),
@@ -294,6 +305,15 @@ def git_provenance(package: Path = PACKAGE) -> GitProvenance:
     return {"commit": None, "dirty": None, "note": "not from a git checkout"}
 
 
+def determinism_variables() -> dict[str, str | None]:
+    """The determinism variables in force: ``CUBLAS_WORKSPACE_CONFIG`` as every extraction
+    sets it (:func:`~audiorepro.core.threads.cublas_workspace_config`), recorded whether or
+    not a model loaded in this run (a run served from the cache recorded None)."""
+    values = {k: os.environ.get(k) for k in DETERMINISM_VARIABLES}
+    values["CUBLAS_WORKSPACE_CONFIG"] = cublas_workspace_config()
+    return values
+
+
 def environment() -> Environment:
     return {
         "python": sys.version.split()[0],
@@ -307,7 +327,7 @@ def environment() -> Environment:
         "blas": _blas(),
         "cpu_dispatch": cpu_dispatch(),
         "thread_variables": {k: os.environ.get(k) for k in THREAD_VARIABLES},
-        "determinism_variables": {k: os.environ.get(k) for k in DETERMINISM_VARIABLES},
+        "determinism_variables": determinism_variables(),
         "container": container(),
     }
 

@@ -5,10 +5,21 @@ against recomputed numbers, leaders, tables, the bundle), in the order they alwa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audiorepro.checks.moves import (
+    Identity,
+    Moves,
+    every,
+    identity,
+    in_cell,
+    keys,
+    pick,
+    run_records,
+)
 from audiorepro.checks.verify import Summary, summarize
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject
@@ -232,6 +243,57 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
         yield from cell_records(bundle, "runs", classify=_classify, identities=_identities)
         yield from rest_records(bundle, ("runs",), _classify_rest)
+
+    def records(self, bundle: JsonObject) -> list[Identity]:
+        """What each probe run depends on: its prediction file and saved measurement files
+        (both hashes) and its recorded config; each aliased file (job records,
+        normalization, workflow, ...) is a record of its own, named by its path, so that a
+        derived number that moves names the file that changed. The probe bundle records no
+        study settings: a change of them shows as unexplained (a missing record)."""
+        out = run_records(None, None)
+        for run in bundle["runs"]:
+            value = pick(run, ("predictions_sha256", "saved_sha256", "saved_files", "config"))
+            out.append(identity(str(run["id"]), "inputs", value))
+        for record in ((bundle.get("study") or {}).get("files") or {}).values():
+            out.append(identity(str(record["path"]), "inputs", record.get("sha256")))
+        return out
+
+    def moves(self, bundle: JsonObject, number: NumberRecord) -> Moves:
+        return _moves(bundle, number.where)
+
+
+_ALIAS = re.compile(r"\{\*?([A-Za-z_][A-Za-z0-9_-]*):")
+
+
+def _file_key(rel: str) -> str:
+    """The record key of a file a study names (its path as the manifest names it)."""
+    return f"{rel}:inputs"
+
+
+def _moves(bundle: JsonObject, where: tuple[str | int, ...]) -> Moves:
+    """A probe number (tier a: float64 over the shipped files, order-fixed sums): a run's
+    depends on its own files and config; a derived number on the files its formula names
+    (and, per run, that run's); the result manifest, leaders and means on every run and
+    every aliased file."""
+    files = (bundle.get("study") or {}).get("files") or {}
+    every_file = [_file_key(str(f["path"])) for f in files.values()]
+    if in_cell(where, "runs"):
+        rid = str(bundle["runs"][where[1]]["id"])
+        return Moves(rid, "a", keys(rid, ("inputs",), tier="a"))
+    if where[:2] == ("result_manifest", "derived") and len(where) > 2:
+        # the manifest's copy of a derived number: on what that number reads
+        at = [i for i, d in enumerate(bundle.get("derived") or []) if d.get("name") == where[2]]
+        where = ("derived", *at[:1], "values", "")
+    if where[0] == "derived" and len(where) > 1 and isinstance(where[1], int):
+        entry = bundle["derived"][where[1]]
+        text = f"{entry.get('formula', '')} {entry.get('of') or ''}"
+        named = [_file_key(str(files[a]["path"])) for a in _ALIAS.findall(text) if a in files]
+        values = entry.get("per_run") and len(where) > 3 and where[2] in ("values", "of_values")
+        if values and str(where[3]) in {str(r["id"]) for r in bundle["runs"]}:
+            rid = str(where[3])
+            return Moves(rid, "a", keys(rid, ("inputs",), tier="a") | frozenset(named))
+        return every(bundle, ("inputs",), named, key="runs")
+    return every(bundle, ("inputs",), every_file, key="runs")
 
 
 def _inputs(study: ProbeStudy) -> dict[str, str]:
