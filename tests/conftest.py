@@ -231,7 +231,7 @@ LAYERS = {
         "test_trec_prefs.py",
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
-        "test_hear_scores.py", "test_hear_tasks.py",
+        "test_hear_scores.py", "test_hear_tasks.py", "test_hear_events.py",
         "test_verification_definitions.py", "test_trial_formats.py", "test_score_norm.py",
     },
     "integration": {

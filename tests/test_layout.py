@@ -43,6 +43,7 @@ KINDS = {
     "zeroshot": "audiorepro.runner.kinds.zeroshot",
     "linear-probe": "audiorepro.runner.kinds.linear_probe",
     "speaker-verification": "audiorepro.runner.kinds.speaker_verification",
+    "hear": "audiorepro.runner.kinds.hear",
 }
 #: Dependencies heavy enough to import lazily, inside the function that needs them: the
 #: optional model stack (with fetch's downloaders), Slurm and browser stacks, and scipy.signal

@@ -32,6 +32,7 @@ import pytest
 from audiorepro.core.errors import UserError
 from audiorepro.models.registry import bundled_registry
 from audiorepro.runner.demo import prepare_probe_demo
+from audiorepro.specs.hear_study import HearStudyFile
 from audiorepro.specs.measurements import kind_of, parse_measurements
 from audiorepro.specs.probe_published import ProbePublishedFile
 from audiorepro.specs.published import PublishedFile
@@ -84,6 +85,7 @@ def _study(doc: Any) -> object:
         "zeroshot": ZeroshotStudyFile,
         "linear-probe": LinearProbeStudyFile,
         "speaker-verification": SpeakerVerificationStudyFile,
+        "hear": HearStudyFile,
     }
     model = kinds.get(kind, RetrievalStudyFile) if isinstance(kind, str) else RetrievalStudyFile
     return validate(model, doc, source="s.toml")
@@ -105,6 +107,11 @@ def _examples(tmp: Path) -> list[tuple[str, Any, Schema, Callable[[Any], object]
     probe_study = prepare_probe_demo(tmp / "probe")
     for path in [*sorted((ROOT / "studies").glob("*.toml")), probe_study]:
         out.append((path.name, tomllib.loads(path.read_text()), _schema("study"), _study))
+    from tests.test_documented_commands import blocks
+
+    # docs/hear.md's hear study (its task folders are not needed to check its form).
+    (hear,) = [b.body for b in blocks("docs/hear.md") if b.lang == "toml"]
+    out.append(("hear-study.toml", tomllib.loads(hear), _schema("study"), _study))
     for path in (
         GOLDEN / "published" / "clap_retrieval.toml",
         ROOT / "src" / "audiorepro" / "data" / "demo_published.toml",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from audiorepro.core.errors import UserError
+from audiorepro.runner.kinds.hear import HEAR_BUNDLE
 from audiorepro.runner.kinds.linear_probe import LINEAR_PROBE_BUNDLE
 from audiorepro.runner.kinds.speaker_verification import SPEAKER_BUNDLE
 from audiorepro.runner.kinds.zeroshot import ZEROSHOT_BUNDLE
@@ -81,9 +82,16 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
         doc["$defs"][ref["$ref"].rpartition("/")[2]]["properties"]["schema"]["const"]
         for ref in doc["anyOf"]
     }
-    bundles = {RETRIEVAL_BUNDLE, PROBE_BUNDLE, ZEROSHOT_BUNDLE, LINEAR_PROBE_BUNDLE, SPEAKER_BUNDLE}
+    bundles = {
+        RETRIEVAL_BUNDLE,
+        PROBE_BUNDLE,
+        ZEROSHOT_BUNDLE,
+        LINEAR_PROBE_BUNDLE,
+        SPEAKER_BUNDLE,
+        HEAR_BUNDLE,
+    }
     assert consts == bundles
-    assert len(bundles) == 5
+    assert len(bundles) == 6
 
 
 def test_the_bundled_files_validate() -> None:

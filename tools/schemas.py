@@ -25,6 +25,7 @@ from audiorepro.checks.diff_report import DiffDocument  # noqa: E402
 from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
+from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
     SpeakerBundle,
@@ -37,6 +38,7 @@ from audiorepro.runner.output.outputs import (  # noqa: E402
     RetrievalBundle,
     RetrievalVerification,
 )
+from audiorepro.specs.hear_study import HearStudyFile  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.probe_published import ProbePublishedFile  # noqa: E402
@@ -63,9 +65,10 @@ FORMATS: dict[str, tuple[Any, str]] = {
         | ProbeStudyFile
         | ZeroshotStudyFile
         | LinearProbeStudyFile
-        | SpeakerVerificationStudyFile,
+        | SpeakerVerificationStudyFile
+        | HearStudyFile,
         f"audiorepro study ({STUDY_SCHEMA}, TOML): a retrieval, probe, zero-shot, "
-        "linear-probe or speaker-verification study",
+        "linear-probe, speaker-verification or HEAR study",
     ),
     "published": (PublishedFile, f"audiorepro published values ({PUBLISHED_SCHEMA}, TOML)"),
     "probe-published": (
@@ -86,9 +89,10 @@ FORMATS: dict[str, tuple[Any, str]] = {
         | ProbeVerification
         | ZeroshotVerification
         | LinearProbeVerification
-        | SpeakerVerification,
-        "audiorepro reproduce: verification.json (retrieval, probe, zero-shot, linear-probe or "
-        "speaker-verification study)",
+        | SpeakerVerification
+        | HearVerification,
+        "audiorepro reproduce: verification.json (retrieval, probe, zero-shot, linear-probe, "
+        "speaker-verification or HEAR study)",
     ),
     "diff": (
         DiffDocument,
@@ -96,9 +100,14 @@ FORMATS: dict[str, tuple[Any, str]] = {
         "tier, bound and causes",
     ),
     "bundle": (
-        RetrievalBundle | ProbeBundle | ZeroshotBundle | LinearProbeBundle | SpeakerBundle,
+        RetrievalBundle
+        | ProbeBundle
+        | ZeroshotBundle
+        | LinearProbeBundle
+        | SpeakerBundle
+        | HearBundle,
         "audiorepro reproduce: bundle.json.gz, decompressed (retrieval, probe, zero-shot, "
-        "linear-probe or speaker-verification study)",
+        "linear-probe, speaker-verification or HEAR study)",
     ),
 }
 

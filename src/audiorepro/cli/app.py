@@ -63,9 +63,15 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "hear": CommandEntry(
         "audiorepro.cli.hear",
-        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR scene tasks: embeddings by the module's own "
-        "get_scene_embeddings, the predictor on heareval's splits, heareval's scores "
-        "(docs/hear.md).",
+        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR tasks: embeddings by the module's own "
+        "get_scene_embeddings (get_timestamp_embeddings for event tasks), the predictor on "
+        "heareval's splits, heareval's scores (docs/hear.md).",
+    ),
+    "hear-table": CommandEntry(
+        "audiorepro.cli.hear_table",
+        "One table across encoders from HEAR runs (output folders of `audiorepro hear` or of "
+        "hear studies): encoders x tasks, each number linked to its run (folder, bundle "
+        "SHA-256) with the module's weights' SHA-256 and embedding size (docs/hear.md).",
     ),
     "identity": CommandEntry(
         _COMMANDS,

@@ -38,8 +38,9 @@ from audiorepro.runner.hear import PREDICTORS, format_results, run_hear
     help="Where each task's embeddings (heareval's layout) and test.predicted-scores.json go.",
 )
 def hear(model: str, tasks_dir: Path, tasks: tuple[str, ...], predictor: str, out: Path) -> None:
-    """MODEL (hear:MODULE[:WEIGHTS]) over HEAR scene tasks: embeddings by the module's own
-    get_scene_embeddings, the predictor on heareval's splits, heareval's scores (docs/hear.md)."""
+    """MODEL (hear:MODULE[:WEIGHTS]) over HEAR tasks: embeddings by the module's own
+    get_scene_embeddings (get_timestamp_embeddings for event tasks), the predictor on
+    heareval's splits, heareval's scores (docs/hear.md)."""
     results = run_hear(model, tasks_dir, tasks, predictor, out)
     for line in format_results(results):
         click.echo(line)

@@ -486,9 +486,12 @@ def check_task_audio(task: HearTask, sample_rate: int) -> None:
                 )
 
 
-def find_tasks(tasks_dir: str | Path, names: tuple[str, ...] = ()) -> tuple[Path, ...]:
+def find_tasks(
+    tasks_dir: str | Path, names: tuple[str, ...] = (), *, key: str = "--task"
+) -> tuple[Path, ...]:
     """The task folders under ``tasks_dir`` (those holding a task_metadata.json), sorted; with
-    ``names``, those folders (by folder name or ``task_name``), each of which must exist."""
+    ``names``, those folders (by folder name or ``task_name``), each of which must exist (a
+    missing one is one line naming ``key``: the option or the study's key that named it)."""
     root = Path(tasks_dir)
     if not root.is_dir():
         raise UserError("is not a folder (expected a folder of HEAR tasks)", source=root)
@@ -503,9 +506,7 @@ def find_tasks(tasks_dir: str | Path, names: tuple[str, ...] = ()) -> tuple[Path
         if len(match) != 1:
             have = ", ".join(p.name for p in found) or "none"
             how = "no" if not match else "more than one"
-            raise UserError(
-                f"has {how} task {name!r} (tasks here: {have})", source=root, key="--task"
-            )
+            raise UserError(f"has {how} task {name!r} (tasks here: {have})", source=root, key=key)
         chosen.append(match[0])
     return tuple(chosen)
 

@@ -126,6 +126,22 @@ def _speaker_verification(bundle: Mapping[str, Any]) -> list[str]:
     return _columns(["cell", "target trials", "non-target trials", "EER ↓"], rows)
 
 
+def _hear(bundle: Mapping[str, Any]) -> list[str]:
+    """Each cell's task and leaderboard scores (the test split's, or the mean over folds).
+
+    >>> cell = {"id": "m-words", "task": "words-v1-full", "leaderboard": {"top1_acc": 0.5}}
+    >>> print("\\n".join(_hear({"cells": [cell]})))
+    cell              task     score   value
+    m-words  words-v1-full  top1_acc  0.5000
+    """
+    rows = [
+        [str(c["id"]), str(c.get("task")), name, _fmt(value)]
+        for c in bundle.get("cells", [])
+        for name, value in (c.get("leaderboard") or {}).items()
+    ]
+    return _columns(["cell", "task", "score", "value"], rows)
+
+
 def results_table(bundle: Mapping[str, Any]) -> list[str]:
     """The headline lines of one study's bundle (decompressed), by its kind."""
     schema = str(bundle.get("schema", ""))
@@ -137,4 +153,6 @@ def results_table(bundle: Mapping[str, Any]) -> list[str]:
         return _linear_probe(bundle)
     if schema.startswith("audiorepro.speaker-verification-bundle/"):
         return _speaker_verification(bundle)
+    if schema.startswith("audiorepro.hear-bundle/"):
+        return _hear(bundle)
     return _retrieval(bundle)

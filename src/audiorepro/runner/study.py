@@ -2,8 +2,8 @@
 
 This is the runner's entry: it looks the study's kind up in the registry of kinds
 (:mod:`.kinds`: :mod:`.kinds.retrieval`, :mod:`.kinds.probe`, :mod:`.kinds.zeroshot`,
-:mod:`.kinds.linear_probe`, :mod:`.kinds.speaker_verification`), runs the executor
-that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
+:mod:`.kinds.linear_probe`, :mod:`.kinds.speaker_verification`, :mod:`.kinds.hear`), runs the
+executor that extracts what is missing (:mod:`.executors`) for a kind that extracts, runs the kind's
 steps (:func:`.kinds.run_kind`) into staging and publishes the output folder whole.
 """
 
@@ -24,6 +24,7 @@ from audiorepro.runner.executors.slurm import SlurmOptions, run_slurm
 from audiorepro.runner.kinds import (
     AnyKind,
     Context,
+    hear,  # noqa: F401
     kind_named,
     linear_probe,  # noqa: F401
     probe,  # noqa: F401

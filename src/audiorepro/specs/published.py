@@ -106,12 +106,14 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
 
 #: What range each metric's values lie in, by the last part of its name (the peers' prefixes
 #: ``text_to_audio_``/``audio_to_text_`` removed): rates, precisions, accuracies, F1, average
-#: precisions and equal error rates in [0, 1]; correlations and cosines in [-1, 1]; ranks from
-#: 1, with no upper bound known here (the number of items); errors, losses and counts from 0,
-#: unbounded.
+#: precisions and equal error rates in [0, 1] (heareval's ``*_acc``, ``mAP``, ``aucroc`` and
+#: event F-measures ``*_fms`` too; its ``d_prime`` has no bound); correlations and cosines in
+#: [-1, 1]; ranks from 1, with no upper bound known here (the number of items); errors (and
+#: heareval's error rate ``*_er``), losses and counts from 0, unbounded.
 _UNIT = re.compile(
     r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr(@\d+)?|recip_rank|success[_@]\d+"
-    r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1|eer)$"
+    r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1|eer"
+    r"|\w*_acc|aucroc|\w*_fms)$"
 )
 _SIGNED_UNIT = re.compile(r"^\w*(pearson|spearman|cosine|ccc)$")
 _RANK = re.compile(r"^(mean|median)_rank$")
@@ -124,6 +126,9 @@ def metric_range(metric: str) -> tuple[float | None, float | None]:
     [(0.0, 1.0), (1.0, None), (0.0, 1.0), (0.0, 1.0)]
     >>> [metric_range(m) for m in ["regression/v/pearson", "test/per_score/v/raw_mae"]]
     [(-1.0, 1.0), (0.0, None)]
+    >>> hear = ["top1_acc", "event_onset_200ms_fms", "segment_1s_er", "d_prime"]
+    >>> [metric_range(m) for m in hear]
+    [(0.0, 1.0), (0.0, 1.0), (0.0, None), (None, None)]
     """
     leaf = re.sub(r"^(text_to_audio|audio_to_text)_", "", metric.rsplit("/", 1)[-1]).lower()
     if _UNIT.match(leaf):
@@ -132,7 +137,7 @@ def metric_range(metric: str) -> tuple[float | None, float | None]:
         return -1.0, 1.0
     if _RANK.match(leaf):
         return 1.0, None
-    if re.match(r"^(\w*_)?(mae|rmse|loss|n|mae_s|matched|clips|events)(_\w*)?$", leaf):
+    if re.match(r"^(\w*_)?(mae|rmse|loss|n|mae_s|matched|clips|events|er)(_\w*)?$", leaf):
         return 0.0, None
     return None, None
 

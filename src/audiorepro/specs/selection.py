@@ -36,6 +36,12 @@ def select(study: Study, *, cells: str | None, device: str | None) -> Study:
     line listing the cells; a probe study (no cells, no models) takes neither."""
     if cells is None and device is None:
         return study
+    if study.kind == "hear":
+        raise UserError(
+            "is a hear study; --cells and --device apply to retrieval and zero-shot studies "
+            "so far (run a part of it as a study of those cells)",
+            source=study.source,
+        )
     if not isinstance(study, RetrievalStudy | ZeroshotStudy):
         raise UserError(
             "is a probe study: it has no cells and loads no model; --cells and --device apply "

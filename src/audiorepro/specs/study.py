@@ -156,6 +156,7 @@ from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
 from audiorepro.metrics.verification_toolkits import DEFINITIONS
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
+from audiorepro.specs.hear_study import HearStudy, parse_hear_study
 from audiorepro.specs.measurements import rename_steps
 from audiorepro.specs.probe_content import (
     ActedSpec,
@@ -181,7 +182,7 @@ from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, valid
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
 
 SCHEMA = "audiorepro.study/1"
-KINDS = ("retrieval", "probe", "zeroshot", "linear-probe", "speaker-verification")
+KINDS = ("retrieval", "probe", "zeroshot", "linear-probe", "speaker-verification", "hear")
 VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
 Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
 #: Published probe values are named by their path in the ``audiorepro.probe/1`` report.
@@ -1440,7 +1441,14 @@ def _speaker_verification(
     )
 
 
-Study = RetrievalStudy | ProbeStudy | ZeroshotStudy | LinearProbeStudy | SpeakerVerificationStudy
+Study = (
+    RetrievalStudy
+    | ProbeStudy
+    | ZeroshotStudy
+    | LinearProbeStudy
+    | SpeakerVerificationStudy
+    | HearStudy
+)
 
 
 def present(path: Path) -> bool:
@@ -2046,6 +2054,8 @@ def parse_study(text: str, source: Path, *, strict: bool = True) -> Study:
         return _linear_probe(doc, source, strict)
     if kind == "speaker-verification":
         return _speaker_verification(doc, source, strict)
+    if kind == "hear":  # its spec: specs/hear_study.py
+        return parse_hear_study(doc, source, strict)
     return _retrieval(doc, source, strict)
 
 

@@ -1,0 +1,175 @@
+"""``audiorepro hear-table OUT ... --out DIR``: one table across encoders from HEAR runs.
+
+Each OUT is the output folder of ``audiorepro hear`` or of a ``hear`` study
+(:mod:`.kinds.hear`); its files are checked against its manifest first (a run whose files
+changed since it was written is refused: the table would certify numbers no run made). The
+table has one row per encoder and one column per task (the task's first evaluation score, the
+test value or the mean over folds, as HEAR's leaderboard shows them), written as CSV, Markdown
+and LaTeX (:mod:`audiorepro.render.tables`): ``DIR/hear.*``. Beside it, ``DIR/runs.*`` links
+every number to the run that made it: the folder, its ``bundle.json.gz``'s SHA-256, the cell,
+the module's weights' SHA-256 and its embedding size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.metrics.hear import HEAR_SCORE_DIRECTIONS
+from audiorepro.render.tables import Column, Table, write_table
+from audiorepro.runner.kinds.hear import HEAR_BUNDLE
+from audiorepro.runner.study import verify_output_dir
+
+__all__ = ["HearEntry", "hear_tables", "read_runs", "write_hear_table"]
+
+
+@dataclass(frozen=True)
+class HearEntry:
+    """One number of the table and the run that made it."""
+
+    encoder: str
+    task: str
+    score: str
+    value: float | None
+    run: str  #: the run's folder, as given
+    bundle_sha256: str
+    cell: str
+    weights_sha256: str  #: ``file=sha256`` of each weight file, ``;``-joined ("" for none)
+    embedding_size: int
+
+
+def _bundle(out: Path) -> dict[str, Any]:
+    path = out / "bundle.json.gz"
+    if not path.is_file():
+        raise UserError(
+            "has no bundle.json.gz; expected the output folder of a HEAR run", source=out
+        )
+    try:
+        bundle: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, EOFError, ValueError) as exc:
+        raise UserError(f"cannot be read ({exc})", source=path) from None
+    if bundle.get("schema") != HEAR_BUNDLE:
+        raise UserError(
+            f"schema is {bundle.get('schema')!r}; expected {HEAR_BUNDLE} (a HEAR run)",
+            source=path,
+            key="schema",
+        )
+    return bundle
+
+
+def _check_intact(out: Path) -> None:
+    """Every file of the run as its manifest records it (else one line naming the first)."""
+    summary = verify_output_dir(out)
+    bad = [r for r in summary["rows"] if r["cell"] == "output"]
+    if bad:
+        r = bad[0]
+        raise UserError(f"{r['metric']}: {r['reason']}; rerun it or verify it", source=out)
+
+
+def read_runs(outs: list[Path]) -> list[HearEntry]:
+    """Every cell of every run (checked against its manifest), in the order given."""
+    entries = []
+    for out in outs:
+        _check_intact(out)
+        bundle = _bundle(out)
+        digest = sha256_file(out / "bundle.json.gz")
+        for cell in bundle["cells"]:
+            weights = (cell.get("model_meta") or {}).get("weights_sha256") or {}
+            score = str(cell["primary_score"])
+            entries.append(
+                HearEntry(
+                    encoder=str(cell["model"]),
+                    task=str(cell["task"]),
+                    score=score,
+                    value=cell["leaderboard"].get(score),
+                    run=str(out),
+                    bundle_sha256=digest,
+                    cell=str(cell["id"]),
+                    weights_sha256=";".join(f"{k}={weights[k]}" for k in sorted(weights)),
+                    embedding_size=int(cell["embedding_size"]),
+                )
+            )
+    return entries
+
+
+def _check_unique(entries: list[HearEntry]) -> None:
+    seen: dict[tuple[str, str], HearEntry] = {}
+    weights: dict[str, HearEntry] = {}
+    for e in entries:
+        other = seen.setdefault((e.encoder, e.task), e)
+        if other is not e:
+            raise UserError(
+                f"{e.encoder} on {e.task} is in {other.run} (cell {other.cell}) and in {e.run} "
+                f"(cell {e.cell}); expected one run per encoder and task"
+            )
+        first = weights.setdefault(e.encoder, e)
+        if first.weights_sha256 != e.weights_sha256:
+            raise UserError(
+                f"{e.encoder} has other weights in {e.run} than in {first.run}; expected one "
+                "encoder per name (give its weights a name of their own: hear:MODULE:WEIGHTS)"
+            )
+
+
+def hear_tables(entries: list[HearEntry]) -> dict[str, Table]:
+    """The encoders x tasks table and the runs table.
+
+    >>> e = HearEntry("hear:m", "words-v1-full", "top1_acc", 0.5, "o", "ab", "c", "w=1", 32)
+    >>> t = hear_tables([e])
+    >>> t["hear"].columns[0].name, t["hear"].rows
+    ('words-v1-full top1_acc', (('hear:m', (0.5,)),))
+    """
+    _check_unique(entries)
+    tasks = sorted({(e.task, e.score) for e in entries})
+    encoders = list(dict.fromkeys(e.encoder for e in entries))
+    at = {(e.encoder, e.task): e for e in entries}
+    columns = tuple(Column(f"{t} {s}", HEAR_SCORE_DIRECTIONS.get(s)) for t, s in tasks)
+    rows = tuple(
+        (enc, tuple(at[(enc, t)].value if (enc, t) in at else None for t, _ in tasks))
+        for enc in encoders
+    )
+    main = Table(
+        title="HEAR: encoders x tasks",
+        columns=columns,
+        rows=rows,
+        row_header="encoder",
+        notes=(
+            "each task's first evaluation score (heareval 2021.1.3), the test split's or the "
+            "mean over folds; the run of each number is in runs.csv",
+        ),
+    )
+    names = ("task", "score", "value", "run", "bundle sha256", "cell", "weights sha256", "dim")
+    runs = Table(
+        title="HEAR: the run of each number",
+        columns=tuple(Column(n) for n in names),
+        rows=tuple(
+            (
+                e.encoder,
+                (
+                    e.task,
+                    e.score,
+                    e.value,
+                    e.run,
+                    e.bundle_sha256,
+                    e.cell,
+                    e.weights_sha256,
+                    e.embedding_size,
+                ),
+            )
+            for e in entries
+        ),
+        row_header="encoder",
+    )
+    return {"hear": main, "runs": runs}
+
+
+def write_hear_table(outs: list[Path], folder: Path) -> dict[str, Table]:
+    """Read the runs, write ``folder/hear.*`` and ``folder/runs.*``; returns the tables."""
+    tables = hear_tables(read_runs(outs))
+    for name, table in tables.items():
+        write_table(folder, name, table)
+    return tables

@@ -1,0 +1,175 @@
+"""A HEAR event task in a ``hear`` cell: timestamp embeddings, a frame-level predictor, and
+events scored as heareval scores them.
+
+Embeddings: each clip, read as heareval reads it, goes to the module's own
+``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
+ms), one clip per call. Predictor ``linear-v1`` per label per frame: for each label of the
+vocabulary, ``linear-v1`` (docs/linear-probe.md) fitted on the training split(s)' frames with
+targets "label active at the frame's timestamp" (``start <= t < end + 0.0001`` ms, as
+heareval's embedding runner labels frames); a frame's score is the logistic of its decision
+value (scikit-learn's ``predict_proba``); a label never (always) active in training scores 0
+(1) everywhere. Events: heareval's post-processing (:mod:`audiorepro.metrics.hear_events`),
+each setting of the task's grid (heareval's default when it declares none) tried on the
+validation split, the best by the task's first score (ties: the first in grid order) applied
+to the test split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.core.errors import UserError
+from audiorepro.formats.hear import HearEvent, HearTask
+from audiorepro.formats.hear_embeddings import frame_labels
+from audiorepro.metrics import hear as scores
+from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
+from audiorepro.metrics.linear_probe import fit_linear_v1
+from audiorepro.reference import hear as twin
+
+EVENT_SCORES = ("event_onset_200ms_fms", "event_onset_50ms_fms", "segment_1s_er")
+Events = Mapping[str, list[HearEvent]]
+
+
+def _event_score(name: str, predicted: Events, task: HearTask, split: tuple[str, ...]) -> float:
+    reference = {n: list(task.events[s][n]) for s in split for n in task.files(s)}
+    if name == "segment_1s_er":
+        return scores.segment_error_rate(predicted, reference, task.vocabulary)
+    collar = 0.2 if name == "event_onset_200ms_fms" else 0.05
+    return scores.event_onset_fms(predicted, reference, collar=collar).f_measure
+
+
+def _twin_score(name: str, predicted: Events, task: HearTask, split: tuple[str, ...]) -> float:
+    def tuples(events: Mapping[str, Any]) -> dict[str, list[twin.Event]]:
+        return {n: [(e.label, e.start, e.end) for e in ev] for n, ev in events.items()}
+
+    reference = {n: task.events[s][n] for s in split for n in task.files(s)}
+    if name == "segment_1s_er":
+        return twin.segment_error_rate(tuples(predicted), tuples(reference), list(task.vocabulary))
+    collar = 0.2 if name == "event_onset_200ms_fms" else 0.05
+    return twin.event_onset_f(tuples(predicted), tuples(reference), collar)[0]
+
+
+def embed_frames(
+    encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every clip's timestamp embeddings (float32, frames x dim) and timestamps (ms), split
+    -> file -> array, from the module's own ``get_timestamp_embeddings``."""
+    import torch
+
+    func = getattr(encoder.module, "get_timestamp_embeddings", None)
+    if not callable(func):
+        raise UserError("has no get_timestamp_embeddings (an event task needs it)", key="MODEL")
+    emb: dict[str, dict[str, Any]] = {}
+    stamps: dict[str, dict[str, Any]] = {}
+    for split in task.metadata.splits:
+        emb[split], stamps[split] = {}, {}
+        for name in task.files(split):
+            clip = torch.from_numpy(read(task.audio_dir(rate, split) / name))[None]
+            with torch.no_grad():
+                try:
+                    e, t = func(clip.to(encoder._device()), encoder.model)
+                except NotImplementedError:
+                    raise UserError(
+                        "get_timestamp_embeddings is not implemented (an event task needs it)",
+                        key="MODEL",
+                    ) from None
+            e = np.asarray(e.detach().cpu().numpy()[0], dtype=np.float32)
+            t = np.asarray(t.detach().cpu().numpy()[0], dtype=np.float64)
+            if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+                raise UserError(
+                    f"get_timestamp_embeddings gave {e.shape} embeddings and {t.shape} "
+                    "timestamps; expected (1, frames, dim) and (1, frames)",
+                    key="MODEL",
+                )
+            emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
+    return emb, stamps
+
+
+@dataclass(frozen=True)
+class FrameRows:
+    """One split group's frames: features, 0/1 label targets, and each row's file and time."""
+
+    x: npt.NDArray[np.float32]
+    y: npt.NDArray[np.int64]
+    files: list[str]
+    stamps: list[float]
+
+
+def _frame_rows(
+    task: HearTask, emb: Mapping[str, Any], stamps: Mapping[str, Any], split: tuple[str, ...]
+) -> FrameRows:
+    xs, ys, files, times = [], [], [], []
+    index = {label: j for j, label in enumerate(task.vocabulary)}
+    for s in split:
+        for name in task.files(s):
+            xs.append(emb[s][name])
+            y = np.zeros((len(stamps[s][name]), len(index)), dtype=np.int64)
+            for i, labels in enumerate(frame_labels(task.events[s][name], stamps[s][name])):
+                y[i, [index[label] for label in labels]] = 1
+            ys.append(y)
+            files += [name] * len(stamps[s][name])
+            times += [float(t) for t in stamps[s][name]]
+    return FrameRows(np.concatenate(xs), np.concatenate(ys), files, times)
+
+
+def _frame_scores(train: FrameRows, x_eval: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """linear-v1 per label: the logistic of each label's decision value per frame."""
+    out = np.zeros((len(x_eval), train.y.shape[1]))
+    for j in range(train.y.shape[1]):
+        y = train.y[:, j]
+        if y.min() == y.max():  # never (always) active in training
+            out[:, j] = float(y[0])
+            continue
+        fit = fit_linear_v1(train.x, y, x_eval)
+        out[:, j] = 1.0 / (1.0 + np.exp(-fit.decision[:, 1]))
+    return out
+
+
+@dataclass(frozen=True)
+class EventFold:
+    """One data split's test scores, validation score, chosen setting and the twin's scores."""
+
+    test: dict[str, float]
+    valid: float
+    setting: Setting
+    twin_test: dict[str, float]
+
+
+def event_fold(
+    task: HearTask,
+    emb: Mapping[str, Any],
+    stamps: Mapping[str, Any],
+    split: dict[str, tuple[str, ...]],
+) -> EventFold:
+    """The frame predictor on one data split, its post-processing chosen on validation."""
+    train = _frame_rows(task, emb, stamps, split["train"])
+    valid = _frame_rows(task, emb, stamps, split["valid"])
+    test = _frame_rows(task, emb, stamps, split["test"])
+    probs = _frame_scores(train, np.concatenate([valid.x, test.x]))
+    pv, pt = probs[: len(valid.x)], probs[len(valid.x) :]
+    names = task.metadata.evaluation
+    higher = scores.HEAR_SCORE_DIRECTIONS[names[0]]
+    grid = task.metadata.evaluation_params.get("event_postprocessing_grid")
+    best: tuple[float, Setting] | None = None
+    for setting in postprocessing_settings(grid):
+        events = events_by_file(pv, valid.files, valid.stamps, task.vocabulary, setting)
+        value = _event_score(names[0], events, task, split["valid"])
+        better = best is None or (value > best[0] if higher else value < best[0])
+        if better and not np.isnan(value):
+            best = (value, setting)
+    if best is None:  # every setting scored NaN: the first, as heareval's comparison keeps it
+        first = postprocessing_settings(grid)[0]
+        events = events_by_file(pv, valid.files, valid.stamps, task.vocabulary, first)
+        best = (_event_score(names[0], events, task, split["valid"]), first)
+    events = events_by_file(pt, test.files, test.stamps, task.vocabulary, best[1])
+    return EventFold(
+        test={n: _event_score(n, events, task, split["test"]) for n in names},
+        valid=best[0],
+        setting=best[1],
+        twin_test={n: _twin_score(n, events, task, split["test"]) for n in names},
+    )
