@@ -156,7 +156,14 @@ def test_the_documented_hear_lines_as_written(tmp_path: Path) -> None:
             key, _, value = argv.pop(0).partition("=")
             # Where the kit comes from (a checkout's src/ in the tests) stays on the path.
             env[key] = os.pathsep.join(v for v in (value, env.get(key)) if v)
-        program = [sys.executable] if argv[0] == "python" else [sys.executable, "-m", "audiorepro"]
+        # -P: the working folder is not put on the import path (`python -m` would put it
+        # there; the `audiorepro` script does not), so a HEAR module beside the study is
+        # found by audiorepro itself, as the page says, not by the interpreter.
+        program = (
+            [sys.executable, "-P"]
+            if argv[0] == "python"
+            else [sys.executable, "-P", "-m", "audiorepro"]
+        )
         done = subprocess.run(
             [*program, *argv[1:]], cwd=tmp_path, env=env, capture_output=True, text=True,
             check=False, timeout=600,
