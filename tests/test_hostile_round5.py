@@ -463,3 +463,30 @@ def test_cell_ids_that_name_one_dump_file_are_refused_naming_both(
     study.write_text(text.replace(first, 'id = "a b"', 1) + cell.replace(first, 'id = "a_b"', 1))
     assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 2
     _one_line(capsys.readouterr().err, "study.toml", "'a_b' and 'a b'", "cell[1].id")
+
+
+def test_probe_table_names_that_slug_alike_are_refused_not_overwritten() -> None:
+    """Issue 44's critical class in the probe kind: a run ``a`` with a saved file ``b_c`` and
+    a run ``a_b`` with ``c`` both name the table ``panel_a_b_c``; the second used to replace
+    the first's file silently. Refused, naming both tables."""
+    from typing import Any, cast
+
+    from audiorepro.core.errors import UserError
+    from audiorepro.runner.kinds.probe.saved import _panel_tables
+
+    runs = cast(
+        Any,
+        [
+            {"id": "a", "saved": {"b_c": {"x": 1.0}}},
+            {"id": "a_b", "saved": {"c": {"x": 2.0}}},
+        ],
+    )
+    with pytest.raises(UserError) as caught:
+        _panel_tables(runs, "study.toml")
+    message = str(caught.value)
+    assert "tables/panel_a_b_c.*" in message
+    assert "'a: b_c (every recorded number)'" in message
+    assert "'a_b: c (every recorded number)'" in message
+    # Distinct names still give one table each.
+    tables = _panel_tables(cast(Any, [runs[0], {"id": "d", "saved": {"c": {"x": 2.0}}}]), "s")
+    assert sorted(tables) == ["panel_a_b_c", "panel_d_c"]

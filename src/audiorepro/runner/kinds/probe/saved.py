@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from audiorepro.core.errors import UserError
 from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.metrics.probe import ProbeReport, family_mean
 from audiorepro.metrics.probe_human import HumanCutReport
@@ -497,18 +498,56 @@ def _adapters_table(runs: list[ProbeRun], adapters: list[str]) -> Table:
     )
 
 
-def _panel_tables(runs: list[ProbeRun]) -> dict[str, Table]:
+class TableFiles(dict[str, Table]):
+    """Tables by the name of their files (``tables/<name>.csv``, ...). Names are made from a
+    user's names (runs, benchmarks, splits, list keys) by :func:`slug`, which is not
+    injective: a run ``a`` with a saved file ``b_c`` and a run ``a_b`` with ``c`` both name
+    ``panel_a_b_c``, and a benchmark ``a_per_emotion`` and the ``per_emotion`` list of a
+    benchmark ``a`` both ``public_a_per_emotion``. A second table of one name would silently
+    replace the first's file, so it is refused (one line naming both tables, exit 2) before
+    anything is written.
+
+    >>> files = TableFiles("study.toml")
+    >>> files["t"] = Table("one", (), ())
+    >>> try:
+    ...     files["t"] = Table("two", (), ())
+    ... except UserError as e:
+    ...     print(e)  # doctest: +NORMALIZE_WHITESPACE
+    study.toml: key 'tables': two tables would be written to tables/t.*: 'one' and 'two';
+    rename one of the names they are made from
+    """
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    def __setitem__(self, name: str, table: Table) -> None:
+        if name in self:
+            raise UserError(
+                f"two tables would be written to tables/{name}.*: {self[name].title!r} and "
+                f"{table.title!r}; rename one of the names they are made from",
+                source=self.source,
+                key="tables",
+            )
+        super().__setitem__(name, table)
+
+    def update(self, other: Any = (), /, **more: Table) -> None:
+        for name, table in dict(other, **more).items():
+            self[name] = table
+
+
+def _panel_tables(runs: list[ProbeRun], source: str) -> TableFiles:
     """Per run and saved file: every recorded number."""
-    return {
-        f"panel_{slug(r['id'])}_{slug(name)}": Table(
-            f"{r['id']}: {name} (every recorded number)",
-            (Column("recorded"),),
-            tuple((path, (value,)) for path, value in _numbers(doc)),
-            row_header="measurement",
-        )
-        for r in runs
-        for name, doc in r["saved"].items()
-    }
+    tables = TableFiles(source)
+    for r in runs:
+        for name, doc in r["saved"].items():
+            tables[f"panel_{slug(r['id'])}_{slug(name)}"] = Table(
+                f"{r['id']}: {name} (every recorded number)",
+                (Column("recorded"),),
+                tuple((path, (value,)) for path, value in _numbers(doc)),
+                row_header="measurement",
+            )
+    return tables
 
 
 def saved_tables(
@@ -516,7 +555,7 @@ def saved_tables(
 ) -> dict[str, Table]:
     """Every table built from saved measurements alone (see the module docstring), in the
     order the report shows them."""
-    tables: dict[str, Table] = {}
+    tables = TableFiles(str(study.source))
     split = study.parity_split
     attrs = _attribute_names(runs)
     if lead:
@@ -544,7 +583,7 @@ def saved_tables(
     configured = [r for r in runs if r.get("config") is not None]
     if study.config_fields and configured:
         tables["training"] = _training_table(study, configured)
-    tables.update(_panel_tables(runs))
+    tables.update(_panel_tables(runs, str(tables.source)))
     return tables
 
 
