@@ -84,8 +84,18 @@ def trial_scores(
         raise ValueError(f"expected [n, d] embeddings and one test per enrollment, got {e.shape}")
     if i.size and (min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= e.shape[0]):
         raise ValueError(f"a trial names a row outside the {e.shape[0]} embeddings")
-    norms = np.linalg.norm(e, axis=1)
-    if not np.all(norms > 0) or not np.all(np.isfinite(e)):
+    if not np.all(np.isfinite(e)):
+        raise ValueError("an embedding is zero or not finite")
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(e, axis=1)
+    # A finite row whose norm overflows (|x| > 1e154) or underflows to 0 still has a cosine:
+    # such rows alone are scaled by their largest |value| first (others keep their bits).
+    odd = ~np.isfinite(norms) | ((norms == 0) & np.any(e != 0, axis=1))
+    if np.any(odd):
+        e = e.copy()
+        e[odd] /= np.abs(e[odd]).max(axis=1, keepdims=True)
+        norms = np.linalg.norm(e, axis=1)
+    if not np.all(norms > 0):
         raise ValueError("an embedding is zero or not finite")
     unit = e / norms[:, None]
     scores: npt.NDArray[np.float64] = np.einsum("nd,nd->n", unit[i], unit[j])
