@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from audiorepro.core.errors import UserError
 from audiorepro.formats.probe_inputs import read_clip_embeddings
 from audiorepro.formats.trials import read_trials
 from audiorepro.metrics.verification import trial_scores
@@ -58,6 +61,14 @@ def explain_trials(dump: str | Path, trials: str | Path) -> TrialsExplanation:
     clips = read_clip_embeddings(dump)
     listed = read_trials(trials)
     i, j = listed.indices(clips.ids)
+    zero = np.flatnonzero(~np.any(clips.embeds != 0, axis=1))
+    if zero.size:  # trial_scores normalizes every row, as a study scores its trials
+        raise UserError(
+            f"is all zeros for clip {clips.ids[int(zero[0])]!r}; a zero embedding has no "
+            "cosine: expected a non-zero row for every clip",
+            source=str(dump),
+            key="audio_embeds",
+        )
     scores = trial_scores(clips.embeds, i, j)
     target = listed.target
     return TrialsExplanation(
