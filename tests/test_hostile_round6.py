@@ -1,0 +1,282 @@
+"""Hostile round 6: what the last merges added (HEAR task folders, speaker-verification trial
+lists and ``explain --trials``, the per-user embedding cache, ``diff`` that asks the kind, the
+lazy command group), tried as a new user and as a hostile one would. Each bad input is one
+line naming file and key, exit 2, no traceback, nothing written; each good one a correct
+number, byte-identical on a second run. The tests marked "fixed" failed before their fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audiorepro.core.errors import UserError
+from audiorepro.formats.hear import read_task
+from audiorepro.formats.trials import parse_trials
+from audiorepro.metrics.verification import trial_scores
+from tests.test_hostile import _one_line, _run
+
+IDS = [f"s{s}_{k}.wav" for s in range(3) for k in range(3)]
+GOOD = "enrollment,test,target\ns0_0.wav,s0_1.wav,1\ns0_0.wav,s1_1.wav,0\ns1_0.wav,s1_2.wav,1\n"
+
+
+def _dump(path: Path, emb: np.ndarray | None = None) -> Path:
+    rng = np.random.default_rng(6)
+    e = rng.normal(size=(len(IDS), 4)).astype(np.float32) if emb is None else emb
+    np.savez(path, audio_embeds=e, audio_ids=np.array(IDS))
+    return path
+
+
+def _explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trials: str | bytes, dump: Path
+) -> tuple[int, str, Path]:
+    tmp_path.mkdir(exist_ok=True)
+    listed = tmp_path / "trials.txt"
+    if isinstance(trials, bytes):
+        listed.write_bytes(trials)
+    else:
+        listed.write_text(trials)
+    out = tmp_path / "out" / "definitions.json"
+    code, err = _run(["explain", str(dump), "--trials", str(listed), "--json", str(out)], capsys)
+    return code, err, out
+
+
+# --- trial lists ----------------------------------------------------------------------------
+
+SAME_AS_GOOD = {
+    "crlf": GOOD.replace("\n", "\r\n").encode(),
+    "bom": b"\xef\xbb\xbf" + GOOD.encode(),
+    "voxceleb tabs and bom": b"\xef\xbb\xbf1\ts0_0.wav\ts0_1.wav\r\n0\ts0_0.wav\ts1_1.wav\n"
+    b"1 s1_0.wav  s1_2.wav\n",
+    "nist key": b"s0_0.wav s0_1.wav target\ns0_0.wav s1_1.wav nontarget\n"
+    b"s1_0.wav s1_2.wav target\n",
+    # fixed: the docstring says empty lines are skipped and the form is told by the first line
+    # that is not empty; a CSV whose header followed blank lines was refused ("lacks column")
+    "csv after blank lines": ("\n \n" + GOOD).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_AS_GOOD))
+def test_every_spelling_of_one_trial_list_gives_the_same_bytes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    dump = _dump(tmp_path / "d.npz")
+    code, err, good = _explain(tmp_path / "a", capsys, GOOD, dump)
+    assert code == 0, err
+    code, err, other = _explain(tmp_path / "b", capsys, SAME_AS_GOOD[name], dump)
+    assert code == 0, err
+    assert other.read_bytes() == good.read_bytes()
+
+
+BAD_TRIALS = [
+    ("enrollment,test,target\ns0_0.wav,s0_1.wav,1\ns0_1.wav,s0_0.wav,0\n", "row 3",
+     "repeats the trial of row 2"),
+    ("enrollment,test,target\ns0_0.wav,s0_0.wav,1\ns0_0.wav,s1_1.wav,0\n", "row 2.test",
+     "with itself"),
+    ("enrollment,test,target\ns0_0.wav,s0_1.wav,1\n\ns0_0.wav,s1_1.wav,yes\n", "row 4.target",
+     "'yes'"),
+    ("1 s0_0.wav s0_1.wav\n0 s0_0.wav s1_1.wav\n1 s0_0.wav s0_2.wav x\n", "row 3", "4 fields"),
+    ("enrollment,test,target\ns0_0.wav,nobody.wav,1\ns0_0.wav,s1_1.wav,0\n", "row 2.test",
+     "'nobody.wav'"),
+    ("enrollment,test,target\ns0_0.wav,s0_1.wav,1\ns0_0.wav,s0_2.wav,1\n", "target",
+     "only target trials"),
+    ("enrollment,test,target,test\n", "header", "repeats a column"),
+    ("enrollment,test,target\n\"s0_0.wav\nx\",s0_1.wav,1\ns0_0.wav,s1_1.wav,0\n",
+     "row 2.enrollment", "not among the 9 clips"),
+    ("\n\n", None, "is empty"),
+    ("enrollment;test;target\n", "row 1", "is no trial list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "key", "says"), BAD_TRIALS)
+def test_a_bad_trial_list_is_one_line_and_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str | None, says: str
+) -> None:
+    code, err, out = _explain(tmp_path, capsys, text, _dump(tmp_path / "d.npz"))
+    assert code == 2, err
+    _one_line(err, "trials.txt", says, *([f"key '{key}'"] if key else []))
+    assert not out.parent.exists()
+
+
+def test_a_utf16_trial_list_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err, out = _explain(tmp_path, capsys, GOOD.encode("utf-16"), _dump(tmp_path / "d.npz"))
+    assert code == 2
+    _one_line(err, "trials.txt", "UTF-8")
+    assert not out.parent.exists()
+
+
+def test_a_million_line_list_reads_in_order() -> None:
+    """A large list (VoxCeleb-sized and beyond) parses; rows keep their file order."""
+    n = 200_000
+    lines = [f"{i % 2} e{i}.wav t{i}.wav" for i in range(n)]
+    t = parse_trials("\n".join(lines) + "\n", source="big.txt")
+    assert len(t.test) == n and t.test[-1] == f"t{n - 1}.wav" and int(t.target.sum()) == n // 2
+    assert t.rows[-1] == n
+
+
+# --- embeddings a trial scores --------------------------------------------------------------
+
+
+def test_a_zero_embedding_a_trial_scores_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: was a ValueError traceback from trial_scores."""
+    emb = np.random.default_rng(1).normal(size=(len(IDS), 4)).astype(np.float32)
+    emb[IDS.index("s1_1.wav")] = 0
+    code, err, out = _explain(tmp_path, capsys, GOOD, _dump(tmp_path / "d.npz", emb))
+    assert code == 2, err
+    _one_line(err, "d.npz", "key 'audio_embeds'", "'s1_1.wav'")
+    assert not out.parent.exists()
+
+
+def test_a_zero_embedding_no_trial_scores_is_one_line_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pinned: every row is normalized (trial_scores, as a study scores its trials)."""
+    emb = np.random.default_rng(1).normal(size=(len(IDS), 4)).astype(np.float32)
+    emb[IDS.index("s2_2.wav")] = 0
+    code, err, _ = _explain(tmp_path, capsys, GOOD, _dump(tmp_path / "d.npz", emb))
+    assert code == 2, err
+    _one_line(err, "d.npz", "'s2_2.wav'")
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_huge_or_tiny_embeddings_keep_their_cosine(scale: float) -> None:
+    """fixed: a row whose norm overflowed to inf scored 0 for every trial (a silent wrong EER
+    of 0.5); one whose norm underflowed to 0 was called a zero embedding."""
+    e = np.array([[3.0, 4.0], [6.0, 8.0], [4.0, -3.0]])
+    scores = trial_scores(e * scale, [0, 0], [1, 2])
+    assert scores.tolist() == pytest.approx([1.0, 0.0], abs=1e-15)
+    assert trial_scores(e, [0, 0], [1, 2]).tolist() == pytest.approx([1.0, 0.0], abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_non_finite_embedding_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: float
+) -> None:
+    emb = np.random.default_rng(1).normal(size=(len(IDS), 4))
+    emb[3, 2] = bad
+    code, err, out = _explain(tmp_path, capsys, GOOD, _dump(tmp_path / "d.npz", emb))
+    assert code == 2
+    _one_line(err, "d.npz", "key 'audio_embeds'", "non-finite")
+    assert not out.parent.exists()
+
+
+def test_explain_trials_twice_is_byte_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = _dump(tmp_path / "d.npz")
+    runs = [_explain(tmp_path / str(n), capsys, GOOD, dump) for n in range(2)]
+    assert [r[0] for r in runs] == [0, 0]
+    assert runs[0][2].read_bytes() == runs[1][2].read_bytes()
+    values = json.loads(runs[0][2].read_text())
+    assert all(v is None or math.isfinite(v) for v in values.values())
+
+
+def test_k_with_trials_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.csv").write_text(GOOD)
+    code, err = _run(
+        ["explain", str(_dump(tmp_path / "d.npz")), "--trials", str(tmp_path / "t.csv"),
+         "--k", "1"], capsys,
+    )  # fmt: skip
+    assert code == 2
+    _one_line(err, "--k")
+
+
+# --- HEAR task folders ----------------------------------------------------------------------
+
+META: dict[str, Any] = {
+    "task_name": "w", "embedding_type": "scene", "prediction_type": "multiclass",
+    "split_mode": "trainvaltest", "splits": ["train", "valid", "test"],
+    "sample_duration": 1.0, "evaluation": ["top1_acc"],
+}  # fmt: skip
+SPLITS: dict[str, Any] = {
+    "train": {"x1.wav": ["a"]}, "valid": {"x2.wav": ["b"]}, "test": {"x3.wav": ["a"]}
+}  # fmt: skip
+
+
+def _task(folder: Path, meta: Any = None, splits: Any = None, vocab: str | None = None) -> Path:
+    folder.mkdir(parents=True)
+    m = META if meta is None else meta
+    (folder / "task_metadata.json").write_text(m if isinstance(m, str) else json.dumps(m))
+    (folder / "labelvocabulary.csv").write_text(vocab or "idx,label\n0,a\n1,b\n")
+    for split, table in (SPLITS if splits is None else splits).items():
+        text = table if isinstance(table, str) else json.dumps(table)
+        (folder / f"{split}.json").write_text(text)
+    return folder
+
+
+BAD_TASKS = [
+    ({"meta": {**META, "task_name": 5}}, "task_metadata.json", "task_name", "got 5"),
+    ({"meta": {**META, "splits": "train"}}, "task_metadata.json", "splits", "got 'train'"),
+    ({"meta": {**META, "splits": [1, 2, 3]}}, "task_metadata.json", "splits", "[1, 2, 3]"),
+    ({"meta": json.dumps(META).replace("1.0", "NaN")}, "task_metadata.json", "sample_duration",
+     "got nan"),
+    ({"meta": json.dumps(META).replace("1.0", "1e400")}, "task_metadata.json", "sample_duration",
+     "got inf"),
+    ({"meta": {**META, "sample_duration": True}}, "task_metadata.json", "sample_duration", "True"),
+    ({"meta": {**META, "evaluation_params": []}}, "task_metadata.json", "evaluation_params",
+     "JSON object"),
+    # fixed: a score named twice was "names a split twice"
+    ({"meta": {**META, "evaluation": ["top1_acc", "top1_acc"]}}, "task_metadata.json",
+     "evaluation", "names 'top1_acc' twice; expected a list of heareval score names"),
+    ({"meta": "[]"}, "task_metadata.json", None, "expected a JSON object"),
+    ({"meta": "{"}, "task_metadata.json", None, "not valid JSON"),
+    ({"splits": {"train": {"x1.wav": ["a"]}, "test": {"x3.wav": ["a"]}}}, "valid.json", None,
+     "names split 'valid'"),
+    ({"splits": {**SPLITS, "train": []}}, "train.json", None, "expected a JSON object"),
+    ({"splits": {**SPLITS, "train": {"x1.wav": ["a", "b"]}}}, "train.json", "x1.wav",
+     "exactly one label"),
+    ({"splits": {**SPLITS, "train": '{"x1.wav": ["a"], "x1.wav": ["b"]}'}}, "train.json",
+     "x1.wav", "twice"),
+    ({"vocab": "idx,label\n0,NA\n1,b\n"}, "labelvocabulary.csv", "label", "pandas"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("edit", "file", "key", "says"), BAD_TASKS)
+def test_a_malformed_hear_task_is_one_line_naming_file_and_key(
+    tmp_path: Path, edit: dict[str, Any], file: str, key: str | None, says: str
+) -> None:
+    task = _task(tmp_path / "w-v1", **edit)
+    with pytest.raises(UserError) as info:
+        read_task(task)
+    text = str(info.value)
+    assert "\n" not in text and str(task / file) in text, text
+    assert says in text, text
+    if key is not None:
+        assert f"key '{key}'" in text, text
+
+
+def test_a_crlf_vocabulary_reads_as_written(tmp_path: Path) -> None:
+    task = read_task(_task(tmp_path / "w-v1", vocab="idx,label\r\n0,a\r\n1,b\r\n"))
+    assert task.vocabulary == ("a", "b")
+
+
+def test_hear_with_no_task_folder_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "tasks").mkdir()
+    out = tmp_path / "out"
+    code, err = _run(
+        ["hear", "hear:nowhere", "--tasks-dir", str(tmp_path / "tasks"), "--out", str(out)], capsys
+    )
+    assert code == 2
+    _one_line(err, "tasks", "holds no HEAR task")
+    assert not out.exists()
+
+
+def test_hear_with_an_unknown_task_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _task(tmp_path / "tasks" / "w-v1")
+    out = tmp_path / "out"
+    argv = ["hear", "hear:nowhere", "--tasks-dir", str(tmp_path / "tasks"), "--task", "x"]
+    code, err = _run([*argv, "--out", str(out)], capsys)
+    assert code == 2
+    _one_line(err, "key '--task'", "no task 'x'", "w-v1")
+    assert not out.exists()
