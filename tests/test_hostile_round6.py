@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +282,116 @@ def test_hear_with_an_unknown_task_is_one_line(
     assert code == 2
     _one_line(err, "key '--task'", "no task 'x'", "w-v1")
     assert not out.exists()
+
+
+# --- the per-user embedding cache -----------------------------------------------------------
+
+KEY = "c" * 64
+
+
+@pytest.fixture
+def shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An output folder's cache holding one entry (and its record), kept in the store."""
+    from audiorepro.runner import cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AUDIOREPRO_EMBEDDING_CACHE", raising=False)
+    out = tmp_path / "a" / "cache" / "dumps"
+    out.mkdir(parents=True)
+    cache.cache_dump_path(out, KEY).write_bytes(b"entry" * 100)
+    cache.record_entry(out, KEY)
+    store = cache.shared_store()
+    assert store is not None and cache.cache_dump_path(store, KEY).is_file()
+    return store
+
+
+def test_a_store_entry_removed_by_another_process_mid_check_is_extracted_again(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fixed: a second process that found the entry damaged removed it between this one's
+    is_file and its hash: sha256_file's UserError ('no such file') ended the run, exit 2."""
+    from audiorepro.runner import cache
+
+    real = cache.sha256_file
+
+    def vanishing(path: Path) -> str:
+        Path(path).unlink()
+        return real(path)
+
+    monkeypatch.setattr(cache, "sha256_file", vanishing)
+    fresh = tmp_path / "b"
+    fresh.mkdir()
+    assert cache.take_shared(fresh, KEY) is False
+    assert not any(fresh.iterdir())
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "record"])
+def test_a_damaged_store_entry_is_dropped_not_used(
+    shared: Path, tmp_path: Path, damage: str
+) -> None:
+    from audiorepro.runner import cache
+
+    entry, record = cache.cache_dump_path(shared, KEY), cache.entry_record_path(shared, KEY)
+    fresh = tmp_path / "b"
+    fresh.mkdir()
+    target = record if damage == "record" else entry
+    data = target.read_bytes()
+    target.unlink()  # the entry is hard-linked with a's: a new file, as an editor writes one
+    target.write_bytes(data[:7] if damage == "truncate" else data.replace(b"e", b"f", 1))
+    assert cache.take_shared(fresh, KEY) is False
+    assert not any(fresh.iterdir())
+    assert not entry.exists() or damage == "record"
+
+
+def test_a_store_entry_that_is_a_symlink_is_dropped_not_linked_into_out(
+    shared: Path, tmp_path: Path
+) -> None:
+    """fixed: the link itself was hard-linked into OUT (a symlink to a file outside OUT: OUT
+    no longer whole) and chmod 0444 followed it to the file outside."""
+    from audiorepro.runner import cache
+
+    entry = cache.cache_dump_path(shared, KEY)
+    elsewhere = tmp_path / "elsewhere.npz"
+    elsewhere.write_bytes(entry.read_bytes())
+    entry.unlink()
+    entry.symlink_to(elsewhere)
+    fresh = tmp_path / "b"
+    fresh.mkdir()
+    assert cache.take_shared(fresh, KEY) is False
+    assert not any(fresh.iterdir())
+    assert not os.path.lexists(entry) and elsewhere.read_bytes() == b"entry" * 100
+    assert stat.S_IMODE(elsewhere.stat().st_mode) & 0o200
+
+
+def test_a_store_that_is_a_file_is_no_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from audiorepro.runner import cache
+
+    (tmp_path / "xdg").write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AUDIOREPRO_EMBEDDING_CACHE", raising=False)
+    out = tmp_path / "a"
+    out.mkdir()
+    cache.cache_dump_path(out, KEY).write_bytes(b"entry")
+    cache.record_entry(out, KEY)  # publishing is skipped, the run keeps its own entry
+    assert cache.take_shared(tmp_path, KEY) is False
+    assert (tmp_path / "xdg").read_text() == "not a folder"
+
+
+@pytest.mark.parametrize(("value", "on"), [("", True), ("on", True), (" OFF ", False)])
+def test_the_cache_switch_reads_on_and_off(
+    monkeypatch: pytest.MonkeyPatch, value: str, on: bool
+) -> None:
+    from audiorepro.runner import cache
+
+    monkeypatch.setenv("AUDIOREPRO_EMBEDDING_CACHE", value)
+    assert (cache.shared_store() is not None) is on
+
+
+def test_any_other_cache_switch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from audiorepro.runner import cache
+
+    monkeypatch.setenv("AUDIOREPRO_EMBEDDING_CACHE", "yes")
+    with pytest.raises(UserError, match=r"AUDIOREPRO_EMBEDDING_CACHE.*'yes'; expected on or off"):
+        cache.shared_store()
