@@ -7,6 +7,7 @@ number, byte-identical on a second run. The tests marked "fixed" failed before t
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import read_task
 from audiorepro.formats.trials import parse_trials
@@ -395,3 +397,55 @@ def test_any_other_cache_switch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("AUDIOREPRO_EMBEDDING_CACHE", "yes")
     with pytest.raises(UserError, match=r"AUDIOREPRO_EMBEDDING_CACHE.*'yes'; expected on or off"):
         cache.shared_store()
+
+
+# --- diff asks the kind ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.test_outputs_folder import _study as synthetic_study
+
+    tmp = tmp_path_factory.mktemp("round6-diff")
+    assert main(["reproduce", str(synthetic_study(tmp)), "--out", str(tmp / "out")]) == 0
+    return tmp / "out"
+
+
+def _gz_bundle(run: Path, path: Path, **changes: object) -> Path:
+    bundle = json.loads(gzip.decompress((run / "bundle.json.gz").read_bytes()))
+    path.write_bytes(gzip.compress(json.dumps({**bundle, **changes}).encode(), mtime=0))
+    return path
+
+
+@pytest.mark.parametrize(
+    "schema", [["audiorepro.bundle/1"], {"a": 1}, None, 7, "audiorepro.nobody/1"]
+)
+def test_a_bundle_of_a_kind_nobody_registered_is_one_line(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], schema: object
+) -> None:
+    """fixed: a schema that is a list or an object was a TypeError traceback (unhashable)."""
+    other = _gz_bundle(run, tmp_path / "b.json.gz", schema=schema)
+    code, err = _run(["diff", str(run / "bundle.json.gz"), str(other)], capsys)
+    assert code == 2, err
+    _one_line(err, "b.json.gz", "key 'schema'", "expected one of")
+
+
+def test_diff_of_two_kinds_is_one_line(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    probe = {"schema": "audiorepro.probe-bundle/1", "kind": "probe", "runs": [], "leaders": []}
+    other = tmp_path / "p.json.gz"
+    other.write_bytes(gzip.compress(json.dumps(probe).encode(), mtime=0))
+    code, err = _run(["diff", str(run / "bundle.json.gz"), str(other)], capsys)
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_diff_of_a_run_with_itself_twice_is_byte_identical(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outs = []
+    for _ in range(2):
+        code = main(["diff", str(run), str(run)])
+        outs.append((code, capsys.readouterr().out))
+    assert outs[0] == outs[1] and outs[0][0] == 0
