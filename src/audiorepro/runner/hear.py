@@ -198,14 +198,19 @@ def run_hear(
     rate = int(encoder.sample_rate)
     for task in tasks:  # every task's audio is there before anything is written
         check_task_audio(task, rate)
-    results = []
+    # Every clip of every task is decoded (its rate checked) and scored before the first
+    # file is written: a bad clip in a later task leaves OUT as it was.
+    done = []
     for task in tasks:
         emb = embed_task(encoder, task, rate)
-        folder = out / task.name
-        write_embeddings(task, folder, emb)
         folds = {
             "|".join(s["test"]): _linear_fold(task, emb, s) for s in data_splits(task.metadata)
         }
+        done.append((task, emb, folds))
+    results = []
+    for task, emb, folds in done:
+        folder = out / task.name
+        write_embeddings(task, folder, emb)
         atomic_write_bytes(
             folder / PREDICTED_SCORES, _dumps(_predicted_scores(task, folds, predictor))
         )
