@@ -449,3 +449,79 @@ def test_diff_of_a_run_with_itself_twice_is_byte_identical(
         code = main(["diff", str(run), str(run)])
         outs.append((code, capsys.readouterr().out))
     assert outs[0] == outs[1] and outs[0][0] == 0
+
+
+# --- audiorepro hear ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hear_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
+    import sys
+
+    from tests.encoder_sources import write_encoders
+
+    enc = write_encoders(tmp_path_factory.mktemp("round6-hear-enc"), "round6hear")
+    sys.path.insert(0, str(enc.root / "mods"))
+    return enc.hear_spec
+
+
+def _audio_task(folder: Path, rate: int, odd_rate: int | None = None) -> Path:
+    """A scene task of six noise clips (two labels) at ``rate``; with ``odd_rate``, the last
+    test clip is written at that rate instead (a clip resampled wrongly)."""
+    import soundfile
+
+    splits: dict[str, dict[str, list[str]]] = {"train": {}, "valid": {}, "test": {}}
+    rng = np.random.default_rng(6)
+    for n in range(12):
+        split = ("train", "train", "valid", "test")[n % 4]
+        splits[split][f"c{n:02d}.wav"] = ["ab"[n % 2]]
+    _task(folder, meta={**META, "task_name": folder.name.split("-")[0]}, splits=splits)
+    last = sorted(splits["test"])[-1]
+    for split, table in splits.items():
+        (folder / str(rate) / split).mkdir(parents=True)
+        for name in table:
+            sr = odd_rate if (odd_rate and split == "test" and name == last) else rate
+            clip = (rng.normal(size=sr // 4) * 0.1).astype(np.float32)
+            soundfile.write(str(folder / str(rate) / split / name), clip, sr, subtype="FLOAT")
+    return folder
+
+
+def test_a_clip_at_the_wrong_rate_in_a_later_task_writes_nothing(
+    hear_spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: the first task's embeddings and scores were written before the second task's
+    clip at 8 kHz was read (OUT half-written), though the command checks "every task's
+    audio before anything is written"."""
+    from audiorepro.models.registry import load_registry, resolve_spec
+    from audiorepro.models.user_encoders import load_user
+
+    rate = int(load_user(resolve_spec(hear_spec, load_registry([])), "cpu").encoder.sample_rate)
+    tasks = tmp_path / "tasks"
+    _audio_task(tasks / "aa-v1", rate)
+    _audio_task(tasks / "bb-v1", rate, odd_rate=8000)
+    out = tmp_path / "out"
+    code, err = _run(["hear", hear_spec, "--tasks-dir", str(tasks), "--out", str(out)], capsys)
+    assert code == 2, err
+    _one_line(err, "bb-v1", "8000 Hz", f"expected mono audio at {rate} Hz")
+    assert not out.exists() or not any(out.rglob("*")), sorted(out.rglob("*"))
+
+
+def test_hear_twice_is_byte_identical(
+    hear_spec: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audiorepro.models.registry import load_registry, resolve_spec
+    from audiorepro.models.user_encoders import load_user
+
+    rate = int(load_user(resolve_spec(hear_spec, load_registry([])), "cpu").encoder.sample_rate)
+    tasks = tmp_path / "tasks"
+    _audio_task(tasks / "aa-v1", rate)
+    _audio_task(tasks / "bb-v1", rate)
+    trees = []
+    for n in range(2):
+        out = tmp_path / f"out{n}"
+        code, err = _run(["hear", hear_spec, "--tasks-dir", str(tasks), "--out", str(out)], capsys)
+        assert code == 0, err
+        trees.append(
+            {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        )
+    assert trees[0] == trees[1] and any(k.endswith("predicted-scores.json") for k in trees[0])
