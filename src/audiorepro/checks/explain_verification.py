@@ -61,11 +61,13 @@ def explain_trials(dump: str | Path, trials: str | Path) -> TrialsExplanation:
     clips = read_clip_embeddings(dump)
     listed = read_trials(trials)
     i, j = listed.indices(clips.ids)
-    zero = np.flatnonzero(~np.any(clips.embeds != 0, axis=1))
-    if zero.size:  # trial_scores normalizes every row, as a study scores its trials
+    used = np.unique(np.concatenate([i, j]))
+    zero = used[~np.any(clips.embeds[used] != 0, axis=1)]
+    if zero.size:  # a clip no trial uses is not read (trial_scores)
         raise UserError(
-            f"is all zeros for clip {clips.ids[int(zero[0])]!r}; a zero embedding has no "
-            "cosine: expected a non-zero row for every clip",
+            f"is all zeros for clip {clips.ids[int(zero[0])]!r}, which a trial of "
+            f"{Path(trials).name} scores; a zero embedding has no cosine: expected a "
+            "non-zero row",
             source=str(dump),
             key="audio_embeds",
         )
