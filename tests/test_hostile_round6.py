@@ -529,3 +529,33 @@ def test_hear_twice_is_byte_identical(
             {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
         )
     assert trees[0] == trees[1] and any(k.endswith("predicted-scores.json") for k in trees[0])
+
+
+# --- score normalization in a study ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("top_n", "zero_row"), [(5, True), (1, False)])
+def test_a_cohort_that_cannot_normalize_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], top_n: int, zero_row: bool
+) -> None:
+    """fixed: a zero cohort row, or as-norm with top_n = 1 (no deviation over one score: the
+    spec allows top_n >= 1), was a ValueError traceback out of reproduce."""
+    from audiorepro.core.hashing import sha256_file
+    from tests.test_explain_trials import _study
+
+    dump = _dump(tmp_path / "d.npz")
+    (tmp_path / "t.csv").write_text(GOOD)
+    cohort = tmp_path / "cohort.npz"
+    emb = np.random.default_rng(7).normal(size=(6, 4)).astype(np.float32)
+    if zero_row:
+        emb[2] = 0
+    np.savez(cohort, audio_embeds=emb, audio_ids=np.asarray([f"c{k}" for k in range(6)]))
+    study = _study(tmp_path, dump, tmp_path / "t.csv", "")
+    norm = (f'score_norm = {{ method = "as-norm", top_n = {top_n}, cohort = "cohort.npz", '
+            f'cohort_sha256 = "{sha256_file(cohort)}" }}\n')  # fmt: skip
+    study.write_text(study.read_text().replace('trials_sha256 = "', norm + 'trials_sha256 = "'))
+    out = tmp_path / "out"
+    code, err = _run(["reproduce", str(study), "--out", str(out)], capsys)
+    assert code == 2, err
+    _one_line(err, "cohort.npz", "key 'score_norm'")
+    assert not out.exists()
