@@ -559,3 +559,31 @@ def test_a_cohort_that_cannot_normalize_is_one_line(
     assert code == 2, err
     _one_line(err, "cohort.npz", "key 'score_norm'")
     assert not out.exists()
+
+
+# --- the encoder's code identity ------------------------------------------------------------
+
+
+def test_an_editor_lock_file_in_the_encoder_package_is_not_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fixed: Emacs keeps ``.#__init__.py``, a dangling symbolic link, beside a file being
+    edited; the code identity read it (FileNotFoundError traceback). A FIFO named ``*.py`` is
+    not read either (it would block); an edit of the package's code changes the identity."""
+    import importlib
+
+    from audiorepro.models.encoder_specs import code_identity, parse_user_spec
+
+    pkg = tmp_path / "round6pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    spec = parse_user_spec("py:round6pkg:make")
+    assert spec is not None
+    before = code_identity(spec)
+    (pkg / ".#__init__.py").symlink_to("user@host.1234:1700000000")
+    os.mkfifo(pkg / "pipe.py")
+    assert code_identity(spec) == before
+    (pkg / "__init__.py").write_text("X = 2\n")
+    assert code_identity(spec)["source_sha256"] != before["source_sha256"]
