@@ -587,3 +587,19 @@ def test_an_editor_lock_file_in_the_encoder_package_is_not_code(
     assert code_identity(spec) == before
     (pkg / "__init__.py").write_text("X = 2\n")
     assert code_identity(spec)["source_sha256"] != before["source_sha256"]
+
+
+@pytest.mark.parametrize("which", ["trials", "dump"])
+def test_explain_json_onto_an_input_is_one_line_and_the_input_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str
+) -> None:
+    """fixed: ``--json`` naming the trial list (or the dump) replaced it with the JSON."""
+    dump = _dump(tmp_path / "d.npz")
+    listed = tmp_path / "t.csv"
+    listed.write_text(GOOD)
+    target = listed if which == "trials" else dump
+    before = target.read_bytes()
+    code, err = _run(["explain", str(dump), "--trials", str(listed), "--json", str(target)], capsys)
+    assert code == 2, err
+    _one_line(err, "key '--json'", "would replace the input")
+    assert target.read_bytes() == before
