@@ -91,7 +91,7 @@ def read_bundle(path: Path, kinds: Kinds) -> dict[str, Any]:
     if not isinstance(bundle, dict):
         raise UserError(f"is a JSON {type(bundle).__name__}; expected an object", source=path)
     schema = bundle.get("schema")
-    if schema not in kinds:
+    if not isinstance(schema, str) or schema not in kinds:  # a list or object is unhashable
         raise UserError(
             f"schema is {schema!r}; expected one of {', '.join(sorted(kinds))}",
             source=path,

@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from audiorepro.core.errors import UserError
 from audiorepro.formats.probe_inputs import read_clip_embeddings
 from audiorepro.formats.trials import read_trials
 from audiorepro.metrics.verification import trial_scores
@@ -58,6 +61,16 @@ def explain_trials(dump: str | Path, trials: str | Path) -> TrialsExplanation:
     clips = read_clip_embeddings(dump)
     listed = read_trials(trials)
     i, j = listed.indices(clips.ids)
+    used = np.unique(np.concatenate([i, j]))
+    zero = used[~np.any(clips.embeds[used] != 0, axis=1)]
+    if zero.size:  # a clip no trial uses is not read (trial_scores)
+        raise UserError(
+            f"is all zeros for clip {clips.ids[int(zero[0])]!r}, which a trial of "
+            f"{Path(trials).name} scores; a zero embedding has no cosine: expected a "
+            "non-zero row",
+            source=str(dump),
+            key="audio_embeds",
+        )
     scores = trial_scores(clips.embeds, i, j)
     target = listed.target
     return TrialsExplanation(

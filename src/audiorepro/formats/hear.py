@@ -177,7 +177,8 @@ def _strings(data: dict[str, Any], key: str, what: str, src: Path) -> tuple[str,
     if not value or not all(isinstance(v, str) and v for v in value):
         raise UserError(f"expected {what}, got {value!r}", source=src, key=key)
     if len(set(value)) != len(value):
-        raise UserError(f"names a split twice: {value!r}", source=src, key=key)
+        twice = next(v for i, v in enumerate(value) if v in value[:i])
+        raise UserError(f"names {twice!r} twice; expected {what}, each once", source=src, key=key)
     return tuple(value)
 
 

@@ -143,7 +143,8 @@ def _csv_rows(text: str, source: str) -> list[Row]:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:
         raise UserError(f"is not valid CSV ({exc})", source=source, key="line") from None
-    header = [h.strip() for h in rows[0]]
+    first = next(n for n, row in enumerate(rows) if any(cell.strip() for cell in row))
+    header = [h.strip() for h in rows[first]]
     for column in COLUMNS:
         if column not in header:
             raise UserError(
@@ -153,7 +154,7 @@ def _csv_rows(text: str, source: str) -> list[Row]:
         raise UserError("repeats a column name", source=source, key="header")
     at = [header.index(c) for c in COLUMNS]
     out: list[Row] = []
-    for n, row in enumerate(rows[1:], start=2):
+    for n, row in enumerate(rows[first + 1 :], start=first + 2):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

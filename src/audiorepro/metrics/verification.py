@@ -72,7 +72,9 @@ def trial_scores(
     Formula: ``score_k = <e_a, e_b> / (|e_a| |e_b|)`` with ``a = enrollment[k]``,
     ``b = test[k]``, in float64 (each embedding divided by its norm first, then the dot
     products: the scores :func:`speaker_trials` gives its pairs). A zero or non-finite
-    embedding has no cosine: an error; so is an index outside the rows.
+    embedding that a trial uses has no cosine: an error (rows no trial uses are not read);
+    so is an index outside the rows. A finite row whose norm overflows or underflows float64
+    is scaled by its largest ``|value|`` first (the cosine does not change).
 
     >>> trial_scores([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]], [0, 1], [1, 2]).tolist()
     [1.0, 0.0]
@@ -84,8 +86,19 @@ def trial_scores(
         raise ValueError(f"expected [n, d] embeddings and one test per enrollment, got {e.shape}")
     if i.size and (min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= e.shape[0]):
         raise ValueError(f"a trial names a row outside the {e.shape[0]} embeddings")
-    norms = np.linalg.norm(e, axis=1)
-    if not np.all(norms > 0) or not np.all(np.isfinite(e)):
+    used, at = np.unique(np.concatenate([i, j]), return_inverse=True)
+    e, i, j = e[used], at[: i.size], at[i.size :]
+    if not np.all(np.isfinite(e)):
+        raise ValueError("an embedding is zero or not finite")
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(e, axis=1)
+    # Such rows alone are scaled (the others keep their bits).
+    odd = ~np.isfinite(norms) | ((norms == 0) & np.any(e != 0, axis=1))
+    if np.any(odd):
+        e = e.copy()
+        e[odd] /= np.abs(e[odd]).max(axis=1, keepdims=True)
+        norms = np.linalg.norm(e, axis=1)
+    if not np.all(norms > 0):
         raise ValueError("an embedding is zero or not finite")
     unit = e / norms[:, None]
     scores: npt.NDArray[np.float64] = np.einsum("nd,nd->n", unit[i], unit[j])

@@ -217,7 +217,8 @@ def _source_files(user: UserSpec) -> list[tuple[str, Path]]:
     files = []
     for root in sorted(roots):
         for path in sorted(Path(root).rglob("*.py")):
-            files.append((path.relative_to(root).as_posix(), path))
+            if path.is_file():  # not an editor's lock (a dangling link ".#enc.py"), a FIFO
+                files.append((path.relative_to(root).as_posix(), path))
     return files
 
 

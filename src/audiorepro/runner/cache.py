@@ -268,13 +268,19 @@ def take_shared(cache: Path, key: str) -> bool:
     try:
         if not entry.is_file() or not record.is_file():
             return False
+        # A link in the store is none of ours: linked into OUT it would stay a link to a file
+        # outside (OUT no longer whole), and chmod would follow it. Removed (the link alone).
+        if entry.is_symlink() or record.is_symlink():
+            _drop(record, entry)
+            return False
         if sha256_file(entry) != _record_sha256(record, key):
             _drop(record, entry)
             return False
         _drop(entry_record_path(cache, key))  # the damaged entry here, if any, is replaced
         _place(entry, cache_dump_path(cache, key))
         _place(record, entry_record_path(cache, key))
-    except OSError:  # a store that cannot be read is no store: the cell is extracted
+    except (OSError, UserError):  # a store that cannot be read is no store: the cell is
+        # extracted (UserError: another process removed a damaged entry after is_file above)
         return False
     return True
 

@@ -230,8 +230,16 @@ class CellInputs:
         if n is None:
             return raw
         assert self.cohort is not None
-        return normalize_scores(raw, self.enrollment, self.test, self.clips.embeds, self.cohort,
-                                method=n.method, top_n=n.top_n)  # fmt: skip
+        try:
+            return normalize_scores(raw, self.enrollment, self.test, self.clips.embeds,
+                                    self.cohort, method=n.method, top_n=n.top_n)  # fmt: skip
+        except ValueError as exc:  # a zero cohort row, or cohort scores with no deviation
+            raise UserError(
+                f"cannot {n.method} the trial scores over this cohort ({exc}); expected "
+                "non-zero embeddings whose cosines with each clip vary (as-norm: top_n >= 2)",
+                source=str(n.cohort),
+                key="score_norm",
+            ) from None
 
 
 def _dump_meta(path: Path) -> dict[str, JsonValue]:
