@@ -248,7 +248,7 @@ LAYERS = {
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
         "test_catalog.py", "test_api.py", "test_summary.py", "test_progress.py",
         "test_demo_cache.py", "test_index.py", "test_verify_closing.py",
-        "test_documented_commands.py", "test_explain_trials.py",
+        "test_documented_commands.py", "test_explain_trials.py", "test_verification_study.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
         "test_trec_eval_binary.py",

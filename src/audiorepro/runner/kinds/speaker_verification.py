@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, cast
@@ -50,6 +50,7 @@ from audiorepro.formats.trials import Trials, read_trials
 from audiorepro.metrics.verification import (
     DEFINITIONS_VERSION,
     eer_of_points,
+    equal_error_rate,
     min_dcf_point,
     operating_points,
     trial_scores,
@@ -94,12 +95,16 @@ class ScoreParity(TypedDict):
     """One cell against the independent twin."""
 
     cell: str
-    n_trials: int
+    n_trials: int  #: the trials the twin saw: every one, or a seeded subset (below)
+    #: None: every trial; else the seed of the subset of ``TWIN_TRIALS`` trials the twin saw
+    twin_subset_seed: int | None
     max_score_delta: float  #: the largest |our cosine - the twin's| over the trials
     score_tolerance: float
     eer: float
     twin_eer_of_our_scores: float | None  #: must equal ``eer`` to the last bit
     twin_eer: float | None  #: the twin's EER over its own cosines (recorded)
+    #: every definition with a twin over our scores: ours, the twin's, agreed
+    definitions: dict[str, DefinitionParity]
     passed: bool
 
 
@@ -246,10 +251,16 @@ class CellInputs:
     score_norm: SpeakerScoreNorm | None = None
     cohort: npt.NDArray[np.float64] | None = None  #: the cohort's embeddings (score_norm)
 
+    #: the scores once computed (the record, the DET curve and the bootstrap read them)
+    _memo: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict, compare=False)
+
     def scores(self) -> npt.NDArray[np.float64]:
         """Each trial's score: the cosine, normalized over the cohort when the cell says so."""
-        raw = trial_scores(self.clips.embeds, self.enrollment, self.test)
-        return self.normalized(raw)
+        if "scores" not in self._memo:
+            raw = trial_scores(self.clips.embeds, self.enrollment, self.test)
+            self._memo["scores"] = self.normalized(raw)
+            self._memo["scores"].setflags(write=False)
+        return self._memo["scores"]
 
     def normalized(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         n = self.score_norm
@@ -257,6 +268,18 @@ class CellInputs:
             return raw
         assert self.cohort is not None
         return normalize_scores(raw, self.enrollment, self.test, self.clips.embeds, self.cohort,
+                                method=n.method, top_n=n.top_n)  # fmt: skip
+
+    def normalized_at(self, pick: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The scores of the trials ``pick`` alone (each trial's normalization reads only
+        its own two clips and the cohort)."""
+        enr, tst = self.enrollment[pick], self.test[pick]
+        raw = trial_scores(self.clips.embeds, enr, tst)
+        n = self.score_norm
+        if n is None:
+            return raw
+        assert self.cohort is not None
+        return normalize_scores(raw, enr, tst, self.clips.embeds, self.cohort,
                                 method=n.method, top_n=n.top_n)  # fmt: skip
 
 
@@ -350,29 +373,109 @@ def cell_det(cell_id: str, index: int, inputs: CellInputs) -> str:
     )  # fmt: skip
 
 
+#: Twin of each definition (:data:`DEFINITIONS`' names), called over our scores.
+TWINS: Final[Mapping[str, Callable[[list[float], list[bool]], float | None]]] = {
+    "eer": twin.equal_error_rate,
+    "eer_rocch": twin.eer_rocch,
+    "eer_pyannote": twin.eer_pyannote,
+    "eer_speechbrain": twin.eer_speechbrain,
+    "eer_kaldi": twin.eer_kaldi,
+    "min_dcf_p0.01": lambda s, t: twin.min_dcf(s, t, p_target=0.01),
+    "min_dcf_p0.05": lambda s, t: twin.min_dcf(s, t, p_target=0.05),
+    "min_dcf_speechbrain_p0.01": lambda s, t: twin.min_dcf_speechbrain(s, t, p_target=0.01),
+    "min_dcf_speechbrain_p0.05": lambda s, t: twin.min_dcf_speechbrain(s, t, p_target=0.05),
+    "act_dcf_p0.01": lambda s, t: twin.act_dcf(s, t, p_target=0.01),
+    "act_dcf_p0.05": lambda s, t: twin.act_dcf(s, t, p_target=0.05),
+    "cllr": twin.cllr,
+    "min_cllr": twin.min_cllr,
+}
+#: Definitions from integer counts in one exact step (or the toolkit's own float32 steps):
+#: ours and the twin's agree to the last bit; the others sum costs or logs in another order.
+EXACT: Final = frozenset(
+    {"eer", "eer_rocch", "eer_pyannote", "eer_speechbrain", "eer_kaldi",
+     "min_dcf_speechbrain_p0.01", "min_dcf_speechbrain_p0.05"}
+)  # fmt: skip
+#: How far a summed definition's twin may lie from ours.
+DEFINITION_TOLERANCE: Final = 1e-12
+#: The most trials the twin (pure Python: per-trial ``math.fsum`` cosines, fractions) sees;
+#: a longer list is checked on a seeded subset of this many trials (:func:`twin_subset`).
+TWIN_TRIALS: Final = 4_096
+#: The seed of that subset (numpy's PCG64 ``Generator.choice`` without replacement, sorted).
+TWIN_SEED: Final = 0
+
+
+class DefinitionParity(TypedDict):
+    """One definition over the trials the twin saw: ours, the twin's, and whether they agree."""
+
+    ours: float | None
+    twin: float | None
+    tolerance: float  #: 0.0: to the last bit
+    passed: bool
+
+
+def twin_subset(n: int, target: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64] | None:
+    """The trials the twin sees: every one (None) up to :data:`TWIN_TRIALS`, else that many
+    drawn without replacement by ``numpy.random.default_rng(TWIN_SEED)``, in list order (a
+    draw without both classes adds the first trial of the missing one)."""
+    if n <= TWIN_TRIALS:
+        return None
+    pick = np.sort(np.random.default_rng(TWIN_SEED).choice(n, TWIN_TRIALS, replace=False))
+    for flag in (True, False):
+        if not (target[pick] == flag).any():
+            pick = np.sort(np.append(pick[1:], np.flatnonzero(target == flag)[0]))
+    return pick.astype(np.int64)
+
+
+def definition_parity(scores: list[float], target: list[bool]) -> dict[str, DefinitionParity]:
+    """Every definition with a twin: ours (:func:`compute_definitions`) against the twin's
+    over the same scores."""
+    ours = compute_definitions(np.asarray(scores, dtype=np.float64), np.asarray(target))
+    out: dict[str, DefinitionParity] = {}
+    for name, f in TWINS.items():
+        mine, theirs = ours[name], f(scores, target)
+        tol = 0.0 if name in EXACT else DEFINITION_TOLERANCE
+        ok = (mine is None and theirs is None) or (
+            mine is not None and theirs is not None and abs(mine - theirs) <= tol
+        )
+        out[name] = {"ours": mine, "twin": theirs, "tolerance": tol, "passed": ok}
+    return out
+
+
 def twin_parity(cell_id: str, inputs: CellInputs, eer: float) -> ScoreParity:
-    """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`) and its EER over our
-    scores (normalized as the cell says; equal to ours: both are one exact fraction rounded
-    once)."""
-    ours = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
-    theirs = twin.trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
-    target = inputs.trials.target.tolist()
+    """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`), its EER and every
+    other definition with a twin (:data:`TWINS`) over our scores (normalized as the cell says;
+    the EER equal to ours to the last bit), on every trial or on :func:`twin_subset`'s."""
+    pick = twin_subset(len(inputs.test), inputs.trials.target)
+    enr, tst, flags = inputs.enrollment, inputs.test, inputs.trials.target
+    if pick is not None:
+        enr, tst, flags = enr[pick], tst[pick], flags[pick]
+        eer_of = equal_error_rate(inputs.normalized_at(pick), flags)
+        assert eer_of is not None  # twin_subset keeps both classes
+        eer = eer_of
+    ours = trial_scores(inputs.clips.embeds, enr, tst)
+    theirs = twin.trial_scores(inputs.clips.embeds, enr, tst)
+    target = flags.tolist()
     delta = float(np.max(np.abs(ours - np.asarray(theirs, dtype=np.float64))))
-    of_ours = twin.equal_error_rate(inputs.normalized(ours).tolist(), target)
+    ours_n = (inputs.normalized(ours) if pick is None else inputs.normalized_at(pick)).tolist()
+    definitions = definition_parity(ours_n, target)
+    of_ours = definitions["eer"]["twin"]
     n = inputs.score_norm
     if n is not None:
-        theirs = twin.normalize_scores(theirs, inputs.enrollment, inputs.test,
-                                       inputs.clips.embeds, inputs.cohort, method=n.method,
-                                       top_n=n.top_n)  # fmt: skip
+        theirs = twin.normalize_scores(theirs, enr, tst, inputs.clips.embeds, inputs.cohort,
+                                       method=n.method, top_n=n.top_n)  # fmt: skip
     return {
         "cell": cell_id,
         "n_trials": len(target),
+        "twin_subset_seed": None if pick is None else TWIN_SEED,
         "max_score_delta": delta,
         "score_tolerance": SCORE_TOLERANCE,
         "eer": eer,
         "twin_eer_of_our_scores": of_ours,
         "twin_eer": twin.equal_error_rate(theirs, target),
-        "passed": delta <= SCORE_TOLERANCE and of_ours == eer,
+        "definitions": definitions,
+        "passed": delta <= SCORE_TOLERANCE
+        and of_ours == eer
+        and all(d["passed"] for d in definitions.values()),
     }
 
 
