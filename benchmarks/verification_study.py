@@ -47,8 +47,9 @@ def _pairs(rng: np.random.Generator, n: int, speakers: int, clips: int, same: bo
 
 
 def build(folder: Path, n_trials: int, *, speakers: int = 1000, clips: int = 40,
-          seed: int = 0) -> Path:  # fmt: skip
-    """The study's files in ``folder`` (a dump, a VoxCeleb trial list, ``study.toml``)."""
+          seed: int = 0, cell: str = "") -> Path:  # fmt: skip
+    """The study's files in ``folder`` (a dump, a VoxCeleb trial list, ``study.toml``);
+    ``cell`` adds its lines to the cell (``bootstrap = { resamples = 100 }``)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     ids = np.array([f"id1{s:04d}/yt{c // 8:05d}/{c % 8 + 1:05d}.wav"
@@ -73,7 +74,7 @@ def build(folder: Path, n_trials: int, *, speakers: int = 1000, clips: int = 40,
         'schema = "audiorepro.study/1"\nkind = "speaker-verification"\nname = "synthetic"\n'
         f'[[cell]]\nid = "synthetic"\nmodel = "synthetic"\ndump = "{dump.name}"\n'
         f'sha256 = "{_sha256(dump)}"\ntrials = "{trials.name}"\n'
-        f'trials_sha256 = "{_sha256(trials)}"\n'
+        f'trials_sha256 = "{_sha256(trials)}"\n{cell}'
     )
     return folder / "study.toml"
 

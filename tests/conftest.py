@@ -233,6 +233,7 @@ LAYERS = {
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
         "test_hear_scores.py", "test_hear_tasks.py",
         "test_verification_definitions.py", "test_trial_formats.py", "test_score_norm.py",
+        "test_verification_bootstrap.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from audiorepro.cli.app import main
+from audiorepro.core.hashing import sha256_file
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.runner.kinds import speaker_verification as kind
 from tests.conftest import ROOT
@@ -113,3 +115,59 @@ def test_the_documented_benchmark_runs() -> None:
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.splitlines()[-1].split()[0] == "6000"
+
+
+def test_bootstrap_intervals_over_speakers_byte_identical_reruns(tmp_path: Path) -> None:
+    """A cell with ``bootstrap`` (VoxCeleb paths name the speakers): the intervals contain
+    the values, the parameters are recorded, the report and table show them, and a rerun
+    writes the same bytes."""
+    line = "bootstrap = { resamples = 40, seed = 3, level = 0.9 }\n"
+    study = _benchmark().build(tmp_path / "s", 20_000, speakers=200, clips=20, cell=line)
+    outs = [tmp_path / "one", tmp_path / "two"]
+    for out in outs:
+        assert main(["reproduce", str(study), "--out", str(out)]) == 0
+    assert (outs[0] / "bundle.json.gz").read_bytes() == (outs[1] / "bundle.json.gz").read_bytes()
+    assert (outs[0] / "report.html").read_bytes() == (outs[1] / "report.html").read_bytes()
+    [cell] = _bundle(outs[0])["cells"]
+    boot = cell["bootstrap"]
+    assert {k: boot[k] for k in ("method", "resamples", "seed", "level", "speakers")} == {
+        "method": "speakers", "resamples": 40, "seed": 3, "level": 0.9,
+        "speakers": "voxceleb paths",
+    }  # fmt: skip
+    assert boot["n_speakers"] == 200 and boot["skipped"] == 0
+    for name in ("eer", "min_dcf_p0.01", "min_dcf_p0.05"):
+        low, high = boot["intervals"][name]
+        assert low <= cell["definitions"][name] <= high and low < high, name
+    report = (outs[0] / "report.html").read_text()
+    low, high = boot["intervals"]["eer"]
+    assert f"EER {cell['eer']:.4f} [{low:.4f}, {high:.4f}]" in report
+    assert "Speaker verification: intervals over speakers" in report
+
+
+def test_bootstrap_of_a_csv_list_needs_a_speakers_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kit's CSV names no speakers: without ``bootstrap.speakers`` one line, exit 2;
+    with a speakers file the intervals are over its speakers."""
+    study = _benchmark().build(tmp_path / "s", 3_000, speakers=30, clips=20)
+    lines = [f.split() for f in (study.parent / "veri_test.txt").read_text().splitlines()]
+    csv_list = study.parent / "trials.csv"
+    csv_list.write_text("enrollment,test,target\n" + "".join(f"{a},{b},{t}\n" for t, a, b in lines))
+    clips = sorted({c for _, a, b in lines for c in (a, b)})
+    speakers = study.parent / "speakers.csv"
+    speakers.write_text("file_name,speaker\n" + "".join(f"{c},{c[:7]}\n" for c in clips))
+    text = study.read_text().replace("veri_test.txt", "trials.csv")
+    text = re.sub(r'trials_sha256 = "\w+"', f'trials_sha256 = "{sha256_file(csv_list)}"', text)
+    study.write_text(text + "bootstrap = { resamples = 20 }\n")
+    capsys.readouterr()
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "key 'cell[0].bootstrap.speakers': names no speakers" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
+    study.write_text(text + 'bootstrap = { resamples = 20, speakers = "speakers.csv", '
+                     f'speakers_sha256 = "{sha256_file(speakers)}" }}\n')  # fmt: skip
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "ok")]) == 0
+    [cell] = _bundle(tmp_path / "ok")["cells"]
+    assert cell["bootstrap"]["n_speakers"] == 30 and cell["bootstrap"]["speakers"] == "speakers.csv"
+    manifest = json.loads((tmp_path / "ok" / "manifest.json").read_text())
+    assert manifest["inputs"]["speakers.csv"] == sha256_file(speakers)

@@ -46,6 +46,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
+from audiorepro.formats.speakers import read_speakers, trial_speakers
 from audiorepro.formats.trials import Trials, read_trials
 from audiorepro.metrics.verification import (
     DEFINITIONS_VERSION,
@@ -55,6 +56,7 @@ from audiorepro.metrics.verification import (
     operating_points,
     trial_scores,
 )
+from audiorepro.metrics.verification_bootstrap import BOOTSTRAP_VERSION, speaker_bootstrap
 from audiorepro.metrics.verification_norm import NORMALIZATION_VERSION, normalize_scores
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.models.extract import merge
@@ -83,7 +85,12 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.specs.study import SpeakerCell, SpeakerScoreNorm, SpeakerVerificationStudy
+from audiorepro.specs.study import (
+    SpeakerBootstrap,
+    SpeakerCell,
+    SpeakerScoreNorm,
+    SpeakerVerificationStudy,
+)
 
 SPEAKER_BUNDLE: Final = "audiorepro.speaker-verification-bundle/1"
 #: How far the twin's cosines (``math.fsum`` over Python floats) may lie from ours (float64
@@ -133,6 +140,22 @@ class ScoreNormRecord(TypedDict):
     version: int  #: normalization definitions version
 
 
+class BootstrapRecord(TypedDict):
+    """A cell's speaker-level bootstrap (docs/metrics.md): its parameters and intervals."""
+
+    method: Literal["speakers"]  #: speakers resampled with replacement, trials weighted
+    resamples: int
+    seed: int  #: numpy.random.default_rng's seed
+    level: float
+    speakers: str  #: the speakers file's name, or "voxceleb paths" (each clip's first part)
+    speakers_sha256: str | None
+    n_speakers: int
+    skipped: int  #: resamples without target or non-target trials
+    version: int  #: bootstrap definitions version
+    #: eer, min_dcf_p0.01, min_dcf_p0.05 -> [low, high] (None: every resample skipped)
+    intervals: dict[str, list[float] | None]
+
+
 class SpeakerBundleCell(TypedDict):
     """One cell of the bundle: its inputs, trial counts and equal error rate."""
 
@@ -153,6 +176,8 @@ class SpeakerBundleCell(TypedDict):
     definitions: dict[str, float | None]
     #: the normalization every number above is of (None: the cosines as they are)
     score_norm: ScoreNormRecord | None
+    #: intervals of the EER and minDCF over speakers (None: the cell asks for none)
+    bootstrap: BootstrapRecord | None
     model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
@@ -337,7 +362,31 @@ def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
         "eer": eer,
         "definitions": definitions,
         "score_norm": _norm_record(cell.score_norm, inputs.cohort),
+        "bootstrap": _bootstrap_record(cell.bootstrap, inputs),
         "model_meta": inputs.meta,
+    }
+
+
+def _bootstrap_record(b: SpeakerBootstrap | None, inputs: CellInputs) -> BootstrapRecord | None:
+    """The cell's speaker-level bootstrap over its (normalized) scores."""
+    if b is None:
+        return None
+    table = None if b.speakers is None else read_speakers(b.speakers)
+    where = "voxceleb paths" if b.speakers is None else str(b.speakers)
+    enr, test = trial_speakers(inputs.trials, table, source=where)
+    r = speaker_bootstrap(inputs.scores(), inputs.trials.target, enr, test,
+                          resamples=b.resamples, seed=b.seed, level=b.level)  # fmt: skip
+    return {
+        "method": "speakers",
+        "resamples": b.resamples,
+        "seed": b.seed,
+        "level": b.level,
+        "speakers": "voxceleb paths" if b.speakers is None else b.speakers.name,
+        "speakers_sha256": b.speakers_sha256,
+        "n_speakers": r.n_speakers,
+        "skipped": r.skipped,
+        "version": BOOTSTRAP_VERSION,
+        "intervals": {k: None if v is None else list(v) for k, v in r.intervals.items()},
     }
 
 
@@ -577,11 +626,47 @@ def _tables(
             "together); lower is better",
         ),
     )
-    return {
+    out = {
         "speaker_verification": main,
         "verification_definitions": _definitions_table(study, cells),
         "published": published_table(golden["rows"]),
     }
+    if any(c["bootstrap"] is not None for c in cells.values()):
+        out["speaker_verification_intervals"] = _intervals_table(study, cells)
+    return out
+
+
+def _intervals_table(
+    study: SpeakerVerificationStudy, cells: Mapping[str, SpeakerBundleCell]
+) -> Table:
+    """Each bootstrapped cell's EER and minDCF beside their intervals over speakers."""
+    names = ("eer", "min_dcf_p0.01", "min_dcf_p0.05")
+    columns = tuple(
+        Column(f"{n}{part}", False) for n in names for part in ("", " low", " high")
+    )
+    rows = []
+    for cell in study.cells:
+        c = cells.get(cell.id)
+        b = None if c is None else c["bootstrap"]
+        if c is None or b is None:
+            continue
+        values: list[float | None] = []
+        for n in names:
+            got = b["intervals"].get(n)
+            values += [c["definitions"].get(n), *(got if got is not None else (None, None))]
+        rows.append((cell.id, tuple(values)))
+    return Table(
+        title="Speaker verification: intervals over speakers",
+        columns=columns,
+        rows=tuple(rows),
+        row_header="cell",
+        notes=(
+            "speaker-level bootstrap (docs/metrics.md, bootstrap definitions "
+            f"{BOOTSTRAP_VERSION}): speakers resampled with replacement, each trial counted "
+            "m_enrollment x m_test times; the interval is the quantiles of the resamples' "
+            "values; the cell's bundle records resamples, seed, level and speakers",
+        ),
+    )
 
 
 def _beside(values: Mapping[str, float | None]) -> str:
@@ -599,6 +684,22 @@ def _beside(values: Mapping[str, float | None]) -> str:
     )
 
 
+def _interval(b: BootstrapRecord | None, name: str) -> str:
+    """`` [low, high]`` of a measure's bootstrap interval, or nothing."""
+    got = None if b is None else b["intervals"].get(name)
+    return "" if got is None else f" [{got[0]:.4f}, {got[1]:.4f}]"
+
+
+def _bootstrap_words(b: BootstrapRecord | None) -> str:
+    if b is None:
+        return ""
+    return (
+        f"; intervals ({b['level']:.0%}) over {b['n_speakers']} speakers ({b['speakers']}), "
+        f"{b['resamples']} resamples, seed {b['seed']}: minDCF p_target 0.01"
+        f"{_interval(b, 'min_dcf_p0.01')}, 0.05{_interval(b, 'min_dcf_p0.05')}"
+    )
+
+
 def _report(
     study: SpeakerVerificationStudy,
     cells: Mapping[str, SpeakerBundleCell],
@@ -608,9 +709,11 @@ def _report(
 ) -> str:
     e = html.escape
     lines = [
-        f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
+        f"<p>{e(c['id'])}: EER {c['eer']:.4f}{e(_interval(c['bootstrap'], 'eer'))} "
+        f"({c['eer']:.2%}) over {c['target_trials']} "
         f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}; "
-        f"{e(_beside(c['definitions']))}</p>" + det.get(c["id"], "")
+        f"{e(_beside(c['definitions']))}{e(_bootstrap_words(c['bootstrap']))}</p>"
+        + det.get(c["id"], "")
         for c in cells.values()
     ]
     return kind_report(study.title, failures, tables, paragraphs=lines)
@@ -685,6 +788,9 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
                 inputs[c.trials.name] = rec["trials_sha256"]
                 if c.score_norm is not None:
                     inputs[c.score_norm.cohort.name] = c.score_norm.cohort_sha256
+                b = c.bootstrap
+                if b is not None and b.speakers is not None and b.speakers_sha256 is not None:
+                    inputs[b.speakers.name] = b.speakers_sha256
                 if c.extract is None:
                     inputs[rec["dump"]] = rec["dump_sha256"]
         report = _report(study, state.cells, tables, state.failures, state.det)
@@ -748,6 +854,8 @@ def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, N
     moves them); its counts and the dump's meta are no computed value."""
     if below == ("eer",) or (len(below) == 2 and below[0] == "definitions"):
         return ("lower", "b")
+    if below[:2] == ("bootstrap", "intervals"):  # interval bounds: no better side
+        return (None, "b")
     return (None, None)
 
 
@@ -768,6 +876,13 @@ def _identities(cell: JsonObject) -> Identities:
             f"version={norm.get('version')}",
         )
         files += (str(norm.get("cohort_sha256")),)
+    boot = cell.get("bootstrap")
+    if isinstance(boot, dict):
+        settings += (
+            f"bootstrap resamples={boot.get('resamples')} seed={boot.get('seed')} "
+            f"level={boot.get('level')} version={boot.get('version')}",
+        )
+        files += (str(boot.get("speakers_sha256")),)
     return Identities(
         dump=cell.get("dump_sha256"),
         weights=meta.get("weights_sha256"),
