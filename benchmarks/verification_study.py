@@ -33,6 +33,9 @@ def _sha256(path: Path) -> str:
 def _pairs(rng: np.random.Generator, n: int, speakers: int, clips: int, same: bool) -> np.ndarray:
     """``n`` distinct unordered pairs of clip indices, of one speaker (``same``) or two."""
     total = speakers * clips
+    possible = speakers * clips * (clips - 1) // 2 if same else total * (total - clips) // 2
+    if n > possible // 2:  # a draw of distinct pairs would take long or never end
+        raise ValueError(f"{n} pairs of {possible}: give more speakers or clips")
     got = np.empty(0, dtype=np.int64)
     while got.size < n:
         a = rng.integers(0, total, size=2 * n)

@@ -13,17 +13,16 @@ from audiorepro.metrics.verification_bootstrap import speaker_bootstrap
 from audiorepro.reference import verification as twin
 
 # Speakers A and B: a target trial of each (0.9 for A, 0.4 for B) and one non-target (0.5).
-HAND = ([0.9, 0.4, 0.5], [True, False, False], ["A", "B", "A"], ["A", "B", "B"])
+HAND = ([0.9, 0.4, 0.5], [True, True, False], ["A", "B", "A"], ["A", "B", "B"])
 
 
 def test_two_speakers_by_hand() -> None:
     """Drawing A twice (or B twice) leaves only that speaker's target trial: no non-target
     trial, skipped. Drawing A and B keeps every trial once: ROC points (F, M) (0, 1)
     (0, 1/2) (1, 1/2) (1, 0), crossing F = M at 1/2; minDCF: the least of p M + (1 - p) F
-    is p / 2 at (0, 1/2), normalized by p: 1/2. So every counted resample is 0.5, and the skipped ones are the draws
-    of one speaker twice from default_rng(7)."""
-    scores, _, enr, test = HAND
-    target = [True, True, False]
+    is p / 2 at (0, 1/2), normalized by p: 1/2. So every counted resample is 0.5, and the
+    skipped ones are the draws of one speaker twice from default_rng(7)."""
+    scores, target, enr, test = HAND
     r = speaker_bootstrap(scores, target, enr, test, resamples=40, seed=7)
     rng = np.random.default_rng(7)
     same = sum(len(set(rng.integers(0, 2, size=2).tolist())) == 1 for _ in range(40))
@@ -70,7 +69,7 @@ def test_speakers_of_a_voxceleb_list_and_of_a_speakers_file() -> None:
     kit = parse_trials("enrollment,test,target\na.wav,b.wav,1\na.wav,c.wav,0\n", source="t")
     table = parse_speakers("file_name,speaker\na.wav,s1\nb.wav,s1\nc.wav,s2\n", source="spk")
     assert trial_speakers(kit, table, source="spk") == (["s1", "s1"], ["s1", "s2"])
-    with pytest.raises(UserError, match="lacks clip 'c.wav'"):
+    with pytest.raises(UserError, match=r"lacks clip 'c\.wav'"):
         trial_speakers(kit, {"a.wav": "s1", "b.wav": "s1"}, source="spk")
     with pytest.raises(UserError, match="target trial of two speakers"):
         trial_speakers(kit, {"a.wav": "s1", "b.wav": "s2", "c.wav": "s2"}, source="spk")

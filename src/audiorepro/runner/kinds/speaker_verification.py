@@ -641,9 +641,7 @@ def _intervals_table(
 ) -> Table:
     """Each bootstrapped cell's EER and minDCF beside their intervals over speakers."""
     names = ("eer", "min_dcf_p0.01", "min_dcf_p0.05")
-    columns = tuple(
-        Column(f"{n}{part}", False) for n in names for part in ("", " low", " high")
-    )
+    columns = tuple(Column(f"{n}{part}", False) for n in names for part in ("", " low", " high"))
     rows = []
     for cell in study.cells:
         c = cells.get(cell.id)
