@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np  # the bootstrap's draw is numpy's generator, as its definition names it
+
 
 def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float], list[bool]]:
     """Every pair ``i < j`` in row-major order: the cosine of the unit vectors, same speaker."""
@@ -361,8 +363,6 @@ def speaker_bootstrap(
     sorted speakers with replacement from ``numpy.random.default_rng(seed).integers``; each
     trial repeated ``m_enrollment * m_test`` times; the EER and minDCF of the repeated trials
     (exact fractions); the quantiles linearly interpolated between order statistics."""
-    import numpy as np  # the draw is numpy's generator, as the definition names it
-
     s, t = _split(scores, is_target)
     speakers = sorted(set(enrollment_speakers) | set(test_speakers))
     at = {name: k for k, name in enumerate(speakers)}
