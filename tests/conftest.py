@@ -233,6 +233,7 @@ LAYERS = {
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
         "test_hear_scores.py", "test_hear_tasks.py", "test_hear_events.py",
         "test_verification_definitions.py", "test_trial_formats.py", "test_score_norm.py",
+        "test_verification_bootstrap.py",
     },
     "integration": {
         "test_cli.py", "test_core_install.py", "test_explain.py", "test_fetch.py", "test_models.py",
@@ -248,7 +249,7 @@ LAYERS = {
         "test_diff.py", "test_diff_runs.py", "test_hostile_diff.py",
         "test_catalog.py", "test_api.py", "test_summary.py", "test_progress.py",
         "test_demo_cache.py", "test_index.py", "test_verify_closing.py",
-        "test_documented_commands.py", "test_explain_trials.py",
+        "test_documented_commands.py", "test_explain_trials.py", "test_verification_study.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
         "test_trec_eval_binary.py",

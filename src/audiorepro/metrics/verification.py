@@ -101,8 +101,17 @@ def trial_scores(
     if not np.all(norms > 0):
         raise ValueError("an embedding is zero or not finite")
     unit = e / norms[:, None]
-    scores: npt.NDArray[np.float64] = np.einsum("nd,nd->n", unit[i], unit[j])
+    scores = np.empty(i.size, dtype=np.float64)
+    # in blocks of trials: the gathered rows of a million trials would be gigabytes; each
+    # trial's dot product is the same d-term sum whatever the block
+    for k in range(0, i.size, _SCORE_BLOCK):
+        at = slice(k, k + _SCORE_BLOCK)
+        scores[at] = np.einsum("nd,nd->n", unit[i[at]], unit[j[at]])
     return scores
+
+
+#: Trials scored at once by :func:`trial_scores` (bounds its memory: block x d x 16 bytes).
+_SCORE_BLOCK = 1 << 14
 
 
 def checked_trials(

@@ -145,7 +145,8 @@ from audiorepro.formats.captions import list_audio, load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
 from audiorepro.formats.probe_inputs import read_clip_embeddings
-from audiorepro.formats.trials import check_clips, read_trials
+from audiorepro.formats.speakers import read_speakers, trial_speakers
+from audiorepro.formats.trials import Trials, check_clips, read_trials
 from audiorepro.metrics.profile_registry import (
     canonical_profile,
     find_profile,
@@ -1274,6 +1275,21 @@ class SpeakerScoreNormSpec(Spec):
     top_n: int | None = Field(None, ge=1, description="as-norm: the highest cohort scores kept")
 
 
+class SpeakerBootstrapSpec(Spec):
+    """Speaker-level bootstrap intervals of a cell's EER and minDCF (bootstrap definitions
+    version 1, :mod:`audiorepro.metrics.verification_bootstrap`)."""
+
+    resamples: int = Field(1000, ge=1, description="resamples of the speakers")
+    seed: int = Field(0, ge=0, description="numpy.random.default_rng's seed of the draws")
+    level: float = Field(0.95, gt=0.0, lt=1.0, description="the interval's coverage")
+    speakers: RelativePath | None = Field(
+        None,
+        description="a CSV file_name,speaker naming each clip's speaker (needed unless the "
+        "trial list is VoxCeleb's, whose speaker is the first part of each clip's path)",
+    )
+    speakers_sha256: FileSha256 | None = None
+
+
 class SpeakerCellSpec(Spec):
     """One verification: clip embeddings (a dump, or an extraction) and a trial list."""
 
@@ -1289,6 +1305,9 @@ class SpeakerCellSpec(Spec):
     trials_sha256: FileSha256
     score_norm: SpeakerScoreNormSpec | None = Field(
         None, description="normalize the trial scores over a cohort before every measure"
+    )
+    bootstrap: SpeakerBootstrapSpec | None = Field(
+        None, description="speaker-level bootstrap intervals of the EER and minDCF"
     )
 
 
@@ -1347,6 +1366,15 @@ class SpeakerScoreNorm:
 
 
 @dataclass(frozen=True)
+class SpeakerBootstrap:
+    resamples: int
+    seed: int
+    level: float
+    speakers: Path | None  #: None: a VoxCeleb list's paths name the speakers
+    speakers_sha256: str | None
+
+
+@dataclass(frozen=True)
 class SpeakerCell:
     id: str
     model: str
@@ -1356,6 +1384,7 @@ class SpeakerCell:
     trials: Path
     trials_sha256: str
     score_norm: SpeakerScoreNorm | None = None
+    bootstrap: SpeakerBootstrap | None = None
 
 
 @dataclass(frozen=True)
@@ -1379,6 +1408,34 @@ def _speaker_clips(cell: SpeakerCell, where: str) -> tuple[tuple[str, ...], str]
         return tuple(list_audio(audio)), f"{audio} ({where}.extract.audio)"
     assert cell.dump is not None
     return read_clip_embeddings(cell.dump).ids, f"dump {cell.dump.name} ({where}.dump)"
+
+
+def _speaker_bootstrap(
+    b: SpeakerBootstrapSpec | None, source: Path, where: str, strict: bool
+) -> SpeakerBootstrap | None:
+    if b is None:
+        return None
+    speakers = _path(source, f"{where}.bootstrap.speakers", b.speakers, must_exist=strict)
+    if (speakers is None) != (b.speakers_sha256 is None):
+        raise UserError("expected speakers and speakers_sha256 together", source=source,
+                        key=f"{where}.bootstrap.speakers_sha256")  # fmt: skip
+    if strict and speakers is not None:
+        _check_hashes([(speakers, b.speakers_sha256, "bootstrap.speakers_sha256")], source, where)
+    return SpeakerBootstrap(b.resamples, b.seed, b.level, speakers, b.speakers_sha256)
+
+
+def _check_speakers(boot: SpeakerBootstrap, trials: Trials, source: Path, where: str) -> None:
+    """Every trial's two speakers known before any work (one line, exit 2)."""
+    if boot.speakers is None:
+        if trials.format != "voxceleb":
+            raise UserError(
+                f"names no speakers, and {trials.source} is a {trials.format} trial list (only "
+                "a VoxCeleb list names them, as each clip's first path part); expected "
+                "bootstrap.speakers: a CSV file_name,speaker", source=source,
+                key=f"{where}.bootstrap.speakers",
+            )  # fmt: skip
+        return
+    trial_speakers(trials, read_speakers(boot.speakers), source=str(boot.speakers))
 
 
 def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> SpeakerCell:
@@ -1409,11 +1466,15 @@ def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> Spe
         if strict:
             _check_hashes([(cohort, n.cohort_sha256, "score_norm.cohort_sha256")], source, where)
         score_norm = SpeakerScoreNorm(n.method, cohort, n.cohort_sha256, n.top_n)
-    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256, score_norm)
+    boot = _speaker_bootstrap(c.bootstrap, source, where, strict)
+    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256, score_norm,
+                       boot)  # fmt: skip
     if strict and trials.is_file() and (dump is None or dump.is_file()):
         # The trial list read and its clips found before any work: one line, exit 2.
         clips, within = _speaker_clips(cell, where)
         check_clips(read_trials(trials), clips, within=within)
+    if strict and boot is not None and trials.is_file():
+        _check_speakers(boot, read_trials(trials), source, where)
     return cell
 
 

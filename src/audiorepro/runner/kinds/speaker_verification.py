@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal, cast
@@ -47,14 +47,17 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, parse_json, slug
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.probe_inputs import ClipEmbeddings, read_clip_embeddings
+from audiorepro.formats.speakers import read_speakers, trial_speakers
 from audiorepro.formats.trials import Trials, read_trials
 from audiorepro.metrics.verification import (
     DEFINITIONS_VERSION,
     eer_of_points,
+    equal_error_rate,
     min_dcf_point,
     operating_points,
     trial_scores,
 )
+from audiorepro.metrics.verification_bootstrap import BOOTSTRAP_VERSION, speaker_bootstrap
 from audiorepro.metrics.verification_norm import NORMALIZATION_VERSION, normalize_scores
 from audiorepro.metrics.verification_toolkits import DEFINITIONS, compute_definitions
 from audiorepro.reference import verification as twin
@@ -84,7 +87,12 @@ from audiorepro.runner.kinds.audio_extraction import (
     audio_read_only,
     cached_audio_cell,
 )
-from audiorepro.specs.study import SpeakerCell, SpeakerScoreNorm, SpeakerVerificationStudy
+from audiorepro.specs.study import (
+    SpeakerBootstrap,
+    SpeakerCell,
+    SpeakerScoreNorm,
+    SpeakerVerificationStudy,
+)
 
 SPEAKER_BUNDLE: Final = "audiorepro.speaker-verification-bundle/1"
 #: How far the twin's cosines (``math.fsum`` over Python floats) may lie from ours (float64
@@ -96,12 +104,16 @@ class ScoreParity(TypedDict):
     """One cell against the independent twin."""
 
     cell: str
-    n_trials: int
+    n_trials: int  #: the trials the twin saw: every one, or a seeded subset (below)
+    #: None: every trial; else the seed of the subset of ``TWIN_TRIALS`` trials the twin saw
+    twin_subset_seed: int | None
     max_score_delta: float  #: the largest |our cosine - the twin's| over the trials
     score_tolerance: float
     eer: float
     twin_eer_of_our_scores: float | None  #: must equal ``eer`` to the last bit
     twin_eer: float | None  #: the twin's EER over its own cosines (recorded)
+    #: every definition with a twin over our scores: ours, the twin's, agreed
+    definitions: dict[str, DefinitionParity]
     passed: bool
 
 
@@ -130,6 +142,22 @@ class ScoreNormRecord(TypedDict):
     version: int  #: normalization definitions version
 
 
+class BootstrapRecord(TypedDict):
+    """A cell's speaker-level bootstrap (docs/metrics.md): its parameters and intervals."""
+
+    method: Literal["speakers"]  #: speakers resampled with replacement, trials weighted
+    resamples: int
+    seed: int  #: numpy.random.default_rng's seed
+    level: float
+    speakers: str  #: the speakers file's name, or "voxceleb paths" (each clip's first part)
+    speakers_sha256: str | None
+    n_speakers: int
+    skipped: int  #: resamples without target or non-target trials
+    version: int  #: bootstrap definitions version
+    #: eer, min_dcf_p0.01, min_dcf_p0.05 -> [low, high] (None: every resample skipped)
+    intervals: dict[str, list[float] | None]
+
+
 class SpeakerBundleCell(TypedDict):
     """One cell of the bundle: its inputs, trial counts and equal error rate."""
 
@@ -150,6 +178,8 @@ class SpeakerBundleCell(TypedDict):
     definitions: dict[str, float | None]
     #: the normalization every number above is of (None: the cosines as they are)
     score_norm: ScoreNormRecord | None
+    #: intervals of the EER and minDCF over speakers (None: the cell asks for none)
+    bootstrap: BootstrapRecord | None
     model_meta: dict[str, JsonValue]  #: the dump's meta_json (an extraction's: weights, code, ...)
 
 
@@ -220,10 +250,16 @@ class CellInputs:
     score_norm: SpeakerScoreNorm | None = None
     cohort: npt.NDArray[np.float64] | None = None  #: the cohort's embeddings (score_norm)
 
+    #: the scores once computed (the record, the DET curve and the bootstrap read them)
+    _memo: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict, compare=False)
+
     def scores(self) -> npt.NDArray[np.float64]:
         """Each trial's score: the cosine, normalized over the cohort when the cell says so."""
-        raw = trial_scores(self.clips.embeds, self.enrollment, self.test)
-        return self.normalized(raw)
+        if "scores" not in self._memo:
+            raw = trial_scores(self.clips.embeds, self.enrollment, self.test)
+            self._memo["scores"] = self.normalized(raw)
+            self._memo["scores"].setflags(write=False)
+        return self._memo["scores"]
 
     def normalized(self, raw: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         n = self.score_norm
@@ -240,6 +276,18 @@ class CellInputs:
                 source=str(n.cohort),
                 key="score_norm",
             ) from None
+
+    def normalized_at(self, pick: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The scores of the trials ``pick`` alone (each trial's normalization reads only
+        its own two clips and the cohort)."""
+        enr, tst = self.enrollment[pick], self.test[pick]
+        raw = trial_scores(self.clips.embeds, enr, tst)
+        n = self.score_norm
+        if n is None:
+            return raw
+        assert self.cohort is not None
+        return normalize_scores(raw, enr, tst, self.clips.embeds, self.cohort,
+                                method=n.method, top_n=n.top_n)  # fmt: skip
 
 
 def _dump_meta(path: Path) -> dict[str, JsonValue]:
@@ -317,7 +365,31 @@ def cell_record(cell: SpeakerCell, inputs: CellInputs) -> SpeakerBundleCell:
         "eer": eer,
         "definitions": definitions,
         "score_norm": _norm_record(cell.score_norm, inputs.cohort),
+        "bootstrap": _bootstrap_record(cell.bootstrap, inputs),
         "model_meta": inputs.meta,
+    }
+
+
+def _bootstrap_record(b: SpeakerBootstrap | None, inputs: CellInputs) -> BootstrapRecord | None:
+    """The cell's speaker-level bootstrap over its (normalized) scores."""
+    if b is None:
+        return None
+    table = None if b.speakers is None else read_speakers(b.speakers)
+    where = "voxceleb paths" if b.speakers is None else str(b.speakers)
+    enr, test = trial_speakers(inputs.trials, table, source=where)
+    r = speaker_bootstrap(inputs.scores(), inputs.trials.target, enr, test,
+                          resamples=b.resamples, seed=b.seed, level=b.level)  # fmt: skip
+    return {
+        "method": "speakers",
+        "resamples": b.resamples,
+        "seed": b.seed,
+        "level": b.level,
+        "speakers": "voxceleb paths" if b.speakers is None else b.speakers.name,
+        "speakers_sha256": b.speakers_sha256,
+        "n_speakers": r.n_speakers,
+        "skipped": r.skipped,
+        "version": BOOTSTRAP_VERSION,
+        "intervals": {k: None if v is None else list(v) for k, v in r.intervals.items()},
     }
 
 
@@ -353,29 +425,109 @@ def cell_det(cell_id: str, index: int, inputs: CellInputs) -> str:
     )  # fmt: skip
 
 
+#: Twin of each definition (:data:`DEFINITIONS`' names), called over our scores.
+TWINS: Final[Mapping[str, Callable[[list[float], list[bool]], float | None]]] = {
+    "eer": twin.equal_error_rate,
+    "eer_rocch": twin.eer_rocch,
+    "eer_pyannote": twin.eer_pyannote,
+    "eer_speechbrain": twin.eer_speechbrain,
+    "eer_kaldi": twin.eer_kaldi,
+    "min_dcf_p0.01": lambda s, t: twin.min_dcf(s, t, p_target=0.01),
+    "min_dcf_p0.05": lambda s, t: twin.min_dcf(s, t, p_target=0.05),
+    "min_dcf_speechbrain_p0.01": lambda s, t: twin.min_dcf_speechbrain(s, t, p_target=0.01),
+    "min_dcf_speechbrain_p0.05": lambda s, t: twin.min_dcf_speechbrain(s, t, p_target=0.05),
+    "act_dcf_p0.01": lambda s, t: twin.act_dcf(s, t, p_target=0.01),
+    "act_dcf_p0.05": lambda s, t: twin.act_dcf(s, t, p_target=0.05),
+    "cllr": twin.cllr,
+    "min_cllr": twin.min_cllr,
+}
+#: Definitions from integer counts in one exact step (or the toolkit's own float32 steps):
+#: ours and the twin's agree to the last bit; the others sum costs or logs in another order.
+EXACT: Final = frozenset(
+    {"eer", "eer_rocch", "eer_pyannote", "eer_speechbrain", "eer_kaldi",
+     "min_dcf_speechbrain_p0.01", "min_dcf_speechbrain_p0.05"}
+)  # fmt: skip
+#: How far a summed definition's twin may lie from ours.
+DEFINITION_TOLERANCE: Final = 1e-12
+#: The most trials the twin (pure Python: per-trial ``math.fsum`` cosines, fractions) sees;
+#: a longer list is checked on a seeded subset of this many trials (:func:`twin_subset`).
+TWIN_TRIALS: Final = 4_096
+#: The seed of that subset (numpy's PCG64 ``Generator.choice`` without replacement, sorted).
+TWIN_SEED: Final = 0
+
+
+class DefinitionParity(TypedDict):
+    """One definition over the trials the twin saw: ours, the twin's, and whether they agree."""
+
+    ours: float | None
+    twin: float | None
+    tolerance: float  #: 0.0: to the last bit
+    passed: bool
+
+
+def twin_subset(n: int, target: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64] | None:
+    """The trials the twin sees: every one (None) up to :data:`TWIN_TRIALS`, else that many
+    drawn without replacement by ``numpy.random.default_rng(TWIN_SEED)``, in list order (a
+    draw without both classes adds the first trial of the missing one)."""
+    if n <= TWIN_TRIALS:
+        return None
+    pick = np.sort(np.random.default_rng(TWIN_SEED).choice(n, TWIN_TRIALS, replace=False))
+    for flag in (True, False):
+        if not (target[pick] == flag).any():
+            pick = np.sort(np.append(pick[1:], np.flatnonzero(target == flag)[0]))
+    return pick.astype(np.int64)
+
+
+def definition_parity(scores: list[float], target: list[bool]) -> dict[str, DefinitionParity]:
+    """Every definition with a twin: ours (:func:`compute_definitions`) against the twin's
+    over the same scores."""
+    ours = compute_definitions(np.asarray(scores, dtype=np.float64), np.asarray(target))
+    out: dict[str, DefinitionParity] = {}
+    for name, f in TWINS.items():
+        mine, theirs = ours[name], f(scores, target)
+        tol = 0.0 if name in EXACT else DEFINITION_TOLERANCE
+        ok = (mine is None and theirs is None) or (
+            mine is not None and theirs is not None and abs(mine - theirs) <= tol
+        )
+        out[name] = {"ours": mine, "twin": theirs, "tolerance": tol, "passed": ok}
+    return out
+
+
 def twin_parity(cell_id: str, inputs: CellInputs, eer: float) -> ScoreParity:
-    """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`) and its EER over our
-    scores (normalized as the cell says; equal to ours: both are one exact fraction rounded
-    once)."""
-    ours = trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
-    theirs = twin.trial_scores(inputs.clips.embeds, inputs.enrollment, inputs.test)
-    target = inputs.trials.target.tolist()
+    """The twin's cosines against ours (within :data:`SCORE_TOLERANCE`), its EER and every
+    other definition with a twin (:data:`TWINS`) over our scores (normalized as the cell says;
+    the EER equal to ours to the last bit), on every trial or on :func:`twin_subset`'s."""
+    pick = twin_subset(len(inputs.test), inputs.trials.target)
+    enr, tst, flags = inputs.enrollment, inputs.test, inputs.trials.target
+    if pick is not None:
+        enr, tst, flags = enr[pick], tst[pick], flags[pick]
+        eer_of = equal_error_rate(inputs.normalized_at(pick), flags)
+        assert eer_of is not None  # twin_subset keeps both classes
+        eer = eer_of
+    ours = trial_scores(inputs.clips.embeds, enr, tst)
+    theirs = twin.trial_scores(inputs.clips.embeds, enr, tst)
+    target = flags.tolist()
     delta = float(np.max(np.abs(ours - np.asarray(theirs, dtype=np.float64))))
-    of_ours = twin.equal_error_rate(inputs.normalized(ours).tolist(), target)
+    ours_n = (inputs.normalized(ours) if pick is None else inputs.normalized_at(pick)).tolist()
+    definitions = definition_parity(ours_n, target)
+    of_ours = definitions["eer"]["twin"]
     n = inputs.score_norm
     if n is not None:
-        theirs = twin.normalize_scores(theirs, inputs.enrollment, inputs.test,
-                                       inputs.clips.embeds, inputs.cohort, method=n.method,
-                                       top_n=n.top_n)  # fmt: skip
+        theirs = twin.normalize_scores(theirs, enr, tst, inputs.clips.embeds, inputs.cohort,
+                                       method=n.method, top_n=n.top_n)  # fmt: skip
     return {
         "cell": cell_id,
         "n_trials": len(target),
+        "twin_subset_seed": None if pick is None else TWIN_SEED,
         "max_score_delta": delta,
         "score_tolerance": SCORE_TOLERANCE,
         "eer": eer,
         "twin_eer_of_our_scores": of_ours,
         "twin_eer": twin.equal_error_rate(theirs, target),
-        "passed": delta <= SCORE_TOLERANCE and of_ours == eer,
+        "definitions": definitions,
+        "passed": delta <= SCORE_TOLERANCE
+        and of_ours == eer
+        and all(d["passed"] for d in definitions.values()),
     }
 
 
@@ -477,11 +629,45 @@ def _tables(
             "together); lower is better",
         ),
     )
-    return {
+    out = {
         "speaker_verification": main,
         "verification_definitions": _definitions_table(study, cells),
         "published": published_table(golden["rows"]),
     }
+    if any(c["bootstrap"] is not None for c in cells.values()):
+        out["speaker_verification_intervals"] = _intervals_table(study, cells)
+    return out
+
+
+def _intervals_table(
+    study: SpeakerVerificationStudy, cells: Mapping[str, SpeakerBundleCell]
+) -> Table:
+    """Each bootstrapped cell's EER and minDCF beside their intervals over speakers."""
+    names = ("eer", "min_dcf_p0.01", "min_dcf_p0.05")
+    columns = tuple(Column(f"{n}{part}", False) for n in names for part in ("", " low", " high"))
+    rows = []
+    for cell in study.cells:
+        c = cells.get(cell.id)
+        b = None if c is None else c["bootstrap"]
+        if c is None or b is None:
+            continue
+        values: list[float | None] = []
+        for n in names:
+            got = b["intervals"].get(n)
+            values += [c["definitions"].get(n), *(got if got is not None else (None, None))]
+        rows.append((cell.id, tuple(values)))
+    return Table(
+        title="Speaker verification: intervals over speakers",
+        columns=columns,
+        rows=tuple(rows),
+        row_header="cell",
+        notes=(
+            "speaker-level bootstrap (docs/metrics.md, bootstrap definitions "
+            f"{BOOTSTRAP_VERSION}): speakers resampled with replacement, each trial counted "
+            "m_enrollment x m_test times; the interval is the quantiles of the resamples' "
+            "values; the cell's bundle records resamples, seed, level and speakers",
+        ),
+    )
 
 
 def _beside(values: Mapping[str, float | None]) -> str:
@@ -499,6 +685,22 @@ def _beside(values: Mapping[str, float | None]) -> str:
     )
 
 
+def _interval(b: BootstrapRecord | None, name: str) -> str:
+    """`` [low, high]`` of a measure's bootstrap interval, or nothing."""
+    got = None if b is None else b["intervals"].get(name)
+    return "" if got is None else f" [{got[0]:.4f}, {got[1]:.4f}]"
+
+
+def _bootstrap_words(b: BootstrapRecord | None) -> str:
+    if b is None:
+        return ""
+    return (
+        f"; intervals ({b['level']:.0%}) over {b['n_speakers']} speakers ({b['speakers']}), "
+        f"{b['resamples']} resamples, seed {b['seed']}: minDCF p_target 0.01"
+        f"{_interval(b, 'min_dcf_p0.01')}, 0.05{_interval(b, 'min_dcf_p0.05')}"
+    )
+
+
 def _report(
     study: SpeakerVerificationStudy,
     cells: Mapping[str, SpeakerBundleCell],
@@ -508,9 +710,11 @@ def _report(
 ) -> str:
     e = html.escape
     lines = [
-        f"<p>{e(c['id'])}: EER {c['eer']:.4f} ({c['eer']:.2%}) over {c['target_trials']} "
+        f"<p>{e(c['id'])}: EER {c['eer']:.4f}{e(_interval(c['bootstrap'], 'eer'))} "
+        f"({c['eer']:.2%}) over {c['target_trials']} "
         f"target and {c['nontarget_trials']} non-target trials of {e(c['trials'])}; "
-        f"{e(_beside(c['definitions']))}</p>" + det.get(c["id"], "")
+        f"{e(_beside(c['definitions']))}{e(_bootstrap_words(c['bootstrap']))}</p>"
+        + det.get(c["id"], "")
         for c in cells.values()
     ]
     return kind_report(study.title, failures, tables, paragraphs=lines)
@@ -587,6 +791,9 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
                     inputs[input_name(c.score_norm.cohort, study.source)] = (
                         c.score_norm.cohort_sha256
                     )
+                b = c.bootstrap
+                if b is not None and b.speakers is not None and b.speakers_sha256 is not None:
+                    inputs[input_name(b.speakers, study.source)] = b.speakers_sha256
                 if c.extract is None and c.dump is not None:
                     inputs[input_name(c.dump, study.source)] = rec["dump_sha256"]
         report = _report(study, state.cells, tables, state.failures, state.det)
@@ -650,6 +857,8 @@ def _classify(cell: JsonObject, below: tuple[str | int, ...]) -> tuple[Better, N
     moves them); its counts and the dump's meta are no computed value."""
     if below == ("eer",) or (len(below) == 2 and below[0] == "definitions"):
         return ("lower", "b")
+    if below[:2] == ("bootstrap", "intervals"):  # interval bounds: no better side
+        return (None, "b")
     return (None, None)
 
 
@@ -670,6 +879,13 @@ def _identities(cell: JsonObject) -> Identities:
             f"version={norm.get('version')}",
         )
         files += (str(norm.get("cohort_sha256")),)
+    boot = cell.get("bootstrap")
+    if isinstance(boot, dict):
+        settings += (
+            f"bootstrap resamples={boot.get('resamples')} seed={boot.get('seed')} "
+            f"level={boot.get('level')} version={boot.get('version')}",
+        )
+        files += (str(boot.get("speakers_sha256")),)
     return Identities(
         dump=cell.get("dump_sha256"),
         weights=meta.get("weights_sha256"),
