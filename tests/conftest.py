@@ -217,6 +217,11 @@ def outputs(out: Path, names: tuple[str, ...]) -> dict[str, str]:
 #: command line in process, the runner on dumps, tiny models), ``e2e`` the kit as a user runs
 #: it (the demo study, a fresh virtualenv, a container, Slurm, a real browser). Doctests are
 #: unit tests. Select with ``-m unit``, ``-m "not e2e"``; the default runs everything.
+# The toy kind's module registers its kind when imported: the doctest collection of tests/
+# (--doctest-modules) would import it once for the whole session, and every later registry
+# check would see it. tests/test_study_kinds.py imports it from a temporary folder per test.
+collect_ignore = ["toy_kind.py"]
+
 LAYERS = {
     "unit": {
         "test_audio_inputs.py", "test_bootstrap.py", "test_cache.py", "test_container.py",
