@@ -448,6 +448,7 @@ def test_the_inflating_dump_is_refused_within_a_memory_ceiling(tmp_path: Path) -
     script = (
         "import resource, sys\n"
         "from audiorepro.cli import main\n"
+        "import audiorepro.cli.commands  # the metrics command's stack (cli.app imports it late)\n"
         "import audiorepro.metrics.retrieval, audiorepro.metrics.profiles\n"
         "soft = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
         "limit = soft + (256 << 20)\n"
@@ -1098,6 +1099,9 @@ def _huge_clip(captions: Path, audio: Path) -> Inputs:
 _CEILING = (
     "import resource, sys\n"
     "from audiorepro.cli import main\n"
+    # The command line imports a command's stack when it runs (cli.app): the extract
+    # command's is imported here, before the ceiling, which bounds reading the input alone.
+    "import audiorepro.cli.commands\n"
     "from audiorepro.core.errors import UserError\n"
     "from audiorepro.formats.audio import read_audio\n"
     "from audiorepro.formats.captions import read_captions\n"
