@@ -603,3 +603,22 @@ def test_explain_json_onto_an_input_is_one_line_and_the_input_kept(
     assert code == 2, err
     _one_line(err, "key '--json'", "would replace the input")
     assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize("method", ["z-norm", "s-norm"])
+def test_a_huge_cohort_row_keeps_its_cosines(method: str) -> None:
+    """fixed (left open by round 6): a cohort row above about 1e154 had an infinite norm and
+    was silently orthogonal to every clip; scaled like the trial scores' rows, the normalized
+    scores equal those of the same cohort at ordinary scale."""
+    from audiorepro.metrics.verification_norm import normalize_scores
+
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(4, 5))
+    cohort = rng.normal(size=(6, 5))
+    i, j = np.array([0, 1, 2]), np.array([1, 2, 3])
+    raw = trial_scores(emb, i, j)
+    plain = normalize_scores(raw, i, j, emb, cohort, method=method)  # type: ignore[arg-type]
+    huge = cohort.copy()
+    huge[2] *= 1e200
+    scaled = normalize_scores(raw, i, j, emb, huge, method=method)  # type: ignore[arg-type]
+    assert scaled.tolist() == pytest.approx(plain.tolist(), rel=1e-12, abs=1e-12)

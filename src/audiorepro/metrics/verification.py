@@ -64,6 +64,31 @@ def speaker_trials(
     return trial_scores(e, i, j), labels[i] == labels[j]
 
 
+def unit_rows(e: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row of ``e`` (float64, [n, d]) divided by its norm; a zero or non-finite row is an
+    error. A finite row whose norm overflows (|x| > 1e154) or underflows float64 is scaled by
+    its largest ``|value|`` first (its direction does not change); only such rows are, so
+    every other row keeps its bits. Shared by the trial scores and the cohort of a score
+    normalization.
+
+    >>> unit_rows(np.array([[3e200, 4e200], [0.0, 2.0]])).tolist()
+    [[0.6, 0.8], [0.0, 1.0]]
+    """
+    if not np.all(np.isfinite(e)):
+        raise ValueError("an embedding is zero or not finite")
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(e, axis=1)
+    odd = ~np.isfinite(norms) | ((norms == 0) & np.any(e != 0, axis=1))
+    if np.any(odd):
+        e = e.copy()
+        e[odd] /= np.abs(e[odd]).max(axis=1, keepdims=True)
+        norms = np.linalg.norm(e, axis=1)
+    if not np.all(norms > 0):
+        raise ValueError("an embedding is zero or not finite")
+    unit: npt.NDArray[np.float64] = e / norms[:, None]
+    return unit
+
+
 def trial_scores(
     embeddings: npt.ArrayLike, enrollment: npt.ArrayLike, test: npt.ArrayLike
 ) -> npt.NDArray[np.float64]:
@@ -88,19 +113,7 @@ def trial_scores(
         raise ValueError(f"a trial names a row outside the {e.shape[0]} embeddings")
     used, at = np.unique(np.concatenate([i, j]), return_inverse=True)
     e, i, j = e[used], at[: i.size], at[i.size :]
-    if not np.all(np.isfinite(e)):
-        raise ValueError("an embedding is zero or not finite")
-    with np.errstate(over="ignore", under="ignore"):
-        norms = np.linalg.norm(e, axis=1)
-    # Such rows alone are scaled (the others keep their bits).
-    odd = ~np.isfinite(norms) | ((norms == 0) & np.any(e != 0, axis=1))
-    if np.any(odd):
-        e = e.copy()
-        e[odd] /= np.abs(e[odd]).max(axis=1, keepdims=True)
-        norms = np.linalg.norm(e, axis=1)
-    if not np.all(norms > 0):
-        raise ValueError("an embedding is zero or not finite")
-    unit = e / norms[:, None]
+    unit = unit_rows(e)
     scores = np.empty(i.size, dtype=np.float64)
     # in blocks of trials: the gathered rows of a million trials would be gigabytes; each
     # trial's dot product is the same d-term sum whatever the block

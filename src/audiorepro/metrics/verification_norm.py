@@ -26,6 +26,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from audiorepro.metrics.verification import unit_rows
+
 __all__ = ["METHODS", "NORMALIZATION_VERSION", "cohort_stats", "normalize_scores"]
 
 #: The version of the normalization definitions; a change of any value is a new version.
@@ -38,11 +40,10 @@ def _unit(e: npt.ArrayLike, what: str) -> npt.NDArray[np.float64]:
     a = np.asarray(e, dtype=np.float64)
     if a.ndim != 2 or 0 in a.shape:
         raise ValueError(f"expected {what} as [n, d] with n, d >= 1, got shape {a.shape}")
-    norms = np.linalg.norm(a, axis=1)
-    if not np.all(norms > 0) or not np.all(np.isfinite(a)):
-        raise ValueError(f"an embedding of the {what} is zero or not finite")
-    unit: npt.NDArray[np.float64] = a / norms[:, None]
-    return unit
+    try:
+        return unit_rows(a)  # a row over 1e154 keeps its cosine (it was 0 with every clip)
+    except ValueError:
+        raise ValueError(f"an embedding of the {what} is zero or not finite") from None
 
 
 def cohort_stats(
