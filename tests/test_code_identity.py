@@ -230,10 +230,12 @@ def test_an_edited_editable_package_reextracts_in_a_new_process(
 
     study = study_of(f"py:{setup.encoder}:make", tmp_path)
     # the kit under test, and the encoder's folder as ``python enc.py`` has it
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{Path(audiorepro.__file__).parent.parent}:{setup.encoder.parent}",
-    }
+    # (a checkout's src/ first; an installed kit, as in tox, is already on the new
+    # virtualenv's path through parent.pth, and its site-packages first on PYTHONPATH would
+    # put resemblyzer's `typing` backport before the standard library's)
+    kit = str(Path(audiorepro.__file__).parent.parent)
+    first = [] if kit in site.getsitepackages() else [kit]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*first, str(setup.encoder.parent)])}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(setup.python), "-m", "audiorepro", *args]

@@ -171,6 +171,18 @@ def _demote(depends_on: frozenset[str]) -> frozenset[str]:
 # ---------------------------------------------------------------------------- identities
 
 
+def _distinct(values: list[Any]) -> list[Any]:
+    """The distinct values, sorted: each identity compares the set of what the pools record
+    (a run that loaded the model stack lists one more copy of OpenMP than a run served from
+    the cache: the same library, architecture and thread counts, once more).
+
+    >>> _distinct([2, 1, 2]), _distinct([{"v": None}, {"v": None}])
+    ([1, 2], [{'v': None}])
+    """
+    keyed = {json.dumps(v, sort_keys=True, default=str): v for v in values}
+    return [keyed[k] for k in sorted(keyed)]
+
+
 def manifest_identities(manifest: Mapping[str, Any]) -> list[Identity]:
     """The run's environment from ``manifest.json``: package versions and BLAS (software), CPU
     dispatch, CPU and GPU (hardware), thread settings and pools (threads), the image."""
@@ -190,19 +202,21 @@ def manifest_identities(manifest: Mapping[str, Any]) -> list[Identity]:
         "packages": env.get("packages"),
         "python": env.get("python"),
         "blas": blas,
-        "threadpools": [_pick(p, ("internal_api", "user_api", "version")) for p in pools],
+        "threadpools": _distinct(
+            [_pick(p, ("internal_api", "user_api", "version")) for p in pools]
+        ),
     }
     hardware = {
         "cpu": env.get("cpu"),
         "machine": env.get("machine"),
         "cpu_dispatch": env.get("cpu_dispatch"),
         "gpus": env.get("gpus"),
-        "threadpool_architectures": [p.get("architecture") for p in pools],
+        "threadpool_architectures": _distinct([p.get("architecture") for p in pools]),
     }
     threads = {
         "thread_variables": env.get("thread_variables"),
         "cpu_count": env.get("cpu_count"),
-        "threadpool_threads": [p.get("num_threads") for p in pools],
+        "threadpool_threads": _distinct([p.get("num_threads") for p in pools]),
     }
     return [
         _identity("run", "software", software),

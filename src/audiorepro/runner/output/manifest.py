@@ -28,7 +28,7 @@ from typing_extensions import TypedDict
 
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.core.threads import cublas_workspace_config
+from audiorepro.core.threads import cpu_threads, cublas_workspace_config
 from audiorepro.formats.dump import Dump
 from audiorepro.models.extract import library_versions
 from audiorepro.runner.output.index import write_index
@@ -231,7 +231,11 @@ def _torch() -> Any:
     records the same capability (and torch's thread pools) as one that extracted (it recorded
     None, which ``diff`` read as another machine). None where torch is not installed."""
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
-        importlib.import_module("torch")
+        torch = importlib.import_module("torch")
+        # The thread count every extraction fixes (models.pipelines.configure_determinism):
+        # torch's OpenMP pool is then recorded as a run that loaded a model records it (at
+        # its default count it was one pool more or less than the extracting run's).
+        torch.set_num_threads(cpu_threads())
     return sys.modules.get("torch")
 
 
@@ -315,6 +319,7 @@ def determinism_variables() -> dict[str, str | None]:
 
 
 def environment() -> Environment:
+    _torch()  # loaded (and its threads fixed) before the thread pools are listed
     return {
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
