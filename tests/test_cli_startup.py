@@ -79,3 +79,21 @@ def test_an_unknown_command_is_one_line() -> None:
     assert done.stderr.strip().splitlines() == [
         "audiorepro: error: No such command 'no-such-command'. (see 'audiorepro --help')"
     ]
+
+
+def test_the_startup_benchmark_times_a_fresh_call() -> None:
+    """benchmarks/startup.py (run whole in ``tox -e bench``): its timing of one call in a
+    fresh process and its table row, on ``--version`` (the first-call trec-eval it also runs
+    compiles numba's kernels, minutes: not here)."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "benchmarks" / "startup.py"
+    spec = importlib.util.spec_from_file_location("startup_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    wall, cpu = bench.time_call(["--version"], dict(os.environ))
+    assert wall > 0 and cpu >= 0
+    assert bench.row("--version", [(wall, cpu)]).startswith("| --version | ")
