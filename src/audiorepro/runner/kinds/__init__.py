@@ -316,6 +316,17 @@ def dump_identities(cell: JsonObject) -> Identities:
     )
 
 
+ParityT = TypeVar("ParityT", bound=Mapping[str, object])
+
+
+def record_parity(parity: list[ParityT], failures: list[str], cell_id: str, row: ParityT) -> None:
+    """One cell's parity row (harness against its twin) kept, and a failed one worded as every
+    kind words it, so that the run ends failed (``run_kind``)."""
+    parity.append(row)
+    if not row["passed"]:
+        failures.append(f"metric parity failed for cell {cell_id}")
+
+
 def rest_records(
     bundle: JsonObject,
     skip: tuple[str, ...],

@@ -84,6 +84,7 @@ from audiorepro.runner.kinds import (
     NumberTier,
     StudyKind,
     cell_records,
+    record_parity,
     register_kind,
     rest_records,
 )
@@ -547,9 +548,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
     def check_parity(self, state: HearState) -> None:
         for cell_id, result in state.results.items():
             p = twin_parity(result)
-            state.parity.append(p)
-            if not p["passed"]:
-                state.failures.append(f"metric parity failed for cell {cell_id}")
+            record_parity(state.parity, state.failures, cell_id, p)
 
     def compare_published(self, state: HearState) -> Summary:
         assert state.study is not None

@@ -87,6 +87,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    record_parity,
     register_kind,
     rest_records,
 )
@@ -576,9 +577,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
                 state.ctx.out,
                 state.cells[cell_id]["folds"],
             )
-            state.parity.append(p)
-            if not p["passed"]:
-                state.failures.append(f"metric parity failed for cell {cell_id}")
+            record_parity(state.parity, state.failures, cell_id, p)
 
     def compare_published(self, state: LinearProbeState) -> Summary:
         assert state.study is not None

@@ -76,6 +76,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    record_parity,
     register_kind,
     rest_records,
 )
@@ -747,9 +748,7 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
     def check_parity(self, state: SpeakerState) -> None:
         for cell_id, record in state.cells.items():
             p = twin_parity(cell_id, state.inputs[cell_id], record["eer"])
-            state.parity.append(p)
-            if not p["passed"]:
-                state.failures.append(f"metric parity failed for cell {cell_id}")
+            record_parity(state.parity, state.failures, cell_id, p)
 
     def compare_published(self, state: SpeakerState) -> Summary:
         assert state.study is not None

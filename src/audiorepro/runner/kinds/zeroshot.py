@@ -71,6 +71,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     dump_identities,
+    record_parity,
     register_kind,
     rest_records,
 )
@@ -341,9 +342,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
         for cell_id, (_, dump) in state.dumps.items():
             harness = state.metrics[cell_id].canonical[tie]
             p = _parity(cell_id, dump, state.inputs.labels, harness, tie)
-            state.parity.append(p)
-            if not p["passed"]:
-                state.failures.append(f"metric parity failed for cell {cell_id}")
+            record_parity(state.parity, state.failures, cell_id, p)
 
     def compare_published(self, state: ZeroshotState) -> Summary:
         assert state.study is not None
