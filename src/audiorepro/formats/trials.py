@@ -18,9 +18,10 @@ NIST-style keys (SRE): ``model segment target|nontarget`` per line, split by whi
     spk1_01.wav spk1_02.wav target
     spk1_01.wav spk2_01.wav nontarget
 
-The form is told by the first line that is not empty (:func:`sniff_format`): a CSV header;
-three fields with ``0``/``1`` first (VoxCeleb) or ``target``/``nontarget`` last (NIST); every
-later line must be in the same form. ``enrollment`` (a NIST model) and ``test`` name clips as a
+The form is told by the whole first line that is not empty (:func:`sniff_format`): a CSV
+header; three fields with ``target``/``nontarget`` last (NIST, whatever the model id, ``0`` and
+``1`` included) or else ``0``/``1`` first (VoxCeleb); every later line must be in the same
+form. ``enrollment`` (a NIST model) and ``test`` name clips as a
 dump's ``audio_ids`` keep them (VoxCeleb's relative paths, as written; a NIST model is one
 clip). Refused, each as one line naming the file and the key (``row 7.test``, ``target``),
 exit 2: a trial of a clip with itself, a pair listed twice (in either order, whatever the
@@ -125,6 +126,8 @@ def sniff_format(text: str, *, source: str) -> str:
 
     >>> sniff_format("enrollment,test,target\\n", source="t"), sniff_format("0 a b\\n", source="t")
     ('csv', 'voxceleb')
+    >>> sniff_format("1 seg1 target\\n", source="t")  # a NIST key whose first model is 1
+    'nist'
     """
     for line in text.splitlines():
         fields = line.split()
@@ -132,10 +135,14 @@ def sniff_format(text: str, *, source: str) -> str:
             continue
         if "," in line:  # a CSV header (its columns are checked next)
             return "csv"
-        if len(fields) == 3 and fields[0] in TARGET_VALUES:
-            return "voxceleb"
+        # The whole line's shape: a NIST key's last field is its label word, whatever its
+        # model id (``0`` and ``1`` are ids SRE keys use); a VoxCeleb line's label is first
+        # and its last field a clip. Deciding by the first field alone read such a key as a
+        # VoxCeleb list with the label words as clip names.
         if len(fields) == 3 and fields[2] in LABELS["nist"][0]:
             return "nist"
+        if len(fields) == 3 and fields[0] in TARGET_VALUES:
+            return "voxceleb"
         raise UserError(f"is no trial list: its first line is {line[:80]!r}; expected "
                         + EXPECTED_FORMS, source=source, key="row 1")  # fmt: skip
     raise UserError(f"is empty; expected {EXPECTED_FORMS}", source=source)
