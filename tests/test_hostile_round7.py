@@ -8,9 +8,17 @@ before their fix.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from audiorepro.core.errors import UserError
+from audiorepro.formats.hear import find_tasks, read_task
 from audiorepro.formats.trials import parse_trials
+from audiorepro.specs.study import load_study
+from tests.test_hostile import _one_line, _run
+from tests.test_hostile_round6 import META, _task
 
 # --- round 6's open defects -----------------------------------------------------------------
 
@@ -31,3 +39,55 @@ def test_a_voxceleb_list_is_still_a_voxceleb_list() -> None:
     trials = parse_trials("1 id1/a.wav id1/b.wav\n0 id1/a.wav id2/c.wav\n", source="veri.txt")
     assert trials.format == "voxceleb"
     assert trials.test == ("id1/b.wav", "id2/c.wav")
+
+
+def test_a_hear_vocabulary_with_a_byte_order_mark_reads_as_pandas_reads_it(tmp_path: Path) -> None:
+    """fixed: ``labelvocabulary.csv`` saved as "CSV UTF-8" (a BOM before the header) was
+    refused ("expected the header 'idx,label'"); heareval reads it with pandas, which drops the
+    mark."""
+    folder = _task(tmp_path / "w-v1")
+    (folder / "labelvocabulary.csv").write_bytes(b"\xef\xbb\xbfidx,label\n0,a\n1,b\n")
+    assert read_task(folder).vocabulary == ("a", "b")
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_task_name_is_one_line_naming_file_and_key(tmp_path: Path, name: str) -> None:
+    """fixed: ``task_name = ""`` was read (heareval names a task's outputs by it)."""
+    folder = _task(tmp_path / "w-v1", meta={**META, "task_name": name})
+    with pytest.raises(UserError) as info:
+        read_task(folder)
+    text = str(info.value)
+    assert "\n" not in text and str(folder / "task_metadata.json") in text, text
+    assert "key 'task_name'" in text and "not empty" in text, text
+
+
+def _hear_study(tmp_path: Path, task: str) -> Path:
+    study = tmp_path / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "h"\nkind = "hear"\n\n[[cell]]\nid = "c"\n'
+        f'model = "hear:nowhere"\ntasks_dir = "tasks"\ntask = "{task}"\n'
+    )
+    return study
+
+
+def test_a_study_over_a_task_with_an_empty_task_name_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: the study loaded (and ran) a task whose metadata names no task."""
+    _task(tmp_path / "tasks" / "w-v1", meta={**META, "task_name": ""})
+    code, err = _run(["verify", str(_hear_study(tmp_path, "w"))], capsys)
+    assert code == 2
+    _one_line(err, "task_metadata.json", "key 'task_name'")
+
+
+@pytest.mark.parametrize("task", ["", " "])
+def test_a_study_or_command_naming_an_empty_task_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], task: str
+) -> None:
+    """fixed: an empty task name matched any task folder whose name starts with '-'."""
+    _task(tmp_path / "tasks" / "-v1", meta={**META, "task_name": "x"})
+    with pytest.raises(UserError) as info:
+        load_study(_hear_study(tmp_path, task))
+    assert "cell[0].task" in str(info.value) and "not empty" in str(info.value)
+    with pytest.raises(UserError, match="not empty"):
+        find_tasks(tmp_path / "tasks", (task,))

@@ -223,6 +223,12 @@ def parse_task_metadata(data: Any, *, source: str | Path) -> HearTaskMetadata:
     if not isinstance(data, dict):
         raise UserError(f"expected a JSON object, got {type(data).__name__}", source=src)
     task_name = _need(data, "task_name", str, "the task's name (a string)", src)
+    if not task_name.strip():  # heareval names the task's outputs by it; a study matches it
+        raise UserError(
+            f"is {task_name!r}; expected the task's name (a string that is not empty)",
+            source=src,
+            key="task_name",
+        )
     version = _optional_str(data, "version", src)
     mode = _optional_str(data, "mode", src)
     embedding_type = _choice(data, "embedding_type", ("scene", "event"), src)
@@ -311,7 +317,9 @@ def parse_vocabulary(text: str, *, source: str | Path) -> tuple[str, ...]:
     ...     print(exc)
     v.csv: key 'label': label '007': pandas reads an all-integer column as numbers (7)
     """
-    rows = list(csv.reader(io.StringIO(text)))
+    # heareval reads the file with pandas, which drops a UTF-8 byte-order mark before the
+    # header (a spreadsheet's "CSV UTF-8" writes one)
+    rows = list(csv.reader(io.StringIO(text.removeprefix("\ufeff"))))
     if not rows or [c.strip() for c in rows[0]] != ["idx", "label"]:
         got = rows[0] if rows else "nothing"
         raise UserError(
@@ -503,6 +511,12 @@ def find_tasks(
         return tuple(found)
     chosen = []
     for name in names:
+        if not name.strip():  # "" would match any folder named "-..." by its first part
+            raise UserError(
+                f"is {name!r}; expected a task's folder name or task_name (not empty)",
+                source=root,
+                key=key,
+            )
         match = [p for p in found if p.name == name or p.name.split("-")[0] == name]
         if len(match) != 1:
             have = ", ".join(p.name for p in found) or "none"
