@@ -8,7 +8,8 @@ before their fix.
 
 from __future__ import annotations
 
-import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import find_tasks, read_task
 from audiorepro.formats.trials import parse_trials
 from audiorepro.specs.study import load_study
-from tests.test_hostile import _one_line, _run
+from tests.test_hostile import DUMP, PREDICTIONS, _clip_labels, _golden, _one_line, _run, make_part
 from tests.test_hostile_round6 import META, _task
 
 # --- round 6's open defects -----------------------------------------------------------------
@@ -91,3 +92,80 @@ def test_a_study_or_command_naming_an_empty_task_is_one_line(
     assert "cell[0].task" in str(info.value) and "not empty" in str(info.value)
     with pytest.raises(UserError, match="not empty"):
         find_tasks(tmp_path / "tasks", (task,))
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _run_folder(t: Path) -> Path:
+    """A folder that looks like a run's OUT (its manifest is what marks one)."""
+    (t / "out").mkdir()
+    (t / "out" / "manifest.json").write_text("{}")
+    (t / "out" / "verification.json").write_text("{}")
+    return t / "out"
+
+
+#: A command whose output option names one of its inputs: argv in a folder, the file it names.
+ONTO_INPUT: dict[str, tuple[Callable[[Path], list[str]], str, str]] = {
+    "metrics --json DUMP": (
+        lambda t: ["metrics", str(_copy(DUMP, t / "d.npz")), "--json", str(t / "d.npz")],
+        "d.npz", "--json"),
+    "parity --json a later DUMP": (
+        lambda t: ["parity", str(_copy(DUMP, t / "a.npz")), str(_copy(DUMP, t / "b.npz")),
+                   "--json", str(t / "b.npz")], "b.npz", "--json"),
+    "probe-metrics --json PREDICTIONS": (
+        lambda t: ["probe-metrics", str(_copy(PREDICTIONS, t / "p.npz")), "--json",
+                   str(t / "p.npz")], "p.npz", "--json"),
+    "linear-probe --json the labels": (
+        lambda t: ["linear-probe", str(_copy(DUMP, t / "d.npz")), "--labels",
+                   str(_clip_labels(t)), "--json", str(t / "labels.csv")], "labels.csv", "--json"),
+    "verify --json the golden": (
+        lambda t: ["verify", "--golden", str(_golden(t, _copy(DUMP, t / "d.npz"))), "--dumps",
+                   str(t), "--json", str(t / "golden.toml")], "golden.toml", "--json"),
+    "verify OUT --json OUT's own file": (
+        lambda t: ["verify", str(_run_folder(t)), "--json", str(t / "out" / "verification.json")],
+        "out/verification.json", "--json"),
+    "diff --json a file of run A": (
+        lambda t: ["diff", str(_run_folder(t)), str(t / "b"), "--json",
+                   str(t / "out" / "manifest.json")], "out/manifest.json", "--json"),
+    "merge --out a part": (
+        lambda t: ["merge", str(make_part(t / "p.part.npz")), "--out", str(t / "p.part.npz")],
+        "p.part.npz", "--out"),
+    "extract --out the captions": (
+        lambda t: ["extract", "--model", "tiny", "--audio", str(t), "--captions",
+                   str(_copy(DUMP, t / "c.csv")), "--out", str(t / "c.csv")], "c.csv", "--out"),
+    "extract-part --out the study": (
+        lambda t: ["extract-part", str(_copy(DUMP, t / "s.toml")), "--cell", "c", "--shard",
+                   "0/1", "--key", "k", "--out", str(t / "s.toml")], "s.toml", "--out"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(ONTO_INPUT))
+def test_an_output_option_onto_an_input_is_one_line_and_the_input_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """fixed: only ``explain`` was guarded; every other command wrote its JSON (or dump) over
+    the input it had just read (``metrics d.npz --json d.npz`` left a JSON named d.npz), or
+    into the run folder it certified."""
+    argv_of, name, option = ONTO_INPUT[case]
+    argv = argv_of(tmp_path)
+    before = (tmp_path / name).read_bytes()
+    code, err = _run(argv, capsys)
+    assert code == 2, err
+    _one_line(err, f"key '{option}'", "would replace the input")
+    assert (tmp_path / name).read_bytes() == before
+
+
+def test_two_output_options_onto_one_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: ``identity --write-golden X --json X`` wrote the golden, then the report over
+    it."""
+    target = tmp_path / "x.json"
+    argv = ["identity", "--a", "tiny", "--write-golden", str(target), "--json", str(target)]
+    code, err = _run(argv, capsys)
+    assert code == 2, err
+    _one_line(err, "key '--json'", "is also --write-golden")
+    assert not target.exists()

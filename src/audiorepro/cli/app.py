@@ -16,6 +16,7 @@ from typing import NamedTuple
 import click
 
 from audiorepro import __version__
+from audiorepro.cli.guard import GuardedCommand
 from audiorepro.core.errors import EXIT_BAD_INPUT, EXIT_OK, WRITE_ERRNOS, UserError
 from audiorepro.core.progress import quiet_library_bars
 
@@ -155,7 +156,10 @@ def summary_of(command: click.Command) -> str:
 
 
 class LazyGroup(click.Group):
-    """A group that imports a command's module on first use (see :data:`COMMANDS`)."""
+    """A group that imports a command's module on first use (see :data:`COMMANDS`); every
+    command keeps its output files apart from its inputs (:mod:`audiorepro.cli.guard`)."""
+
+    command_class = GuardedCommand
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))

@@ -282,18 +282,6 @@ def parity(
         raise SystemExit(EXIT_CHECK_FAILED)
 
 
-def _refuse_overwriting_an_input(out: Path, *inputs: Path | None) -> None:
-    """``--json`` naming an input (the dump, the trial list) would replace the user's data."""
-    for given in inputs:
-        if given is not None and out.exists() and given.exists() and out.samefile(given):
-            raise UserError(
-                f"is the input {given}; expected another path for the JSON (it would replace "
-                "the input)",
-                source=str(out),
-                key="--json",
-            )
-
-
 @cli.command("explain")
 @click.argument("dump", type=click.Path(path_type=Path))
 @json_option("Write the explanation as JSON here.")
@@ -310,8 +298,6 @@ def explain_cmd(
     dump: Path, json_out: Path | None, cutoffs: tuple[int, ...] | None, trials: Path | None
 ) -> None:
     """Each metric of DUMP under every profile side by side, and why each differs."""
-    if json_out is not None:
-        _refuse_overwriting_an_input(json_out, dump, trials)
     if trials is not None:
         if cutoffs is not None:
             raise UserError("applies to retrieval dumps; expected --k or --trials, not both",

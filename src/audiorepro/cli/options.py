@@ -15,7 +15,11 @@ from audiorepro.core.io import check_output_file
 class OutputFile(click.Path):
     """An output file option: a path that is not there or a regular file. A symbolic link,
     a FIFO, a device node or a folder is refused when the option is read, before any work
-    (:func:`~audiorepro.core.io.check_output_file`): the write would replace it."""
+    (:func:`~audiorepro.core.io.check_output_file`): the write would replace it. One naming
+    an input of its command is refused before the command runs (:mod:`audiorepro.cli.guard`)."""
+
+    #: What :func:`audiorepro.cli.guard.check_outputs_apart` keeps apart from the inputs.
+    is_output = True
 
     def __init__(self) -> None:
         super().__init__(path_type=Path)
