@@ -8,18 +8,23 @@ before their fix.
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import find_tasks, read_task
 from audiorepro.formats.trials import parse_trials
+from audiorepro.metrics.verification import trial_scores as trial_scores_ours
 from audiorepro.specs.study import load_study
 from tests.test_hostile import DUMP, PREDICTIONS, _clip_labels, _golden, _one_line, _run, make_part
-from tests.test_hostile_round6 import META, _task
+from tests.test_hostile_round6 import GOOD, IDS, META, _dump, _explain, _task
 
 # --- round 6's open defects -----------------------------------------------------------------
 
@@ -169,3 +174,90 @@ def test_two_output_options_onto_one_file_is_one_line(
     assert code == 2, err
     _one_line(err, "key '--json'", "is also --write-golden")
     assert not target.exists()
+
+
+def _sv_study(t: Path, emb: np.ndarray, cohort: np.ndarray | None = None) -> Path:
+    """A speaker-verification study over ``emb`` (one row per clip of ``IDS``) and GOOD's
+    trials, score-normalized (s-norm) over ``cohort`` when given."""
+    from audiorepro.core.hashing import sha256_file
+    from tests.test_explain_trials import _study
+
+    t.mkdir()
+    dump = t / "d.npz"
+    np.savez(dump, audio_embeds=emb, audio_ids=np.array(IDS))
+    (t / "t.csv").write_text(GOOD)
+    study = _study(t, dump, t / "t.csv", "")
+    if cohort is not None:
+        np.savez(t / "c.npz", audio_embeds=cohort, audio_ids=np.array([f"c{k}" for k in range(6)]))
+        norm = (f'score_norm = {{ method = "s-norm", cohort = "c.npz", '
+                f'cohort_sha256 = "{sha256_file(t / "c.npz")}" }}\n')  # fmt: skip
+        study.write_text(study.read_text().replace('trials_sha256 = "', norm + 'trials_sha256 = "'))
+    return study
+
+
+def _sv_numbers(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A one-cell study's definitions and its parity block against the twin."""
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    (cell,) = bundle["cells"]
+    (parity,) = bundle["verification"]["metric_parity"]["cells"]
+    return cell["definitions"], parity
+
+
+@pytest.mark.parametrize("where", ["a trial's clip", "a cohort row"])
+def test_an_embedding_whose_norm_overflows_is_one_rule_in_the_study_and_explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """fixed: the study refused a clip whose norm overflows float64 (|x| > 1e154) while
+    ``explain --trials`` scored it (rescaled: a cosine does not depend on the scale), and the
+    twin's cosines of such a row were 0 (its norm inf: a cohort row gave a wrong ``twin_eer``
+    in the bundle, a trial's clip would have failed parity on a correct number). One rule
+    now: scaled by its largest |value| in ours and in the twin, the same numbers as the row at
+    ordinary scale, parity passing."""
+    rng = np.random.default_rng(7)
+    emb = rng.normal(size=(len(IDS), 4))
+    cohort = rng.normal(size=(6, 4))
+    plain = _sv_study(tmp_path / "plain", emb, cohort)
+    huge_emb, huge_cohort = emb.copy(), cohort.copy()
+    if where == "a cohort row":
+        huge_cohort[2] *= 1e200
+    else:
+        huge_emb[1] *= 1e200  # s0_1.wav, in the first trial
+    huge = _sv_study(tmp_path / "huge", huge_emb, huge_cohort)
+    for study in (plain, huge):
+        code, err = _run(["reproduce", str(study), "--out", str(study.parent / "out")], capsys)
+        assert code == 0, err
+    ours, parity = _sv_numbers(huge.parent / "out")
+    theirs, plain_parity = _sv_numbers(plain.parent / "out")
+    assert parity["passed"] and parity["max_score_delta"] <= 1e-15
+    assert parity["twin_eer"] == plain_parity["twin_eer"]
+    assert ours == pytest.approx(theirs, rel=1e-12, abs=1e-12)
+    if where == "a trial's clip":  # explain --trials (no cohort) scores the same row alike
+        a = _explain(tmp_path / "ea", capsys, GOOD, _dump(tmp_path / "ea.npz", emb))
+        b = _explain(tmp_path / "eb", capsys, GOOD, _dump(tmp_path / "eb.npz", huge_emb))
+        assert a[0] == b[0] == 0, (a[1], b[1])
+        assert json.loads(a[2].read_text()) == pytest.approx(json.loads(b[2].read_text()))
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_the_twin_scores_a_huge_or_tiny_row_as_ours_does(scale: float) -> None:
+    """fixed: the twin's norm of such a row was inf (or 0: a division by zero), so its cosines
+    were 0 and its normalized scores wrong; it now scales the row first, as its definition
+    allows (the cosine does not depend on the scale)."""
+    from audiorepro.metrics.verification_norm import normalize_scores
+    from audiorepro.reference import verification as twin
+
+    rng = np.random.default_rng(3)
+    emb, cohort = rng.normal(size=(4, 5)), rng.normal(size=(6, 5))
+    i, j = [0, 1, 2], [1, 2, 3]
+    plain = twin.trial_scores(emb, i, j)
+    odd_emb, odd_cohort = emb.copy(), cohort.copy()
+    odd_emb[1] *= scale
+    odd_cohort[2] *= scale
+    assert twin.trial_scores(odd_emb, i, j) == pytest.approx(plain, rel=1e-14, abs=1e-15)
+    assert trial_scores_ours(odd_emb, i, j) == pytest.approx(plain, rel=1e-14, abs=1e-15)
+    want = twin.normalize_scores(plain, i, j, emb, cohort, method="s-norm")
+    got = twin.normalize_scores(plain, i, j, odd_emb, odd_cohort, method="s-norm")
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+    ours = normalize_scores(np.asarray(plain), np.asarray(i), np.asarray(j), odd_emb, odd_cohort,
+                            method="s-norm")  # fmt: skip
+    assert ours.tolist() == pytest.approx(want, rel=1e-12, abs=1e-12)

@@ -20,13 +20,22 @@ from typing import Any
 import numpy as np  # the bootstrap's draw is numpy's generator, as its definition names it
 
 
+def _unit(row: Any) -> list[float]:
+    """``row / |row|``. Where the squares overflow or underflow a float (so the norm is inf,
+    or 0 for a row that is not zero), ``row / max|x|`` first: the same direction."""
+    r = [float(x) for x in row]
+    norm = math.sqrt(math.fsum(x * x for x in r))
+    if (norm == math.inf or norm == 0.0) and any(r):
+        big = max(abs(x) for x in r)
+        r = [x / big for x in r]
+        norm = math.sqrt(math.fsum(x * x for x in r))
+    return [x / norm for x in r]
+
+
 def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float], list[bool]]:
     """Every pair ``i < j`` in row-major order: the cosine of the unit vectors, same speaker."""
     rows = [[float(x) for x in row] for row in embeddings]
-    units = []
-    for row in rows:
-        norm = math.sqrt(math.fsum(x * x for x in row))
-        units.append([x / norm for x in row])
+    units = [_unit(row) for row in rows]
     scores, targets = [], []
     for i in range(len(rows)):
         for j in range(i + 1, len(rows)):
@@ -37,11 +46,7 @@ def speaker_trials(embeddings: Any, speakers: Sequence[str]) -> tuple[list[float
 
 def trial_scores(embeddings: Any, enrollment: Iterable[Any], test: Iterable[Any]) -> list[float]:
     """Each trial's cosine: rows ``enrollment[k]`` and ``test[k]`` as unit vectors, dotted."""
-    rows = [[float(x) for x in row] for row in embeddings]
-    units = []
-    for row in rows:
-        norm = math.sqrt(math.fsum(x * x for x in row))
-        units.append([x / norm for x in row])
+    units = [_unit(row) for row in embeddings]
     return [
         math.fsum(a * b for a, b in zip(units[int(i)], units[int(j)], strict=True))
         for i, j in zip(enrollment, test, strict=True)
@@ -328,15 +333,7 @@ def normalize_scores(
     """z-, t-, s- and adaptive s-norm from the definitions: each side's score less its cohort
     mean, over its cohort standard deviation; s-norm the mean of both sides."""
 
-    def units(rows: Any) -> list[list[float]]:
-        out = []
-        for row in rows:
-            r = [float(x) for x in row]
-            norm = math.sqrt(math.fsum(x * x for x in r))
-            out.append([x / norm for x in r])
-        return out
-
-    e, c = units(embeddings), units(cohort)
+    e, c = [_unit(row) for row in embeddings], [_unit(row) for row in cohort]
     memo: dict[int, tuple[float, float]] = {}
     result = []
     for s, a, b in zip(scores, enrollment, test, strict=True):

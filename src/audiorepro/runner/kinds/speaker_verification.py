@@ -327,18 +327,21 @@ def load_cell(cell: SpeakerCell, ctx: Context) -> CellInputs:
 
 
 def _check_cosines(clips: ClipEmbeddings, rows: npt.NDArray[np.int64], *, source: str) -> None:
-    """A trial's score is a cosine, undefined for an all-zero embedding (and for one whose
-    norm overflows float64, which would make every cosine 0): refused, one line naming the
-    dump and the first such clip that a trial uses (a clip no trial uses is not read)."""
+    """A trial's score is a cosine, undefined for an all-zero or a non-finite embedding:
+    refused, one line naming the dump and the first such clip that a trial uses (a clip no
+    trial uses is not read). A finite row whose norm overflows (or underflows) float64 is
+    scored, scaled by its largest |value| (:func:`~audiorepro.metrics.verification.unit_rows`;
+    the twin scales it too), as ``explain --trials`` scores it: one rule for both."""
     used = np.unique(rows)
-    norms = np.linalg.norm(clips.embeds[used], axis=1)
-    bad = used[~(np.isfinite(norms) & (norms > 0))]
+    embeds = clips.embeds[used]
+    finite = np.all(np.isfinite(embeds), axis=1)
+    bad = used[~finite | ~np.any(embeds != 0, axis=1)]
     if bad.size:
         k = int(bad[0])
-        what = "is all zero" if not np.any(clips.embeds[k]) else "has a norm over float64's range"
+        what = "is not finite" if not np.all(np.isfinite(clips.embeds[k])) else "is all zero"
         raise UserError(
             f"row {k} (clip {clips.ids[k]!r}) {what}; a trial's score is the cosine of two "
-            "embeddings, which needs a non-zero finite norm",
+            "embeddings, which needs a non-zero finite embedding",
             source=source,
             key="audio_embeds",
         )
