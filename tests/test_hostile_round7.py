@@ -8,8 +8,11 @@ before their fix.
 
 from __future__ import annotations
 
+import copy
 import gzip
+import hashlib
 import json
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import find_tasks, read_task
 from audiorepro.formats.trials import parse_trials
@@ -261,3 +265,228 @@ def test_the_twin_scores_a_huge_or_tiny_row_as_ours_does(scale: float) -> None:
     ours = normalize_scores(np.asarray(plain), np.asarray(i), np.asarray(j), odd_emb, odd_cohort,
                             method="s-norm")  # fmt: skip
     assert ours.tolist() == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+# --- round 7: verify and diff, where they could say PASS or identical falsely ---------------
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models-free retrieval run (two cells over fixture dumps, 8 published values)."""
+    from tests.test_outputs_folder import _study
+
+    tmp = tmp_path_factory.mktemp("round7-synthetic")
+    assert main(["reproduce", str(_study(tmp)), "--out", str(tmp / "out")]) == 0
+    return tmp / "out"
+
+
+def _rehash(out: Path, rel: str) -> None:
+    """OUT's manifest re-hashed for ``rel`` (as the run that wrote it would have)."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["outputs"][rel] = hashlib.sha256((out / rel).read_bytes()).hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _edit_bundle(run: Path, tmp: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    b = tmp / "b"
+    shutil.copytree(run, b)
+    bundle = json.loads(gzip.decompress((b / "bundle.json.gz").read_bytes()))
+    change(bundle)
+    (b / "bundle.json.gz").write_bytes(gzip.compress(json.dumps(bundle).encode(), mtime=0))
+    _rehash(b, "bundle.json.gz")
+    return b
+
+
+def _mrr(bundle: dict[str, Any]) -> dict[str, Any]:
+    return bundle["cells"][1]["metrics"]["a2t"]  # type: ignore[no-any-return]
+
+
+def _repeat_moved_cell_first(bundle: dict[str, Any]) -> None:
+    same = copy.deepcopy(bundle["cells"][1])
+    _mrr(bundle)["mrr"] += 0.125
+    bundle["cells"].append(same)  # the unmoved copy last: it hid the moved one
+
+
+def _flatten_alike(bundle: dict[str, Any]) -> None:
+    metrics = bundle["cells"][1]["metrics"]
+    metrics["a2t/mrr"] = metrics["a2t"]["mrr"] + 0.125  # beside a2t: {mrr}, one path
+
+
+#: An edited B (its manifest re-hashed, as a run that wrote it would have), and what
+#: ``diff A B`` must say: the exit code and the start of the verdict or error line.
+DIFF_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], int, str]] = {
+    # fixed: the copy listed last won, so the moved cell diffed as identical (exit 0)
+    "a cell repeated, its moved copy first": (_repeat_moved_cell_first, 2, "lists the number"),
+    # fixed: two keys that flatten to one path: one hid the other
+    "a2t/mrr beside a2t.mrr": (_flatten_alike, 2, "lists the number"),
+    "a number NaN": (lambda b: _mrr(b).update(mrr=math.nan), 1, "changed, unexplained"),
+    "a number as a string": (lambda b: _mrr(b).update(mrr=str(_mrr(b)["mrr"])), 1, "changed"),
+    "a number true": (lambda b: _mrr(b).update(mrr=True), 1, "changed, unexplained"),
+    "a number in a list": (lambda b: _mrr(b).update(mrr=[_mrr(b)["mrr"]]), 1, "changed"),
+    "a number null": (lambda b: _mrr(b).update(mrr=None), 1, "changed, unexplained"),
+    "a key renamed": (lambda b: _mrr(b).update(MRR=_mrr(b).pop("mrr")), 1, "changed"),
+    "a cell dropped": (lambda b: b["cells"].pop(), 1, "changed, explained"),
+    "every cell dropped": (lambda b: b.update(cells=[]), 1, "changed, explained"),
+    "another study's name": (lambda b: b["study"].update(name="other"), 2, "the same study"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(DIFF_CASES))
+@pytest.mark.parametrize("order", ["A B", "B A"])
+def test_diff_of_an_edited_bundle_never_says_identical(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, order: str
+) -> None:
+    change, code, says = DIFF_CASES[case]
+    b = _edit_bundle(synthetic, tmp_path, change)
+    pair = [synthetic, b] if order == "A B" else [b, synthetic]
+    got = main(["diff", *map(str, pair)])
+    out, err = capsys.readouterr()
+    assert got == code, (out, err)
+    if code == 2:
+        _one_line(err, says)
+    else:
+        assert out.splitlines()[0].split(": ", 1)[1].startswith(says), out
+
+
+def test_a_repeated_cell_is_refused_in_every_kinds_bundle() -> None:
+    """fixed: the check lives where every kind's bundle is flattened (zero-shot shown; the
+    retrieval and speaker-verification bundles above and below)."""
+    from audiorepro.checks.diff import bundle_view
+    from audiorepro.runner.kinds import diff_kinds
+    from tests.test_diff import _zeroshot_bundle
+
+    bundle = _zeroshot_bundle()
+    kind = diff_kinds()[bundle["schema"]]
+    assert bundle_view(bundle, kind).numbers
+    bundle["cells"].append(copy.deepcopy(bundle["cells"][0]))
+    with pytest.raises(ValueError, match="twice"):
+        bundle_view(bundle, kind)
+
+
+def test_diff_of_a_speaker_run_with_a_repeated_cell_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: as for retrieval, the copy listed last hid a moved EER."""
+    emb = np.random.default_rng(7).normal(size=(len(IDS), 4))
+    study = _sv_study(tmp_path / "sv", emb)
+    a = tmp_path / "sv" / "out"
+    assert main(["reproduce", str(study), "--out", str(a)]) == 0
+
+    def repeat(bundle: dict[str, Any]) -> None:
+        same = copy.deepcopy(bundle["cells"][0])
+        bundle["cells"][0]["eer"] = 0.0
+        bundle["cells"].append(same)
+
+    b = _edit_bundle(a, tmp_path, repeat)
+    capsys.readouterr()
+    assert main(["diff", str(a), str(b)]) == 2
+    _one_line(capsys.readouterr().err, "bundle.json.gz", "twice")
+
+
+def _edit_rows(out: Path, change: Callable[[list[dict[str, Any]]], None]) -> None:
+    record = json.loads((out / "verification.json").read_text())
+    change(record["golden"]["rows"])
+    (out / "verification.json").write_text(json.dumps(record))
+    _rehash(out, "verification.json")
+
+
+def _row0(rows: list[dict[str, Any]], **values: Any) -> None:
+    rows[0].update(values)
+
+
+#: verify OUT after an edit of OUT (re-hashed where a run would have): its exit and a word of
+#: the line that must say why.
+VERIFY_OUT_CASES: dict[str, tuple[Callable[[Path], None], int, str]] = {
+    # fixed: a recorded PASS row was taken as it was, whatever its numbers
+    "a PASS row 0.5 away": (
+        lambda o: _edit_rows(o, lambda r: _row0(r, reproduced=r[0]["published"] + 0.5)),
+        1, "recorded as PASS"),
+    "a PASS row reproducing nothing": (
+        lambda o: _edit_rows(o, lambda r: _row0(r, reproduced=None, delta=None)), 1,
+        "recorded as PASS"),
+    "a PASS row with a negative tolerance": (
+        lambda o: _edit_rows(o, lambda r: _row0(r, tolerance=-1.0)), 1, "recorded as PASS"),
+    "a FAIL row": (lambda o: _edit_rows(o, lambda r: _row0(r, status="FAIL")), 1, "FAIL"),
+    "an output removed": (lambda o: (o / "tables" / "published.csv").unlink(), 1, "missing"),
+    "an output edited": (
+        lambda o: (o / "report.html").write_text("<html></html>"), 1, "SHA-256 differs"),
+    "another run's bundle": (
+        lambda o: (o / "bundle.json.gz").write_bytes(gzip.compress(b"{}", mtime=0)), 1,
+        "SHA-256 differs"),
+    "a file the run did not write": (
+        lambda o: (o / "tables" / "extra.csv").write_text("x\n"), 1, "not written by this run"),
+    "an output replaced by a symbolic link to its copy": (
+        lambda o: _link_to_copy(o / "report.html"), 1, "missing"),
+    "verification.json a symbolic link": (
+        lambda o: _link_to_copy(o / "verification.json"), 2, "symbolic link"),
+}  # fmt: skip
+
+
+def _link_to_copy(path: Path) -> None:
+    copy_ = path.with_name(path.name + ".copy")
+    copy_.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(copy_)
+
+
+@pytest.mark.parametrize("case", sorted(VERIFY_OUT_CASES))
+def test_verify_out_after_an_edit_never_says_pass(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    edit, code, says = VERIFY_OUT_CASES[case]
+    out = tmp_path / "out"
+    shutil.copytree(synthetic, out)
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0  # the copy verifies as it is
+    capsys.readouterr()
+    edit(out)
+    got = main(["verify", str(out)])
+    stdout, err = capsys.readouterr()
+    assert got == code, (stdout, err)
+    if code == 2:
+        _one_line(err, says)
+    else:
+        assert says in stdout and stdout.splitlines()[-1].startswith("FAIL"), stdout
+
+
+#: A published values file's one cell (the fixture dump's t2a/r@1 is 0.13), and what verify
+#: --golden must say: exit, and a word of its last line (or of the error).
+GOLDEN_CASES: dict[str, tuple[str, int, str]] = {
+    "the value": ('tolerance = 1e-9\n"t2a/r@1" = 0.13', 0, "PASS"),
+    "0.13 written 1.3e-1": ('tolerance = 1e-9\n"t2a/r@1" = 1.3e-1', 0, "PASS"),
+    "0.13 written 13e-2 with an underscore tolerance": (
+        'tolerance = 1_0e-10\n"t2a/r@1" = 13e-2', 0, "PASS"),
+    "just beyond the tolerance": ('tolerance = 1e-3\n"t2a/r@1" = 0.1311', 1, "FAIL"),
+    "nan": ('tolerance = 1e-9\n"t2a/r@1" = nan', 2, "expected a finite number"),
+    "a tolerance inf": ('tolerance = inf\n"t2a/r@1" = 0.9', 2, "expected a finite number"),
+    "a tolerance nan": ('tolerance = nan\n"t2a/r@1" = 0.9', 2, "expected a finite number"),
+    "a negative tolerance": ('tolerance = -1e-9\n"t2a/r@1" = 0.13', 2, "tolerance >= 0"),
+    "a tolerance as wide as the range": ('tolerance = 1.0\n"t2a/r@1" = 0.9', 2,
+                                         "passes any value"),
+    "a tolerance of 1e300 on a rank": ('tolerance = 1e300\n"t2a/mean_rank" = 5.0', 2,
+                                       "passes any value"),
+    "a percentage": ('tolerance = 0.5\n"t2a/r@1" = 13.0', 2, "outside the range"),
+    "a string": ('tolerance = 1e-9\n"t2a/r@1" = "0.13"', 2, "expected a number"),
+    "true": ('tolerance = 1e-9\n"t2a/r@1" = true', 2, "expected a number"),
+    "a metric in capitals": ('tolerance = 1e-9\n"T2A/R@1" = 0.13', 2, "unknown metric"),
+    "no value": ("tolerance = 1e-9", 2, "is empty"),
+    "a value named twice": ('tolerance = 1e-9\n"t2a/r@1" = 0.13\n"t2a/r@1" = 0.5', 2, "g.toml"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+def test_published_values_in_odd_spellings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    body, code, says = GOLDEN_CASES[case]
+    tolerance, _, values = body.partition("\n")
+    shutil.copyfile(DUMP, tmp_path / "d.npz")
+    (tmp_path / "g.toml").write_text(
+        'schema = "audiorepro.published/1"\n[[cell]]\ndump = "d.npz"\nprofile = "canonical"\n'
+        f"{tolerance}\n[cell.values]\n{values}\n"
+    )
+    got, err = _run(["verify", "--golden", str(tmp_path / "g.toml"), "--dumps", str(tmp_path)],
+                    capsys)  # fmt: skip
+    assert got == code, err
+    if code == 2:
+        _one_line(err, says)

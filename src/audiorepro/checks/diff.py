@@ -231,6 +231,14 @@ def bundle_view(bundle: Mapping[str, Any], kind: DiffRules, prefix: str = "") ->
     (``probe/``) names a nested study's."""
     ids = [prefixed_identity(i, prefix) for i in kind.records(bundle)]
     numbers = [prefixed_number(n, prefix) for n in flatten(bundle, kind)]
+    seen: set[str] = set()
+    for n in numbers:
+        # A cell (or run) listed twice, or keys that flatten alike (``t2a/r@1`` beside
+        # ``t2a: {r@1}``): one value would hide the other, and a moved copy could diff as
+        # identical.
+        if n.path in seen:
+            raise ValueError(f"it lists the number {n.path} twice (a cell or run repeated?)")
+        seen.add(n.path)
     return RunView(
         kind=str(bundle["schema"]),
         study=str(bundle["study"]["name"]),

@@ -7,6 +7,7 @@ available here (never a pass).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal, NotRequired
 
@@ -179,9 +180,39 @@ def value_rows(
                 value = reproduced[metric]
                 row["reproduced"] = value
                 row["delta"] = value - published
-                row["status"] = PASS if abs(value - published) <= tolerance else FAIL
+                row["status"] = PASS if within(published, value, tolerance) else FAIL
         rows.append(row)
     return rows
+
+
+def within(published: object, reproduced: object, tolerance: object) -> bool:
+    """The rule of a PASS: both values and the tolerance are finite numbers and
+    ``|reproduced - published| <= tolerance`` (NaN never passes).
+
+    >>> within(0.5, 0.5004, 1e-3), within(0.5, float("nan"), 1e-3), within(0.5, None, 1.0)
+    (True, False, False)
+    """
+    numbers = (published, reproduced, tolerance)
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+        return False
+    p, r, t = (float(x) for x in numbers)  # type: ignore[arg-type]
+    return all(math.isfinite(x) for x in (p, r, t)) and abs(r - p) <= t
+
+
+def recheck(row: ValueRow) -> ValueRow:
+    """A recorded row as its own numbers say (``verify OUT`` reads rows a run wrote): a PASS
+    whose values do not pass :func:`within` is a FAIL, saying so. A record edited, damaged or
+    written by a faulty version must not read as PASS; other statuses are kept."""
+    if row.get("status") != PASS or within(
+        row.get("published"), row.get("reproduced"), row.get("tolerance")
+    ):
+        return row
+    return {
+        **row,
+        "status": FAIL,
+        "reason": "recorded as PASS, but its published and reproduced values are not within "
+        "its tolerance",
+    }
 
 
 def check_failed(cell: str, what: str, reason: str) -> ValueRow:

@@ -13,7 +13,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from audiorepro.checks.verify import PASS, Summary, ValueRow, check_failed, settle, summarize
+from audiorepro.checks.verify import (
+    PASS,
+    Summary,
+    ValueRow,
+    check_failed,
+    recheck,
+    settle,
+    summarize,
+)
 from audiorepro.core.errors import UserError, write_error
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject
@@ -239,7 +247,7 @@ def _verify_output_dir(out: Path) -> Summary:
     top, raw = read_record(out / "verification.json", VerificationRecord)
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)
     assert isinstance(top, VerificationRecord) and isinstance(manifest, ManifestRecord)
-    rows: list[ValueRow] = list(raw["golden"]["rows"])
+    rows: list[ValueRow] = [recheck(row) for row in raw["golden"]["rows"]]
     rows += _check_rows("verification.json", top)
     outputs = manifest.outputs
     intact = set()
