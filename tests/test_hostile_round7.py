@@ -490,3 +490,25 @@ def test_published_values_in_odd_spellings(
     assert got == code, err
     if code == 2:
         _one_line(err, says)
+
+
+def test_verify_out_checks_a_nested_studys_pass_rows_too(
+    synthetic: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: a nested study's (the demo's ``probe/``) recorded PASS row 0.5 away from its
+    published value verified PASS (its rows that did not pass show through its failures, a
+    PASS row was not read)."""
+    out = tmp_path / "out"
+    shutil.copytree(synthetic, out)
+    shutil.copytree(synthetic, out / "sub")
+    record = json.loads((out / "sub" / "verification.json").read_text())
+    record["golden"]["rows"][0]["reproduced"] += 0.5
+    (out / "sub" / "verification.json").write_text(json.dumps(record))
+    for path in sorted((out / "sub").rglob("*")):
+        if path.is_file():
+            _rehash(out, path.relative_to(out).as_posix())
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 1
+    stdout = capsys.readouterr().out
+    assert "sub/five" in stdout and "recorded as PASS" in stdout, stdout
+    assert stdout.splitlines()[-1].startswith("FAIL"), stdout
