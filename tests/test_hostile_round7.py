@@ -383,11 +383,15 @@ def test_diff_of_a_speaker_run_with_a_repeated_cell_is_one_line(
     _one_line(capsys.readouterr().err, "bundle.json.gz", "twice")
 
 
-def _edit_rows(out: Path, change: Callable[[list[dict[str, Any]]], None]) -> None:
+def _edit_record(out: Path, change: Callable[[dict[str, Any]], None]) -> None:
     record = json.loads((out / "verification.json").read_text())
-    change(record["golden"]["rows"])
+    change(record)
     (out / "verification.json").write_text(json.dumps(record))
     _rehash(out, "verification.json")
+
+
+def _edit_rows(out: Path, change: Callable[[list[dict[str, Any]]], None]) -> None:
+    _edit_record(out, lambda record: change(record["golden"]["rows"]))
 
 
 def _row0(rows: list[dict[str, Any]], **values: Any) -> None:
@@ -407,6 +411,14 @@ VERIFY_OUT_CASES: dict[str, tuple[Callable[[Path], None], int, str]] = {
     "a PASS row with a negative tolerance": (
         lambda o: _edit_rows(o, lambda r: _row0(r, tolerance=-1.0)), 1, "recorded as PASS"),
     "a FAIL row": (lambda o: _edit_rows(o, lambda r: _row0(r, status="FAIL")), 1, "FAIL"),
+    # fixed: a parity cell that did not pass under a metric_parity_passed flag still true
+    # verified PASS (its verdict line said "parity 1/2")
+    "a parity cell failed, the flag true": (
+        lambda o: _edit_record(o, lambda r: r["metric_parity"]["cells"][1].update(passed=False)),
+        1, "metric parity of 1 cell(s)"),
+    "a parity flag false": (
+        lambda o: _edit_record(o, lambda r: r.update(metric_parity_passed=False)), 1,
+        "metric parity did not pass"),
     "an output removed": (lambda o: (o / "tables" / "published.csv").unlink(), 1, "missing"),
     "an output edited": (
         lambda o: (o / "report.html").write_text("<html></html>"), 1, "SHA-256 differs"),

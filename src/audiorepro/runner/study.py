@@ -192,12 +192,22 @@ def _output_row(rel: str, reason: str) -> ValueRow:
     return check_failed("output", rel, reason)
 
 
-def _check_rows(where: str, record: VerificationRecord) -> list[ValueRow]:
+def _check_rows(where: str, record: VerificationRecord, raw: JsonObject) -> list[ValueRow]:
     """A study's recorded checks other than its published values: each failure, a failed
-    metric parity, an incomplete probe study."""
+    metric parity (its flag, or a parity cell that did not pass: the verdict line counts
+    them, so a flag saying otherwise must not pass), an incomplete probe study."""
     reasons = [f"failure: {f}" for f in record.failures]
+    parity = raw.get("metric_parity")
+    cells = parity.get("cells") if isinstance(parity, dict) else None
+    failed = [c for c in cells or [] if not (isinstance(c, dict) and c.get("passed") is True)]
     if record.metric_parity_passed is False:
         reasons.append("metric parity did not pass")
+    elif failed and not record.failures:  # every kind records a failed cell as a failure
+        cell = failed[0].get("cell") if isinstance(failed[0], dict) else None
+        reasons.append(
+            f"metric parity of {len(failed)} cell(s) did not pass (first: {cell!r}), though "
+            "the record lists no failure"
+        )
     if record.probe_complete is False:
         reasons.append("the probe study is incomplete")
     return [{**_output_row(where, reason), "cell": "check"} for reason in reasons]
@@ -248,7 +258,7 @@ def _verify_output_dir(out: Path) -> Summary:
     manifest, _ = read_record(out / "manifest.json", ManifestRecord)
     assert isinstance(top, VerificationRecord) and isinstance(manifest, ManifestRecord)
     rows: list[ValueRow] = [recheck(row) for row in raw["golden"]["rows"]]
-    rows += _check_rows("verification.json", top)
+    rows += _check_rows("verification.json", top, raw)
     outputs = manifest.outputs
     intact = set()
     for rel, expected in sorted(outputs.items()):
@@ -269,7 +279,7 @@ def _verify_output_dir(out: Path) -> Summary:
         if rel.endswith("/verification.json"):
             nested, nested_raw = read_record(out / rel, VerificationRecord)
             assert isinstance(nested, VerificationRecord)
-            rows += _check_rows(rel, nested)
+            rows += _check_rows(rel, nested, nested_raw)
             # its rows that did not pass are among its failures; a PASS row is checked here
             folder = rel.rsplit("/", 1)[0]
             for row in nested_raw["golden"]["rows"]:
