@@ -475,6 +475,11 @@ GOLDEN_CASES: dict[str, tuple[str, int, str]] = {
     "a negative tolerance": ('tolerance = -1e-9\n"t2a/r@1" = 0.13', 2, "tolerance >= 0"),
     "a tolerance as wide as the range": ('tolerance = 1.0\n"t2a/r@1" = 0.9', 2,
                                          "passes any value"),
+    # fixed: a tolerance below the range's width but reaching both of its ends passed any
+    # value (0.13 verified PASS against 0.5 +- 0.5, and against 0.9 +- 0.99)
+    "0.5 +- 0.5": ('tolerance = 0.5\n"t2a/r@1" = 0.5', 2, "covers the whole range"),
+    "0.9 +- 0.99": ('tolerance = 0.99\n"t2a/r@1" = 0.9', 2, "covers the whole range"),
+    "0.9 +- 0.5": ('tolerance = 0.5\n"t2a/r@1" = 0.9', 1, "FAIL"),
     "a tolerance of 1e300 on a rank": ('tolerance = 1e300\n"t2a/mean_rank" = 5.0', 2,
                                        "passes any value"),
     "a percentage": ('tolerance = 0.5\n"t2a/r@1" = 13.0', 2, "outside the range"),
@@ -524,3 +529,36 @@ def test_verify_out_checks_a_nested_studys_pass_rows_too(
     stdout = capsys.readouterr().out
     assert "sub/five" in stdout and "recorded as PASS" in stdout, stdout
     assert stdout.splitlines()[-1].startswith("FAIL"), stdout
+
+
+#: A speaker-verification study's published row (its cell's EER is 1.0, eer_rocch 0.5):
+#: what ``verify STUDY`` must say.
+SV_PUBLISHED: dict[str, tuple[str, int, str]] = {
+    "the EER": ("values = { eer = 1.0 }\ntolerance = 1e-9", 0, "PASS"),
+    # fixed: the toolkits' EERs, minDCF and Cllr had no range: 0.5 +- 0.5 passed any EER,
+    # a negative Cllr or a minDCF of 1.5 was a value to compare
+    "eer_rocch 0.5 +- 0.5": ("values = { eer_rocch = 0.5 }\ntolerance = 0.5", 2,
+                             "covers the whole range"),
+    "eer_kaldi 0.9 +- 0.95": ("values = { eer_kaldi = 0.9 }\ntolerance = 0.95", 2,
+                              "covers the whole range"),
+    "a minDCF of 1.5": ('values = { "min_dcf_p0.01" = 1.5 }\ntolerance = 0.1', 2,
+                        "outside the range"),
+    "a negative Cllr": ("values = { cllr = -1.0 }\ntolerance = 0.1", 2, "outside the range"),
+    "an actDCF above 1": ('values = { "act_dcf_p0.01" = 1.0 }\ntolerance = 1e-9', 0, "PASS"),
+    "EER in capitals": ("values = { EER = 1.0 }\ntolerance = 1e-9", 2, "unknown"),
+    "an EER in percent": ("values = { eer = 50.0 }\ntolerance = 0.1", 2, "outside the range"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(SV_PUBLISHED))
+def test_speaker_verification_published_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    body, code, says = SV_PUBLISHED[case]
+    emb = np.random.default_rng(7).normal(size=(len(IDS), 4))
+    study = _sv_study(tmp_path / "s", emb)
+    study.write_text(study.read_text() + f'\n[[published]]\ncell = "c"\n{body}\nprovenance = "p"\n')
+    got, err = _run(["verify", str(study)], capsys)
+    assert got == code, err
+    if code == 2:
+        _one_line(err, "study.toml", says)

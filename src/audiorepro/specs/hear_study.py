@@ -23,7 +23,7 @@ leaderboard reports it), a tolerance and where the row was published::
     values = { top1_acc = 0.375 }
 
 A tolerance is checked as every kind checks it
-(:func:`~audiorepro.specs.published.tolerance_problem`: below the width of the score's range,
+(:func:`~audiorepro.specs.published.tolerance_problem`: not covering the score's whole range,
 below the value for an unbounded one such as ``d_prime``). The task folder is read when the
 study is loaded (a malformed task is one line naming its file and key), so a published score
 the task does not compute is refused before any work.

@@ -113,7 +113,7 @@ def profile_metric_problem(profile: str, metric: str) -> str | None:
 _UNIT = re.compile(
     r"^(r@?\d+|recall[@_]?\d*|map(@?\d+|_cut_\d+)?|mrr(@\d+)?|recip_rank|success[_@]\d+"
     r"|p_\d+|precision(@\d+)?|ndcg(@\d+|_cut_\d+)?|r_?prec(ision)?|\w*accuracy|\w*f1|eer"
-    r"|\w*_acc|aucroc|\w*_fms)$"
+    r"|\w*_acc|aucroc|\w*_fms|eer_\w+|min_dcf[\w.]*|min_cllr)$"
 )
 _SIGNED_UNIT = re.compile(r"^\w*(pearson|spearman|cosine|ccc)$")
 _RANK = re.compile(r"^(mean|median)_rank$")
@@ -137,7 +137,9 @@ def metric_range(metric: str) -> tuple[float | None, float | None]:
         return -1.0, 1.0
     if _RANK.match(leaf):
         return 1.0, None
-    if re.match(r"^(\w*_)?(mae|rmse|loss|n|mae_s|matched|clips|events|er)(_\w*)?$", leaf):
+    if re.match(r"^(\w*_)?(mae|rmse|loss|n|mae_s|matched|clips|events|er)(_\w*)?$", leaf) or (
+        re.match(r"^(cllr|act_dcf[\w.]*)$", leaf)  # a miscalibrated system's cost exceeds 1
+    ):
         return 0.0, None
     return None, None
 
@@ -146,16 +148,18 @@ def tolerance_problem(values: dict[str, float], tolerance: float) -> tuple[str, 
     """Why ``tolerance`` (or a value) means nothing for these metrics: ``(key, problem)``,
     ``key`` ``"tolerance"`` or ``"values.<metric>"``; None when all is well.
 
-    The rule: a published value lies in its metric's range; a tolerance is smaller than the
-    width of each metric's range (a tolerance of 1 or more on a value in [0, 1] passes
-    anything); for a metric without an upper bound (ranks, errors) it is smaller than the
-    published value's magnitude, or than 1 for a value within 1 (a tolerance as large as the
-    value passes everything from nothing to twice it).
+    The rule: a published value lies in its metric's range; for a bounded metric the interval
+    ``value +- tolerance`` does not cover the whole range (0.5 +- 0.5 on a value in [0, 1]
+    passes anything, as does a tolerance of 1); for a metric without an upper bound (ranks,
+    errors) it is smaller than the published value's magnitude, or than 1 for a value within 1
+    (a tolerance as large as the value passes everything from nothing to twice it).
 
     >>> tolerance_problem({"t2a/r@1": 0.3}, 1e-3) is None
     True
-    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e308)[1][:60]
-    'is 1e+308, at or beyond the width of the range of t2a/r@1 (1'
+    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e308)[1][:59]
+    'is 1e+308: 0.3 +- 1e+308 covers the whole range of t2a/r@1 ['
+    >>> tolerance_problem({"eer_rocch": 0.5}, 0.5)[1][:45]  # any EER from 0 to 1 would pass
+    'is 0.5: 0.5 +- 0.5 covers the whole range of '
     >>> tolerance_problem({"t2a/r@1": 123456.0}, 0.0)
     ('values.t2a/r@1', 'is 123456.0, outside the range of t2a/r@1 [0.0, 1.0]')
     >>> tolerance_problem({"t2a/mean_rank": 3.5}, 0.5) is None
@@ -168,12 +172,12 @@ def tolerance_problem(values: dict[str, float], tolerance: float) -> tuple[str, 
             shown = f"[{lo}, {hi if hi is not None else 'inf'}]"
             return f"values.{metric}", f"is {value}, outside the range of {metric} {shown}"
         if lo is not None and hi is not None:
-            width = hi - lo
-            if tolerance >= width:
+            reach = max(value - lo, hi - value)  # the farthest value the range holds
+            if tolerance >= reach:
                 return "tolerance", (
-                    f"is {tolerance}, at or beyond the width of the range of {metric} "
-                    f"({width}: [{lo}, {hi}]); such a tolerance passes any value. Expected a "
-                    f"tolerance >= 0 and below {width}"
+                    f"is {tolerance}: {value} +- {tolerance} covers the whole range of {metric} "
+                    f"[{lo}, {hi}], so such a tolerance passes any value. Expected a "
+                    f"tolerance >= 0 and below {reach:g}"
                 )
         elif tolerance >= max(abs(value), 1.0):
             return "tolerance", (
