@@ -136,6 +136,9 @@ ONTO_INPUT: dict[str, tuple[Callable[[Path], list[str]], str, str]] = {
     "verify OUT --json OUT's own file": (
         lambda t: ["verify", str(_run_folder(t)), "--json", str(t / "out" / "verification.json")],
         "out/verification.json", "--json"),
+    "verify OUT --json a new file in OUT": (
+        lambda t: ["verify", str(_run_folder(t)), "--json", str(t / "out" / "v.json")],
+        "out/manifest.json", "--json"),
     "diff --json a file of run A": (
         lambda t: ["diff", str(_run_folder(t)), str(t / "b"), "--json",
                    str(t / "out" / "manifest.json")], "out/manifest.json", "--json"),
@@ -163,7 +166,7 @@ def test_an_output_option_onto_an_input_is_one_line_and_the_input_kept(
     before = (tmp_path / name).read_bytes()
     code, err = _run(argv, capsys)
     assert code == 2, err
-    _one_line(err, f"key '{option}'", "would replace the input")
+    _one_line(err, f"key '{option}'", "expected another path (the output would replace")
     assert (tmp_path / name).read_bytes() == before
 
 
@@ -410,6 +413,11 @@ VERIFY_OUT_CASES: dict[str, tuple[Callable[[Path], None], int, str]] = {
         "recorded as PASS"),
     "a PASS row with a negative tolerance": (
         lambda o: _edit_rows(o, lambda r: _row0(r, tolerance=-1.0)), 1, "recorded as PASS"),
+    "a PASS row with an infinite tolerance": (
+        lambda o: _edit_rows(o, lambda r: _row0(r, tolerance=math.inf, reproduced=0.9)), 2,
+        "verification.json"),
+    "a PASS row reproducing NaN": (
+        lambda o: _edit_rows(o, lambda r: _row0(r, reproduced=math.nan)), 2, "verification.json"),
     "a FAIL row": (lambda o: _edit_rows(o, lambda r: _row0(r, status="FAIL")), 1, "FAIL"),
     # fixed: a parity cell that did not pass under a metric_parity_passed flag still true
     # verified PASS (its verdict line said "parity 1/2")

@@ -4,9 +4,9 @@ A command's output file option (an :class:`~audiorepro.cli.options.OutputFile`: 
 ``--html``, ``--out FILE``, ``--write-golden``) that names one of the command's own inputs
 would replace the user's data with the output (``explain d.npz --json d.npz``), and one that
 names a file inside a run's output folder the command reads (``verify OUT --json
-OUT/verification.json``) would damage the run it certifies. Both are refused before any work,
-one line naming the option, exit 2; so are two output options naming one file (the second
-write would replace the first). :class:`GuardedCommand` is the class of every command of the
+OUT/verification.json``, or a new ``OUT/v.json``) would damage the run it certifies. Both
+are refused before any work, one line naming the option, exit 2; so are two output options
+naming one file (the second write would replace the first). :class:`GuardedCommand` is the class of every command of the
 group (``LazyGroup.command_class``), so a new command is guarded without a call of its own.
 
 Light to import (click and the standard library): the group loads it for ``--help``.
@@ -51,7 +51,8 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def _inside_run(out: Path, folder: Path) -> bool:
-    """``out`` (an existing file) lies inside ``folder``, a run's output folder."""
+    """``out`` lies inside ``folder``, a run's output folder (a new file there is one the run
+    did not write: ``verify OUT`` would then fail, ``diff`` not compare it)."""
     try:
         if not (folder.is_dir() and (folder / RUN_MARKER).is_file()):
             return False
@@ -61,8 +62,8 @@ def _inside_run(out: Path, folder: Path) -> bool:
 
 
 def check_outputs_apart(values: Mapping[str, Any], params: Sequence[click.Parameter]) -> None:
-    """Refuse an output file option naming an input of the command (the same file, or an
-    existing file inside a run's output folder it reads) or another output option's file.
+    """Refuse an output file option naming an input of the command (the same file, or a path
+    inside a run's output folder it reads) or another output option's file.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -87,14 +88,21 @@ def check_outputs_apart(values: Mapping[str, Any], params: Sequence[click.Parame
         side.extend((param, path) for path in _paths(values.get(param.name)))
     for n, (param, out) in enumerate(outputs):
         for other, given in inputs:
-            if _same(out, given) or (out.is_file() and _inside_run(out, given)):
-                what = "the input" if _same(out, given) else "inside the run folder"
-                raise UserError(
-                    f"is {what} {_option(other)} ({given}); expected another path (the output "
-                    "would replace the input)",
-                    source=str(out),
-                    key=_option(param),
+            if _same(out, given):
+                why = f"is the input {_option(other)} ({given})", "would replace the input"
+            elif _inside_run(out, given):
+                why = (
+                    f"is inside the run folder {_option(other)} ({given})",
+                    "would replace or add a file the run did not write, and the folder would "
+                    "no longer verify",
                 )
+            else:
+                continue
+            raise UserError(
+                f"{why[0]}; expected another path (the output {why[1]})",
+                source=str(out),
+                key=_option(param),
+            )
         for other, earlier in outputs[:n]:
             if out == earlier or _same(out, earlier):
                 raise UserError(
