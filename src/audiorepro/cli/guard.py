@@ -6,8 +6,9 @@ would replace the user's data with the output (``explain d.npz --json d.npz``), 
 names a file inside a run's output folder the command reads (``verify OUT --json
 OUT/verification.json``, or a new ``OUT/v.json``) would damage the run it certifies. Both
 are refused before any work, one line naming the option, exit 2; so are two output options
-naming one file (the second write would replace the first). :class:`GuardedCommand` is the class of every command of the
-group (``LazyGroup.command_class``), so a new command is guarded without a call of its own.
+naming one file (the second write would replace the first). :class:`GuardedCommand` is the
+class of every command of the group (``LazyGroup.command_class``), so a new command is
+guarded without a call of its own.
 
 Light to import (click and the standard library): the group loads it for ``--help``.
 """
