@@ -437,15 +437,22 @@ VERIFY_OUT_CASES: dict[str, tuple[Callable[[Path], None], int, str]] = {
         lambda o: (o / "tables" / "extra.csv").write_text("x\n"), 1, "not written by this run"),
     "an output replaced by a symbolic link to its copy": (
         lambda o: _link_to_copy(o / "report.html"), 1, "missing"),
+    "a folder of outputs a symbolic link to its copy": (
+        lambda o: _link_to_copy(o / "tables"), 1, "not written by this run"),
     "verification.json a symbolic link": (
         lambda o: _link_to_copy(o / "verification.json"), 2, "symbolic link"),
 }  # fmt: skip
 
 
 def _link_to_copy(path: Path) -> None:
-    copy_ = path.with_name(path.name + ".copy")
-    copy_.write_bytes(path.read_bytes())
-    path.unlink()
+    """``path`` (a file or a folder) replaced by a symbolic link to a copy of it, outside OUT."""
+    copy_ = path.parent.parent / f"{path.name}.copy"
+    if path.is_dir():
+        shutil.copytree(path, copy_)
+        shutil.rmtree(path)
+    else:
+        copy_.write_bytes(path.read_bytes())
+        path.unlink()
     path.symlink_to(copy_)
 
 
