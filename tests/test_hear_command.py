@@ -286,7 +286,7 @@ def test_a_hear_study_gives_verdicts_on_leaderboard_rows(
     ("row", "message"),
     [
         (_row(0.5, 0.01, "mAP"), "key 'published[0].values.mAP': is not a score of task words"),
-        (_row(0.5, 1.0), "key 'published[0].tolerance': is 1.0, at or beyond the width"),
+        (_row(0.5, 1.0), "key 'published[0].tolerance': is 1.0: 0.5 +- 1.0 covers the whole"),
         (_row(1.5, 0.01), "key 'published[0].values.top1_acc': is 1.5, outside the range"),
     ],
 )
