@@ -32,6 +32,7 @@ from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
     SpeakerVerification,
 )
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudyFile  # noqa: E402
 from audiorepro.runner.output.outputs import (  # noqa: E402
     ProbeBundle,
     ProbeVerification,
@@ -53,7 +54,6 @@ from audiorepro.specs.study import (  # noqa: E402
     ProbeStudyFile,
     RetrievalStudyFile,
     SpeakerVerificationStudyFile,
-    ZeroshotStudyFile,
 )
 
 OUT = ROOT / "docs" / "schemas"

@@ -75,6 +75,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudy, parse_zeroshot
 from audiorepro.runner.kinds.zeroshot_extraction import (
     InputsRecord,
     MissingInputs,
@@ -84,7 +85,6 @@ from audiorepro.runner.kinds.zeroshot_extraction import (
     zeroshot_extraction,
 )
 from audiorepro.specs.selection import SelectionRecord, selection_record
-from audiorepro.specs.study import ZeroshotStudy
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
 
@@ -308,6 +308,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     title = "zero-shot"
     bundle_schema = ZEROSHOT_BUNDLE
     extracts = True
+    parse = staticmethod(parse_zeroshot)  # its spec: .spec
 
     def extraction(self, study: ZeroshotStudy) -> StudyExtraction:
         return zeroshot_extraction(study)
