@@ -13,7 +13,11 @@ from tests.conftest import ROOT
 SPECS = ROOT / "src" / "audiorepro" / "specs"
 STUDIES = ROOT / "studies"
 #: The kinds whose spec has moved to its home, and the study file the repository bundles.
-MOVED = {"zeroshot": "esc50_zeroshot.toml"}
+MOVED = {
+    "zeroshot": "esc50_zeroshot.toml",
+    "linear-probe": "esc50_linear_probe.toml",
+    "speaker-verification": "speaker_verification.toml",
+}
 
 
 def _fresh(code: str) -> str:

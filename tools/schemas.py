@@ -27,10 +27,12 @@ from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
 from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
+from audiorepro.runner.kinds.linear_probe.spec import LinearProbeStudyFile  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
     SpeakerBundle,
     SpeakerVerification,
 )
+from audiorepro.runner.kinds.speaker_verification.spec import SpeakerVerificationStudyFile  # noqa: E402
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudyFile  # noqa: E402
 from audiorepro.runner.output.outputs import (  # noqa: E402
@@ -50,10 +52,8 @@ from audiorepro.specs.registry import RegistryFile  # noqa: E402
 from audiorepro.specs.schema import json_schema  # noqa: E402
 from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
 from audiorepro.specs.study import (  # noqa: E402
-    LinearProbeStudyFile,
     ProbeStudyFile,
     RetrievalStudyFile,
-    SpeakerVerificationStudyFile,
 )
 
 OUT = ROOT / "docs" / "schemas"

@@ -133,7 +133,7 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
@@ -144,18 +144,14 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.core.io import parse_json, parse_toml, read_text
 from audiorepro.formats import keypath
-from audiorepro.formats.captions import list_audio, load_inputs
+from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.coverage import dataset_record
 from audiorepro.formats.dump import EmptyPolicy
-from audiorepro.formats.probe_inputs import read_clip_embeddings
-from audiorepro.formats.speakers import read_speakers, trial_speakers
-from audiorepro.formats.trials import Trials, check_clips, read_trials
 from audiorepro.metrics.profile_registry import (
     canonical_profile,
     is_canonical,
 )
 from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
-from audiorepro.metrics.verification_toolkits import DEFINITIONS
 from audiorepro.specs.derived import DerivedSpec
 from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
 from audiorepro.specs.hear_study import parse_hear_study
@@ -805,116 +801,7 @@ class ProbeStudy:
     content: Content = field(default_factory=Content)
 
 
-# --- linear-probe studies -----------------------------------------------------------------
-
-#: The published names of a linear-probe cell: the mean over the splits, each split's
-#: accuracy (``fold/<name>/accuracy``), and the pooled predictions' classification metrics.
-LINEAR_PROBE_METRIC = re.compile(
-    r"^(mean_accuracy|fold/[^/]+/accuracy|pooled/(accuracy|balanced_accuracy|macro_f1))$"
-)
-
-
-class DeclaredSplitSpec(Spec):
-    """A declared train/test split: the folds of each side (distinct, none on both)."""
-
-    train: list[str] = Field(min_length=1, description="a list of the training folds")
-    test: list[str] = Field(min_length=1, description="a list of the test folds")
-
-
-class LinearProbeExtractSpec(Spec):
-    """How to make a cell's clip embeddings: any model (audio is enough) over every clip of an
-    audio folder or list file, through the extraction cache as an audio-only dump."""
-
-    model: str = Field(description="a model spec or registry name")
-    audio: RelativePath
-    registry: RelativePath | None = None
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="a table of architecture and preprocessing settings"
-    )
-    device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
-
-
-class LinearProbeCellSpec(Spec):
-    """One probe: clip embeddings (a dump, or an extraction), labels, protocol, definition."""
-
-    id: str = Field(description="a unique cell id")
-    model: str = Field(description="the model's name (the table row)")
-    dump: RelativePath | None = Field(None, description="a dump with audio_embeds, audio_ids")
-    sha256: FileSha256 | None = None
-    extract: LinearProbeExtractSpec | None = None
-    labels: RelativePath = Field(
-        description="a labels CSV (file_name,label[,fold]) or ESC-50's meta/esc50.csv"
-    )
-    labels_sha256: DumpSha256 = Field(
-        description=f"the labels file's SHA-256: 64 lowercase hex digits, or {PLACEHOLDER!r}"
-    )
-    folds: str = Field("fold", description="the labels file's fold column")
-    protocol: Literal["leave-one-fold-out"] | DeclaredSplitSpec = Field(
-        "leave-one-fold-out", description="'leave-one-fold-out' or a table {train, test}"
-    )
-    definition: Literal["linear-v1"] = Field("linear-v1", description="the probe definition")
-    C: float = Field(1.0, gt=0, allow_inf_nan=False, description="the inverse L2 strength > 0")
-    C_grid: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = Field(
-        None, min_length=1, description="a grid of C chosen by inner stratified 5-fold"
-    )
-
-
-class LinearProbePublishedSpec(Spec):
-    """Published values of one linear-probe cell, with their tolerance and provenance."""
-
-    cell: str = Field(description="the id of a cell of this study")
-    tolerance: float = Field(ge=0, allow_inf_nan=False, description="a tolerance >= 0")
-    provenance: str = Field(description="where the value was published")
-    values: dict[str, Number] = Field(
-        min_length=1,
-        description="metric -> published value: mean_accuracy, fold/<fold>/accuracy, "
-        "pooled/<accuracy|balanced_accuracy|macro_f1>",
-    )
-
-
-class LinearProbeStudyFile(StudyFile):
-    """A linear-probe study: probes trained on clip embeddings, fold by fold."""
-
-    kind: Literal["linear-probe"] = Field(description="the study kind")
-    cell: list[LinearProbeCellSpec] = Field(min_length=1, description="at least one [[cell]]")
-    published: list[LinearProbePublishedSpec] = Field(
-        default_factory=list, description="a list of [[published]] tables"
-    )
-
-
-@dataclass(frozen=True)
-class LinearProbeCell:
-    id: str
-    model: str
-    dump: Path | None
-    sha256: str | None
-    extract: ZeroshotCell | None  #: the model to extract with (audio, metadata: the labels)
-    audio: Path | None
-    labels: Path
-    labels_sha256: str
-    folds: str
-    #: None: leave one fold out; else the declared (train folds, test folds)
-    split: tuple[tuple[str, ...], tuple[str, ...]] | None
-    definition: str
-    c: float
-    grid: tuple[float, ...] | None
-
-
-@dataclass(frozen=True)
-class LinearProbeStudy:
-    """A linear-probe study, loaded."""
-
-    name: str
-    title: str
-    source: Path
-    bootstrap: Bootstrap
-    cells: tuple[LinearProbeCell, ...]
-    published: tuple[Published, ...]
-    kind: Literal["linear-probe"] = "linear-probe"
-    selection: Selection | None = None
-
-
-def _dump_or_extract(
+def dump_or_extract(
     dump: str | None, sha256: str | None, extract: bool, source: Path, where: str
 ) -> None:
     """A cell's embeddings come from exactly one of a dump (with its SHA-256) or an
@@ -933,7 +820,7 @@ def _dump_or_extract(
         )
 
 
-def _check_hashes(
+def check_hashes(
     files: Sequence[tuple[Path | None, str | None, str]], source: Path, where: str
 ) -> None:
     """Each file that is here has the SHA-256 the study states, or one line naming the key."""
@@ -946,62 +833,18 @@ def _check_hashes(
             )
 
 
-def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> LinearProbeCell:
-    where = f"cell[{i}]"
-    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
-    labels = required_path(source, f"{where}.labels", c.labels, must_exist=strict)
-    dump = study_path(source, f"{where}.dump", c.dump, must_exist=False)
-    if strict and c.labels_sha256 == PLACEHOLDER and labels.is_file():
-        raise UserError(
-            f"has no verified SHA-256 for {labels.name} yet ({PLACEHOLDER!r}); the "
-            f"file here hashes to {sha256_file(labels)}: record it once verified",
-            source=source,
-            key=f"{where}.labels_sha256",
-        )
-    if strict:
-        files = ((labels, c.labels_sha256, "labels_sha256"), (dump, c.sha256, "sha256"))
-        _check_hashes(files, source, where)
-    split = None
-    if isinstance(c.protocol, DeclaredSplitSpec):
-        tr, te = c.protocol.train, c.protocol.test
-        both = sorted(set(tr) & set(te))
-        if both or len(set(tr)) != len(tr) or len(set(te)) != len(te):
-            raise UserError(
-                f"names fold {both[0] if both else 'twice'!r} on both sides or "
-                "twice; expected distinct train and test folds",
-                source=source,
-                key=f"{where}.protocol",
-            )
-        split = (tuple(tr), tuple(te))
-    extract = None
-    if c.extract is not None:
-        e = c.extract
-        for key, value in e.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {where}.extract.settings")
-        registry = study_path(source, f"{where}.extract.registry", e.registry, must_exist=True)
-        extract = ZeroshotCell(c.id, e.model, registry, dict(e.settings), e.device)
-    audio = (
-        None
-        if c.extract is None
-        else required_path(source, f"{where}.extract.audio", c.extract.audio, must_exist=strict)
-    )
-    grid = None if c.C_grid is None else tuple(sorted(set(c.C_grid)))
-    return LinearProbeCell(
-        c.id,
-        c.model,
-        dump,
-        c.sha256,
-        extract,
-        audio,
-        labels,
-        c.labels_sha256,
-        c.folds,
-        split,
-        c.definition,
-        c.C,
-        grid,
-    )
+class PublishedTable(Protocol):
+    """A ``[[published]]`` table of a kind whose values belong to one cell and one profile
+    (linear probe, speaker verification): what :func:`cell_published` reads."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def tolerance(self) -> float: ...
+    @property
+    def provenance(self) -> str: ...
+    @property
+    def values(self) -> Mapping[str, float]: ...
 
 
 class _HasId(Protocol):
@@ -1013,7 +856,7 @@ _IdSpec = TypeVar("_IdSpec", bound=_HasId)
 _CellT = TypeVar("_CellT")
 
 
-def _cells(
+def unique_cells(
     source: Path, specs: Sequence[_IdSpec], make: Callable[[_IdSpec, int], _CellT]
 ) -> list[_CellT]:
     """Each ``[[cell]]`` of a study made by ``make`` (with its index); an id given twice, or
@@ -1031,9 +874,9 @@ def _cells(
     return cells
 
 
-def _cell_published(
+def cell_published(
     source: Path,
-    specs: Sequence[LinearProbePublishedSpec | SpeakerPublishedSpec],
+    specs: Sequence[PublishedTable],
     cells: set[str],
     metric_problem: Callable[[str], str | None],
     profile: str,
@@ -1058,286 +901,6 @@ def _cell_published(
         values = dict(p.values)
         published.append(Published(p.cell, profile, tie_policy, p.tolerance, p.provenance, values))
     return tuple(published)
-
-
-def _linear_probe_metric(metric: str) -> str | None:
-    if LINEAR_PROBE_METRIC.match(metric):
-        return None
-    return (
-        "unknown linear-probe metric; expected mean_accuracy, fold/<fold>/accuracy or "
-        "pooled/<accuracy|balanced_accuracy|macro_f1>"
-    )
-
-
-def _linear_probe(doc: dict[str, Any], source: Path, strict: bool) -> LinearProbeStudy:
-    spec = validate(LinearProbeStudyFile, doc, source=str(source))
-    cells = _cells(source, spec.cell, lambda c, i: _lp_cell(c, i, source, strict))
-    ids = {c.id for c in cells}
-    published = _cell_published(
-        source, spec.published, ids, _linear_probe_metric, "linear-v1", spec.tie_policy
-    )
-    b = spec.bootstrap
-    return LinearProbeStudy(
-        name=spec.name,
-        title=spec.title if spec.title is not None else spec.name,
-        source=source,
-        bootstrap=Bootstrap(b.resamples, b.seed, b.level),
-        cells=tuple(cells),
-        published=published,
-    )
-
-
-# --- speaker-verification studies -----------------------------------------------------------
-
-#: The published names of a speaker-verification cell: its equal error rate.
-#: What a speaker-verification cell's published values may name: every verification definition
-#: (``eer``, ``eer_rocch``, ``eer_speechbrain``, ``min_dcf_p0.01``, ...; docs/metrics.md), so
-#: that a published BOSARIS or speechbrain EER is checked against its own definition.
-SPEAKER_METRICS = tuple(d.name for d in DEFINITIONS)
-
-
-class SpeakerExtractSpec(LinearProbeExtractSpec):
-    """How to make a cell's clip embeddings: a model (any encoder: audio is enough) over every
-    clip of an audio folder or list file, through the extraction cache."""
-
-
-class SpeakerScoreNormSpec(Spec):
-    """Score normalization of a cell's trial scores over a cohort (normalization definitions
-    version 1, :mod:`audiorepro.metrics.verification_norm`)."""
-
-    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"] = Field(
-        description="z-norm, t-norm, s-norm or as-norm (adaptive s-norm over the top_n)"
-    )
-    cohort: RelativePath = Field(description="a dump with the cohort's audio_embeds")
-    cohort_sha256: FileSha256
-    top_n: int | None = Field(None, ge=1, description="as-norm: the highest cohort scores kept")
-
-
-class SpeakerBootstrapSpec(Spec):
-    """Speaker-level bootstrap intervals of a cell's EER and minDCF (bootstrap definitions
-    version 1, :mod:`audiorepro.metrics.verification_bootstrap`)."""
-
-    resamples: int = Field(1000, ge=1, description="resamples of the speakers")
-    seed: int = Field(0, ge=0, description="numpy.random.default_rng's seed of the draws")
-    level: float = Field(0.95, gt=0.0, lt=1.0, description="the interval's coverage")
-    speakers: RelativePath | None = Field(
-        None,
-        description="a CSV file_name,speaker naming each clip's speaker (needed unless the "
-        "trial list is VoxCeleb's, whose speaker is the first part of each clip's path)",
-    )
-    speakers_sha256: FileSha256 | None = None
-
-
-class SpeakerCellSpec(Spec):
-    """One verification: clip embeddings (a dump, or an extraction) and a trial list."""
-
-    id: str = Field(description="a unique cell id")
-    model: str = Field(description="the model's name (the table row)")
-    dump: RelativePath | None = Field(None, description="a dump with audio_embeds, audio_ids")
-    sha256: FileSha256 | None = None
-    extract: SpeakerExtractSpec | None = None
-    trials: RelativePath = Field(
-        description="a trial list: the kit's CSV (enrollment,test,target), a VoxCeleb list or "
-        "a NIST-style key"
-    )
-    trials_sha256: FileSha256
-    score_norm: SpeakerScoreNormSpec | None = Field(
-        None, description="normalize the trial scores over a cohort before every measure"
-    )
-    bootstrap: SpeakerBootstrapSpec | None = Field(
-        None, description="speaker-level bootstrap intervals of the EER and minDCF"
-    )
-
-
-class SpeakerPublishedSpec(LinearProbePublishedSpec):
-    """Published values of one speaker-verification cell, with tolerance and provenance."""
-
-    values: dict[str, Number] = Field(
-        min_length=1,
-        description="definition -> published value: eer (the ROC crossing), eer_rocch, "
-        "eer_pyannote, eer_speechbrain, eer_kaldi, min_dcf_p0.01, min_dcf_p0.05, "
-        "min_dcf_speechbrain_p0.01, min_dcf_speechbrain_p0.05, act_dcf_p0.01, act_dcf_p0.05, "
-        "cllr, min_cllr (docs/metrics.md)",
-    )
-
-
-class SpeakerVerificationStudyFile(StudyFile):
-    """A speaker-verification study: the equal error rate of trial lists over clip
-    embeddings."""
-
-    kind: Literal["speaker-verification"] = Field(description="the study kind")
-    cell: list[SpeakerCellSpec] = Field(min_length=1, description="at least one [[cell]]")
-    published: list[SpeakerPublishedSpec] = Field(
-        default_factory=list, description="a list of [[published]] tables"
-    )
-
-    @model_validator(mode="after")
-    def _no_bootstrap_or_tie_policy(self) -> SpeakerVerificationStudyFile:
-        # Inherited from the common study table, but the EER has one tie rule (tied trials
-        # are accepted together) and no interval: a value given here would be ignored.
-        for key, why in (
-            ("bootstrap", "it computes no bootstrap intervals"),
-            ("tie_policy", "the EER accepts tied trials together, its one tie rule"),
-        ):
-            if key in self.model_fields_set:
-                raise KeyProblem(
-                    (key,), f"is not used by a speaker-verification study ({why}); expected none"
-                )
-        return self
-
-
-@dataclass(frozen=True)
-class SpeakerExtraction:
-    model: str
-    audio: Path
-    registry: Path | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-    device: str = "cpu"
-
-
-@dataclass(frozen=True)
-class SpeakerScoreNorm:
-    method: Literal["z-norm", "t-norm", "s-norm", "as-norm"]
-    cohort: Path
-    cohort_sha256: str
-    top_n: int | None
-
-
-@dataclass(frozen=True)
-class SpeakerBootstrap:
-    resamples: int
-    seed: int
-    level: float
-    speakers: Path | None  #: None: a VoxCeleb list's paths name the speakers
-    speakers_sha256: str | None
-
-
-@dataclass(frozen=True)
-class SpeakerCell:
-    id: str
-    model: str
-    dump: Path | None
-    sha256: str | None
-    extract: SpeakerExtraction | None
-    trials: Path
-    trials_sha256: str
-    score_norm: SpeakerScoreNorm | None = None
-    bootstrap: SpeakerBootstrap | None = None
-
-
-@dataclass(frozen=True)
-class SpeakerVerificationStudy:
-    """A speaker-verification study, loaded."""
-
-    name: str
-    title: str
-    source: Path
-    cells: tuple[SpeakerCell, ...]
-    published: tuple[Published, ...]
-    kind: Literal["speaker-verification"] = "speaker-verification"
-    selection: Selection | None = None
-
-
-def _speaker_clips(cell: SpeakerCell, where: str) -> tuple[tuple[str, ...], str]:
-    """The clips a cell's embeddings will have (its audio folder's, or its dump's ids), and
-    what holds them (for the trial list's messages)."""
-    if cell.extract is not None:
-        audio = cell.extract.audio
-        return tuple(list_audio(audio)), f"{audio} ({where}.extract.audio)"
-    assert cell.dump is not None
-    return read_clip_embeddings(cell.dump).ids, f"dump {cell.dump.name} ({where}.dump)"
-
-
-def _speaker_bootstrap(
-    b: SpeakerBootstrapSpec | None, source: Path, where: str, strict: bool
-) -> SpeakerBootstrap | None:
-    if b is None:
-        return None
-    speakers = study_path(source, f"{where}.bootstrap.speakers", b.speakers, must_exist=strict)
-    if (speakers is None) != (b.speakers_sha256 is None):
-        raise UserError("expected speakers and speakers_sha256 together", source=source,
-                        key=f"{where}.bootstrap.speakers_sha256")  # fmt: skip
-    if strict and speakers is not None:
-        _check_hashes([(speakers, b.speakers_sha256, "bootstrap.speakers_sha256")], source, where)
-    return SpeakerBootstrap(b.resamples, b.seed, b.level, speakers, b.speakers_sha256)
-
-
-def _check_speakers(boot: SpeakerBootstrap, trials: Trials, source: Path, where: str) -> None:
-    """Every trial's two speakers known before any work (one line, exit 2)."""
-    if boot.speakers is None:
-        if trials.format != "voxceleb":
-            raise UserError(
-                f"names no speakers, and {trials.source} is a {trials.format} trial list (only "
-                "a VoxCeleb list names them, as each clip's first path part); expected "
-                "bootstrap.speakers: a CSV file_name,speaker", source=source,
-                key=f"{where}.bootstrap.speakers",
-            )  # fmt: skip
-        return
-    trial_speakers(trials, read_speakers(boot.speakers), source=str(boot.speakers))
-
-
-def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> SpeakerCell:
-    where = f"cell[{i}]"
-    _dump_or_extract(c.dump, c.sha256, c.extract is not None, source, where)
-    trials = required_path(source, f"{where}.trials", c.trials, must_exist=strict)
-    dump = study_path(source, f"{where}.dump", c.dump, must_exist=False)
-    if strict:
-        files = ((trials, c.trials_sha256, "trials_sha256"), (dump, c.sha256, "sha256"))
-        _check_hashes(files, source, where)
-    extract = None
-    if c.extract is not None:
-        e = c.extract
-        for key, value in e.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {where}.extract.settings")
-        registry = study_path(source, f"{where}.extract.registry", e.registry, must_exist=True)
-        audio = required_path(source, f"{where}.extract.audio", e.audio, must_exist=strict)
-        extract = SpeakerExtraction(e.model, audio, registry, dict(e.settings), e.device)
-    score_norm = None
-    if c.score_norm is not None:
-        n = c.score_norm
-        if (n.method == "as-norm") != (n.top_n is not None):
-            need = "as-norm needs top_n" if n.top_n is None else f"{n.method} takes none"
-            raise UserError(f"{need}; expected top_n with as-norm only", source=source,
-                            key=f"{where}.score_norm.top_n")  # fmt: skip
-        cohort = required_path(source, f"{where}.score_norm.cohort", n.cohort, must_exist=strict)
-        if strict:
-            _check_hashes([(cohort, n.cohort_sha256, "score_norm.cohort_sha256")], source, where)
-        score_norm = SpeakerScoreNorm(n.method, cohort, n.cohort_sha256, n.top_n)
-    boot = _speaker_bootstrap(c.bootstrap, source, where, strict)
-    cell = SpeakerCell(c.id, c.model, dump, c.sha256, extract, trials, c.trials_sha256, score_norm,
-                       boot)  # fmt: skip
-    if strict and trials.is_file() and (dump is None or dump.is_file()):
-        # The trial list read and its clips found before any work: one line, exit 2.
-        clips, within = _speaker_clips(cell, where)
-        check_clips(read_trials(trials), clips, within=within)
-    if strict and boot is not None and trials.is_file():
-        _check_speakers(boot, read_trials(trials), source, where)
-    return cell
-
-
-def _speaker_metric(metric: str) -> str | None:
-    if metric in SPEAKER_METRICS:
-        return None
-    return f"unknown speaker-verification metric; expected {', '.join(SPEAKER_METRICS)}"
-
-
-def _speaker_verification(
-    doc: dict[str, Any], source: Path, strict: bool
-) -> SpeakerVerificationStudy:
-    spec = validate(SpeakerVerificationStudyFile, doc, source=str(source))
-    cells = _cells(source, spec.cell, lambda c, i: _speaker_cell(c, i, source, strict))
-    ids = {c.id for c in cells}
-    published = _cell_published(
-        source, spec.published, ids, _speaker_metric, "eer", spec.tie_policy
-    )
-    return SpeakerVerificationStudy(
-        name=spec.name,
-        title=spec.title if spec.title is not None else spec.name,
-        source=source,
-        cells=tuple(cells),
-        published=published,
-    )
 
 
 def present(path: Path) -> bool:
@@ -1991,8 +1554,6 @@ def load_study(path: str | Path, *, strict: bool = True) -> Study:
 for _kind, _parse in (
     ("retrieval", _retrieval),
     ("probe", _probe),
-    ("linear-probe", _linear_probe),
-    ("speaker-verification", _speaker_verification),
     ("hear", parse_hear_study),
 ):
     register_spec(_kind, _parse)

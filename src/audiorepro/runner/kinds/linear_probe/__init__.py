@@ -98,13 +98,14 @@ from audiorepro.runner.kinds.audio_extraction import (
     audio_read_only,
     cached_audio_cell,
 )
-from audiorepro.runner.output.outputs import BootstrapRecord
-from audiorepro.specs.schema import distinct_file_names
-from audiorepro.specs.study import (
-    Bootstrap,
+from audiorepro.runner.kinds.linear_probe.spec import (
     LinearProbeCell,
     LinearProbeStudy,
+    parse_linear_probe,
 )
+from audiorepro.runner.output.outputs import BootstrapRecord
+from audiorepro.specs.schema import distinct_file_names
+from audiorepro.specs.study import Bootstrap
 
 LINEAR_PROBE_BUNDLE: Final = "audiorepro.linear-probe-bundle/1"
 POOLED: Final = ("accuracy", "balanced_accuracy", "macro_f1")
@@ -545,6 +546,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
 
     name = "linear-probe"
     bundle_schema = LINEAR_PROBE_BUNDLE  # how diff finds this kind's typed view of a bundle
+    parse = staticmethod(parse_linear_probe)  # its spec: .spec
     # An extraction cell (an ESC-50-form folder) goes through the cache in ``load``, and
     # through the executors (Slurm arrays) by :meth:`extraction`.
     extracts = True

@@ -88,11 +88,12 @@ from audiorepro.runner.kinds.audio_extraction import (
     audio_read_only,
     cached_audio_cell,
 )
-from audiorepro.specs.study import (
+from audiorepro.runner.kinds.speaker_verification.spec import (
     SpeakerBootstrap,
     SpeakerCell,
     SpeakerScoreNorm,
     SpeakerVerificationStudy,
+    parse_speaker_verification,
 )
 
 SPEAKER_BUNDLE: Final = "audiorepro.speaker-verification-bundle/1"
@@ -727,6 +728,7 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
 
     name = "speaker-verification"
     bundle_schema = SPEAKER_BUNDLE  # how diff finds this kind's typed view of a bundle
+    parse = staticmethod(parse_speaker_verification)  # its spec: .spec
     extracts = True
 
     def extraction(self, study: SpeakerVerificationStudy) -> StudyExtraction | None:
