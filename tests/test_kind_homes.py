@@ -14,6 +14,7 @@ SPECS = ROOT / "src" / "audiorepro" / "specs"
 STUDIES = ROOT / "studies"
 #: The kinds whose spec has moved to its home, and the study file the repository bundles.
 MOVED = {
+    "retrieval": "clap_retrieval.toml",
     "probe": "probe_published_layout.toml",
     "zeroshot": "esc50_zeroshot.toml",
     "linear-probe": "esc50_linear_probe.toml",

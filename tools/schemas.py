@@ -29,6 +29,7 @@ from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe.spec import LinearProbeStudyFile  # noqa: E402
 from audiorepro.runner.kinds.probe.spec import ProbeStudyFile  # noqa: E402
+from audiorepro.runner.kinds.retrieval.spec import RetrievalStudyFile  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
     SpeakerBundle,
     SpeakerVerification,
@@ -52,9 +53,6 @@ from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
 from audiorepro.specs.registry import RegistryFile  # noqa: E402
 from audiorepro.specs.schema import json_schema  # noqa: E402
 from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
-from audiorepro.specs.study import (  # noqa: E402
-    RetrievalStudyFile,
-)
 
 OUT = ROOT / "docs" / "schemas"
 BASE = "https://audiorepro.invalid/schemas/"

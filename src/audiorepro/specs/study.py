@@ -128,7 +128,6 @@ same file name (datasets, corpora, run ids). Each problem is a
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -139,28 +138,17 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import Field, field_validator
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_toml, read_text
-from audiorepro.formats.captions import load_inputs
-from audiorepro.formats.coverage import dataset_record
-from audiorepro.formats.dump import EmptyPolicy
-from audiorepro.metrics.profile_registry import (
-    canonical_profile,
-    is_canonical,
-)
-from audiorepro.metrics.retrieval import TiePolicy, cutoff_problem
+from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.hear_study import parse_hear_study
 from audiorepro.specs.published import (
-    DumpSha256,
     Number,
     known_profile,
-    profile_metric_problem,
-    profiles_items_schema,
     profiles_schema,
     tolerance_problem,
 )
-from audiorepro.specs.schema import Spec, distinct_file_names, validate
-from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
+from audiorepro.specs.schema import Spec, distinct_file_names
 
 SCHEMA = "audiorepro.study/1"
 #: The built-in kinds' names, in the order the ``kind`` key's error lists them (the schema's
@@ -168,8 +156,6 @@ SCHEMA = "audiorepro.study/1"
 KINDS = ("retrieval", "probe", "zeroshot", "linear-probe", "speaker-verification", "hear")
 #: The kind of a study file without a ``kind`` key.
 DEFAULT_KIND = "retrieval"
-VERDICTS = ("identical", "same weights, preprocessing differs", "different checkpoints")
-Verdict = Literal["identical", "same weights, preprocessing differs", "different checkpoints"]
 
 # --- the file format (what a user writes) --------------------------------------------------
 
@@ -187,12 +173,6 @@ FileSha256 = Annotated[
 RelativePath = Annotated[str, Field(description="a path (relative to the study file)")]
 
 
-def _known_profiles(value: list[str] | None) -> list[str] | None:
-    for p in value or ():
-        known_profile(p)
-    return value
-
-
 class BootstrapSpec(Spec):
     """How the 95% intervals are drawn: resamples, seed, level."""
 
@@ -203,53 +183,6 @@ class BootstrapSpec(Spec):
 
 #: The torch devices a study or ``--device`` may name (validated before any model loads).
 DEVICE_PATTERN = r"^(cpu|cuda(:[0-9]+)?)$"
-
-
-class ExtractSpec(Spec):
-    """How to make a cell's dump: model, audio folder, captions, registry, settings."""
-
-    model: str = Field(description="a model spec or registry name")
-    audio: RelativePath
-    captions: RelativePath
-    registry: RelativePath | None = None
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="a table of preprocessing settings"
-    )
-    device: str = Field("cpu", pattern=DEVICE_PATTERN, description="cpu, cuda or cuda:N")
-    caption_selection: Literal["all", "first-id", "ids"] | None = Field(
-        None,
-        description="the caption selection the prepared captions must have been made with "
-        "(fetch audiocaps-test --caption-selection; recorded in their dataset.json)",
-    )
-
-
-class CellSpec(Spec):
-    """One model x dataset: a dump with its SHA-256, or how to extract it."""
-
-    id: str = Field(description="a unique cell id")
-    model: str = Field(description="the model's name (the table row)")
-    dataset: str = Field(description="the dataset's name (one table per dataset)")
-    dump: RelativePath | None = None
-    sha256: DumpSha256 | None = None
-    extract: ExtractSpec | None = None
-    profiles: list[str] | None = Field(
-        None, description="a list of profiles", json_schema_extra=profiles_items_schema
-    )
-
-    _profiles = field_validator("profiles")(_known_profiles)
-
-
-class IdentitySpec(Spec):
-    """A checkpoint-identity check between two model specs."""
-
-    a: str = Field(description="a model spec")
-    b: str = Field(description="a model spec")
-    registry: RelativePath | None = None
-    a_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
-    b_settings: dict[str, Any] = Field(default_factory=dict, description="a table")
-    audio: RelativePath | None = None
-    captions: RelativePath | None = None
-    expect: Verdict | None = Field(None, description=f"one of {', '.join(VERDICTS)}")
 
 
 class PublishedSpec(Spec):
@@ -283,47 +216,6 @@ class StudyFile(Spec):
     bootstrap: BootstrapSpec = Field(default_factory=BootstrapSpec, description="a table")
 
 
-class RetrievalStudyFile(StudyFile):
-    """A retrieval study: cells of model x dataset, identity checks, published values."""
-
-    kind: Literal["retrieval"] = Field("retrieval", description="the study kind")
-    profiles: list[str] = Field(
-        default_factory=lambda: ["canonical"],
-        description="a list of profiles",
-        json_schema_extra=profiles_items_schema,
-    )
-    cell: list[CellSpec] = Field(min_length=1, description="at least one [[cell]]")
-    identity: list[IdentitySpec] = Field(
-        default_factory=list, description="a list of [[identity]] tables"
-    )
-    published: list[PublishedSpec] = Field(
-        default_factory=list, description="a list of [[published]] tables"
-    )
-    k: list[int] | None = Field(
-        None,
-        description="a list of cutoffs, ints >= 1, unique, ascending: the metrics are then "
-        "definitions 1.1's at these cutoffs (r@k, recall@k, precision@k, map@k, mrr@k, ndcg@k, "
-        "and ndcg, r_precision)",
-        json_schema_extra={"items": {"minimum": 1}, "minItems": 1, "uniqueItems": True},
-    )
-    empty_queries: EmptyPolicy | None = Field(
-        None,
-        description="accept queries without a relevant item in the cells' dumps (refused "
-        "without it): skip leaves them out of every mean, zero counts them as 0 (canonical "
-        "profile only; as metrics --empty-queries)",
-    )
-
-    _profiles = field_validator("profiles")(_known_profiles)
-
-    @field_validator("k")
-    @classmethod
-    def _cutoffs(cls, value: list[int] | None) -> list[int] | None:
-        problem = None if value is None else cutoff_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
-
-
 # --- the loaded study (paths resolved, defaults applied) -----------------------------------
 
 
@@ -347,19 +239,6 @@ class Cell:
     sha256: str | None
     extract: Extraction | None
     profiles: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class IdentityCheck:
-    a: str
-    b: str
-    registry: Path | None = None
-    a_settings: dict[str, Any] = field(default_factory=dict)
-    b_settings: dict[str, Any] = field(default_factory=dict)
-    audio: Path | None = None
-    captions: Path | None = None
-    #: The verdict the study requires; another verdict is a failure. None: record only.
-    expect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -446,44 +325,6 @@ class Selectable(Protocol):
     def selected(self, selection: Selection) -> Study:
         """The study of the cells ``selection`` ran, their models on its device."""
         ...
-
-
-@dataclass(frozen=True)
-class RetrievalStudy:
-    """A retrieval study, loaded: cells, identity checks, published values."""
-
-    name: str
-    title: str
-    source: Path
-    profiles: tuple[str, ...]
-    tie_policy: TiePolicy
-    bootstrap: Bootstrap
-    cells: tuple[Cell, ...]
-    identity: tuple[IdentityCheck, ...]
-    published: tuple[Published, ...]
-    kind: Literal["retrieval"] = "retrieval"
-    selection: Selection | None = None
-    #: The study's ``k``: None for definitions 1.0's metrics, else 1.1's at these cutoffs.
-    cutoffs: tuple[int, ...] | None = None
-    #: The study's ``empty_queries``: the policy for queries without a relevant item (None:
-    #: such dumps are refused).
-    empty_queries: EmptyPolicy | None = None
-
-    def cell(self, cell_id: str) -> Cell:
-        return next(c for c in self.cells if c.id == cell_id)
-
-    def selected(self, selection: Selection) -> RetrievalStudy:
-        """The cells ``selection`` ran, their extractions on its device."""
-        device, ran = selection.device, selection.ran
-        kept = tuple(
-            c
-            if device is None or c.extract is None
-            else dataclasses.replace(c, extract=dataclasses.replace(c.extract, device=device))
-            for c in self.cells
-            if c.id in ran
-        )
-        published = tuple(p for p in self.published if p.cell in ran)
-        return dataclasses.replace(self, cells=kept, published=published, selection=selection)
 
 
 def dump_or_extract(
@@ -663,157 +504,6 @@ def published_table(
     )
 
 
-def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], strict: bool) -> Cell:
-    where = f"cell[{i}]"
-    if (spec.dump is None) == (spec.extract is None):
-        raise UserError(
-            "give exactly one of 'dump' (with 'sha256') or 'extract'",
-            source=source,
-            key=f"{where}.dump",
-        )
-    extraction = None
-    if spec.dump is not None and spec.sha256 is None:
-        raise UserError(
-            "is missing; expected the dump's SHA-256 (64 hex digits)",
-            source=source,
-            key=f"{where}.sha256",
-        )
-    if spec.extract is not None:
-        e, at = spec.extract, f"{where}.extract"
-        extraction = Extraction(
-            model=e.model,
-            audio=required_path(source, f"{at}.audio", e.audio, must_exist=strict),
-            captions=required_path(source, f"{at}.captions", e.captions, must_exist=strict),
-            registry=study_path(source, f"{at}.registry", e.registry, must_exist=True),
-            settings=dict(e.settings),
-            device=e.device,
-            caption_selection=e.caption_selection,
-        )
-        for key, value in extraction.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {at}.settings")
-        _check_inputs(extraction.captions, extraction.audio, strict)
-        _check_selection(extraction, source, f"{at}.caption_selection", strict)
-    return Cell(
-        id=spec.id,
-        model=spec.model,
-        dataset=spec.dataset,
-        dump=study_path(source, f"{where}.dump", spec.dump, must_exist=strict),
-        sha256=spec.sha256 if spec.dump is not None else None,
-        extract=extraction,
-        profiles=tuple(spec.profiles or ()) or profiles,
-    )
-
-
-def _check_selection(e: Extraction, source: Path, key: str, strict: bool) -> None:
-    """A declared caption selection must be the one the prepared captions were made with
-    (their ``dataset.json``): a dump of all five AudioCaps captions per clip never stands in
-    for the one-per-clip protocol. Checked when the captions are here (always when strict)."""
-    if e.caption_selection is None or not (strict or e.captions.exists()):
-        return
-    record = dataset_record(e.captions)
-    made = record.get("caption_selection") if record else None
-    rule = made.get("rule") if isinstance(made, dict) else None
-    if rule != e.caption_selection:
-        found = f"were prepared with {rule!r}" if rule else "record no caption selection"
-        raise UserError(
-            f"is {e.caption_selection!r}, but the captions {e.captions} {found}: prepare them "
-            f"with audiorepro fetch audiocaps-test --caption-selection {e.caption_selection} "
-            "--data DATA --audio DIR",
-            source=source,
-            key=key,
-        )
-
-
-def _check_inputs(captions: Path | None, audio: Path | None, strict: bool) -> None:
-    """An extraction's captions and clips, checked when the study loads (before any model
-    work): a malformed caption file or clip is exit 2 naming it, not a failure recorded
-    halfway through a run. ``verify`` (not strict) checks the inputs that are here."""
-    if captions is None or audio is None:
-        return
-    if strict or (captions.exists() and audio.exists()):
-        load_inputs(captions, audio)
-
-
-def _retrieval(doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
-    spec = validate(RetrievalStudyFile, doc, source=str(source))
-    profiles = tuple(spec.profiles)
-    cells = tuple(_cell(c, i, source, profiles, strict) for i, c in enumerate(spec.cell))
-    seen: set[str] = set()
-    for i, c in enumerate(cells):
-        if c.id in seen:
-            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
-        seen.add(c.id)
-    distinct_file_names(
-        [(f"cell[{i}].dataset", c.dataset) for i, c in enumerate(cells)],
-        source=str(source),
-        what="a dataset name",
-    )
-    identity = tuple(
-        IdentityCheck(
-            a=ir.a,
-            b=ir.b,
-            registry=study_path(source, f"identity[{i}].registry", ir.registry, must_exist=True),
-            a_settings=dict(ir.a_settings),
-            b_settings=dict(ir.b_settings),
-            audio=study_path(source, f"identity[{i}].audio", ir.audio, must_exist=True),
-            captions=study_path(source, f"identity[{i}].captions", ir.captions, must_exist=True),
-            expect=ir.expect,
-        )
-        for i, ir in enumerate(spec.identity)
-    )
-    for check in identity:
-        _check_inputs(check.captions, check.audio, strict)
-    published = tuple(
-        published_table(
-            p, i, source, seen, spec.tie_policy, what="cell", metric_problem=profile_metric_problem
-        )
-        for i, p in enumerate(spec.published)
-    )
-    b = spec.bootstrap
-    study = RetrievalStudy(
-        name=spec.name,
-        title=spec.title if spec.title is not None else spec.name,
-        source=source,
-        profiles=profiles,
-        tie_policy=spec.tie_policy,
-        bootstrap=Bootstrap(resamples=b.resamples, seed=b.seed, level=b.level),
-        cells=cells,
-        identity=identity,
-        published=published,
-        cutoffs=None if spec.k is None else tuple(spec.k),
-        empty_queries=spec.empty_queries,
-    )
-    _check_empty_queries(study)
-    if strict:
-        check_dump_hashes(study)
-    return study
-
-
-def _check_empty_queries(study: RetrievalStudy) -> None:
-    """``empty_queries`` is a policy of the canonical definitions: a peer's profile has none."""
-    if study.empty_queries is None:
-        return
-    for i, cell in enumerate(study.cells):
-        other = [p for p in cell.profiles if not is_canonical(p)]
-        if other:
-            raise UserError(
-                f"is {other!r} with empty_queries = {study.empty_queries!r}; expected only "
-                f"{canonical_profile()!r} (a peer's profile has no policy for queries without a "
-                "relevant item)",
-                source=str(study.source),
-                key=f"cell[{i}].profiles",
-            )
-    for i, pub in enumerate(study.published):
-        if not is_canonical(pub.profile):
-            raise UserError(
-                f"is {pub.profile!r} with empty_queries = {study.empty_queries!r}; expected "
-                f"{canonical_profile()!r}",
-                source=str(study.source),
-                key=f"published[{i}].profile",
-            )
-
-
 #: A study file's tables parsed and checked by its kind: (the file's document, its path,
 #: strict) -> the kind's study. Each kind registers its own (its spec lives with its
 #: computation: :func:`audiorepro.runner.kinds.register_kind`); the frame names none.
@@ -871,35 +561,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def check_dump_hashes(study: RetrievalStudy) -> None:
-    """Every dump the study names must have the SHA-256 the study states."""
-    for i, cell in enumerate(study.cells):
-        if cell.dump is None:
-            continue
-        got = sha256_file(cell.dump)
-        if cell.sha256 == PLACEHOLDER:
-            raise UserError(
-                f"has no verified SHA-256 for dump {cell.dump.name} yet ({PLACEHOLDER!r}); the "
-                f"file here hashes to {got}: record it once the dump is verified",
-                source=study.source,
-                key=f"cell[{i}].sha256",
-            )
-        if got != cell.sha256:
-            raise UserError(
-                f"dump {cell.dump.name} has SHA-256 {got}, the study expects {cell.sha256}",
-                source=study.source,
-                key=f"cell[{i}].sha256",
-            )
-
-
 def load_study(path: str | Path, *, strict: bool = True) -> Study:
     path = Path(path)
     return parse_study(read_text(path, what="a .toml study"), path.resolve(), strict=strict)
 
 
 # The built-in kinds whose specs still live here (each moves beside its computation).
-for _kind, _parse in (
-    ("retrieval", _retrieval),
-    ("hear", parse_hear_study),
-):
+for _kind, _parse in (("hear", parse_hear_study),):
     register_spec(_kind, _parse)

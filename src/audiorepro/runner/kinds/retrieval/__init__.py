@@ -111,6 +111,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
+from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy, parse_retrieval
 from audiorepro.runner.output.outputs import (
     RETRIEVAL_BUNDLE,
     BundleCell,
@@ -120,7 +121,7 @@ from audiorepro.runner.output.outputs import (
     RetrievalVerification,
 )
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.study import Cell, IdentityCheck, Published, RetrievalStudy
+from audiorepro.specs.study import Cell, Published
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 T = TypeVar("T")
@@ -463,6 +464,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 
     name = "retrieval"
     bundle_schema = RETRIEVAL_BUNDLE
+    parse = staticmethod(parse_retrieval)  # its spec: .spec
     run_checks = "metric parity and identity checks"
     extracts = True
     table_progress = True
