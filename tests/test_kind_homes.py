@@ -64,3 +64,11 @@ def test_an_old_import_of_a_moved_name_finds_the_kind_s_own_class() -> None:
         "print(study.ZeroshotStudy is spec.ZeroshotStudy)\n"
     )
     assert out.strip() == "True"
+
+
+def test_the_frame_is_small_and_every_moved_kind_has_its_spec_at_home() -> None:
+    frame = SPECS / "study.py"
+    assert len(frame.read_text(encoding="utf-8").splitlines()) <= 400
+    kinds = ROOT / "src" / "audiorepro" / "runner" / "kinds"
+    for kind in MOVED:
+        assert (kinds / kind.replace("-", "_") / "spec.py").is_file(), kind

@@ -1,144 +1,44 @@
-"""Study files (``audiorepro.study/1``, TOML): what ``audiorepro reproduce`` regenerates.
+"""Study files (``audiorepro.study/1``, TOML): the frame every study kind shares.
 
-A study is cells of model x dataset, identity checks, and published values to verify::
+A study file names its kind (``kind = "..."``; without it, a retrieval study) and the tables
+every kind has::
 
     schema = "audiorepro.study/1"
     name = "demo"                       # [A-Za-z0-9._-]+
     title = "A short description"       # optional
-    profiles = ["canonical", "laion-clap"]   # optional, default ["canonical"]
+    kind = "retrieval"                  # optional: the study kind, default "retrieval"
     tie_policy = "pessimistic"          # optional
     bootstrap = { resamples = 1000, seed = 0, level = 0.95 }   # optional
 
-    [[cell]]
-    id = "tiny-laion/fixture"           # unique
-    model = "tiny-laion"                # the table row
-    dataset = "fixture"                 # one table per dataset and direction
-    dump = "dumps/x.npz"                # relative to the study file ...
-    sha256 = "<64 hex>"                 # ... with the hash it must have
-    # or, instead of dump/sha256, how to make it:
-    # extract = { model = "tiny-laion", audio = "audio/", captions = "captions.csv",
-    #             registry = "registry.toml", settings = { batch_size = 2 } }
-
-    [[identity]]
-    a = "tiny-hf"
-    b = "tiny-laion"
-    registry = "registry.toml"          # optional
-
-    [[published]]
+    [[published]]                       # values to verify, of one cell (or run)
     cell = "tiny-laion/fixture"
-    profile = "canonical"               # optional, default canonical
     tolerance = 1e-9
     provenance = "paper, table, URL, or the verification output it was copied from"
     values = { "t2a/r@1" = 0.5 }
 
-A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks.
-Each run has a prediction file (``predictions`` with its ``sha256``), saved measurements, or
-both; its published values are named by their path in the probe report
-(``regression/valence/mae``)::
-
-    kind = "probe"
-    credits = "Study code: CC BY 4.0 ..."     # optional: the credits and licence line
-    config_fields = ["epochs", "parameters", "backbone_revision"]  # training/provenance table
-    event_classes = ["laugh", "cry", "sigh"]  # optional: event class names by class index
-    parity = { split = "test", tolerance = 1e-6 }   # optional: saved split the predictions give
-
-    [families]                          # family name -> target-name prefix
-    emotion = "emo_"
-
-    [[run]]
-    id = "probe/legacy/m1/linear"       # unique
-    model = "M1 / LINEAR"               # the table row
-    family = "frozen + linear"          # optional, default the model (model-family means)
-    attributes = { phase = "legacy", domain = "held-out A", kind = "frozen probe" }
-    predictions = "preds/m1_linear.npz" # optional, with its sha256
-    sha256 = "<64 hex>"
-    corpus = "crema-like"               # optional: the classification corpus
-    n_targets = 30                      # optional: regression targets the predictions must have
-    [run.metrics.test]                  # saved measurements by split (docs/measurements.md)
-    file = "runs/m1_linear/test_metrics.json"
-    sha256 = "<64 hex>"
-    [run.config]                        # optional: the run's config JSON
-    file = "runs/m1_linear/config.json"
-    sha256 = "<64 hex>"
-
-    [[leaders]]                         # a task of the leader table
-    task = "Emotion targets"
-    metric = "test/family/emotion/normalized_mae"   # <split>/<field>/... in the saved files
-    direction = "lower"                 # or "higher"
-    label = "mean normalized MAE"       # optional
-    candidates = { kind = "frozen probe" }          # attribute filter of the candidate pool
-    baselines = ["whisper/tuned/base"]  # run ids shown beside the best candidate
-    percent = false                     # optional: show as a percentage
-
-    [[section]]                         # narrative, in the order given
-    title = "Caveats"
-    file = "notes/caveats.md"
-    sha256 = "<64 hex>"
-
-    [completion]                        # declared runs and targets per run
-    runs = ["probe/legacy/m1/linear"]
-    targets = 192
-    split = "test"                      # optional
-
-A zero-shot classification study (``kind = "zeroshot"``) has one ``[dataset]`` (an audio
-folder, ESC-50's metadata file with the folds to use, the prompt template) and ``[[cell]]``
-tables of models; each clip is ranked against one prompt per class, and its published values
-are zero-shot metrics (profile ``zeroshot``: accuracy, top5_accuracy, balanced_accuracy) or
-laion-clap's names (profile ``laion-clap-zeroshot``: mean_rank, median_rank, R@1, R@5,
-R@10, mAP@10)::
-
-    kind = "zeroshot"
-    [dataset]
-    name = "esc50-fold1"                # the table's dataset name
-    audio = "data/esc50/audio"          # relative to the study file
-    metadata = "data/esc50/esc50.csv"   # ESC-50's meta/esc50.csv
-    folds = [1]                         # the folds evaluated
-    template = "This is a sound of {class}"   # one prompt per class: {class} once
-
-    [[cell]]
-    id = "630k-audioset-best/esc50-fold1"
-    model = "630k-audioset-best"        # a model spec or registry name
-    registry = "registry.toml"          # optional
-    settings = { batch_size = 8 }       # optional: architecture and preprocessing
-    device = "cuda"                     # optional, default cpu
-
-A speaker-verification study (``kind = "speaker-verification"``) has ``[[cell]]`` tables of
-clip embeddings (a dump, or every clip of an audio folder extracted by any encoder) and a trial
-list (:mod:`audiorepro.formats.trials`); its published value is the equal error rate ``eer``::
-
-    kind = "speaker-verification"
-    [[cell]]
-    id = "resemblyzer/speech"
-    model = "resemblyzer"               # the table row
-    trials = "speech/trials.csv"        # enrollment,test,target
-    trials_sha256 = "<64 hex>"
-    extract = { model = "resemblyzer", audio = "speech" }   # or dump = "...", sha256 = "..."
-
-The kinds are declared once, as :class:`RetrievalStudyFile`, :class:`ProbeStudyFile`,
-:class:`ZeroshotStudyFile`, :class:`LinearProbeStudyFile` and
-:class:`SpeakerVerificationStudyFile`
-(:mod:`audiorepro.specs.schema`; JSON Schema in ``docs/schemas/study.schema.json``).
-:func:`load_study` checks everything before any work starts: unknown or missing keys, types,
-unknown profile and metric names, duplicate or unknown cell ids, missing files, every dump's
-SHA-256 against the study's, each extraction's caption file and clips
-(:func:`audiorepro.formats.captions.load_inputs`), and names that would give two outputs the
-same file name (datasets, corpora, run ids). Each problem is a
-:class:`~audiorepro.core.errors.UserError` naming the file and the key (``cell[2].sha256``).
+The rest of the file is its kind's: each kind's spec (its tables, their checks, the study they
+load into) lives beside its computation, in ``runner/kinds/<kind>/spec.py``, and registers its
+parser (:func:`register_spec`, through :func:`audiorepro.runner.kinds.register_kind`).
+This module holds what they share: the common tables (:class:`StudyFile`,
+:class:`PublishedSpec`), the loaded shapes (:class:`Published`, :class:`Cell`,
+:class:`Selection`, the :class:`Study` protocol), the checks every kind makes the same way
+(paths, file hashes, cell ids, tolerances) and :func:`load_study`, which hands the file to its
+kind. Every problem is a :class:`~audiorepro.core.errors.UserError` naming the file and the key
+(``cell[2].sha256``), before any work starts. JSON Schema: ``docs/schemas/study.schema.json``.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import Field, field_validator
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_toml, read_text
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.hear_study import parse_hear_study
@@ -148,7 +48,7 @@ from audiorepro.specs.published import (
     profiles_schema,
     tolerance_problem,
 )
-from audiorepro.specs.schema import Spec, distinct_file_names
+from audiorepro.specs.schema import Spec
 
 SCHEMA = "audiorepro.study/1"
 #: The built-in kinds' names, in the order the ``kind`` key's error lists them (the schema's
@@ -308,7 +208,7 @@ class Study(Protocol):
     def published(self) -> Sequence[_OfCell]: ...
 
 
-class _HasCellId(Protocol):
+class HasId(Protocol):
     @property
     def id(self) -> str: ...
 
@@ -321,112 +221,10 @@ class Selectable(Protocol):
     @property
     def source(self) -> Path: ...
     @property
-    def cells(self) -> Sequence[_HasCellId]: ...
+    def cells(self) -> Sequence[HasId]: ...
     def selected(self, selection: Selection) -> Study:
         """The study of the cells ``selection`` ran, their models on its device."""
         ...
-
-
-def dump_or_extract(
-    dump: str | None, sha256: str | None, extract: bool, source: Path, where: str
-) -> None:
-    """A cell's embeddings come from exactly one of a dump (with its SHA-256) or an
-    extraction, or one line naming the key."""
-    if (dump is None) == (not extract):
-        raise UserError(
-            "give exactly one of 'dump' (with 'sha256') or 'extract'",
-            source=source,
-            key=f"{where}.dump",
-        )
-    if (dump is None) != (sha256 is None):
-        raise UserError(
-            "is missing; 'dump' and 'sha256' go together",
-            source=source,
-            key=f"{where}.{'sha256' if sha256 is None else 'dump'}",
-        )
-
-
-def check_hashes(
-    files: Sequence[tuple[Path | None, str | None, str]], source: Path, where: str
-) -> None:
-    """Each file that is here has the SHA-256 the study states, or one line naming the key."""
-    for path, digest, key in files:
-        if path is not None and path.is_file() and sha256_file(path) != digest:
-            raise UserError(
-                f"{path.name} has SHA-256 {sha256_file(path)}, the study expects {digest}",
-                source=source,
-                key=f"{where}.{key}",
-            )
-
-
-class PublishedTable(Protocol):
-    """A ``[[published]]`` table of a kind whose values belong to one cell and one profile
-    (linear probe, speaker verification): what :func:`cell_published` reads."""
-
-    @property
-    def cell(self) -> str: ...
-    @property
-    def tolerance(self) -> float: ...
-    @property
-    def provenance(self) -> str: ...
-    @property
-    def values(self) -> Mapping[str, float]: ...
-
-
-class _HasId(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-_IdSpec = TypeVar("_IdSpec", bound=_HasId)
-_CellT = TypeVar("_CellT")
-
-
-def unique_cells(
-    source: Path, specs: Sequence[_IdSpec], make: Callable[[_IdSpec, int], _CellT]
-) -> list[_CellT]:
-    """Each ``[[cell]]`` of a study made by ``make`` (with its index); an id given twice, or
-    two ids that would name one output file, is one line naming the key."""
-    seen: set[str] = set()
-    cells = []
-    for i, c in enumerate(specs):
-        if c.id in seen:
-            raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
-        seen.add(c.id)
-        cells.append(make(c, i))
-    distinct_file_names(
-        [(f"cell[{i}].id", c.id) for i, c in enumerate(specs)], source=str(source), what="a cell id"
-    )
-    return cells
-
-
-def cell_published(
-    source: Path,
-    specs: Sequence[PublishedTable],
-    cells: set[str],
-    metric_problem: Callable[[str], str | None],
-    profile: str,
-    tie_policy: TiePolicy,
-) -> tuple[Published, ...]:
-    """Each ``[[published]]`` table of a study of cells: a cell of the study, metrics the kind
-    computes (``metric_problem`` says why not), a tolerance that means something."""
-    published = []
-    for i, p in enumerate(specs):
-        where = f"published[{i}]"
-        if p.cell not in cells:
-            raise UserError(
-                f"names {p.cell!r}, which is not a cell of this study",
-                source=source,
-                key=f"{where}.cell",
-            )
-        for metric in p.values:
-            problem = metric_problem(metric)
-            if problem is not None:
-                raise UserError(problem, source=source, key=f"{where}.values.{metric}")
-        check_tolerance(dict(p.values), p.tolerance, source=source, where=where)
-        values = dict(p.values)
-        published.append(Published(p.cell, profile, tie_policy, p.tolerance, p.provenance, values))
-    return tuple(published)
 
 
 def present(path: Path) -> bool:

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import PLACEHOLDER, sha256_file
+from audiorepro.specs.cells import cell_published, check_hashes, dump_or_extract, unique_cells
 from audiorepro.specs.published import DumpSha256, Number
 from audiorepro.specs.schema import Spec, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
@@ -40,12 +41,8 @@ from audiorepro.specs.study import (
     Selection,
     StudyFile,
     ZeroshotCell,
-    cell_published,
-    check_hashes,
-    dump_or_extract,
     required_path,
     study_path,
-    unique_cells,
 )
 
 #: The published names of a linear-probe cell: the mean over the splits, each split's

@@ -35,6 +35,7 @@ from audiorepro.runner.kinds.linear_probe.spec import (
     LinearProbeExtractSpec,
     LinearProbePublishedSpec,
 )
+from audiorepro.specs.cells import cell_published, check_hashes, dump_or_extract, unique_cells
 from audiorepro.specs.published import Number
 from audiorepro.specs.schema import KeyProblem, Spec, validate
 from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
@@ -44,12 +45,8 @@ from audiorepro.specs.study import (
     RelativePath,
     Selection,
     StudyFile,
-    cell_published,
-    check_hashes,
-    dump_or_extract,
     required_path,
     study_path,
-    unique_cells,
 )
 
 #: The published names of a speaker-verification cell: its equal error rate.
