@@ -1,13 +1,15 @@
 """The study kinds: one interface every kind implements, their registry, the one driver that
 runs any kind, and one typed view of every number a run produces.
 
-A kind (retrieval, probe, zero-shot, ...) is one module with a :class:`StudyKind` subclass,
-registered by name with :func:`register_kind`, plus its spec (the study file's
-``kind = "..."`` and its ``specs/study.py`` block). The runner (:mod:`.study`) looks the kind
-up by the study's ``kind`` and runs it through :func:`run_kind`, which owns what is common to
-every kind: the step order, the published-value failures, writing the tables, the three
-outputs (``verification.json``, ``report.html``, ``bundle.json.gz``) and the manifest. Staging
-and publication, the extraction cache, the executors and ``verify OUT`` stay in :mod:`.study`.
+A kind (retrieval, probe, zero-shot, ...) is one folder: a :class:`StudyKind` subclass,
+registered by name with :func:`register_kind`, beside its spec (``<kind>/spec.py``: the study
+file's ``kind = "..."`` tables, their checks, the study they load into; registered with the
+kind as its ``parse``; the frame every kind shares is :mod:`audiorepro.specs.study`). The
+runner (:mod:`.study`) looks the kind up by the study's ``kind`` and runs it through
+:func:`run_kind`, which owns what is common to every kind: the step order, the
+published-value failures, writing the tables, the three outputs (``verification.json``,
+``report.html``, ``bundle.json.gz``) and the manifest. Staging and publication, the extraction
+cache, the executors and ``verify OUT`` stay in :mod:`.study`.
 
 The steps, in order (lm-evaluation-harness' ``Task`` has the same shape)::
 
@@ -107,10 +109,11 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
         return self.title or self.name
 
     def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> StudyT:
-        """A study file of this kind (its TOML document, its path) parsed and checked, for a
-        kind that brings its own spec; the built-in kinds' specs are in ``specs/study.py``
-        (this is then not called). Bad input: a UserError naming the file and key."""
-        raise NotImplementedError(f"the {self.name} kind's spec is in specs/study.py")
+        """A study file of this kind (its TOML document, its path) parsed and checked: each
+        kind brings its own spec (``<kind>/spec.py``; hear's is still
+        ``specs/hear_study.py``, registered by the frame). Bad input: a UserError naming the
+        file and key."""
+        raise NotImplementedError(f"the {self.name} kind declares no spec of its own")
 
     def extraction(self, study: StudyT) -> StudyExtraction | None:
         """The cells it extracts, as the executors see them (None: it extracts nothing)."""
