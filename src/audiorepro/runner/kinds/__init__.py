@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
+from typing_extensions import TypedDict
+
 from audiorepro.checks.moves import Identity, Moves
 
 # The typed view's record and walk live with the checks that read it (``diff``); every kind
@@ -133,7 +135,14 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
 
     @abstractmethod
     def compare_published(self, state: StateT) -> Summary:
-        """One row per published value (PASS, FAIL, NOT VERIFIED)."""
+        """One row per published value (PASS, FAIL, NOT VERIFIED).
+
+        The kinds' bodies of this and :meth:`tables` look alike (hand the state's records to
+        the kind's own ``_golden``/``_tables``) but are not one body: each kind's records are
+        its own typed cells (a zero-shot cell's metrics by tie policy, a speaker cell's
+        definitions, a linear-probe cell's folds), and the rows and tables read them by name.
+        What they share is below: :func:`checks.verify.value_rows` words every row, and
+        :func:`parity_verification` builds every per-cell parity record."""
 
     @abstractmethod
     def tables(self, state: StateT, golden: Summary) -> dict[str, Table]:
@@ -328,6 +337,38 @@ def record_parity(parity: list[ParityT], failures: list[str], cell_id: str, row:
     parity.append(row)
     if not row["passed"]:
         failures.append(f"metric parity failed for cell {cell_id}")
+
+
+class CellParity(TypedDict, Generic[ParityT]):
+    """``metric_parity`` of a kind that checks each cell against its twin: the rows, and
+    whether every cell has one and every row passed."""
+
+    cells: list[ParityT]
+    passed: bool
+
+
+class ParityVerification(TypedDict, Generic[ParityT]):
+    """``verification.json`` of a kind whose parity is one row per cell (hear, linear probe,
+    speaker verification, zero-shot): the kinds' own TypedDicts have these keys."""
+
+    metric_parity: CellParity[ParityT]
+    metric_parity_passed: bool
+    failures: list[str]
+    golden: Summary
+
+
+def parity_verification(
+    parity: list[ParityT], n_cells: int, failures: list[str], golden: Summary
+) -> ParityVerification[ParityT]:
+    """The verification record of a run whose parity rows are ``parity`` (one per cell that
+    ran, of ``n_cells``): passed only when every cell has a row and every row passed."""
+    passed = bool(parity) and len(parity) == n_cells and all(p["passed"] for p in parity)
+    return {
+        "metric_parity": {"cells": parity, "passed": passed},
+        "metric_parity_passed": passed,
+        "failures": failures,
+        "golden": golden,
+    }
 
 
 def rest_records(

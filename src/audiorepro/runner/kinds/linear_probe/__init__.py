@@ -87,6 +87,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
@@ -593,16 +594,10 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         self, state: LinearProbeState, golden: Summary, tables: dict[str, Table]
     ) -> BundlePart:
         assert state.study is not None
-        study, parity = state.study, state.parity
-        passed = (
-            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        study = state.study
+        verification: LinearProbeVerification = parity_verification(
+            state.parity, len(study.cells), state.failures, golden
         )
-        verification: LinearProbeVerification = {
-            "metric_parity": {"cells": parity, "passed": passed},
-            "metric_parity_passed": passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
         b = study.bootstrap
         cells = [state.cells[c.id] for c in study.cells if c.id in state.cells]
         bundle: LinearProbeBundle = {

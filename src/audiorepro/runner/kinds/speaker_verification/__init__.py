@@ -76,6 +76,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
@@ -765,14 +766,9 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
     ) -> BundlePart:
         study = state.study
         assert study is not None
-        parity = state.parity
-        passed = len(parity) == len(study.cells) and all(p["passed"] for p in parity)
-        verification: SpeakerVerification = {
-            "metric_parity": {"cells": parity, "passed": passed},
-            "metric_parity_passed": passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
+        verification: SpeakerVerification = parity_verification(
+            state.parity, len(study.cells), state.failures, golden
+        )
         bundle: SpeakerBundle = {
             "schema": "audiorepro.speaker-verification-bundle/1",
             "study": {

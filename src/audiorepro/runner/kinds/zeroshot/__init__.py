@@ -71,6 +71,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     dump_identities,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
@@ -375,15 +376,9 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
                     "model_meta": dump.meta,
                 }
             )
-        parity_passed = (
-            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        verification: ZeroshotVerification = parity_verification(
+            parity, len(study.cells), state.failures, golden
         )
-        verification: ZeroshotVerification = {
-            "metric_parity": {"cells": parity, "passed": parity_passed},
-            "metric_parity_passed": parity_passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
         bundle: ZeroshotBundle = {
             "schema": ZEROSHOT_BUNDLE,
             "study": {
