@@ -10,7 +10,7 @@ tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manif
 
 Each cell's dump is extracted once into the extraction cache (``OUT/cache/dumps``) and copied
 from there; a rerun extracts nothing. With ``--executor slurm`` the missing cells are first
-extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot_extraction`).
+extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot.extraction`).
 """
 
 from __future__ import annotations
@@ -76,8 +76,7 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudy, parse_zeroshot
-from audiorepro.runner.kinds.zeroshot_extraction import (
+from audiorepro.runner.kinds.zeroshot.extraction import (
     InputsRecord,
     MissingInputs,
     ZeroshotInputs,
@@ -85,6 +84,7 @@ from audiorepro.runner.kinds.zeroshot_extraction import (
     study_inputs,
     zeroshot_extraction,
 )
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudy, parse_zeroshot
 from audiorepro.specs.selection import SelectionRecord, selection_record
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
