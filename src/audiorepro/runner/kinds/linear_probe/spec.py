@@ -31,7 +31,7 @@ from audiorepro.core.hashing import PLACEHOLDER, sha256_file
 from audiorepro.specs.cells import cell_published, check_hashes, dump_or_extract, unique_cells
 from audiorepro.specs.published import DumpSha256, Number
 from audiorepro.specs.schema import Spec, validate
-from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
+from audiorepro.specs.settings import check_settings
 from audiorepro.specs.study import (
     DEVICE_PATTERN,
     Bootstrap,
@@ -182,9 +182,7 @@ def _lp_cell(c: LinearProbeCellSpec, i: int, source: Path, strict: bool) -> Line
     extract = None
     if c.extract is not None:
         e = c.extract
-        for key, value in e.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {where}.extract.settings")
+        check_settings(e.settings, source=f"{source}: {where}.extract.settings")
         registry = study_path(source, f"{where}.extract.registry", e.registry, must_exist=True)
         extract = ZeroshotCell(c.id, e.model, registry, dict(e.settings), e.device)
     audio = (

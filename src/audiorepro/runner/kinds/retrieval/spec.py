@@ -60,7 +60,7 @@ from audiorepro.specs.published import (
     profiles_items_schema,
 )
 from audiorepro.specs.schema import Spec, distinct_file_names, validate
-from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
+from audiorepro.specs.settings import check_settings
 from audiorepro.specs.study import (
     DEVICE_PATTERN,
     Bootstrap,
@@ -251,9 +251,7 @@ def _cell(spec: CellSpec, i: int, source: Path, profiles: tuple[str, ...], stric
             device=e.device,
             caption_selection=e.caption_selection,
         )
-        for key, value in extraction.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {at}.settings")
+        check_settings(extraction.settings, source=f"{source}: {at}.settings")
         _check_inputs(extraction.captions, extraction.audio, strict)
         _check_selection(extraction, source, f"{at}.caption_selection", strict)
     return Cell(

@@ -38,7 +38,7 @@ from audiorepro.runner.kinds.linear_probe.spec import (
 from audiorepro.specs.cells import cell_published, check_hashes, dump_or_extract, unique_cells
 from audiorepro.specs.published import Number
 from audiorepro.specs.schema import KeyProblem, Spec, validate
-from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
+from audiorepro.specs.settings import check_settings
 from audiorepro.specs.study import (
     FileSha256,
     Published,
@@ -247,9 +247,7 @@ def _speaker_cell(c: SpeakerCellSpec, i: int, source: Path, strict: bool) -> Spe
     extract = None
     if c.extract is not None:
         e = c.extract
-        for key, value in e.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: {where}.extract.settings")
+        check_settings(e.settings, source=f"{source}: {where}.extract.settings")
         registry = study_path(source, f"{where}.extract.registry", e.registry, must_exist=True)
         audio = required_path(source, f"{where}.extract.audio", e.audio, must_exist=strict)
         extract = SpeakerExtraction(e.model, audio, registry, dict(e.settings), e.device)

@@ -37,7 +37,7 @@ from audiorepro.metrics.profile_registry import find_profile, is_canonical, repo
 from audiorepro.metrics.retrieval import TiePolicy
 from audiorepro.specs.published import Number
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
-from audiorepro.specs.settings import ARCHITECTURE_KEYS, parse_architecture, parse_value
+from audiorepro.specs.settings import check_settings
 from audiorepro.specs.study import (
     DEVICE_PATTERN,
     Published,
@@ -228,9 +228,7 @@ def parse_zeroshot(doc: dict[str, Any], source: Path, strict: bool) -> ZeroshotS
         if c.id in seen:
             raise UserError(f"repeats cell id {c.id!r}", source=source, key=f"cell[{i}].id")
         seen.add(c.id)
-        for key, value in c.settings.items():
-            parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
-            parse(key, value, source=f"{source}: cell[{i}].settings")
+        check_settings(c.settings, source=f"{source}: cell[{i}].settings")
         cells.append(
             ZeroshotCell(
                 id=c.id,
