@@ -45,6 +45,12 @@ from audiorepro.runner.kinds.probe.content import (
     file_documents,
 )
 from audiorepro.runner.kinds.probe.content import content as module_content
+from audiorepro.runner.kinds.probe.records import (
+    MetricParity,
+    ProbeBundle,
+    ProbeRun,
+    ProbeVerification,
+)
 from audiorepro.runner.kinds.probe.runs import (
     TASK_METRICS,
     FamilyMean,
@@ -74,13 +80,7 @@ from audiorepro.runner.kinds.probe.saved import (
 )
 from audiorepro.runner.kinds.probe.spec import ProbeStudy, SavedFile, parse_probe
 from audiorepro.runner.output.manifest import timestamp
-from audiorepro.runner.output.outputs import (
-    PROBE_BUNDLE,
-    MetricParity,
-    ProbeBundle,
-    ProbeRun,
-    ProbeVerification,
-)
+from audiorepro.runner.output.outputs import PROBE_BUNDLE
 from audiorepro.specs.gates import GateResult, check_gate
 
 

@@ -50,6 +50,13 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
+from audiorepro.runner.kinds.probe.records import (
+    FamilyMeanRecord,
+    LeaderRecord,
+    MetricParity,
+    ProbeRun,
+    ProbeRunRecord,
+)
 from audiorepro.runner.kinds.probe.saved import (
     CLASSIFICATION_FIELDS,
     FieldColumn,
@@ -59,14 +66,7 @@ from audiorepro.runner.kinds.probe.saved import (
     saved_value,
 )
 from audiorepro.runner.kinds.probe.spec import ProbeStudy, Run
-from audiorepro.runner.output.outputs import (
-    FamilyMeanRecord,
-    LeaderRecord,
-    MetricParity,
-    ParityCell,
-    ProbeRun,
-    ProbeRunRecord,
-)
+from audiorepro.runner.output.outputs import ParityCell
 from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished

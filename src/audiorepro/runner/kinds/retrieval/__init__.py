@@ -111,15 +111,15 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy, parse_retrieval
-from audiorepro.runner.output.outputs import (
-    RETRIEVAL_BUNDLE,
+from audiorepro.runner.kinds.retrieval.records import (
     BundleCell,
     PairedRecord,
     RankHistogram,
     RetrievalBundle,
     RetrievalVerification,
 )
+from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy, parse_retrieval
+from audiorepro.runner.output.outputs import RETRIEVAL_BUNDLE
 from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, Published
 
