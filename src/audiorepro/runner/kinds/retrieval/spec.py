@@ -1,8 +1,8 @@
 """The retrieval kind's spec: the retrieval study file's tables (the kind of a study without a
 ``kind`` key), their checks, and the study they load into (the frame it shares with every
-kind: :mod:`audiorepro.specs.study`; a cell's dump or extraction, :class:`~audiorepro.specs.
-study.Cell`, stays in the frame: the extraction cache and the executors, below the kinds, key
-on it).
+kind: :mod:`audiorepro.specs.study`; a cell's dump or extraction,
+:class:`~audiorepro.specs.study.Cell`, stays in the frame: the extraction cache and the
+executors, below the kinds, key on it).
 
 A retrieval study is cells of model x dataset, identity checks, and published values to
 verify::
