@@ -227,6 +227,7 @@ LAYERS = {
         "test_audio_inputs.py", "test_bootstrap.py", "test_cache.py", "test_container.py",
         "test_dump_validation.py",
         "test_exact_ranks.py", "test_golden.py", "test_layout.py", "test_locks.py",
+        "test_kind_homes.py",
         "test_probe_human.py", "test_probe_invariance.py", "test_probe_metrics.py",
         "test_profiles.py", "test_profile_registry.py",
         "test_project.py", "test_relevance.py", "test_registry.py", "test_retrieval_definitions.py",

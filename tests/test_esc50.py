@@ -397,7 +397,7 @@ def test_tiny_study_rerun_is_byte_identical_and_verifies(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import audiorepro.runner.kinds.zeroshot_extraction as zeroshot
+    import audiorepro.runner.kinds.zeroshot.extraction as zeroshot
 
     study, out = tiny_study
     extracted: list[str] = []

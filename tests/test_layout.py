@@ -290,12 +290,22 @@ EXECUTORS = {
 }
 
 
+def _is_spec(module: str | None) -> bool:
+    """The study frame, or a kind's own spec (``runner/kinds/<kind>/spec.py``: a kind's spec
+    moved beside its computation, issue 45)."""
+    return module == "audiorepro.specs.study" or (
+        module is not None
+        and module.startswith("audiorepro.runner.kinds.")
+        and module.endswith(".spec")
+    )
+
+
 def kind_studies_imported(path: Path) -> list[str]:
     """The study classes of a kind (``RetrievalStudy``, ``ZeroshotStudy``...) ``path`` imports."""
     return [
         alias.name
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == "audiorepro.specs.study"
+        if isinstance(node, ast.ImportFrom) and _is_spec(node.module)
         for alias in node.names
         if alias.name.endswith("Study")
     ]

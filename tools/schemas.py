@@ -27,17 +27,21 @@ from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
 from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
+from audiorepro.runner.kinds.linear_probe.spec import LinearProbeStudyFile  # noqa: E402
+from audiorepro.runner.kinds.probe.records import ProbeBundle, ProbeVerification  # noqa: E402
+from audiorepro.runner.kinds.probe.spec import ProbeStudyFile  # noqa: E402
+from audiorepro.runner.kinds.retrieval.records import (  # noqa: E402
+    RetrievalBundle,
+    RetrievalVerification,
+)
+from audiorepro.runner.kinds.retrieval.spec import RetrievalStudyFile  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
     SpeakerBundle,
     SpeakerVerification,
 )
+from audiorepro.runner.kinds.speaker_verification.spec import SpeakerVerificationStudyFile  # noqa: E402
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
-from audiorepro.runner.output.outputs import (  # noqa: E402
-    ProbeBundle,
-    ProbeVerification,
-    RetrievalBundle,
-    RetrievalVerification,
-)
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudyFile  # noqa: E402
 from audiorepro.specs.hear_study import HearStudyFile  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
@@ -48,13 +52,6 @@ from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402
 from audiorepro.specs.registry import RegistryFile  # noqa: E402
 from audiorepro.specs.schema import json_schema  # noqa: E402
 from audiorepro.specs.study import SCHEMA as STUDY_SCHEMA  # noqa: E402
-from audiorepro.specs.study import (  # noqa: E402
-    LinearProbeStudyFile,
-    ProbeStudyFile,
-    RetrievalStudyFile,
-    SpeakerVerificationStudyFile,
-    ZeroshotStudyFile,
-)
 
 OUT = ROOT / "docs" / "schemas"
 BASE = "https://audiorepro.invalid/schemas/"

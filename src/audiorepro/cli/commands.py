@@ -61,6 +61,7 @@ from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.executors.slurm import SlurmOptions, extract_part, sbatch_script
 from audiorepro.runner.kinds import diff_kinds
 from audiorepro.runner.kinds.probe.runs import verify_probe_saved
+from audiorepro.runner.kinds.probe.spec import ProbeStudy
 from audiorepro.runner.output.attest import check_signature
 from audiorepro.runner.output.keys import SigningKey, load_signing_key, load_trusted_keys
 from audiorepro.runner.output.publish import ATTESTATION, check_out, claim
@@ -76,7 +77,7 @@ from audiorepro.specs.probe_published import is_probe_published, load_probe_publ
 from audiorepro.specs.published import load_published
 from audiorepro.specs.selection import check_device, select
 from audiorepro.specs.settings import parse_overrides
-from audiorepro.specs.study import ProbeStudy, load_study
+from audiorepro.specs.study import load_study
 
 TIE_CHOICE = click.Choice(TIE_POLICIES)
 

@@ -9,7 +9,8 @@ import click
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.specs.study import LOCK_SCHEMA, ProbeStudy, load_study, pinned_files
+from audiorepro.runner.kinds.probe.spec import LOCK_SCHEMA, ProbeStudy, pinned_files
+from audiorepro.specs.study import load_study
 
 
 @cli.command()

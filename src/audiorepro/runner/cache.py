@@ -1,6 +1,6 @@
 """The extraction cache (``OUT/cache/dumps``): one dump per key over everything that decides
 its bytes, shared by the local and Slurm executors and by retrieval and zero-shot cells
-(:func:`audiorepro.runner.kinds.zeroshot_extraction.zeroshot_key`).
+(:func:`audiorepro.runner.kinds.zeroshot.extraction.zeroshot_key`).
 
 Keyed by content: the key covers the SHA-256 of every weight file of the model (a checkpoint
 replaced at the same path gets a new key), the encoder's code (a user's module: the SHA-256

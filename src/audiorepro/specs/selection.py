@@ -5,14 +5,13 @@ report record."""
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import re
 
 from typing_extensions import TypedDict
 
 from audiorepro.core.errors import UserError
-from audiorepro.specs.study import DEVICE_PATTERN, RetrievalStudy, Selection, Study, ZeroshotStudy
+from audiorepro.specs.study import DEVICE_PATTERN, Selectable, Selection, Study
 
 
 def check_device(device: str) -> str:
@@ -42,7 +41,7 @@ def select(study: Study, *, cells: str | None, device: str | None) -> Study:
             "so far (run a part of it as a study of those cells)",
             source=study.source,
         )
-    if not isinstance(study, RetrievalStudy | ZeroshotStudy):
+    if not isinstance(study, Selectable):
         raise UserError(
             "is a probe study: it has no cells and loads no model; --cells and --device apply "
             "to retrieval and zero-shot studies",
@@ -55,23 +54,7 @@ def select(study: Study, *, cells: str | None, device: str | None) -> Study:
             f"matches no cell of {study.source}; expected a glob over its cells: {', '.join(ids)}",
             key="--cells",
         )
-    selection = Selection(cells=cells, device=device, ran=ran, of=ids)
-    published = tuple(p for p in study.published if p.cell in ran)
-    if isinstance(study, ZeroshotStudy):
-        kept_z = tuple(
-            c if device is None else dataclasses.replace(c, device=device)
-            for c in study.cells
-            if c.id in ran
-        )
-        return dataclasses.replace(study, cells=kept_z, published=published, selection=selection)
-    kept = tuple(
-        c
-        if device is None or c.extract is None
-        else dataclasses.replace(c, extract=dataclasses.replace(c.extract, device=device))
-        for c in study.cells
-        if c.id in ran
-    )
-    return dataclasses.replace(study, cells=kept, published=published, selection=selection)
+    return study.selected(Selection(cells=cells, device=device, ran=ran, of=ids))
 
 
 class SelectionRecord(TypedDict):

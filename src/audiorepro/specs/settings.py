@@ -28,6 +28,7 @@ it actually used (:meth:`Preprocessing.resolved`).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -162,6 +163,15 @@ def parse_value(key: str, value: Any, *, source: str) -> Any:
         return _PARSERS[key](str(value))
     except ValueError as exc:
         raise UserError(f"{value!r} is not valid: {exc}", source=source, key=key) from None
+
+
+def check_settings(settings: Mapping[str, Any], *, source: str) -> None:
+    """Every entry of a study's ``settings`` table checked as the architecture or preprocessing
+    setting it names (one line naming ``source`` and the key when it is not one); every kind
+    whose cells name a model reads its table this way."""
+    for key, value in settings.items():
+        parse = parse_architecture if key in ARCHITECTURE_KEYS else parse_value
+        parse(key, value, source=source)
 
 
 def parse_overrides(items: tuple[str, ...] | list[str], *, source: str) -> dict[str, Any]:

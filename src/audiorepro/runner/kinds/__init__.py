@@ -1,13 +1,15 @@
 """The study kinds: one interface every kind implements, their registry, the one driver that
 runs any kind, and one typed view of every number a run produces.
 
-A kind (retrieval, probe, zero-shot, ...) is one module with a :class:`StudyKind` subclass,
-registered by name with :func:`register_kind`, plus its spec (the study file's
-``kind = "..."`` and its ``specs/study.py`` block). The runner (:mod:`.study`) looks the kind
-up by the study's ``kind`` and runs it through :func:`run_kind`, which owns what is common to
-every kind: the step order, the published-value failures, writing the tables, the three
-outputs (``verification.json``, ``report.html``, ``bundle.json.gz``) and the manifest. Staging
-and publication, the extraction cache, the executors and ``verify OUT`` stay in :mod:`.study`.
+A kind (retrieval, probe, zero-shot, ...) is one folder: a :class:`StudyKind` subclass,
+registered by name with :func:`register_kind`, beside its spec (``<kind>/spec.py``: the study
+file's ``kind = "..."`` tables, their checks, the study they load into; registered with the
+kind as its ``parse``; the frame every kind shares is :mod:`audiorepro.specs.study`). The
+runner (:mod:`.study`) looks the kind up by the study's ``kind`` and runs it through
+:func:`run_kind`, which owns what is common to every kind: the step order, the
+published-value failures, writing the tables, the three outputs (``verification.json``,
+``report.html``, ``bundle.json.gz``) and the manifest. Staging and publication, the extraction
+cache, the executors and ``verify OUT`` stay in :mod:`.study`.
 
 The steps, in order (lm-evaluation-harness' ``Task`` has the same shape)::
 
@@ -29,6 +31,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+
+from typing_extensions import TypedDict
 
 from audiorepro.checks.moves import Identity, Moves
 
@@ -107,10 +111,11 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
         return self.title or self.name
 
     def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> StudyT:
-        """A study file of this kind (its TOML document, its path) parsed and checked, for a
-        kind that brings its own spec; the built-in kinds' specs are in ``specs/study.py``
-        (this is then not called). Bad input: a UserError naming the file and key."""
-        raise NotImplementedError(f"the {self.name} kind's spec is in specs/study.py")
+        """A study file of this kind (its TOML document, its path) parsed and checked: each
+        kind brings its own spec (``<kind>/spec.py``; hear's is still
+        ``specs/hear_study.py``, registered by the frame). Bad input: a UserError naming the
+        file and key."""
+        raise NotImplementedError(f"the {self.name} kind declares no spec of its own")
 
     def extraction(self, study: StudyT) -> StudyExtraction | None:
         """The cells it extracts, as the executors see them (None: it extracts nothing)."""
@@ -130,7 +135,14 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
 
     @abstractmethod
     def compare_published(self, state: StateT) -> Summary:
-        """One row per published value (PASS, FAIL, NOT VERIFIED)."""
+        """One row per published value (PASS, FAIL, NOT VERIFIED).
+
+        The kinds' bodies of this and :meth:`tables` look alike (hand the state's records to
+        the kind's own ``_golden``/``_tables``) but are not one body: each kind's records are
+        its own typed cells (a zero-shot cell's metrics by tie policy, a speaker cell's
+        definitions, a linear-probe cell's folds), and the rows and tables read them by name.
+        What they share is below: :func:`checks.verify.value_rows` words every row, and
+        :func:`parity_verification` builds every per-cell parity record."""
 
     @abstractmethod
     def tables(self, state: StateT, golden: Summary) -> dict[str, Table]:
@@ -325,6 +337,38 @@ def record_parity(parity: list[ParityT], failures: list[str], cell_id: str, row:
     parity.append(row)
     if not row["passed"]:
         failures.append(f"metric parity failed for cell {cell_id}")
+
+
+class CellParity(TypedDict, Generic[ParityT]):
+    """``metric_parity`` of a kind that checks each cell against its twin: the rows, and
+    whether every cell has one and every row passed."""
+
+    cells: list[ParityT]
+    passed: bool
+
+
+class ParityVerification(TypedDict, Generic[ParityT]):
+    """``verification.json`` of a kind whose parity is one row per cell (hear, linear probe,
+    speaker verification, zero-shot): the kinds' own TypedDicts have these keys."""
+
+    metric_parity: CellParity[ParityT]
+    metric_parity_passed: bool
+    failures: list[str]
+    golden: Summary
+
+
+def parity_verification(
+    parity: list[ParityT], n_cells: int, failures: list[str], golden: Summary
+) -> ParityVerification[ParityT]:
+    """The verification record of a run whose parity rows are ``parity`` (one per cell that
+    ran, of ``n_cells``): passed only when every cell has a row and every row passed."""
+    passed = bool(parity) and len(parity) == n_cells and all(p["passed"] for p in parity)
+    return {
+        "metric_parity": {"cells": parity, "passed": passed},
+        "metric_parity_passed": passed,
+        "failures": failures,
+        "golden": golden,
+    }
 
 
 def rest_records(

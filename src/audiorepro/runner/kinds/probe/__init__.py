@@ -45,6 +45,12 @@ from audiorepro.runner.kinds.probe.content import (
     file_documents,
 )
 from audiorepro.runner.kinds.probe.content import content as module_content
+from audiorepro.runner.kinds.probe.records import (
+    MetricParity,
+    ProbeBundle,
+    ProbeRun,
+    ProbeVerification,
+)
 from audiorepro.runner.kinds.probe.runs import (
     TASK_METRICS,
     FamilyMean,
@@ -72,16 +78,10 @@ from audiorepro.runner.kinds.probe.saved import (
     task_leaders,
     unused_keys,
 )
+from audiorepro.runner.kinds.probe.spec import ProbeStudy, SavedFile, parse_probe
 from audiorepro.runner.output.manifest import timestamp
-from audiorepro.runner.output.outputs import (
-    PROBE_BUNDLE,
-    MetricParity,
-    ProbeBundle,
-    ProbeRun,
-    ProbeVerification,
-)
+from audiorepro.runner.output.outputs import PROBE_BUNDLE
 from audiorepro.specs.gates import GateResult, check_gate
-from audiorepro.specs.study import ProbeStudy, SavedFile
 
 
 @dataclass
@@ -108,6 +108,7 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
 
     name = "probe"
     bundle_schema = PROBE_BUNDLE
+    parse = staticmethod(parse_probe)  # its spec: .spec
     run_checks = "completion rule, gates and parity with the predictions"
 
     def load(self, study: ProbeStudy, ctx: Context) -> ProbeState:

@@ -34,12 +34,12 @@ from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.render.heatmap import heatmap
 from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.output.outputs import DerivedRecord, ProbeRun
+from audiorepro.runner.kinds.probe.records import DerivedRecord, ProbeRun
+from audiorepro.runner.kinds.probe.spec import ProbeStudy
 from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
 from audiorepro.specs.gates import final_by_ids, final_items, job_id, workflow_final_ids
 from audiorepro.specs.measurements import matches
 from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
-from audiorepro.specs.study import ProbeStudy
 
 Cell = float | int | str | None
 

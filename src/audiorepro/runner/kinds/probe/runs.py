@@ -50,6 +50,13 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
+from audiorepro.runner.kinds.probe.records import (
+    FamilyMeanRecord,
+    LeaderRecord,
+    MetricParity,
+    ProbeRun,
+    ProbeRunRecord,
+)
 from audiorepro.runner.kinds.probe.saved import (
     CLASSIFICATION_FIELDS,
     FieldColumn,
@@ -58,19 +65,13 @@ from audiorepro.runner.kinds.probe.saved import (
     reference_check,
     saved_value,
 )
-from audiorepro.runner.output.outputs import (
-    FamilyMeanRecord,
-    LeaderRecord,
-    MetricParity,
-    ParityCell,
-    ProbeRun,
-    ProbeRunRecord,
-)
+from audiorepro.runner.kinds.probe.spec import ProbeStudy, Run
+from audiorepro.runner.output.outputs import ParityCell
 from audiorepro.specs.gates import GateResult
 from audiorepro.specs.measurements import Measurements, read_measurements
 from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
-from audiorepro.specs.study import ProbeStudy, Run, present
+from audiorepro.specs.study import present
 
 IOU = ("0.1", "0.3", "0.5")
 #: Task kind -> (metric path inside a run's report section, label, higher is better)

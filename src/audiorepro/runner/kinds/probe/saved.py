@@ -56,9 +56,14 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.content import read_key_paths
-from audiorepro.runner.output.outputs import MetricParity, ParityCell, ProbeRun, SavedLeaderRecord
+from audiorepro.runner.kinds.probe.records import (
+    MetricParity,
+    ProbeRun,
+    SavedLeaderRecord,
+)
+from audiorepro.runner.kinds.probe.spec import ProbeStudy
+from audiorepro.runner.output.outputs import ParityCell
 from audiorepro.specs.measurements import Measurements, number_at
-from audiorepro.specs.study import ProbeStudy
 
 IOU = ("0.1", "0.3", "0.5")
 SCORE_FIELDS = ("n", "raw_mae", "normalized_mae", "pearson", "spearman")

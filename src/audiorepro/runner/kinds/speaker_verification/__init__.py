@@ -76,6 +76,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
@@ -88,11 +89,12 @@ from audiorepro.runner.kinds.audio_extraction import (
     audio_read_only,
     cached_audio_cell,
 )
-from audiorepro.specs.study import (
+from audiorepro.runner.kinds.speaker_verification.spec import (
     SpeakerBootstrap,
     SpeakerCell,
     SpeakerScoreNorm,
     SpeakerVerificationStudy,
+    parse_speaker_verification,
 )
 
 SPEAKER_BUNDLE: Final = "audiorepro.speaker-verification-bundle/1"
@@ -730,6 +732,7 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
 
     name = "speaker-verification"
     bundle_schema = SPEAKER_BUNDLE  # how diff finds this kind's typed view of a bundle
+    parse = staticmethod(parse_speaker_verification)  # its spec: .spec
     extracts = True
 
     def extraction(self, study: SpeakerVerificationStudy) -> StudyExtraction | None:
@@ -766,14 +769,9 @@ class SpeakerVerificationKind(StudyKind[SpeakerVerificationStudy, SpeakerState])
     ) -> BundlePart:
         study = state.study
         assert study is not None
-        parity = state.parity
-        passed = len(parity) == len(study.cells) and all(p["passed"] for p in parity)
-        verification: SpeakerVerification = {
-            "metric_parity": {"cells": parity, "passed": passed},
-            "metric_parity_passed": passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
+        verification: SpeakerVerification = parity_verification(
+            state.parity, len(study.cells), state.failures, golden
+        )
         bundle: SpeakerBundle = {
             "schema": "audiorepro.speaker-verification-bundle/1",
             "study": {

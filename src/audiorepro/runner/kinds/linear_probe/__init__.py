@@ -87,6 +87,7 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     input_name,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
@@ -98,13 +99,14 @@ from audiorepro.runner.kinds.audio_extraction import (
     audio_read_only,
     cached_audio_cell,
 )
-from audiorepro.runner.output.outputs import BootstrapRecord
-from audiorepro.specs.schema import distinct_file_names
-from audiorepro.specs.study import (
-    Bootstrap,
+from audiorepro.runner.kinds.linear_probe.spec import (
     LinearProbeCell,
     LinearProbeStudy,
+    parse_linear_probe,
 )
+from audiorepro.runner.output.outputs import BootstrapRecord
+from audiorepro.specs.schema import distinct_file_names
+from audiorepro.specs.study import Bootstrap
 
 LINEAR_PROBE_BUNDLE: Final = "audiorepro.linear-probe-bundle/1"
 POOLED: Final = ("accuracy", "balanced_accuracy", "macro_f1")
@@ -545,6 +547,7 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
 
     name = "linear-probe"
     bundle_schema = LINEAR_PROBE_BUNDLE  # how diff finds this kind's typed view of a bundle
+    parse = staticmethod(parse_linear_probe)  # its spec: .spec
     # An extraction cell (an ESC-50-form folder) goes through the cache in ``load``, and
     # through the executors (Slurm arrays) by :meth:`extraction`.
     extracts = True
@@ -591,16 +594,10 @@ class LinearProbeKind(StudyKind[LinearProbeStudy, LinearProbeState]):
         self, state: LinearProbeState, golden: Summary, tables: dict[str, Table]
     ) -> BundlePart:
         assert state.study is not None
-        study, parity = state.study, state.parity
-        passed = (
-            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        study = state.study
+        verification: LinearProbeVerification = parity_verification(
+            state.parity, len(study.cells), state.failures, golden
         )
-        verification: LinearProbeVerification = {
-            "metric_parity": {"cells": parity, "passed": passed},
-            "metric_parity_passed": passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
         b = study.bootstrap
         cells = [state.cells[c.id] for c in study.cells if c.id in state.cells]
         bundle: LinearProbeBundle = {

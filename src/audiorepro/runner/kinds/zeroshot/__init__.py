@@ -10,7 +10,7 @@ tables, ``report.html``, ``bundle.json.gz``, ``verification.json`` and the manif
 
 Each cell's dump is extracted once into the extraction cache (``OUT/cache/dumps``) and copied
 from there; a rerun extracts nothing. With ``--executor slurm`` the missing cells are first
-extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot_extraction`).
+extracted as array tasks into the same cache (:mod:`audiorepro.runner.kinds.zeroshot.extraction`).
 """
 
 from __future__ import annotations
@@ -71,11 +71,12 @@ from audiorepro.runner.kinds import (
     StudyKind,
     cell_records,
     dump_identities,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.zeroshot_extraction import (
+from audiorepro.runner.kinds.zeroshot.extraction import (
     InputsRecord,
     MissingInputs,
     ZeroshotInputs,
@@ -83,8 +84,8 @@ from audiorepro.runner.kinds.zeroshot_extraction import (
     study_inputs,
     zeroshot_extraction,
 )
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudy, parse_zeroshot
 from audiorepro.specs.selection import SelectionRecord, selection_record
-from audiorepro.specs.study import ZeroshotStudy
 
 ZEROSHOT_BUNDLE: Final = "audiorepro.zeroshot-bundle/1"
 
@@ -308,6 +309,7 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
     title = "zero-shot"
     bundle_schema = ZEROSHOT_BUNDLE
     extracts = True
+    parse = staticmethod(parse_zeroshot)  # its spec: .spec
 
     def extraction(self, study: ZeroshotStudy) -> StudyExtraction:
         return zeroshot_extraction(study)
@@ -374,15 +376,9 @@ class ZeroshotKind(StudyKind[ZeroshotStudy, ZeroshotState]):
                     "model_meta": dump.meta,
                 }
             )
-        parity_passed = (
-            bool(parity) and len(parity) == len(study.cells) and all(p["passed"] for p in parity)
+        verification: ZeroshotVerification = parity_verification(
+            parity, len(study.cells), state.failures, golden
         )
-        verification: ZeroshotVerification = {
-            "metric_parity": {"cells": parity, "passed": parity_passed},
-            "metric_parity_passed": parity_passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
         bundle: ZeroshotBundle = {
             "schema": ZEROSHOT_BUNDLE,
             "study": {

@@ -48,8 +48,9 @@ from audiorepro.runner.cache import (
     record_entry,
 )
 from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
+from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudy, prompt
 from audiorepro.specs.settings import Settings
-from audiorepro.specs.study import ZeroshotCell, ZeroshotStudy, prompt
+from audiorepro.specs.study import ZeroshotCell
 
 DUMP_KIND: Final = "audiorepro.zeroshot-extraction/1"
 #: An array task's part of a zero-shot cell (``extract-part``), merged by :func:`merge_parts`.

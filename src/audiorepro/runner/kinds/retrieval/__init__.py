@@ -111,16 +111,17 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.output.outputs import (
-    RETRIEVAL_BUNDLE,
+from audiorepro.runner.kinds.retrieval.records import (
     BundleCell,
     PairedRecord,
     RankHistogram,
     RetrievalBundle,
     RetrievalVerification,
 )
+from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy, parse_retrieval
+from audiorepro.runner.output.outputs import RETRIEVAL_BUNDLE
 from audiorepro.specs.selection import selection_record
-from audiorepro.specs.study import Cell, IdentityCheck, Published, RetrievalStudy
+from audiorepro.specs.study import Cell, Published
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 T = TypeVar("T")
@@ -463,6 +464,7 @@ class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
 
     name = "retrieval"
     bundle_schema = RETRIEVAL_BUNDLE
+    parse = staticmethod(parse_retrieval)  # its spec: .spec
     run_checks = "metric parity and identity checks"
     extracts = True
     table_progress = True

@@ -1,0 +1,74 @@
+"""One home per study kind (issue 45): a kind's spec lives beside its computation
+(``runner/kinds/<kind>/spec.py``), the study frame (``specs/study.py``) dispatches through
+the one registration, and a study loads from a fresh process with only the frame imported."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+SPECS = ROOT / "src" / "audiorepro" / "specs"
+STUDIES = ROOT / "studies"
+#: The kinds whose spec has moved to its home, and the study file the repository bundles.
+MOVED = {
+    "retrieval": "clap_retrieval.toml",
+    "probe": "probe_published_layout.toml",
+    "zeroshot": "esc50_zeroshot.toml",
+    "linear-probe": "esc50_linear_probe.toml",
+    "speaker-verification": "speaker_verification.toml",
+}
+
+
+def _fresh(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return done.stdout
+
+
+def test_a_moved_kind_loads_with_only_the_frame_imported() -> None:
+    # Nothing imported but the frame: the frame finds the kind through the registration.
+    for kind, name in MOVED.items():
+        out = _fresh(
+            "import sys\n"
+            "from audiorepro.specs.study import load_study\n"
+            "assert 'audiorepro.runner.study' not in sys.modules\n"
+            f"s = load_study({str(STUDIES / name)!r}, strict=False)\n"
+            "print(s.kind, type(s).__module__)\n"
+        )
+        assert out.split() == [kind, f"audiorepro.runner.kinds.{kind.replace('-', '_')}.spec"]
+
+
+def test_the_frame_reaches_the_kinds_only_through_the_registry_name() -> None:
+    # No module of the specs layer imports a kind; the frame imports the registration module by
+    # its one name (KIND_REGISTRY), nothing else by name.
+    for path in sorted(SPECS.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("audiorepro.runner"), (path, node.lineno)
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+                assert path.name == "study.py", (path, node.lineno)
+                assert [ast.unparse(a) for a in node.args] == ["KIND_REGISTRY"], node.lineno
+    out = _fresh("from audiorepro.specs.study import KIND_REGISTRY as K; print(K)")
+    assert out.strip() == "audiorepro.runner.study"
+
+
+def test_an_old_import_of_a_moved_name_finds_the_kind_s_own_class() -> None:
+    out = _fresh(
+        "from audiorepro.specs import study\n"
+        "from audiorepro.runner.kinds.zeroshot import spec\n"
+        "print(study.ZeroshotStudy is spec.ZeroshotStudy)\n"
+    )
+    assert out.strip() == "True"
+
+
+def test_the_frame_is_small_and_every_moved_kind_has_its_spec_at_home() -> None:
+    frame = SPECS / "study.py"
+    assert len(frame.read_text(encoding="utf-8").splitlines()) <= 400
+    kinds = ROOT / "src" / "audiorepro" / "runner" / "kinds"
+    for kind in MOVED:
+        assert (kinds / kind.replace("-", "_") / "spec.py").is_file(), kind
