@@ -89,7 +89,7 @@ from audiorepro.runner.kinds import (
     rest_records,
 )
 from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
-from audiorepro.specs.hear_study import HearCell, HearStudy
+from audiorepro.specs.hear_study import MLP, HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
 PREDICTED_SCORES: Final = "test.predicted-scores.json"
@@ -129,7 +129,7 @@ def check_task(task: HearTask, predictor: str) -> None:
                 f"names {unknown[0]!r}, not an event score", source=task.path, key="evaluation"
             )
         return
-    if predictor == LINEAR and meta.prediction_type != "multiclass":
+    if predictor != MLP and meta.prediction_type != "multiclass":
         raise UserError(
             f"is a {meta.prediction_type} task; {LINEAR} is a multiclass probe", source=task.path
         )
@@ -237,8 +237,9 @@ def predicted_scores(
         agg: dict[str, float] = {}
         for key in out[next(iter(folds))]:
             values = np.array([out[f][key] for f in folds], dtype=np.float64)
-            agg[f"{key}_mean"] = float(np.mean(values))
-            agg[f"{key}_std"] = float(np.std(values, ddof=1))
+            with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
+                agg[f"{key}_mean"] = float(np.mean(values))
+                agg[f"{key}_std"] = float(np.std(values, ddof=1))
         out["aggregated_scores"] = agg
     maximize = scores.HEAR_SCORE_DIRECTIONS[primary]
     out["hparams"] = {"predictor": predictor, "C": 1.0}
@@ -405,21 +406,33 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
     names = task.metadata.evaluation
     stamps: dict[str, dict[str, Any]] | None = None
     settings: dict[str, Setting] | None = None
+    fit: Any = None
     if task.metadata.embedding_type == "event":
         read = partial(_read_clip, rate=inputs.rate)
         emb, stamps = embed_frames(inputs.loaded.encoder, task, read, inputs.rate)
+    else:
+        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
+    if cell.predictor == MLP:
+        from audiorepro.runner.kinds.hear_mlp import mlp_cell
+
+        fit = mlp_cell(task, emb, stamps)
+        folds, twins, settings = fit.folds, fit.twins, fit.settings
+    elif stamps is not None:
         events = {k: event_fold(task, emb, stamps, s) for k, s in splits.items()}
         folds = {k: (e.test, e.valid) for k, e in events.items()}
         twins = {k: e.twin_test for k, e in events.items()}
         settings = {k: e.setting for k, e in events.items()}
     else:
-        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
         preds = {k: linear_fold(task, emb, s) for k, s in splits.items()}
         folds = {k: fold_scores(names, p) for k, p in preds.items()}
         twins = {k: fold_scores(names, p, TWIN_SCORES)[0] for k, p in preds.items()}
     if out is not None:
         write_embeddings(task, out / rel, emb, stamps)
         doc = predicted_scores(task, folds, cell.predictor, settings)
+        if fit is not None:  # hear-mlp-v1's grid point, and each split's checkpoint epoch
+            doc["hparams"] = fit.hparams
+            for key, epoch in fit.epochs.items():
+                doc[key]["epoch"] = epoch
         atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
     first = next(iter(next(iter(emb.values())).values()))
     board = leaderboard({k: v[0] for k, v in folds.items()})

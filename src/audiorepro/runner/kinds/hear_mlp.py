@@ -55,11 +55,11 @@ from audiorepro.formats.hear import HearTask, data_splits
 from audiorepro.formats.hear_embeddings import frame_labels, row_order
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
+from audiorepro.specs.hear_study import MLP
 
 if TYPE_CHECKING:
     import torch
 
-MLP: Final = "hear-mlp-v1"
 SEED: Final = 42
 #: heareval's ``torchinfo.summary(self.predictor, input_size=(64, nfeatures))`` draws this.
 SUMMARY_ROWS: Final = 64
@@ -546,3 +546,67 @@ def mlp_task(
         chosen.trained.point,
         [(f.trained.point, f.trained.validation) for f in first],
     )
+
+
+# --- a hear cell ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MlpCell:
+    """What a ``hear`` cell records of the predictor: per test split the test scores and the
+    validation value, the twin's test scores, event settings, and the chosen hyperparameters
+    (with each split's checkpoint epoch)."""
+
+    folds: dict[str, tuple[dict[str, float], float]]
+    twins: dict[str, dict[str, float]]
+    settings: dict[str, Setting] | None
+    hparams: dict[str, Any]
+    epochs: dict[str, int]
+
+
+def _event_fold_scores(task: HearTask, fold: MlpFold, twin: bool) -> dict[str, float]:
+    from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
+
+    setting = fold.trained.setting
+    assert setting is not None  # event tasks always choose (or are given) one
+    rows = fold.test
+    events = events_by_file(fold.test_probs, rows.files, rows.stamps, task.vocabulary, setting)
+    score = _twin_score if twin else _event_score
+    return {n: score(n, events, task, rows.splits) for n in task.metadata.evaluation}
+
+
+def mlp_cell(
+    task: HearTask,
+    emb: Mapping[str, Mapping[str, Any]],
+    stamps: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    grid: str = "default",
+    points: int = GRID_POINTS,
+) -> MlpCell:
+    """:func:`mlp_task` scored as a ``hear`` cell scores: the kit's scores
+    (:mod:`audiorepro.metrics.hear`) and the twin's over the same predictions."""
+    from audiorepro.runner.kinds.hear import TWIN_SCORES, FoldPrediction, fold_scores
+
+    fit = mlp_task(task, emb, stamps, grid=grid, points=points)
+    names = task.metadata.evaluation
+    folds: dict[str, tuple[dict[str, float], float]] = {}
+    twins: dict[str, dict[str, float]] = {}
+    for key, fold in fit.folds.items():
+        if task.metadata.embedding_type == "event":
+            folds[key] = (_event_fold_scores(task, fold, False), fold.trained.score)
+            twins[key] = _event_fold_scores(task, fold, True)
+            continue
+        pred = FoldPrediction(
+            np.asarray(fold.valid_probs, dtype=np.float64),
+            np.asarray(fold.valid.y, dtype=np.float64),
+            np.asarray(fold.test_probs, dtype=np.float64),
+            np.asarray(fold.test.y, dtype=np.float64),
+        )
+        folds[key] = (fold_scores(names, pred)[0], fold.trained.score)
+        twins[key] = fold_scores(names, pred, TWIN_SCORES)[0]
+    settings = None
+    if task.metadata.embedding_type == "event":
+        settings = {k: f.trained.setting for k, f in fit.folds.items() if f.trained.setting}
+    hparams = {"predictor": MLP, "grid": grid, "grid_points": points, **fit.point.hparams()}
+    epochs = {k: f.trained.epoch for k, f in fit.folds.items()}
+    return MlpCell(folds, twins, settings, hparams, epochs)
