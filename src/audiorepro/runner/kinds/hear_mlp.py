@@ -22,7 +22,8 @@ The definition (docs/hear.md, "hear-mlp-v1"), per task:
    task's on the events of the best post-processing setting, chosen as heareval's
    ``sort(reverse=True)`` of (score with NaN as 0, setting) chooses) or, where the task sets
    ``use_scoring_for_early_stopping`` false, the validation loss. The monitored value is
-   compared in float32 (pytorch-lightning logs it as a float32 tensor): a strictly better one
+   compared as pytorch-lightning logs it (:func:`logged`: float32, or float64 for a score
+   heareval returns as a numpy float64): a strictly better one
    (or the first) is the checkpoint; early stopping stops on a non-finite value or after
    ``patience`` validations without a strictly better one.
 4. Model selection: points sorted (stably) by their checkpoint's validation value; the best
@@ -325,7 +326,7 @@ class Trained:
 
     point: GridPoint
     state: dict[str, Any]
-    validation: float  # the monitored value at the checkpoint (float32, as heareval's)
+    validation: float  # the monitored value at the checkpoint, as heareval logs it
     score: float  # the task's first validation score there (float64; the loss when monitored)
     epoch: int
     setting: Setting | None
@@ -385,6 +386,20 @@ def train_point(
 
 # --- validation values ---------------------------------------------------------------------
 
+#: Scores heareval's score classes return as numpy float64 (on the locked stack: ``d_prime``,
+#: ``np.mean``); pytorch-lightning's ``self.log`` keeps that dtype, and turns the others
+#: (Python floats) into float32 tensors.
+FLOAT64_LOGGED: Final = frozenset({"d_prime"})
+
+
+def logged(name: str, value: float) -> float:
+    """A score as heareval logs it, and so compares it: float64 or rounded to float32.
+
+    >>> logged("top1_acc", 0.1), logged("d_prime", 0.1)
+    (0.10000000149011612, 0.1)
+    """
+    return value if name in FLOAT64_LOGGED else float(np.float32(value))
+
 
 @dataclass(frozen=True)
 class Monitor:
@@ -411,7 +426,7 @@ class Monitor:
         else:
             name = self.task.metadata.evaluation[0]
             value, setting = _scene_score(name, p, valid.y), None
-        return float(np.float32(value)), value, setting
+        return logged(self.task.metadata.evaluation[0], value), value, setting
 
     def single_setting(self) -> Setting | None:
         if self.task.metadata.embedding_type != "event":
