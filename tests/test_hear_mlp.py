@@ -90,10 +90,12 @@ def test_a_task_specific_grid_updates_the_grid(tasks_dir: Path, tmp_path: Path) 
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
-        ({"hidden_size": [3]}, "task_specific_param_grid.hidden_size: is not one of heareval"),
-        ({"optim": ["Adagrad"]}, "task_specific_param_grid.optim: 'Adagrad' is not one of"),
-        ({"lr": []}, "task_specific_param_grid.lr: expected a non-empty list"),
-        ({"lr": ["fast"]}, "task_specific_param_grid.lr: expected numbers"),
+        ({"hidden_size": [3]}, "task_specific_param_grid.hidden_size': is not one of heareval"),
+        ({"optim": ["Adagrad"]}, "task_specific_param_grid.optim': 'Adagrad' is not one of"),
+        ({"lr": []}, "task_specific_param_grid.lr': expected a non-empty list"),
+        ({"lr": ["fast"]}, "task_specific_param_grid.lr': expected numbers"),
+        ({"patience": [0.5]}, "task_specific_param_grid.patience': expected whole numbers"),
+        ({"max_epochs": [2]}, "task_specific_param_grid': has a point whose max_epochs is below"),
     ],
 )
 def test_a_bad_task_specific_grid_is_one_line(
@@ -101,8 +103,9 @@ def test_a_bad_task_specific_grid_is_one_line(
 ) -> None:
     task = _meta_task(tasks_dir, tmp_path, evaluation_params={"task_specific_param_grid": grid})
     with pytest.raises(UserError) as err:
-        grid_points(task)
-    assert message in str(err.value) and "\n" not in str(err.value)
+        check_task(task, "hear-mlp-v1")  # as `audiorepro hear` checks a task before any work
+    text = str(err.value)
+    assert "task_metadata.json" in text and message in text and "\n" not in text, text
 
 
 def test_multilabel_scene_tasks_take_the_mlp_not_the_linear_probe(tasks_dir: Path) -> None:
@@ -186,6 +189,7 @@ def test_the_documented_hear_mlp_line_as_written(tasks_dir: Path, tmp_path: Path
     embeddings the command wrote."""
     from tests.test_documented_commands import blocks
 
+    assert (ROOT / "docs" / "hear.md").is_file()
     module = [b for b in blocks("docs/hear.md") if b.heading.startswith("Run a HEAR module")]
     (source,) = [b.body for b in module if b.lang == "python"]
     page = [b for b in blocks("docs/hear.md") if b.heading.startswith("HEAR's predictor")]

@@ -32,7 +32,7 @@ import html
 import json
 import math
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -71,7 +71,6 @@ from audiorepro.metrics.hear_events import Setting
 from audiorepro.metrics.linear_probe import LINEAR, fit_linear_v1
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.models.user_encoders import Loaded, load_user
-from audiorepro.reference import hear as twin
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.kinds import (
@@ -89,6 +88,13 @@ from audiorepro.runner.kinds import (
     rest_records,
 )
 from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
+from audiorepro.runner.kinds.hear_mlp import grid_points, mlp_cell
+from audiorepro.runner.kinds.hear_scene import (
+    SCENE_SCORES,
+    TWIN_SCORES,
+    FoldPrediction,
+    fold_scores,
+)
 from audiorepro.specs.hear_study import MLP, HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
@@ -97,24 +103,6 @@ PREDICTED_SCORES: Final = "test.predicted-scores.json"
 #: are sums and ratios of at most a few thousand float64 terms.
 SCORE_TOLERANCE: Final = 1e-12
 
-Score = Callable[[Any, Any], float]
-SCENE_SCORES: dict[str, Score] = {
-    "top1_acc": scores.top1_accuracy_score,
-    "pitch_acc": scores.top1_accuracy_score,
-    "chroma_acc": scores.chroma_accuracy_score,
-    "mAP": scores.mean_average_precision_score,
-    "d_prime": scores.d_prime_score,
-    "aucroc": scores.aucroc_score,
-}
-TWIN_SCORES: dict[str, Score] = {
-    "top1_acc": twin.top1_accuracy,
-    "pitch_acc": twin.top1_accuracy,
-    "chroma_acc": twin.chroma_accuracy,
-    "mAP": twin.mean_average_precision,
-    "d_prime": twin.d_prime,
-    "aucroc": twin.aucroc,
-}
-
 
 # --- one task -------------------------------------------------------------------------------
 
@@ -122,6 +110,8 @@ TWIN_SCORES: dict[str, Score] = {
 def check_task(task: HearTask, predictor: str) -> None:
     """A task the predictor and the scene scores run on (else one line naming the task)."""
     meta = task.metadata
+    if predictor == MLP:  # its grid, as the task updates it, is checked before any work
+        grid_points(task)
     if meta.embedding_type == "event":
         unknown = [e for e in meta.evaluation if e not in EVENT_SCORES]
         if unknown:
@@ -185,16 +175,6 @@ def _rows(
     return x, y
 
 
-@dataclass(frozen=True)
-class FoldPrediction:
-    """One data split's class scores and 0/1 targets (rows of files, vocabulary order)."""
-
-    valid: npt.NDArray[np.float64]
-    valid_targets: npt.NDArray[np.float64]
-    test: npt.NDArray[np.float64]
-    test_targets: npt.NDArray[np.float64]
-
-
 def linear_fold(
     task: HearTask, emb: dict[str, dict[str, Any]], split: dict[str, tuple[str, ...]]
 ) -> FoldPrediction:
@@ -208,14 +188,6 @@ def linear_fold(
     onehot = np.eye(len(task.vocabulary))
     n = len(y_valid)
     return FoldPrediction(probs[:n], onehot[y_valid], probs[n:], onehot[y_test])
-
-
-def fold_scores(
-    names: tuple[str, ...], fold: FoldPrediction, table: Mapping[str, Score] = SCENE_SCORES
-) -> tuple[dict[str, float], float]:
-    """The test scores and the validation score (the first score) of one data split."""
-    test = {name: table[name](fold.test, fold.test_targets) for name in names}
-    return test, table[names[0]](fold.valid, fold.valid_targets)
 
 
 def predicted_scores(
@@ -413,8 +385,6 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
     else:
         emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
     if cell.predictor == MLP:
-        from audiorepro.runner.kinds.hear_mlp import mlp_cell
-
         fit = mlp_cell(task, emb, stamps)
         folds, twins, settings = fit.folds, fit.twins, fit.settings
     elif stamps is not None:

@@ -46,16 +46,24 @@ import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.formats.hear import HearTask, data_splits
+from audiorepro.formats.hear import METADATA_FILE, HearTask, data_splits
 from audiorepro.formats.hear_embeddings import frame_labels, row_order
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
+from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
+from audiorepro.runner.kinds.hear_scene import (
+    SCENE_SCORES,
+    TWIN_SCORES,
+    FoldPrediction,
+    fold_scores,
+)
 from audiorepro.specs.hear_study import MLP
 
 if TYPE_CHECKING:
@@ -99,6 +107,9 @@ TASK_SPECIFIC_PARAM_GRID: Final = {"dcase2016_task2": {"check_val_every_n_epoch"
 GRID_POINTS: Final = 8
 
 _NORMS: Final = ("BatchNorm1d", "Identity", "LayerNorm")
+_COUNTS: Final = frozenset(
+    {"batch_size", "check_val_every_n_epoch", "hidden_dim", "max_epochs", "patience"}
+)
 _INITS: Final = ("xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_")
 _CHOICES: Final[dict[str, tuple[Any, ...]]] = {
     "hidden_norm": _NORMS,
@@ -136,18 +147,23 @@ class GridPoint:
         return out
 
 
-def _check_values(key: str, values: Any, where: str) -> tuple[Any, ...]:
+def _check_values(key: str, values: Any, src: Path, where: str) -> tuple[Any, ...]:
+    def bad(message: str) -> UserError:
+        return UserError(message, source=src, key=where)
+
     if not isinstance(values, list | tuple) or not values:
-        raise UserError(f"expected a non-empty list of values, got {values!r}", key=where)
+        raise bad(f"expected a non-empty list of values, got {values!r}")
     if key in _CHOICES:
-        bad = [v for v in values if v not in _CHOICES[key]]
-        if bad:
-            raise UserError(f"{bad[0]!r} is not one of {list(_CHOICES[key])}", key=where)
+        wrong = [v for v in values if v not in _CHOICES[key]]
+        if wrong:
+            raise bad(f"{wrong[0]!r} is not one of {list(_CHOICES[key])}")
     elif key == "norm_after_activation":
         if not all(isinstance(v, bool) for v in values):
-            raise UserError(f"expected true or false, got {values!r}", key=where)
+            raise bad(f"expected true or false, got {values!r}")
     elif not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        raise UserError(f"expected numbers, got {values!r}", key=where)
+        raise bad(f"expected numbers, got {values!r}")
+    elif key in _COUNTS and not all(isinstance(v, int) and v >= 1 for v in values):
+        raise bad(f"expected whole numbers of at least 1, got {values!r}")
     return tuple(values)
 
 
@@ -167,22 +183,30 @@ def grid_points(task: HearTask, grid: str = "default") -> list[GridPoint]:
     final: dict[str, tuple[Any, ...]] = dict(GRIDS[grid])
     final.update(TASK_SPECIFIC_PARAM_GRID.get(task.metadata.task_name, {}))
     extra = task.metadata.evaluation_params.get("task_specific_param_grid", {})
+    src = task.path / METADATA_FILE
+    where = "evaluation_params.task_specific_param_grid"
     if not isinstance(extra, dict):
-        raise UserError(
-            f"expected a JSON object, got {extra!r}",
-            source=task.path,
-            key="evaluation_params.task_specific_param_grid",
-        )
+        raise UserError(f"expected a JSON object, got {extra!r}", source=src, key=where)
     for key, values in extra.items():
-        where = f"evaluation_params.task_specific_param_grid.{key}"
         if key not in PARAM_GRID:
-            raise UserError(f"is not one of heareval's grid keys {sorted(PARAM_GRID)}", key=where)
-        final[key] = _check_values(key, values, where)
+            raise UserError(
+                f"is not one of heareval's grid keys {sorted(PARAM_GRID)}",
+                source=src,
+                key=f"{where}.{key}",
+            )
+        final[key] = _check_values(key, values, src, f"{where}.{key}")
     keys = sorted(final)
     points = [
         GridPoint(**dict(zip(keys, values, strict=True)))
         for values in itertools.product(*(final[k] for k in keys))
     ]
+    if any(p.max_epochs < p.check_val_every_n_epoch for p in points):
+        raise UserError(
+            "has a point whose max_epochs is below its check_val_every_n_epoch (no validation "
+            "would run, heareval fails)",
+            source=src,
+            key=where,
+        )
     random.Random(SEED).shuffle(points)
     return points
 
@@ -443,8 +467,6 @@ class Monitor:
 
 
 def _scene_score(name: str, probs: Any, y: Any) -> float:
-    from audiorepro.runner.kinds.hear import SCENE_SCORES
-
     return SCENE_SCORES[name](probs, y)
 
 
@@ -453,8 +475,6 @@ def _pp_grid(task: HearTask) -> Any:
 
 
 def _event_value(name: str, task: HearTask, probs: Any, rows: Rows, setting: Setting) -> float:
-    from audiorepro.runner.kinds.hear_frames import _event_score
-
     events = events_by_file(probs, rows.files, rows.stamps, task.vocabulary, setting)
     return _event_score(name, events, task, rows.splits)
 
@@ -580,8 +600,6 @@ class MlpCell:
 
 
 def _event_fold_scores(task: HearTask, fold: MlpFold, twin: bool) -> dict[str, float]:
-    from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
-
     setting = fold.trained.setting
     assert setting is not None  # event tasks always choose (or are given) one
     rows = fold.test
@@ -600,8 +618,6 @@ def mlp_cell(
 ) -> MlpCell:
     """:func:`mlp_task` scored as a ``hear`` cell scores: the kit's scores
     (:mod:`audiorepro.metrics.hear`) and the twin's over the same predictions."""
-    from audiorepro.runner.kinds.hear import TWIN_SCORES, FoldPrediction, fold_scores
-
     fit = mlp_task(task, emb, stamps, grid=grid, points=points)
     names = task.metadata.evaluation
     folds: dict[str, tuple[dict[str, float], float]] = {}
