@@ -26,19 +26,12 @@ from audiorepro.formats.hear_embeddings import read_embeddings
 from audiorepro.metrics import hear as scores
 from audiorepro.runner.kinds.hear import check_task
 from audiorepro.runner.kinds.hear_mlp import grid_points, logged, mlp_cell, mlp_task
+from tests import test_hear_command
 from tests.conftest import ROOT
 from tests.hear_reference import heareval_predictions, kit_embeddings
 
-TOOL = ROOT / "tools" / "make_hear_tasks.py"
-
-
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
-    out = tmp_path_factory.mktemp("hear-mlp") / "tasks"
-    subprocess.run([sys.executable, str(TOOL), str(out)], check=True, capture_output=True)
-    return out
+#: The three built tasks (tools/make_hear_tasks.py), as tests/test_hear_command.py builds them.
+tasks_dir = test_hear_command.tasks_dir
 
 
 def _layout(tasks_dir: Path, name: str, where: Path) -> tuple[HearTask, Path]:
@@ -113,6 +106,23 @@ def test_multilabel_scene_tasks_take_the_mlp_not_the_linear_probe(tasks_dir: Pat
     check_task(task, "hear-mlp-v1")
     with pytest.raises(UserError, match="linear-v1 is a multiclass probe"):
         check_task(task, "linear-v1")
+
+
+def test_a_multiclass_event_task_with_unlabelled_frames_is_one_line(
+    tasks_dir: Path, tmp_path: Path
+) -> None:
+    """heareval asserts one label per row for multiclass; frames between events have none."""
+    folder = tmp_path / "tasks" / "events-v1-full"
+    shutil.copytree(tasks_dir / "events-v1-full", folder)
+    meta = json.loads((folder / "task_metadata.json").read_text())
+    (folder / "task_metadata.json").write_text(json.dumps(meta | {"prediction_type": "multiclass"}))
+    task, layout = _layout(tmp_path / "tasks", "events-v1-full", tmp_path)
+    emb, stamps = _inputs(task, layout)
+    with pytest.raises(UserError) as err:
+        mlp_task(task, emb, stamps, grid="faster", points=1)
+    text = str(err.value)
+    assert "task_metadata.json" in text and "'prediction_type': is a multiclass task" in text
+    assert "\n" not in text
 
 
 # --- determinism -----------------------------------------------------------------------------

@@ -564,6 +564,14 @@ def mlp_task(
         key = tuple(splits)
         if key not in cache:
             cache[key] = task_rows(task, emb, stamps, key)
+            counts = cache[key].y.sum(axis=1)
+            if not multilabel and np.any(counts != 1):  # heareval asserts one label a row
+                raise UserError(
+                    f"is a multiclass task, but {int(np.sum(counts != 1))} rows of "
+                    f"{'|'.join(key)} have no label or several (hear-mlp-v1 needs exactly one)",
+                    source=task.path / METADATA_FILE,
+                    key="prediction_type",
+                )
         return cache[key]
 
     splits = data_splits(meta)
