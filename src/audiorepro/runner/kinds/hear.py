@@ -19,7 +19,8 @@ regression, C = 1.0) on the training split(s) alone; its class scores are the so
 decision values over the classes seen in training (0 for the others), so that mAP, d' and AUC
 have scores to rank; a multiclass probe, so multilabel scene tasks are refused. Event tasks
 (timestamp embeddings, ``linear-v1`` per label per frame, heareval's event post-processing
-chosen on validation) are :mod:`.hear_frames`.
+chosen on validation) are :mod:`.hear_frames`. ``hear-mlp-v1`` (heareval's own MLP grid, on
+scene multiclass, scene multilabel and event tasks) is :mod:`.hear_mlp`.
 
 The embeddings are computed in the run, not through the extraction cache: the cache's keys and
 dumps are per clip list of one audio folder, and a HEAR task's clips live in one folder per
