@@ -194,9 +194,9 @@ def _run_doc_line(line: str, cwd: Path) -> None:
 @pytest.mark.slow
 def test_the_documented_hear_mlp_line_as_written(tasks_dir: Path, tmp_path: Path) -> None:
     """docs/hear.md, "HEAR's predictor": the module of "Run a HEAR module" and the section's
-    lines, then the same command in this process into another OUT: the same
-    test.predicted-scores.json byte for byte, and its scores those of mlp_cell on the
-    embeddings the command wrote."""
+    lines; then a hear study cell with hear-mlp-v1 in this process: the same
+    test.predicted-scores.json byte for byte, its published row PASS; and the scores are those
+    of mlp_cell on the embeddings the command wrote."""
     from tests.test_documented_commands import blocks
 
     assert (ROOT / "docs" / "hear.md").is_file()
@@ -215,16 +215,37 @@ def test_the_documented_hear_mlp_line_as_written(tasks_dir: Path, tmp_path: Path
     assert doc["hparams"]["predictor"] == "hear-mlp-v1"
     assert doc["hparams"]["grid"] == "default" and doc["hparams"]["grid_points"] == 8
     assert isinstance(doc["test"]["epoch"], int)
-    # Again, in this process (the module imported from tmp_path), into another OUT.
+    # Again in this process, as a hear study's cell (the module imported from tmp_path) with
+    # the first run's value as its published row: the same file byte for byte, and PASS.
+    study = tmp_path / "mlp-study.toml"
+    study.write_text(
+        f"""schema = "audiorepro.study/1"
+name = "hear-mlp"
+kind = "hear"
+
+[[cell]]
+id = "words-v1-full"
+model = "hear:my_hear_module"
+tasks_dir = "hear-tasks"
+task = "words"
+predictor = "hear-mlp-v1"
+
+[[published]]
+cell = "words-v1-full"
+tolerance = 0.01
+provenance = "the documented command's run"
+values = {{ top1_acc = {doc["test"]["test_top1_acc"]!r} }}
+"""
+    )
     sys.path.insert(0, str(tmp_path))
     try:
-        argv = ["hear", "hear:my_hear_module", "--tasks-dir", str(tmp_path / "hear-tasks")]
-        argv += ["--task", "words", "--predictor", "hear-mlp-v1", "--out", str(tmp_path / "o2")]
-        assert main(argv) == 0
+        assert main(["reproduce", str(study), "--out", str(tmp_path / "o2")]) == 0
     finally:
         sys.path.remove(str(tmp_path))
     again = tmp_path / "o2" / "words-v1-full" / "test.predicted-scores.json"
     assert again.read_bytes() == written.read_bytes()
+    golden = json.loads((tmp_path / "o2" / "verification.json").read_text())["golden"]
+    assert [r["status"] for r in golden["rows"]] == ["PASS"]
     task = read_task(tmp_path / "hear-tasks" / "words-v1-full")
     emb, _ = _inputs(task, written.parent)
     fit = mlp_cell(task, emb, None)
