@@ -62,6 +62,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_hear_tasks.py::test_documented_command_builds_the_same_tasks_twice",
     ("docs/hear.md", "Run a HEAR module: `audiorepro hear`", 0):
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
+    ("docs/hear.md", "HEAR's predictor: `hear-mlp-v1`", 0):
+        "tests/test_hear_mlp.py::test_the_documented_hear_mlp_line_as_written",
     ("docs/hear.md", "A HEAR study: verdicts on leaderboard rows", 0):
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hear.md", "A results table across encoders: `audiorepro hear-table`", 0):

@@ -45,7 +45,13 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.formats.hear import METADATA_FILE, VOCABULARY_FILE, HearEvent, HearTask
 
-__all__ = ["HearSplitEmbeddings", "frame_labels", "read_embeddings", "write_embeddings"]
+__all__ = [
+    "HearSplitEmbeddings",
+    "frame_labels",
+    "read_embeddings",
+    "row_order",
+    "write_embeddings",
+]
 
 #: heareval adds this to an event's end (ms) so that a frame at the very end still has it.
 END_EPSILON_MS = 0.0001
@@ -93,6 +99,20 @@ def _check_embedding(array: Any, kind: str, where: str) -> npt.NDArray[np.float3
     return arr
 
 
+def row_order(task: HearTask) -> dict[str, list[str]]:
+    """Each split's files in the order of its stacked rows (``<split>.embeddings.npy``):
+    ``random.Random(0).shuffle`` of the split's files, one generator for the task's splits in
+    metadata order (heareval's ``memmap_embeddings``; its predictor trains in this order)."""
+    prng = random.Random()
+    prng.seed(0)
+    out: dict[str, list[str]] = {}
+    for split in task.metadata.splits:
+        names = list(task.files(split))
+        prng.shuffle(names)
+        out[split] = names
+    return out
+
+
 def write_embeddings(
     task: HearTask,
     out: str | Path,
@@ -108,8 +128,7 @@ def write_embeddings(
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(task.path / METADATA_FILE, root)
     shutil.copy(task.path / VOCABULARY_FILE, root)
-    prng = random.Random()
-    prng.seed(0)
+    order = row_order(task)
     for split in task.metadata.splits:
         shutil.copy(task.path / f"{split}.json", root)
         raw = _raw_split(task, split)
@@ -132,7 +151,7 @@ def write_embeddings(
             labels = _raw_frame_labels(raw[name], stamps)
             (outdir / f"{name}.timestamps.json").write_text(json.dumps(stamps.tolist()))
             (outdir / f"{name}.target-labels.json").write_text(json.dumps(labels, indent=4))
-        _write_split_rows(root, split, outdir, list(raw), prng, kind)
+        _write_split_rows(root, split, [outdir / f"{n}.embedding.npy" for n in order[split]], kind)
 
 
 def _raw_frame_labels(events: list[dict[str, Any]], stamps: npt.NDArray[Any]) -> list[list[Any]]:
@@ -143,12 +162,8 @@ def _raw_frame_labels(events: list[dict[str, Any]], stamps: npt.NDArray[Any]) ->
     ]
 
 
-def _write_split_rows(
-    root: Path, split: str, outdir: Path, names: list[str], prng: random.Random, kind: str
-) -> None:
-    """heareval's ``memmap_embeddings``: the split's rows, shuffled by the task's generator."""
-    files = [outdir / f"{name}.embedding.npy" for name in names]
-    prng.shuffle(files)
+def _write_split_rows(root: Path, split: str, files: list[Path], kind: str) -> None:
+    """heareval's ``memmap_embeddings``: the split's rows, files in :func:`row_order`."""
     arrays = [np.load(f, allow_pickle=False) for f in files]
     rows = sum(1 if kind == "scene" else a.shape[0] for a in arrays)
     dim = arrays[-1].shape[-1]

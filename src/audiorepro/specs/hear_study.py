@@ -14,7 +14,7 @@ leaderboard reports it), a tolerance and where the row was published::
     model = "hear:my_hear_module"          # the encoder, as `audiorepro hear` takes it
     tasks_dir = "hear-tasks"               # a folder of HEAR task folders
     task = "words"                         # a task's folder name or task_name
-    predictor = "linear-v1"                # the downstream predictor (the default)
+    predictor = "linear-v1"                # or "hear-mlp-v1" (HEAR's MLP grid)
 
     [[published]]
     cell = "mine-words"
@@ -52,8 +52,10 @@ __all__ = [
     "parse_hear_study",
 ]
 
-#: The downstream predictors a HEAR cell can name (``hear-mlp-v1`` is issue 46's next step).
-HEAR_PREDICTORS = ("linear-v1",)
+#: HEAR 2021's downstream predictor, heareval 2021.1.3's MLP grid (docs/hear.md).
+MLP = "hear-mlp-v1"
+#: The downstream predictors a HEAR cell can name (the first is the default).
+HEAR_PREDICTORS = ("linear-v1", MLP)
 #: Output entries a cell's folder (``OUT/<cell id>/``) must not take.
 RESERVED_IDS = frozenset({"tables", "cache", "dumps", "probe"})
 
@@ -70,7 +72,9 @@ class HearCellSpec(Spec):
     model: str = Field(description="the encoder: hear:MODULE[:WEIGHTS]")
     tasks_dir: str = Field(description="a folder of HEAR task folders (relative to the study)")
     task: str = Field(description="a task's folder name or task_name")
-    predictor: Literal["linear-v1"] = Field("linear-v1", description="the downstream predictor")
+    predictor: Literal["linear-v1", "hear-mlp-v1"] = Field(
+        "linear-v1", description="the downstream predictor: linear-v1 or hear-mlp-v1"
+    )
 
 
 class HearPublishedSpec(Spec):

@@ -19,7 +19,8 @@ regression, C = 1.0) on the training split(s) alone; its class scores are the so
 decision values over the classes seen in training (0 for the others), so that mAP, d' and AUC
 have scores to rank; a multiclass probe, so multilabel scene tasks are refused. Event tasks
 (timestamp embeddings, ``linear-v1`` per label per frame, heareval's event post-processing
-chosen on validation) are :mod:`.hear_frames`.
+chosen on validation) are :mod:`.hear_frames`. ``hear-mlp-v1`` (heareval's own MLP grid, on
+scene multiclass, scene multilabel and event tasks) is :mod:`.hear_mlp`.
 
 The embeddings are computed in the run, not through the extraction cache: the cache's keys and
 dumps are per clip list of one audio folder, and a HEAR task's clips live in one folder per
@@ -32,7 +33,7 @@ import html
 import json
 import math
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -71,7 +72,6 @@ from audiorepro.metrics.hear_events import Setting
 from audiorepro.metrics.linear_probe import LINEAR, fit_linear_v1
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.models.user_encoders import Loaded, load_user
-from audiorepro.reference import hear as twin
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
 from audiorepro.runner.kinds import (
@@ -89,31 +89,20 @@ from audiorepro.runner.kinds import (
     rest_records,
 )
 from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
-from audiorepro.specs.hear_study import HearCell, HearStudy
+from audiorepro.runner.kinds.hear_mlp import grid_points, mlp_cell
+from audiorepro.runner.kinds.hear_scene import (
+    SCENE_SCORES,
+    TWIN_SCORES,
+    FoldPrediction,
+    fold_scores,
+)
+from audiorepro.specs.hear_study import MLP, HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
 PREDICTED_SCORES: Final = "test.predicted-scores.json"
 #: How far the twin's scores (Python floats, pairwise counts) may lie from ours (numpy): both
 #: are sums and ratios of at most a few thousand float64 terms.
 SCORE_TOLERANCE: Final = 1e-12
-
-Score = Callable[[Any, Any], float]
-SCENE_SCORES: dict[str, Score] = {
-    "top1_acc": scores.top1_accuracy_score,
-    "pitch_acc": scores.top1_accuracy_score,
-    "chroma_acc": scores.chroma_accuracy_score,
-    "mAP": scores.mean_average_precision_score,
-    "d_prime": scores.d_prime_score,
-    "aucroc": scores.aucroc_score,
-}
-TWIN_SCORES: dict[str, Score] = {
-    "top1_acc": twin.top1_accuracy,
-    "pitch_acc": twin.top1_accuracy,
-    "chroma_acc": twin.chroma_accuracy,
-    "mAP": twin.mean_average_precision,
-    "d_prime": twin.d_prime,
-    "aucroc": twin.aucroc,
-}
 
 
 # --- one task -------------------------------------------------------------------------------
@@ -122,6 +111,8 @@ TWIN_SCORES: dict[str, Score] = {
 def check_task(task: HearTask, predictor: str) -> None:
     """A task the predictor and the scene scores run on (else one line naming the task)."""
     meta = task.metadata
+    if predictor == MLP:  # its grid, as the task updates it, is checked before any work
+        grid_points(task)
     if meta.embedding_type == "event":
         unknown = [e for e in meta.evaluation if e not in EVENT_SCORES]
         if unknown:
@@ -129,7 +120,7 @@ def check_task(task: HearTask, predictor: str) -> None:
                 f"names {unknown[0]!r}, not an event score", source=task.path, key="evaluation"
             )
         return
-    if predictor == LINEAR and meta.prediction_type != "multiclass":
+    if predictor != MLP and meta.prediction_type != "multiclass":
         raise UserError(
             f"is a {meta.prediction_type} task; {LINEAR} is a multiclass probe", source=task.path
         )
@@ -185,16 +176,6 @@ def _rows(
     return x, y
 
 
-@dataclass(frozen=True)
-class FoldPrediction:
-    """One data split's class scores and 0/1 targets (rows of files, vocabulary order)."""
-
-    valid: npt.NDArray[np.float64]
-    valid_targets: npt.NDArray[np.float64]
-    test: npt.NDArray[np.float64]
-    test_targets: npt.NDArray[np.float64]
-
-
 def linear_fold(
     task: HearTask, emb: dict[str, dict[str, Any]], split: dict[str, tuple[str, ...]]
 ) -> FoldPrediction:
@@ -208,14 +189,6 @@ def linear_fold(
     onehot = np.eye(len(task.vocabulary))
     n = len(y_valid)
     return FoldPrediction(probs[:n], onehot[y_valid], probs[n:], onehot[y_test])
-
-
-def fold_scores(
-    names: tuple[str, ...], fold: FoldPrediction, table: Mapping[str, Score] = SCENE_SCORES
-) -> tuple[dict[str, float], float]:
-    """The test scores and the validation score (the first score) of one data split."""
-    test = {name: table[name](fold.test, fold.test_targets) for name in names}
-    return test, table[names[0]](fold.valid, fold.valid_targets)
 
 
 def predicted_scores(
@@ -237,8 +210,9 @@ def predicted_scores(
         agg: dict[str, float] = {}
         for key in out[next(iter(folds))]:
             values = np.array([out[f][key] for f in folds], dtype=np.float64)
-            agg[f"{key}_mean"] = float(np.mean(values))
-            agg[f"{key}_std"] = float(np.std(values, ddof=1))
+            with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
+                agg[f"{key}_mean"] = float(np.mean(values))
+                agg[f"{key}_std"] = float(np.std(values, ddof=1))
         out["aggregated_scores"] = agg
     maximize = scores.HEAR_SCORE_DIRECTIONS[primary]
     out["hparams"] = {"predictor": predictor, "C": 1.0}
@@ -405,21 +379,31 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
     names = task.metadata.evaluation
     stamps: dict[str, dict[str, Any]] | None = None
     settings: dict[str, Setting] | None = None
+    fit: Any = None
     if task.metadata.embedding_type == "event":
         read = partial(_read_clip, rate=inputs.rate)
         emb, stamps = embed_frames(inputs.loaded.encoder, task, read, inputs.rate)
+    else:
+        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
+    if cell.predictor == MLP:
+        fit = mlp_cell(task, emb, stamps)
+        folds, twins, settings = fit.folds, fit.twins, fit.settings
+    elif stamps is not None:
         events = {k: event_fold(task, emb, stamps, s) for k, s in splits.items()}
         folds = {k: (e.test, e.valid) for k, e in events.items()}
         twins = {k: e.twin_test for k, e in events.items()}
         settings = {k: e.setting for k, e in events.items()}
     else:
-        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
         preds = {k: linear_fold(task, emb, s) for k, s in splits.items()}
         folds = {k: fold_scores(names, p) for k, p in preds.items()}
         twins = {k: fold_scores(names, p, TWIN_SCORES)[0] for k, p in preds.items()}
     if out is not None:
         write_embeddings(task, out / rel, emb, stamps)
         doc = predicted_scores(task, folds, cell.predictor, settings)
+        if fit is not None:  # hear-mlp-v1's grid point, and each split's checkpoint epoch
+            doc["hparams"] = fit.hparams
+            for key, epoch in fit.epochs.items():
+                doc[key]["epoch"] = epoch
         atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
     first = next(iter(next(iter(emb.values())).values()))
     board = leaderboard({k: v[0] for k, v in folds.items()})
