@@ -266,6 +266,7 @@ LAYERS = {
         "test_linear_probe.py", "test_linear_probe_study.py", "test_speaker_probe.py",
         "test_cli_startup.py",
         "test_hear_command.py",
+        "test_hear_networks.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -319,7 +319,8 @@ def two_runs(
     from tests.test_documented_commands import blocks
 
     root = tmp_path_factory.mktemp("hear-table")
-    (source,) = [b.body for b in blocks("docs/hear.md") if b.lang == "python"]
+    page = [b for b in blocks("docs/hear.md") if b.heading.startswith("Run a HEAR module")]
+    (source,) = [b.body for b in page if b.lang == "python"]
     (root / "mods").mkdir()
     (root / "mods" / "hear_table_doc_module.py").write_text(source + "\n")
     sys.path.insert(0, str(root / "mods"))

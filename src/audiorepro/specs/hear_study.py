@@ -67,7 +67,9 @@ class HearCellSpec(Spec):
     """One encoder over one HEAR task."""
 
     id: _Name = Field(description="a unique cell id (its folder in the output)")
-    model: str = Field(description="the encoder: hear:MODULE[:WEIGHTS]")
+    model: str = Field(
+        description="the encoder: hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry"
+    )
     tasks_dir: str = Field(description="a folder of HEAR task folders (relative to the study)")
     task: str = Field(description="a task's folder name or task_name")
     predictor: Literal["linear-v1"] = Field("linear-v1", description="the downstream predictor")

@@ -2,8 +2,9 @@
 
 Per cell (one encoder over one HEAR task, :mod:`audiorepro.specs.hear_study`): every clip of
 every split is read as heareval reads it (soundfile, float32, at the module's sample rate from
-``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings``, one clip per
-call; the embeddings are written in heareval's layout to ``OUT/<cell id>/``
+``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` (a ``py:``
+encoder's clip embedding, ``embed_audio``), one clip per call; the embeddings are written in
+heareval's layout to ``OUT/<cell id>/``
 (:mod:`audiorepro.formats.hear_embeddings`), so heareval's own predictor can run on them too;
 the predictor is trained on each of heareval's data splits
 (:func:`audiorepro.formats.hear.data_splits`: train/valid/test, or each fold tested in turn)
@@ -88,7 +89,12 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
+from audiorepro.runner.kinds.hear_frames import (
+    EVENT_SCORES,
+    embed_frames,
+    event_fold,
+    frame_source,
+)
 from audiorepro.specs.hear_study import HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
@@ -351,8 +357,12 @@ class HearState(KindState):
 
 def load_model(model: str) -> Loaded:
     spec = resolve_spec(model, load_registry([]))
-    if spec.format != "hear":
-        raise UserError("expected a HEAR module (hear:MODULE[:WEIGHTS]) for now", key=model)
+    if spec.format not in ("hear", "py"):
+        raise UserError(
+            "expected a HEAR module (hear:MODULE[:WEIGHTS]) or an encoder of your own "
+            "(py:MODULE:FACTORY, or a registry entry of format hear or py)",
+            key=model,
+        )
     return load_user(spec, "cpu")
 
 
@@ -372,6 +382,8 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
         if cell.id in tasks:
             loaded = load_model(cell.model)
             rate = int(loaded.encoder.sample_rate)
+            if tasks[cell.id].metadata.embedding_type == "event":
+                frame_source(loaded.encoder)  # frames or one line, before any clip is read
             check_task_audio(tasks[cell.id], rate)
             state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
 
