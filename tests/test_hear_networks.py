@@ -6,6 +6,7 @@ event task for an encoder without `embed_frames`."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.util
 import json
 import os
@@ -156,3 +157,48 @@ def test_a_py_encoder_without_embed_frames_refuses_an_event_task_in_one_line(
     assert err.count("\n") == 1 and not out.exists()
     # the same encoder runs a scene task
     assert main([*argv, "--task", "words", "--out", str(out)]) == 0
+
+
+def test_the_results_page_links_each_number_to_its_run_in_a_browser(documented: Path) -> None:
+    """hear-board/hear.html (docs/hear.md's hear-table line) in headless Chromium: one row
+    per encoder, one number per task, each a link that opens the report of the run that made
+    it; the encoders' metadata beside; the page fits 1400 px (wide tables scroll in their
+    box) with no console error."""
+    from selenium.webdriver.common.by import By
+
+    from tests.test_report_html import ARTIFACTS, open_browser
+
+    board = documented / "hear-board"
+    bundles = {
+        run: hashlib.sha256((documented / run / "bundle.json.gz").read_bytes()).hexdigest()
+        for run in ("hear-py", "hear-resemblyzer")
+    }
+    browser = open_browser()
+    try:
+        browser.set_window_size(1400, 1000)
+        browser.get((board / "hear.html").as_uri())
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+        rows = browser.find_elements(By.CSS_SELECTOR, "table#hear tbody tr")
+        assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == [
+            "py:my_frames.py:make",
+            "resemblyzer",
+        ]
+        links = browser.find_elements(By.CSS_SELECTOR, "table#hear a")
+        # resemblyzer's event F-measure is undefined (no event predicted): 3 numbers
+        assert len(links) == 3
+        targets = [(a.get_attribute("href"), a.get_attribute("title")) for a in links]
+        for href, title in targets:
+            run = "hear-resemblyzer" if "hear-resemblyzer" in href else "hear-py"
+            assert href == (documented / run / "report.html").as_uri()
+            assert bundles[run] in title
+        encoders = browser.find_element(By.CSS_SELECTOR, "table#encoders").text
+        assert "256" in encoders and "48" in encoders and "pretrained.pt=" in encoders
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        assert browser.save_screenshot(str(ARTIFACTS / "hear-board-1400.png"))
+        browser.get(targets[-1][0])  # the link opens the run's report
+        assert browser.find_element(By.TAG_NAME, "h1").text == "hear"
+        errors = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
+        assert errors == [], errors
+    finally:
+        browser.quit()
