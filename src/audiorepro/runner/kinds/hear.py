@@ -95,6 +95,7 @@ from audiorepro.runner.kinds.hear_frames import (
     event_fold,
     frame_source,
 )
+from audiorepro.runner.kinds.hear_saved import score_saved
 from audiorepro.specs.hear_study import HearCell, HearStudy
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
@@ -351,6 +352,8 @@ class HearState(KindState):
     results: dict[str, CellResult] = field(default_factory=dict)
     cells: dict[str, HearBundleCell] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: cells scored from heareval's saved predictions (no model): their tasks
+    saved: dict[str, HearTask] = field(default_factory=dict)
     parity: list[ScoreParity] = field(default_factory=list)
     out: Path = Path(".")
 
@@ -377,9 +380,17 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
             continue
         tasks[cell.id] = read_task(cell.task_path)
+        if cell.predictions is not None:  # heareval's predictions: no model, no predictor
+            check_task(tasks[cell.id], "heareval")
+            if not cell.predictions.is_dir():
+                state.errors[cell.id] = f"predictions folder {cell.predictions} is missing"
+                state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
+            else:
+                state.saved[cell.id] = tasks[cell.id]
+            continue
         check_task(tasks[cell.id], cell.predictor)
     for cell in cells:
-        if cell.id in tasks:
+        if cell.id in tasks and cell.predictions is None:
             loaded = load_model(cell.model)
             rate = int(loaded.encoder.sample_rate)
             if tasks[cell.id].metadata.embedding_type == "event":
@@ -459,6 +470,47 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
     if settings is not None:
         record["postprocessing"] = {k: dict(v) for k, v in settings.items()}
     return CellResult(record, {k: v[0] for k, v in folds.items()}, twins)
+
+
+def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
+    """A cell scored from heareval's saved predictions (:mod:`.hear_saved`), no model run;
+    its ``test.predicted-scores.json`` (the kit's scores) goes to ``out/<cell id>/`` without
+    validation scores, which only heareval's own file holds."""
+    assert cell.predictions is not None
+    saved = score_saved(task, cell.predictions, (SCENE_SCORES, TWIN_SCORES))
+    folds = {k: (v, math.nan) for k, v in saved.scores.items()}
+    rel, predictor = slug(cell.id), "heareval (saved predictions)"
+    if out is not None:
+        with np.errstate(invalid="ignore"):  # NaN validation scores, removed below
+            doc = predicted_scores(task, folds, predictor)
+        for row in (doc[k] for k in (*folds, "aggregated_scores") if k in doc):
+            for key in [k for k in row if k.startswith("validation_score")]:
+                del row[key]
+        doc["hparams"] = {"predictions": "heareval's saved <test split>.predictions.pkl"}
+        atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
+    board = leaderboard(saved.scores)
+    record: HearBundleCell = {
+        "id": cell.id,
+        "model": cell.model,
+        "task": task.path.name,
+        "task_name": task.name,
+        "predictor": predictor,
+        "task_files_sha256": _task_files(task),
+        "clips": sum(len(task.files(s)) for s in task.metadata.splits),
+        "embedding_size": saved.embedding_size,
+        "sample_rate": 0,
+        "scores": {k: {n: _finite(x) for n, x in v.items()} for k, v in saved.scores.items()},
+        "validation_scores": {k: None for k in folds},
+        "leaderboard": {n: _finite(x) for n, x in board.items()},
+        "primary_score": task.metadata.evaluation[0],
+        "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
+        "model_meta": {
+            "weights_sha256": {},
+            "code": None,
+            "saved_sha256": cast(JsonValue, saved.saved_sha256),
+        },
+    }
+    return CellResult(record, saved.scores, saved.twin_scores)
 
 
 def twin_parity(result: CellResult) -> ScoreParity:
@@ -555,6 +607,9 @@ class HearKind(StudyKind[HearStudy, HearState]):
         for cell in state.study.cells:
             if cell.id in state.inputs:
                 result = compute_cell(cell, state.inputs[cell.id], state.out)
+                state.results[cell.id], state.cells[cell.id] = result, result.record
+            elif cell.id in state.saved:
+                result = saved_cell(cell, state.saved[cell.id], state.out)
                 state.results[cell.id], state.cells[cell.id] = result, result.record
 
     def check_parity(self, state: HearState) -> None:
