@@ -22,18 +22,12 @@ from audiorepro.formats.hear import read_task
 from audiorepro.formats.hear_embeddings import read_embeddings
 from tests.conftest import ROOT
 from tests.encoder_sources import write_encoders
-from tests.hear_reference import heareval_predictions
-
-TOOL = ROOT / "tools" / "make_hear_tasks.py"
+from tests.hear_reference import build_tasks, heareval_predictions
 
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
-    out = tmp_path_factory.mktemp("hear-cmd") / "tasks"
-    subprocess.run([sys.executable, str(TOOL), str(out)], check=True, capture_output=True)
-    return out
+    return build_tasks(tmp_path_factory.mktemp("hear-cmd"))
 
 
 @pytest.fixture(scope="module")

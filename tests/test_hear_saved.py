@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from audiorepro.cli import main
 from audiorepro.formats.hear import data_splits, read_task
 from audiorepro.formats.hear_embeddings import write_embeddings
 from tests.conftest import ROOT
+from tests.hear_reference import build_tasks
 
 TOOL = ROOT / "tools" / "make_hear_tasks.py"
 TASKS = ("words-v1-full", "mixtures-v1-full", "events-v1-full")
@@ -27,11 +26,7 @@ TASKS = ("words-v1-full", "mixtures-v1-full", "events-v1-full")
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
-    out = tmp_path_factory.mktemp("hear-saved") / "tasks"
-    subprocess.run([sys.executable, str(TOOL), str(out)], check=True, capture_output=True)
-    return out
+    return build_tasks(tmp_path_factory.mktemp("hear-saved"))
 
 
 def _study(path: Path, cells: list[tuple[str, str, Path]], published: str = "") -> Path:
