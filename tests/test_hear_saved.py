@@ -243,3 +243,20 @@ def test_heareval_saved_predictions_reproduce_its_own_scores(
             for metric, value in values.items():
                 mine = float(np.float32(ours[fold][f"test_{metric}"]))
                 assert mine == value or (np.isnan(mine) and np.isnan(value)), (cid, fold, metric)
+
+
+def test_diff_names_the_saved_predictions_that_moved_a_score(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(tasks_dir, tmp_path / "tasks")
+    task = read_task(tmp_path / "tasks" / "words-v1-full")
+    folder = tmp_path / "sub"
+    _dump_scene(folder, task, 0, ("test",))
+    study = _study(tmp_path / "s.toml", [("w", "words-v1-full", folder)])
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "a")]) == 0
+    _dump_scene(folder, task, 3, ("test",))  # the submission's predictions replaced
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    assert "saved_sha256" in out and "top1_acc" in out

@@ -672,6 +672,8 @@ class HearKind(StudyKind[HearStudy, HearState]):
             cid = str(cell["id"])
             meta = cell.get("model_meta") or {}
             weights = {"model": cell.get("model"), "weights_sha256": meta.get("weights_sha256")}
+            if meta.get("saved_sha256") is not None:  # a submission's saved predictions
+                weights["saved_sha256"] = meta["saved_sha256"]
             out += [
                 identity(cid, "weights", weights),
                 identity(cid, "encoder code", meta.get("code")),
