@@ -268,6 +268,8 @@ LAYERS = {
         "test_cli_startup.py",
         "test_hear_command.py",
         "test_hear_mlp.py",
+        "test_hear_networks.py",
+        "test_hear_saved.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -10,6 +10,8 @@ imported. Nothing of heareval's own code is changed.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -149,3 +151,16 @@ def heareval_predictions(
             del os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"]
         else:
             os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = previous
+
+
+def build_tasks(root: Path) -> Path:
+    """The example HEAR tasks (tools/make_hear_tasks.py) in ``root/tasks``; skips, saying why,
+    without espeak-ng."""
+    import pytest
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
+    tool = Path(__file__).resolve().parent.parent / "tools" / "make_hear_tasks.py"
+    out = root / "tasks"
+    subprocess.run([sys.executable, str(tool), str(out)], check=True, capture_output=True)
+    return out

@@ -22,18 +22,12 @@ from audiorepro.formats.hear import read_task
 from audiorepro.formats.hear_embeddings import read_embeddings
 from tests.conftest import ROOT
 from tests.encoder_sources import write_encoders
-from tests.hear_reference import heareval_predictions
-
-TOOL = ROOT / "tools" / "make_hear_tasks.py"
+from tests.hear_reference import build_tasks, heareval_predictions
 
 
 @pytest.fixture(scope="module")
 def tasks_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("espeak-ng") is None:
-        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
-    out = tmp_path_factory.mktemp("hear-cmd") / "tasks"
-    subprocess.run([sys.executable, str(TOOL), str(out)], check=True, capture_output=True)
-    return out
+    return build_tasks(tmp_path_factory.mktemp("hear-cmd"))
 
 
 @pytest.fixture(scope="module")
@@ -319,7 +313,8 @@ def two_runs(
     from tests.test_documented_commands import blocks
 
     root = tmp_path_factory.mktemp("hear-table")
-    (source,) = [b.body for b in blocks("docs/hear.md") if b.lang == "python"]
+    page = [b for b in blocks("docs/hear.md") if b.heading.startswith("Run a HEAR module")]
+    (source,) = [b.body for b in page if b.lang == "python"]
     (root / "mods").mkdir()
     (root / "mods" / "hear_table_doc_module.py").write_text(source + "\n")
     sys.path.insert(0, str(root / "mods"))

@@ -38,9 +38,10 @@ from audiorepro.runner.hear import PREDICTORS, format_results, run_hear
     help="Where each task's embeddings (heareval's layout) and test.predicted-scores.json go.",
 )
 def hear(model: str, tasks_dir: Path, tasks: tuple[str, ...], predictor: str, out: Path) -> None:
-    """MODEL (hear:MODULE[:WEIGHTS]) over HEAR tasks: embeddings by the module's own
-    get_scene_embeddings (get_timestamp_embeddings for event tasks), the predictor on
-    heareval's splits, heareval's scores (docs/hear.md)."""
+    """MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR
+    tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings for
+    event tasks; a py: encoder's embed_audio and embed_frames), the predictor on heareval's
+    splits, heareval's scores (docs/hear.md)."""
     results = run_hear(model, tasks_dir, tasks, predictor, out)
     for line in format_results(results):
         click.echo(line)

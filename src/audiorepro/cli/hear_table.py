@@ -16,7 +16,7 @@ from audiorepro.runner.hear_table import write_hear_table
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
     required=True,
-    help="The folder for hear.csv/.md/.tex (encoders x tasks) and runs.csv/.md/.tex.",
+    help="The folder for hear.csv/.md/.tex (encoders x tasks), runs.csv/.md/.tex and hear.html.",
 )
 def hear_table(runs: tuple[Path, ...], out: Path) -> None:
     """One table across encoders from HEAR runs (output folders of `audiorepro hear` or of
@@ -30,5 +30,5 @@ def hear_table(runs: tuple[Path, ...], out: Path) -> None:
     main = tables["hear"]
     click.echo(
         f"wrote {out}/hear.csv, .md, .tex ({len(main.rows)} encoder(s) x "
-        f"{len(main.columns)} task(s)) and {out}/runs.csv, .md, .tex"
+        f"{len(main.columns)} task(s)), {out}/runs.csv, .md, .tex and {out}/hear.html"
     )

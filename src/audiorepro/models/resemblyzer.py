@@ -117,6 +117,31 @@ class ResemblyzerEncoder:
                 rows[i] = self.model.embed_utterance(self.preprocess(waveform))
         return rows
 
+    def embed_frames(self, waveforms: Sequence[Array]) -> list[tuple[Array, npt.NDArray[Any]]]:
+        """Per clip (mono float32 at 16 kHz), resemblyzer's partial embeddings and their
+        times: ``embed_utterance(wav, return_partials=True)`` (1.6 s partials at 1.3 per
+        second, the last zero-padded when at least 75 % covered) after ``preprocess_wav``'s
+        volume step (``normalize_volume`` to -30 dBFS, raise only) but without its VAD
+        trimming, which would move every frame off the clip's time axis; each partial's
+        timestamp is the centre of its audio slice in ms."""
+        import torch
+        from resemblyzer import hparams, normalize_volume
+
+        out = []
+        with torch.inference_mode():
+            for waveform in waveforms:
+                wav = normalize_volume(
+                    np.asarray(waveform, dtype=np.float32),
+                    hparams.audio_norm_target_dBFS,
+                    increase_only=True,
+                )
+                _, partials, slices = self.model.embed_utterance(wav, return_partials=True)
+                stamps = [(s.start + s.stop) / 2 / SAMPLE_RATE * 1000.0 for s in slices]
+                out.append(
+                    (np.asarray(partials, dtype=np.float32), np.asarray(stamps, dtype=np.float64))
+                )
+        return out
+
     def state_dict(self) -> dict[str, Any]:
         """The network's tensors by name (for ``identity``, tensor by tensor)."""
         return dict(self.model.state_dict())

@@ -127,8 +127,12 @@ def kind_report(
     return "\n".join(parts)
 
 
-def table_html(table: Table, table_id: str) -> str:
-    """A sortable HTML table; best values bold, missing values spelled out."""
+def table_html(
+    table: Table, table_id: str, links: Mapping[tuple[int, int], tuple[str, str]] | None = None
+) -> str:
+    """A sortable HTML table; best values bold, missing values spelled out; ``links`` maps
+    (row, column) to the ``(href, title)`` its value links to (a leaderboard's number to the
+    run that made it)."""
     best = table.best()
     arrows = {True: " ↑", False: " ↓", None: ""}
     head = "".join(
@@ -153,9 +157,11 @@ def table_html(table: Table, table_id: str) -> str:
                 if ci is None
                 else f'<br><small class="ci">[{ci[0]:.{table.digits}f}, {ci[1]:.{table.digits}f}]</small>'
             )
-            cells.append(
-                f'<td class="{cls}" data-value="{_e(data)}">{_e(_fmt(v, table.digits))}{extra}</td>'
-            )
+            text = _e(_fmt(v, table.digits))
+            link = (links or {}).get((i, j))
+            if link is not None:
+                text = f'<a href="{_e(link[0])}" title="{_e(link[1])}">{text}</a>'
+            cells.append(f'<td class="{cls}" data-value="{_e(data)}">{text}{extra}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     notes = "".join(f"<p><em>{_e(n)}</em></p>" for n in table.notes)
     return (
@@ -453,6 +459,11 @@ def _environment(bundle: Mapping[str, Any]) -> str:
     return (
         "<ul>" + "".join(f"<li>{_e(k)} {_e(v)}</li>" for k, v in sorted(versions.items())) + "</ul>"
     )
+
+
+def page(title: str, body: str) -> str:
+    """A whole page in the reports' style (sortable tables), ``body`` its HTML."""
+    return _page(title, body)
 
 
 def _page(title: str, body: str) -> str:

@@ -7,25 +7,32 @@ table has one row per encoder and one column per task (the task's first evaluati
 test value or the mean over folds, as HEAR's leaderboard shows them), written as CSV, Markdown
 and LaTeX (:mod:`audiorepro.render.tables`): ``DIR/hear.*``. Beside it, ``DIR/runs.*`` links
 every number to the run that made it: the folder, its ``bundle.json.gz``'s SHA-256, the cell,
-the module's weights' SHA-256 and its embedding size.
+the module's weights' SHA-256 and its embedding size. ``DIR/hear.html`` is the same as one
+page, as HEAR's and MTEB's leaderboards show it: the encoders x tasks table, each number a link
+to the report of the run that made it (its cell, bundle SHA-256 and weights on hover), then
+each encoder's metadata (embedding sizes, weights' SHA-256) and the runs table.
 """
 
 from __future__ import annotations
 
 import gzip
+import html
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import atomic_write_bytes
 from audiorepro.metrics.hear import HEAR_SCORE_DIRECTIONS
+from audiorepro.render.html import page, table_html
 from audiorepro.render.tables import Column, Table, write_table
 from audiorepro.runner.kinds.hear import HEAR_BUNDLE
 from audiorepro.runner.study import verify_output_dir
 
-__all__ = ["HearEntry", "hear_tables", "read_runs", "write_hear_table"]
+__all__ = ["HearEntry", "hear_page", "hear_tables", "read_runs", "write_hear_table"]
 
 
 @dataclass(frozen=True)
@@ -167,9 +174,63 @@ def hear_tables(entries: list[HearEntry]) -> dict[str, Table]:
     return {"hear": main, "runs": runs}
 
 
+def _encoders_table(entries: list[HearEntry]) -> Table:
+    """One row per encoder: its embedding size(s) over the tasks, its weights, its runs."""
+    encoders = list(dict.fromkeys(e.encoder for e in entries))
+    rows = []
+    for enc in encoders:
+        mine = [e for e in entries if e.encoder == enc]
+        dims = ", ".join(str(d) for d in sorted({e.embedding_size for e in mine}))
+        rows.append((enc, (dims, mine[0].weights_sha256 or "(none)", len({e.run for e in mine}))))
+    return Table(
+        title="Encoders",
+        columns=(Column("embedding size"), Column("weights sha256"), Column("runs")),
+        rows=tuple(rows),
+        row_header="encoder",
+    )
+
+
+def hear_page(entries: list[HearEntry], tables: dict[str, Table], folder: Path) -> str:
+    """``hear.html`` (module docstring): links are relative to ``folder``, so the page and
+    the runs move together.
+
+    >>> e = HearEntry("hear:m", "words-v1-full", "top1_acc", 0.5, "o", "ab", "c", "w=1", 32)
+    >>> text = hear_page([e], hear_tables([e]), Path("t"))
+    >>> '<a href="../o/report.html" title="run o, cell c' in text
+    True
+    """
+    main = tables["hear"]
+    tasks = [c.name for c in main.columns]
+    at = {(e.encoder, f"{e.task} {e.score}"): e for e in entries}
+    links: dict[tuple[int, int], tuple[str, str]] = {}
+    for i, (enc, _) in enumerate(main.rows):
+        for j, task in enumerate(tasks):
+            e = at.get((enc, task))
+            if e is not None:
+                href = Path(os.path.relpath(Path(e.run) / "report.html", folder)).as_posix()
+                weights = e.weights_sha256 or "no weight files"
+                title = f"run {e.run}, cell {e.cell}, bundle {e.bundle_sha256}, {weights}"
+                links[(i, j)] = (href, title)
+    body = [
+        f"<h1>{html.escape(main.title)}</h1>",
+        "<p>Each number links to the report of the run that made it; the run, its cell, its "
+        "bundle's SHA-256 and the encoder's weights are on the link's title.</p>",
+        f"<div class='scroll'>{table_html(main, 'hear', links)}</div>",
+        "<h2>Encoders</h2>",
+        f"<div class='scroll'>{table_html(_encoders_table(entries), 'encoders')}</div>",
+        "<h2>Runs</h2>",
+        f"<div class='scroll'>{table_html(tables['runs'], 'runs')}</div>",
+    ]
+    return page(main.title, "\n".join(body))
+
+
 def write_hear_table(outs: list[Path], folder: Path) -> dict[str, Table]:
-    """Read the runs, write ``folder/hear.*`` and ``folder/runs.*``; returns the tables."""
-    tables = hear_tables(read_runs(outs))
+    """Read the runs, write ``folder/hear.*``, ``folder/runs.*`` and ``folder/hear.html``;
+    returns the tables."""
+    entries = read_runs(outs)
+    tables = hear_tables(entries)
     for name, table in tables.items():
         write_table(folder, name, table)
+    text = hear_page(entries, tables, folder)
+    atomic_write_bytes(folder / "hear.html", text.encode("utf-8"))
     return tables

@@ -15,6 +15,7 @@ leaderboard reports it), a tolerance and where the row was published::
     tasks_dir = "hear-tasks"               # a folder of HEAR task folders
     task = "words"                         # a task's folder name or task_name
     predictor = "linear-v1"                # or "hear-mlp-v1" (HEAR's MLP grid)
+    # predictions = "embeddings/m/words-v1-full"  # or: score heareval's saved predictions
 
     [[published]]
     cell = "mine-words"
@@ -69,11 +70,18 @@ class HearCellSpec(Spec):
     """One encoder over one HEAR task."""
 
     id: _Name = Field(description="a unique cell id (its folder in the output)")
-    model: str = Field(description="the encoder: hear:MODULE[:WEIGHTS]")
+    model: str = Field(
+        description="the encoder: hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry"
+    )
     tasks_dir: str = Field(description="a folder of HEAR task folders (relative to the study)")
     task: str = Field(description="a task's folder name or task_name")
     predictor: Literal["linear-v1", "hear-mlp-v1"] = Field(
         "linear-v1", description="the downstream predictor: linear-v1 or hear-mlp-v1"
+    )
+    predictions: str | None = Field(
+        None,
+        description="heareval's output folder for this task (relative to the study): its saved "
+        "<test split>.predictions.pkl are scored instead of running the model",
     )
 
 
@@ -110,6 +118,9 @@ class HearCell:
     predictor: str
     #: The task's folder (None when ``tasks_dir`` is missing and the study was read leniently).
     task_path: Path | None
+    #: heareval's saved predictions of this task (a submission's folder), scored without the
+    #: model; None: the model runs.
+    predictions: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -142,10 +153,18 @@ def _cell(c: HearCellSpec, i: int, source: Path, strict: bool) -> tuple[HearCell
             key=f"{where}.id",
         )
     tasks_dir = (source.parent / c.tasks_dir).resolve()
+    saved = None if c.predictions is None else (source.parent / c.predictions).resolve()
     if not tasks_dir.is_dir() and not strict:
-        return HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, None), None
+        return HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, None, saved), None
     (path,) = find_tasks(tasks_dir, (c.task,), key=f"{source.name}: {where}.task")
-    return HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, path), read_task(path)
+    if saved is not None and strict and not saved.is_dir():
+        raise UserError(
+            f"is {c.predictions!r}, not a folder; expected heareval's output folder of the task",
+            source=source,
+            key=f"{where}.predictions",
+        )
+    cell = HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, path, saved)
+    return cell, read_task(path)
 
 
 def _published(

@@ -2,8 +2,9 @@
 
 Per cell (one encoder over one HEAR task, :mod:`audiorepro.specs.hear_study`): every clip of
 every split is read as heareval reads it (soundfile, float32, at the module's sample rate from
-``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings``, one clip per
-call; the embeddings are written in heareval's layout to ``OUT/<cell id>/``
+``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` (a ``py:``
+encoder's clip embedding, ``embed_audio``), one clip per call; the embeddings are written in
+heareval's layout to ``OUT/<cell id>/``
 (:mod:`audiorepro.formats.hear_embeddings`), so heareval's own predictor can run on them too;
 the predictor is trained on each of heareval's data splits
 (:func:`audiorepro.formats.hear.data_splits`: train/valid/test, or each fold tested in turn)
@@ -88,8 +89,14 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.hear_frames import EVENT_SCORES, embed_frames, event_fold
+from audiorepro.runner.kinds.hear_frames import (
+    EVENT_SCORES,
+    embed_frames,
+    event_fold,
+    frame_source,
+)
 from audiorepro.runner.kinds.hear_mlp import grid_points, mlp_cell
+from audiorepro.runner.kinds.hear_saved import score_saved
 from audiorepro.runner.kinds.hear_scene import (
     SCENE_SCORES,
     TWIN_SCORES,
@@ -120,7 +127,7 @@ def check_task(task: HearTask, predictor: str) -> None:
                 f"names {unknown[0]!r}, not an event score", source=task.path, key="evaluation"
             )
         return
-    if predictor != MLP and meta.prediction_type != "multiclass":
+    if predictor == LINEAR and meta.prediction_type != "multiclass":
         raise UserError(
             f"is a {meta.prediction_type} task; {LINEAR} is a multiclass probe", source=task.path
         )
@@ -319,14 +326,20 @@ class HearState(KindState):
     results: dict[str, CellResult] = field(default_factory=dict)
     cells: dict[str, HearBundleCell] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: cells scored from heareval's saved predictions (no model): their tasks
+    saved: dict[str, HearTask] = field(default_factory=dict)
     parity: list[ScoreParity] = field(default_factory=list)
     out: Path = Path(".")
 
 
 def load_model(model: str) -> Loaded:
     spec = resolve_spec(model, load_registry([]))
-    if spec.format != "hear":
-        raise UserError("expected a HEAR module (hear:MODULE[:WEIGHTS]) for now", key=model)
+    if spec.format not in ("hear", "py"):
+        raise UserError(
+            "expected a HEAR module (hear:MODULE[:WEIGHTS]) or an encoder of your own "
+            "(py:MODULE:FACTORY, or a registry entry of format hear or py)",
+            key=model,
+        )
     return load_user(spec, "cpu")
 
 
@@ -341,11 +354,21 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
             continue
         tasks[cell.id] = read_task(cell.task_path)
+        if cell.predictions is not None:  # heareval's predictions: no model, no predictor
+            check_task(tasks[cell.id], "heareval")
+            if not cell.predictions.is_dir():
+                state.errors[cell.id] = f"predictions folder {cell.predictions} is missing"
+                state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
+            else:
+                state.saved[cell.id] = tasks[cell.id]
+            continue
         check_task(tasks[cell.id], cell.predictor)
     for cell in cells:
-        if cell.id in tasks:
+        if cell.id in tasks and cell.predictions is None:
             loaded = load_model(cell.model)
             rate = int(loaded.encoder.sample_rate)
+            if tasks[cell.id].metadata.embedding_type == "event":
+                frame_source(loaded.encoder)  # frames or one line, before any clip is read
             check_task_audio(tasks[cell.id], rate)
             state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
 
@@ -431,6 +454,47 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
     if settings is not None:
         record["postprocessing"] = {k: dict(v) for k, v in settings.items()}
     return CellResult(record, {k: v[0] for k, v in folds.items()}, twins)
+
+
+def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
+    """A cell scored from heareval's saved predictions (:mod:`.hear_saved`), no model run;
+    its ``test.predicted-scores.json`` (the kit's scores) goes to ``out/<cell id>/`` without
+    validation scores, which only heareval's own file holds."""
+    assert cell.predictions is not None
+    saved = score_saved(task, cell.predictions, (SCENE_SCORES, TWIN_SCORES))
+    folds = {k: (v, math.nan) for k, v in saved.scores.items()}
+    rel, predictor = slug(cell.id), "heareval (saved predictions)"
+    if out is not None:
+        with np.errstate(invalid="ignore"):  # NaN validation scores, removed below
+            doc = predicted_scores(task, folds, predictor)
+        for row in (doc[k] for k in (*folds, "aggregated_scores") if k in doc):
+            for key in [k for k in row if k.startswith("validation_score")]:
+                del row[key]
+        doc["hparams"] = {"predictions": "heareval's saved <test split>.predictions.pkl"}
+        atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
+    board = leaderboard(saved.scores)
+    record: HearBundleCell = {
+        "id": cell.id,
+        "model": cell.model,
+        "task": task.path.name,
+        "task_name": task.name,
+        "predictor": predictor,
+        "task_files_sha256": _task_files(task),
+        "clips": sum(len(task.files(s)) for s in task.metadata.splits),
+        "embedding_size": saved.embedding_size,
+        "sample_rate": 0,
+        "scores": {k: {n: _finite(x) for n, x in v.items()} for k, v in saved.scores.items()},
+        "validation_scores": {k: None for k in folds},
+        "leaderboard": {n: _finite(x) for n, x in board.items()},
+        "primary_score": task.metadata.evaluation[0],
+        "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
+        "model_meta": {
+            "weights_sha256": {},
+            "code": None,
+            "saved_sha256": cast(JsonValue, saved.saved_sha256),
+        },
+    }
+    return CellResult(record, saved.scores, saved.twin_scores)
 
 
 def twin_parity(result: CellResult) -> ScoreParity:
@@ -528,6 +592,9 @@ class HearKind(StudyKind[HearStudy, HearState]):
             if cell.id in state.inputs:
                 result = compute_cell(cell, state.inputs[cell.id], state.out)
                 state.results[cell.id], state.cells[cell.id] = result, result.record
+            elif cell.id in state.saved:
+                result = saved_cell(cell, state.saved[cell.id], state.out)
+                state.results[cell.id], state.cells[cell.id] = result, result.record
 
     def check_parity(self, state: HearState) -> None:
         for cell_id, result in state.results.items():
@@ -589,6 +656,8 @@ class HearKind(StudyKind[HearStudy, HearState]):
             cid = str(cell["id"])
             meta = cell.get("model_meta") or {}
             weights = {"model": cell.get("model"), "weights_sha256": meta.get("weights_sha256")}
+            if meta.get("saved_sha256") is not None:  # a submission's saved predictions
+                weights["saved_sha256"] = meta["saved_sha256"]
             out += [
                 identity(cid, "weights", weights),
                 identity(cid, "encoder code", meta.get("code")),

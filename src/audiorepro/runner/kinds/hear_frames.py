@@ -3,21 +3,21 @@ events scored as heareval scores them.
 
 Embeddings: each clip, read as heareval reads it, goes to the module's own
 ``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
-ms), one clip per call. Predictor ``linear-v1`` per label per frame: for each label of the
-vocabulary, ``linear-v1`` (docs/linear-probe.md) fitted on the training split(s)' frames with
-targets "label active at the frame's timestamp" (``start <= t < end + 0.0001`` ms, as
-heareval's embedding runner labels frames); a frame's score is the logistic of its decision
-value (scikit-learn's ``predict_proba``); a label never (always) active in training scores 0
-(1) everywhere. Events: heareval's post-processing (:mod:`audiorepro.metrics.hear_events`),
-each setting of the task's grid (heareval's default when it declares none) tried on the
-validation split, the best by the task's first score (ties: the first in grid order) applied
-to the test split.
-"""
+ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call.
+Predictor ``linear-v1`` per label per frame: for each label of the vocabulary, ``linear-v1``
+(docs/linear-probe.md) fitted on the training split(s)' frames with targets "label active at the
+frame's timestamp" (``start <= t < end + 0.0001`` ms, as heareval's embedding runner labels
+frames); a frame's score is the logistic of its decision value (scikit-learn's
+``predict_proba``); a label never (always) active in training scores 0 (1) everywhere. Events:
+heareval's post-processing (:mod:`audiorepro.metrics.hear_events`), each setting of the task's
+grid (heareval's default when it declares none) tried on the validation split, the best by the
+task's first score (ties: the first in grid order) applied to the test split."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from audiorepro.formats.hear_embeddings import frame_labels
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
 from audiorepro.metrics.linear_probe import fit_linear_v1
+from audiorepro.models.user_encoders import call_user
 from audiorepro.reference import hear as twin
 
 EVENT_SCORES = ("event_onset_200ms_fms", "event_onset_50ms_fms", "segment_1s_er")
@@ -54,36 +55,73 @@ def _twin_score(name: str, predicted: Events, task: HearTask, split: tuple[str, 
     return twin.event_onset_f(tuples(predicted), tuples(reference), collar)[0]
 
 
+def frame_source(encoder: Any) -> Callable[[npt.NDArray[np.float32]], tuple[Any, Any]]:
+    """How an encoder gives one clip's frames and their timestamps (ms): a HEAR module by its
+    own ``get_timestamp_embeddings(audio[None], model)``, a ``py:`` encoder by its optional
+    ``embed_frames([clip])`` (docs/models.md); an encoder with neither is one line (an event
+    task needs frames), checked before any clip is read."""
+    module = getattr(encoder, "module", None)
+    if module is not None and hasattr(encoder, "model"):  # a HEAR module (HearEncoder)
+        func = getattr(module, "get_timestamp_embeddings", None)
+        if not callable(func):
+            raise UserError("has no get_timestamp_embeddings (an event task needs it)", key="MODEL")
+        return partial(_hear_frames, func, encoder)
+    frames = getattr(encoder, "embed_frames", None)
+    if not callable(frames):
+        raise UserError(
+            f"{type(encoder).__name__} has no embed_frames(waveforms) (an event task needs "
+            "frame embeddings and their timestamps: docs/models.md)",
+            key="MODEL",
+        )
+    return partial(_py_frames, frames)
+
+
+def _hear_frames(func: Any, encoder: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+    import torch
+
+    audio = torch.from_numpy(clip)[None]
+    with torch.no_grad():
+        try:
+            e, t = func(audio.to(encoder._device()), encoder.model)
+        except NotImplementedError:
+            raise UserError(
+                "get_timestamp_embeddings is not implemented (an event task needs it)",
+                key="MODEL",
+            ) from None
+    return e.detach().cpu().numpy()[0], t.detach().cpu().numpy()[0]
+
+
+def _py_frames(func: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+    out = call_user(func, "embed_frames()", "MODEL", [clip])
+    try:
+        ((e, t),) = out
+    except (TypeError, ValueError):
+        raise UserError(
+            "embed_frames([clip]) gave no single (embeddings, timestamps) pair; expected a "
+            "list of one pair per clip",
+            key="MODEL",
+        ) from None
+    return e, t
+
+
 def embed_frames(
     encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every clip's timestamp embeddings (float32, frames x dim) and timestamps (ms), split
-    -> file -> array, from the module's own ``get_timestamp_embeddings``."""
-    import torch
-
-    func = getattr(encoder.module, "get_timestamp_embeddings", None)
-    if not callable(func):
-        raise UserError("has no get_timestamp_embeddings (an event task needs it)", key="MODEL")
+    -> file -> array, one clip per call (:func:`frame_source`)."""
+    source = frame_source(encoder)
     emb: dict[str, dict[str, Any]] = {}
     stamps: dict[str, dict[str, Any]] = {}
     for split in task.metadata.splits:
         emb[split], stamps[split] = {}, {}
         for name in task.files(split):
-            clip = torch.from_numpy(read(task.audio_dir(rate, split) / name))[None]
-            with torch.no_grad():
-                try:
-                    e, t = func(clip.to(encoder._device()), encoder.model)
-                except NotImplementedError:
-                    raise UserError(
-                        "get_timestamp_embeddings is not implemented (an event task needs it)",
-                        key="MODEL",
-                    ) from None
-            e = np.asarray(e.detach().cpu().numpy()[0], dtype=np.float32)
-            t = np.asarray(t.detach().cpu().numpy()[0], dtype=np.float64)
+            raw_e, raw_t = source(read(task.audio_dir(rate, split) / name))
+            e = np.asarray(raw_e, dtype=np.float32)
+            t = np.asarray(raw_t, dtype=np.float64)
             if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
                 raise UserError(
-                    f"get_timestamp_embeddings gave {e.shape} embeddings and {t.shape} "
-                    "timestamps; expected (1, frames, dim) and (1, frames)",
+                    f"frames of {split}/{name} are {e.shape} embeddings and {t.shape} "
+                    "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
                     key="MODEL",
                 )
             emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t

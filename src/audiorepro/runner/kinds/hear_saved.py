@@ -1,0 +1,129 @@
+"""A ``hear`` cell scored from a HEAR submission's saved predictions, without its model.
+
+A cell with ``predictions = "DIR"`` (:mod:`audiorepro.specs.hear_study`) names the folder
+heareval 2021.1.3 wrote for one task (``embeddings/<module>/<task folder>/`` after its
+predictor ran): for each of heareval's data splits (:func:`~audiorepro.formats.hear.data_splits`)
+its ``<test split>.predictions.pkl`` (:mod:`audiorepro.formats.hear_predictions`, read without
+unpickling code) gives the test rows' class scores and targets, or an event task's predicted
+events. The kit scores them with heareval's scores (:mod:`audiorepro.metrics.hear`; events
+against the task's own split file), the independent twin again (parity), and the published
+row gets PASS/FAIL as any cell's does. The targets are checked against the task: a scene
+split's rows must hold the task's labels of that split, count for count, and an event split's
+predicted files must be files of that split; a folder saved for another task is one line.
+
+What is not in the saved files is not invented: the validation score (heareval keeps it only
+in its own ``test.predicted-scores.json``, which is what is being checked) is recorded as
+null, the embedding size is read from ``<test split>.embedding-dimensions.json`` where heareval
+wrote it (else 0), and the saved files' SHA-256 stand where a model's weights would.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
+from audiorepro.core.io import parse_json, read_text
+from audiorepro.formats.hear import HearTask, data_splits
+from audiorepro.formats.hear_predictions import SavedPredictions, predictions_file, read_predictions
+from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
+
+Score = Callable[[Any, Any], float]
+ScoreTables = tuple[Mapping[str, Score], Mapping[str, Score]]
+
+__all__ = ["SavedScores", "score_saved"]
+
+
+def _check_scene(
+    task: HearTask, saved: SavedPredictions, test: tuple[str, ...], path: Path
+) -> None:
+    want = Counter(
+        label for s in test for name in task.files(s) for label in task.scene_labels[s][name]
+    )
+    if saved.target.shape[1] != len(task.vocabulary):
+        raise UserError(
+            f"has {saved.target.shape[1]} label columns; expected {len(task.vocabulary)} "
+            f"(task {task.name})",
+            source=path,
+            key="target",
+        )
+    got = Counter({task.vocabulary[j]: int(n) for j, n in enumerate(saved.target.sum(axis=0)) if n})
+    if got != want:
+        raise UserError(
+            f"holds other labels than the task's {'|'.join(test)} split (e.g. "
+            f"{sorted((got - want) or (want - got))[0]!r}); expected heareval's predictions of "
+            f"task {task.name}",
+            source=path,
+            key="target",
+        )
+
+
+def _check_events(
+    task: HearTask, saved: SavedPredictions, test: tuple[str, ...], path: Path
+) -> None:
+    files = {name for s in test for name in task.files(s)}
+    assert saved.events is not None
+    extra = sorted(set(saved.events) - files)
+    if extra:
+        raise UserError(
+            f"names {extra[0]!r}, not a file of the task's {'|'.join(test)} split",
+            source=path,
+            key="predicted_events",
+        )
+
+
+def _split_scores(
+    task: HearTask, saved: SavedPredictions, test: tuple[str, ...], tables: ScoreTables
+) -> tuple[dict[str, float], dict[str, float]]:
+    names = task.metadata.evaluation
+    if saved.events is not None:
+        # heareval scores only the files it has predictions for (docs/hear.md): so do we
+        events = {name: saved.events.get(name, []) for s in test for name in task.files(s)}
+        ours = {n: _event_score(n, events, task, test) for n in names}
+        return ours, {n: _twin_score(n, events, task, test) for n in names}
+    scene, twin = tables
+    ours = {n: scene[n](saved.prediction, saved.target) for n in names}
+    return ours, {n: twin[n](saved.prediction, saved.target) for n in names}
+
+
+def _embedding_size(folder: Path, test: tuple[str, ...]) -> int:
+    path = folder / f"{test[0]}.embedding-dimensions.json"
+    if not path.is_file():
+        return 0
+    dims = parse_json(read_text(path, what="heareval's embedding dimensions"), source=path)
+    if not (isinstance(dims, list) and len(dims) == 2 and isinstance(dims[1], int)):
+        raise UserError(f"is {dims!r}; expected [rows, dim]", source=path)
+    return int(dims[1])
+
+
+@dataclass(frozen=True)
+class SavedScores:
+    """A task's scores from heareval's saved predictions."""
+
+    scores: dict[str, dict[str, float]]  #: test split (or fold) -> score name -> value
+    twin_scores: dict[str, dict[str, float]]  #: the same by the independent twin
+    saved_sha256: dict[str, str]  #: each predictions file's SHA-256
+    embedding_size: int  #: from heareval's embedding-dimensions file, else 0
+
+
+def score_saved(task: HearTask, folder: Path, tables: ScoreTables) -> SavedScores:
+    """Every data split's saved predictions in ``folder``, checked against the task and
+    scored (module docstring); ``tables`` the scene scores and their twins by name."""
+    event = task.metadata.embedding_type == "event"
+    scores: dict[str, dict[str, float]] = {}
+    twins: dict[str, dict[str, float]] = {}
+    hashes: dict[str, str] = {}
+    for split in data_splits(task.metadata):
+        test = split["test"]
+        path = predictions_file(folder, test)
+        saved = read_predictions(path, event)
+        (_check_events if event else _check_scene)(task, saved, test, path)
+        key = "|".join(test)
+        scores[key], twins[key] = _split_scores(task, saved, test, tables)
+        hashes[path.name] = sha256_file(path)
+    size = _embedding_size(folder, data_splits(task.metadata)[0]["test"])
+    return SavedScores(scores, twins, hashes, size)
