@@ -74,6 +74,13 @@ LAZY = {
 }
 
 
+#: Modules that import their stack inside the function that needs it, whatever it is: a
+#: command's module declares its options and help at its top (click only) and imports its
+#: work when it runs, so that ``audiorepro CMD --help`` loads no numeric stack (issue 48;
+#: tests/test_cli_startup.py runs every command's help in a fresh process).
+LAZY_IMPORTERS = ("audiorepro.cli.",)
+
+
 def _lazy_ok(module: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in LAZY)
 
@@ -182,6 +189,8 @@ def test_imports_at_module_top_unless_heavy() -> None:
     mods = modules()
     lazy = []
     for name, path in mods.items():
+        if name.startswith(LAZY_IMPORTERS):
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for fn in ast.walk(tree):
             if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -8,8 +8,6 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.specs.study import LOCK_SCHEMA, ProbeStudy, load_study, pinned_files
 
 
 @cli.command()
@@ -20,6 +18,9 @@ def lock(study: Path) -> None:
     records) with its SHA-256. Later `reproduce` and `verify --golden` refuse the study (exit
     2) when any of them changed (`verify STUDY` does not check it). Exit 0 when written; 2 for
     bad input."""
+    from audiorepro.core.io import atomic_write_bytes, json_dumps
+    from audiorepro.specs.study import LOCK_SCHEMA, ProbeStudy, load_study, pinned_files
+
     loaded = load_study(study, strict=False)  # the files as they are now, not as locked
     if not isinstance(loaded, ProbeStudy) or loaded.lock is None:
         raise UserError("has no 'lock' key; expected a probe study naming its lock file",
