@@ -88,7 +88,7 @@ def _metrics_table(report: MetricsReport) -> str:
     return "\n".join(lines)
 
 
-def profile_help(profiles: Iterable[tuple[str, str | None]] | None = None) -> str:
+def profile_help(profiles: Iterable[tuple[str, str]] | None = None) -> str:
     """``metrics --profile``'s help: every registered profile (or each of ``profiles``, name
     and hint), each with its hint."""
     if profiles is None:

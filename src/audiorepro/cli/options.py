@@ -28,11 +28,11 @@ EMPTY_POLICIES = ("skip", "zero")
 LIST_WHAT = ("checkpoints", "datasets", "profiles", "studies")
 #: The built-in profiles of :mod:`audiorepro.metrics.profiles` (name, dump kind, hint), in
 #: registration order: what ``metrics --profile`` and ``evaluate --profile`` list in their help.
-BUILT_IN_PROFILES: tuple[tuple[str, str, str | None], ...] = (
-    ("canonical", "retrieval", None),
-    ("laion-clap", "retrieval", None),
-    ("trec", "retrieval", None),
-    ("dcase", "retrieval", None),
+BUILT_IN_PROFILES: tuple[tuple[str, str, str], ...] = (
+    ("canonical", "retrieval", ""),
+    ("laion-clap", "retrieval", ""),
+    ("trec", "retrieval", ""),
+    ("dcase", "retrieval", ""),
     (
         "laion-clap-zeroshot",
         "zeroshot",
