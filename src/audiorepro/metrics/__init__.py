@@ -1,4 +1,9 @@
-"""Metric families of audiorepro; each module is a set of pure functions with its definitions."""
+"""Metric families of audiorepro; each module is a set of pure functions with its definitions:
+retrieval (exact rank counts, the canonical metrics, bootstrap intervals) and the peers'
+profiles of it (one registry), zero-shot classification, trec_eval's measures, the probe
+report (regression, classification, events, human agreement, speaker vectors), the linear-v1
+and ridge-v1 probes, speaker verification (each toolkit's EER and DCF, score normalization,
+speaker bootstrap) and HEAR 2021's scores."""
 
 from __future__ import annotations
 
