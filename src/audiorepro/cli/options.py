@@ -76,9 +76,11 @@ device_option = click.option(
 
 def _device_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--device`` checked as it is parsed: before any study loads or any model is built."""
+    if value is None:  # click calls back for an option not given too
+        return None
     from audiorepro.specs.selection import check_device
 
-    return None if value is None else check_device(value)
+    return check_device(value)
 
 
 cells_option = click.option(

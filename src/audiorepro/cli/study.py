@@ -19,7 +19,7 @@ from audiorepro.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from audiorepro.checks.verify import Summary
+    from audiorepro.checks.verdict import Summary
     from audiorepro.runner.output.keys import SigningKey, TrustedKey
 
 
@@ -104,11 +104,10 @@ def _verify_report(
     run_device: str | None,
 ) -> Summary:
     """The verification rows of what ``verify`` was given (a study, OUT or --golden)."""
-    from audiorepro.checks.verify import settle
+    from audiorepro.checks.verdict import settle
     from audiorepro.core.errors import UserError
-    from audiorepro.specs.probe_published import is_probe_published
 
-    if golden is not None and is_probe_published(golden):
+    if golden is not None and _is_probe_published(golden):
         # Published probe values: checked against a probe study's saved measurements.
         if target is None or target.is_dir():
             raise click.UsageError(
@@ -142,12 +141,18 @@ def _verify_report(
     return report
 
 
+def _is_probe_published(golden: Path) -> bool:
+    from audiorepro.specs.probe_published import is_probe_published
+
+    return is_probe_published(golden)
+
+
 def _verify_folder(target: Path, trusted: list[TrustedKey] | None) -> Summary:
     """``verify OUT``: its recorded checks re-read, its files against the manifest."""
-    from audiorepro.checks.verify import settle, summarize
+    from audiorepro.checks.verdict import settle, summarize
     from audiorepro.cli.closing import say_folder_results
     from audiorepro.runner.output.attest import check_signature
-    from audiorepro.runner.study import OUT_TO_CHECK, verify_output_dir
+    from audiorepro.runner.output.folder import OUT_TO_CHECK, verify_output_dir
 
     folder = verify_output_dir(target)
     signature = check_signature(target, trusted)
@@ -176,7 +181,7 @@ def _verify_study(target: Path, cells: str | None, run_device: str | None) -> Su
 
 def _say_verdict(report: Summary, json_out: Path | None) -> None:
     """One line per value, the verdict last; exit 1 unless every value passed."""
-    from audiorepro.checks.verify import verify_lines
+    from audiorepro.checks.verdict import verify_lines
     from audiorepro.core.errors import EXIT_CHECK_FAILED
     from audiorepro.core.io import write_json
 
