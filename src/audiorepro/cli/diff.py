@@ -60,8 +60,8 @@ def diff(
     """
     from audiorepro.checks.diff_report import run_diff
     from audiorepro.runner.kinds import diff_kinds
-    from audiorepro.runner.output.folder import folder_problem
     from audiorepro.runner.output.keys import load_trusted_keys
+    from audiorepro.runner.study import folder_problem  # registers the built-in kinds
 
     trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
     code = run_diff(
