@@ -3,9 +3,11 @@ group's table of commands (audiorepro.cli.app.COMMANDS) says what each command's
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -152,3 +154,21 @@ def test_the_startup_benchmark_times_a_fresh_call() -> None:
     wall, cpu = bench.time_call(["--version"], dict(os.environ))
     assert wall > 0 and cpu >= 0
     assert bench.row("--version", [(wall, cpu)]).startswith("| --version | ")
+
+
+def test_diff_in_a_fresh_process_knows_every_built_in_kind(tmp_path: Path) -> None:
+    """diff imports its work when it runs: that work includes registering the built-in kinds
+    (a lazy import that skipped them left diff knowing no bundle schema at all)."""
+    from audiorepro.runner.kinds import diff_kinds
+    from audiorepro.runner.study import folder_problem  # noqa: F401 (registers the kinds)
+
+    bundle = tmp_path / "bundle.json.gz"
+    bundle.write_bytes(gzip.compress(b'{"schema": "audiorepro.nosuch/1"}', mtime=0))
+    done = subprocess.run(
+        [sys.executable, "-m", "audiorepro", "diff", str(bundle), str(bundle)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("expected one of " + ", ".join(sorted(diff_kinds())))
+    assert "audiorepro.bundle/1" in done.stderr
