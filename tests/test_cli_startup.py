@@ -138,13 +138,13 @@ def test_an_unknown_command_is_one_line() -> None:
     ]
 
 
-def test_the_startup_benchmark_times_a_fresh_call() -> None:
+def test_the_startup_benchmark_times_a_fresh_call(tmp_path: Path) -> None:
     """benchmarks/startup.py (run whole in ``tox -e bench``): its timing of one call in a
-    fresh process and its table row, on ``--version`` (the first-call trec-eval it also runs
-    compiles numba's kernels, minutes: not here)."""
+    fresh process, its table row, a fresh install's environment and a command's own work, on
+    ``--version`` (the first-call trec-eval it also runs compiles numba's kernels, minutes:
+    not here)."""
     import importlib.util
     import os
-    from pathlib import Path
 
     path = Path(__file__).parent.parent / "benchmarks" / "startup.py"
     spec = importlib.util.spec_from_file_location("startup_bench", path)
@@ -154,6 +154,13 @@ def test_the_startup_benchmark_times_a_fresh_call() -> None:
     wall, cpu = bench.time_call(["--version"], dict(os.environ))
     assert wall > 0 and cpu >= 0
     assert bench.row("--version", [(wall, cpu)]).startswith("| --version | ")
+    # A fresh install's first call, then the same call's own work, repeated in one process.
+    fresh = bench.fresh_env(dict(os.environ), tmp_path / "fresh")
+    assert bench.time_call(["--version"], fresh)[0] > 0
+    assert list((tmp_path / "fresh" / "pyc").rglob("app*.pyc"))  # written: warm calls read it
+    work_wall, work_cpu = bench.work_call(["--version"], fresh)
+    assert 0 <= work_wall < wall and work_cpu >= 0
+    assert "--version --help" not in bench.COMMANDS and "verify --help" in bench.COMMANDS
 
 
 def test_diff_in_a_fresh_process_knows_every_built_in_kind(tmp_path: Path) -> None:
