@@ -448,7 +448,8 @@ def test_the_inflating_dump_is_refused_within_a_memory_ceiling(tmp_path: Path) -
     script = (
         "import resource, sys\n"
         "from audiorepro.cli import main\n"
-        "import audiorepro.cli.commands  # the metrics command's stack (cli.app imports it late)\n"
+        # The metrics command's stack (the command imports it when it runs), before the ceiling.
+        "import audiorepro.cli.metrics, audiorepro.core.io, audiorepro.formats.dump\n"
         "import audiorepro.metrics.retrieval, audiorepro.metrics.profiles\n"
         "soft = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
         "limit = soft + (256 << 20)\n"
@@ -1101,7 +1102,8 @@ _CEILING = (
     "from audiorepro.cli import main\n"
     # The command line imports a command's stack when it runs (cli.app): the extract
     # command's is imported here, before the ceiling, which bounds reading the input alone.
-    "import audiorepro.cli.commands\n"
+    "import audiorepro.cli.extraction, audiorepro.models.extract, audiorepro.models.preflight\n"
+    "import audiorepro.models.registry, audiorepro.specs.settings\n"
     "from audiorepro.core.errors import UserError\n"
     "from audiorepro.formats.audio import read_audio\n"
     "from audiorepro.formats.captions import read_captions\n"
@@ -1760,7 +1762,7 @@ def _no_model_building(monkeypatch: pytest.MonkeyPatch) -> None:
     for cls in (pipelines.HFPipeline, pipelines.LaionPipeline):
         monkeypatch.setattr(cls, "__init__", refuse)
     # extract --jobs builds its models in child processes: refused before any is started.
-    monkeypatch.setattr("audiorepro.cli.commands.extract_in_processes", refuse)
+    monkeypatch.setattr("audiorepro.models.extract_jobs.extract_in_processes", refuse)
 
 
 def _checkpoint(case: str, folder: Path) -> tuple[str, Path]:

@@ -439,7 +439,7 @@ def test_evaluate_takes_a_plain_local_model_folder_as_its_help_says(
 def _help(command: str) -> str:
     from click.testing import CliRunner
 
-    from audiorepro.cli.commands import cli
+    from audiorepro.cli import cli
 
     return CliRunner().invoke(cli, [command, "--help"]).output
 

@@ -21,8 +21,8 @@ from audiorepro.checks.explain import concepts, explain, explain_text
 from audiorepro.checks.tiers import tier_cell
 from audiorepro.checks.verify import verify_published
 from audiorepro.cli import main
-from audiorepro.cli.commands import profile_help
 from audiorepro.cli.evaluate import RetrievalProfile
+from audiorepro.cli.metrics import profile_help
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import Dump, make_dump, save_dump
 from audiorepro.metrics.profiles import (

@@ -1,8 +1,11 @@
 """The ``audiorepro`` command line: argument parsing and printing only.
 
 :mod:`.app` holds the group and the entry point and knows every command by name and module;
-a command's module (:mod:`.commands`, :mod:`.diff`, :mod:`.evaluate`, ...) is imported when that
-command runs, so that ``audiorepro --help`` and ``--version`` load none of the numeric stack.
+a command's module, one per command group (:mod:`.study`, :mod:`.metrics`, :mod:`.extraction`,
+:mod:`.diff`, :mod:`.evaluate`, ...), is imported when that command runs or its ``--help`` is
+asked for, and imports its own work inside the command: ``audiorepro --help``, ``--version``
+and a command's ``--help`` load none of the numeric stack. :mod:`.options` holds the options
+several commands share.
 """
 
 from __future__ import annotations

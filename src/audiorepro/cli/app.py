@@ -28,8 +28,6 @@ class CommandEntry(NamedTuple):
     summary: str
 
 
-_COMMANDS = "audiorepro.cli.commands"
-
 #: Every command: its name, the module whose import registers it on :data:`cli`, and its
 #: summary (the first paragraph of its help, as ``audiorepro --help`` shortens it).
 COMMANDS: dict[str, CommandEntry] = {
@@ -47,18 +45,20 @@ COMMANDS: dict[str, CommandEntry] = {
         "OUT/cache/evaluate/, to rerun and verify.",
     ),
     "explain": CommandEntry(
-        _COMMANDS, "Each metric of DUMP under every profile side by side, and why each differs."
+        "audiorepro.cli.metrics",
+        "Each metric of DUMP under every profile side by side, and why each differs.",
     ),
     "extract": CommandEntry(
-        _COMMANDS, "Embed every clip and caption with one model and write the dump format (.npz)."
+        "audiorepro.cli.extraction",
+        "Embed every clip and caption with one model and write the dump format (.npz).",
     ),
     "extract-part": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.slurm",
         "One array task of `reproduce --executor slurm` (and of `slurm-template` scripts): a "
         "shard of a cell's extraction, written atomically with a SHA-256 record.",
     ),
     "fetch": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.install",
         "Download checkpoints (at their pinned hub commit) and datasets, and check every "
         "file's hash before reporting success; the only command that downloads.",
     ),
@@ -75,7 +75,7 @@ COMMANDS: dict[str, CommandEntry] = {
         "SHA-256) with the module's weights' SHA-256 and embedding size (docs/hear.md).",
     ),
     "identity": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.identity",
         "Are two checkpoints the same? Weights tensor by tensor, then fixture embeddings.",
     ),
     "linear-probe": CommandEntry(
@@ -98,25 +98,28 @@ COMMANDS: dict[str, CommandEntry] = {
         "written; 2 for bad input.",
     ),
     "merge": CommandEntry(
-        _COMMANDS, "Join the parts of one sharded extraction (extract --shard i/n) into one dump."
+        "audiorepro.cli.extraction",
+        "Join the parts of one sharded extraction (extract --shard i/n) into one dump.",
     ),
     "metrics": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.metrics",
         "Every retrieval metric of DUMP, both directions, with tie bounds (canonical), or "
         "under a peer's own definitions and names (--profile).",
     ),
     "parity": CommandEntry(
-        _COMMANDS, "Check the fast harness against the independent reference on each DUMP."
+        "audiorepro.cli.metrics",
+        "Check the fast harness against the independent reference on each DUMP.",
     ),
     "probe-metrics": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.metrics",
         "Every probe metric that PREDICTIONS (.npz) supports: regression, classification, events.",
     ),
     "reproduce": CommandEntry(
-        _COMMANDS, "Regenerate every table, the report, the bundle and the manifest of a study."
+        "audiorepro.cli.study",
+        "Regenerate every table, the report, the bundle and the manifest of a study.",
     ),
     "selfcheck": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.install",
         "Check this installation: golden values, harness vs reference, tiny-model identity, "
         "and the installed packages against the lock. Under a minute on a CPU, offline.",
     ),
@@ -128,13 +131,13 @@ COMMANDS: dict[str, CommandEntry] = {
         "OUT --key PUBLIC_KEY` checks it. Exit 0 when written; 2 for bad input.",
     ),
     "slurm-template": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.slurm",
         "Print an sbatch array script that extracts what STUDY still needs, for users who "
         "submit by hand; then `reproduce STUDY --out OUT --executor slurm` merges and "
         "reports.",
     ),
     "tiny-models": CommandEntry(
-        _COMMANDS,
+        "audiorepro.cli.install",
         "Write one random tiny CLAP model in both formats, a local hub cache and "
         "DIR/registry.toml.",
     ),
@@ -144,7 +147,8 @@ COMMANDS: dict[str, CommandEntry] = {
         "lines. -D's debugging output is not printed (its QID filter is honoured).",
     ),
     "verify": CommandEntry(
-        _COMMANDS, "Check published values: one line per value, PASS, FAIL or NOT VERIFIED."
+        "audiorepro.cli.study",
+        "Check published values: one line per value, PASS, FAIL or NOT VERIFIED.",
     ),
 }
 

@@ -10,15 +10,16 @@ import json
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from audiorepro.checks.diff_load import MAX_BUNDLE_BYTES, parse_bundle
-from audiorepro.checks.verify import NOTHING_CHECKED
+from audiorepro.checks.verdict import NOTHING_CHECKED
 from audiorepro.core.errors import UserError
 from audiorepro.render.summary import results_table
-from audiorepro.runner.output.outputs import Outcome
-from audiorepro.runner.study import OUT_TO_CHECK, recorded_nothing
-from audiorepro.specs.study import Study
+from audiorepro.runner.output.folder import OUT_TO_CHECK, recorded_nothing
+
+if TYPE_CHECKING:
+    from audiorepro.runner.output.outputs import Outcome
+    from audiorepro.specs.study import Study
 
 
 def say_results(results: Sequence[tuple[Study, Path, Outcome]], say: Callable[[str], None]) -> bool:
@@ -48,6 +49,9 @@ def _read_bundle(path: Path) -> Any:
     said what is wrong with a damaged output; the table is then left out). Bounded as diff
     reads it (:func:`~audiorepro.checks.diff_load.parse_bundle`): a small gzip holding a
     million numbers is left out, not walked."""
+    # diff's reader and its kinds: imported only where a bundle is there to read.
+    from audiorepro.checks.diff_load import MAX_BUNDLE_BYTES, parse_bundle
+
     try:
         with gzip.open(path, "rb") as f:
             data = f.read(MAX_BUNDLE_BYTES + 1)

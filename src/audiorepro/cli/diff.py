@@ -6,12 +6,8 @@ from pathlib import Path
 
 import click
 
-from audiorepro.checks.diff_report import run_diff
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import OutputFile
-from audiorepro.runner.kinds import diff_kinds
-from audiorepro.runner.output.keys import load_trusted_keys
-from audiorepro.runner.study import folder_problem
 
 
 @cli.command(name="diff")
@@ -62,6 +58,11 @@ def diff(
     nothing is compared. Exit 0 when every number is identical or within its tier, 1 when
     any changed or a folder fails its check, 2 on bad input.
     """
+    from audiorepro.checks.diff_report import run_diff
+    from audiorepro.runner.kinds import diff_kinds
+    from audiorepro.runner.output.keys import load_trusted_keys
+    from audiorepro.runner.study import folder_problem  # registers the built-in kinds
+
     trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
     code = run_diff(
         a, b, strict=strict, json_out=json_out, html_out=html_out, say=click.echo,

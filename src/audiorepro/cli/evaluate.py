@@ -11,28 +11,23 @@ from pathlib import Path
 import click
 
 from audiorepro.cli.app import cli
-from audiorepro.cli.closing import say_results
-from audiorepro.cli.options import device_option
+from audiorepro.cli.options import BUILT_IN_PROFILES, device_option
 from audiorepro.core.errors import EXIT_CHECK_FAILED, UserError
-from audiorepro.core.io import atomic_write_bytes
-from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
-from audiorepro.metrics.profiles import profile_names
-from audiorepro.runner.evaluate import prepare_evaluate
-from audiorepro.runner.output.publish import check_out, claim
-from audiorepro.runner.study import run_studies
-from audiorepro.specs.study import load_study
 
 
 class RetrievalProfile(click.Choice):  # type: ignore[type-arg]
     """The registered retrieval profiles, read when a value is converted (a profile
-    registered after import is a choice too)."""
+    registered after import is a choice too); ``--help`` lists the built-in ones without
+    importing the registry."""
 
     def __init__(self) -> None:
-        super().__init__(profile_names("retrieval"))
+        super().__init__([name for name, kind, _ in BUILT_IN_PROFILES if kind == "retrieval"])
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> object:
+        from audiorepro.metrics.profiles import profile_names
+
         self.choices = profile_names("retrieval")
         return super().convert(value, param, ctx)
 
@@ -46,6 +41,8 @@ def _restore(work: Path, before: dict[Path, bytes], *, stop: Path) -> None:
     """Put ``work`` back as :func:`_snapshot` found it: the study files this run wrote
     removed, the previous ones rewritten, and the folders it made (up to ``stop``) removed
     when empty."""
+    from audiorepro.core.io import atomic_write_bytes
+
     for path in sorted(work.glob("*.toml")) if work.is_dir() else []:
         if path not in before:
             path.unlink()
@@ -130,6 +127,9 @@ def evaluate(
     DATA` prepared them, or a prepared folder): the same output folder as a study (report,
     tables, bundle, manifest), and the study file it ran in OUT/cache/evaluate/, to rerun
     and verify."""
+    from audiorepro.metrics.profile_registry import canonical_profile, is_canonical
+    from audiorepro.runner.output.publish import check_out, claim
+
     target = out or _default_out(model)
     wanted = (canonical_profile(), *(p for p in profiles if not is_canonical(p)))
     fresh = not target.exists()
@@ -179,6 +179,11 @@ def _run(
     task: str,
 ) -> tuple[list[tuple[Path, str]], bool]:
     """Write the study files into ``work`` and run them: (the studies, whether all passed)."""
+    from audiorepro.cli.closing import say_results
+    from audiorepro.runner.evaluate import prepare_evaluate
+    from audiorepro.runner.study import run_studies
+    from audiorepro.specs.study import load_study
+
     jobs = prepare_evaluate(
         model,
         datasets,

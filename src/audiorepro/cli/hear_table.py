@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from audiorepro.cli.app import cli
-from audiorepro.runner.hear_table import write_hear_table
 
 
 @cli.command("hear-table")
@@ -26,6 +25,8 @@ def hear_table(runs: tuple[Path, ...], out: Path) -> None:
     Each run's files are checked against its manifest first; one encoder and task in two runs
     is refused.
     """
+    from audiorepro.runner.hear_table import write_hear_table
+
     tables = write_hear_table(list(runs), out)
     main = tables["hear"]
     click.echo(

@@ -10,8 +10,6 @@ import click
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import json_option
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import write_json
-from audiorepro.runner.kinds.linear_probe import linear_probe_dump
 
 
 def _positive_c(text: str) -> float:
@@ -62,6 +60,9 @@ def linear_probe(
 ) -> None:
     """The linear-v1 probe (docs/linear-probe.md) on DUMP's audio_embeds, leaving one fold of
     LABELS out at a time: accuracy per fold and their mean."""
+    from audiorepro.core.io import write_json
+    from audiorepro.runner.kinds.linear_probe import linear_probe_dump
+
     c = _positive_c(c_text)
     report = linear_probe_dump(dump, labels, fold_column=fold_column, c=c)
     if json_out is not None:

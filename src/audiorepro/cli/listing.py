@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from audiorepro.checks.catalog import WHAT, CatalogEntry, catalog
 from audiorepro.cli.app import cli
-from audiorepro.cli.options import json_option, registry_option
-from audiorepro.core.io import atomic_write_bytes, json_dumps
+from audiorepro.cli.options import LIST_WHAT, json_option, registry_option
+
+if TYPE_CHECKING:
+    from audiorepro.checks.catalog import CatalogEntry
 
 
 def _table(rows: list[CatalogEntry]) -> str:
@@ -30,7 +32,7 @@ def _table(rows: list[CatalogEntry]) -> str:
 
 
 @cli.command("list")
-@click.argument("what", required=False, type=click.Choice(WHAT), metavar="[WHAT]")
+@click.argument("what", required=False, type=click.Choice(LIST_WHAT), metavar="[WHAT]")
 @registry_option
 @click.option(
     "--cache",
@@ -63,7 +65,10 @@ def list_cmd(
 ) -> None:
     """List the registered checkpoints, datasets, profiles or studies (WHAT; all four without
     it), with their pins and whether they are here (and the command that fetches what is not)."""
-    kinds = WHAT if what is None else (what,)
+    from audiorepro.checks.catalog import catalog
+    from audiorepro.core.io import atomic_write_bytes, json_dumps
+
+    kinds = LIST_WHAT if what is None else (what,)
     found = {
         k: catalog(k, registries=registries, cache=cache, data=data, studies=studies) for k in kinds
     }

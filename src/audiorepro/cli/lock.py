@@ -8,9 +8,6 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import atomic_write_bytes, json_dumps
-from audiorepro.runner.kinds.probe.spec import LOCK_SCHEMA, ProbeStudy, pinned_files
-from audiorepro.specs.study import load_study
 
 
 @cli.command()
@@ -21,6 +18,10 @@ def lock(study: Path) -> None:
     records) with its SHA-256. Later `reproduce` and `verify --golden` refuse the study (exit
     2) when any of them changed (`verify STUDY` does not check it). Exit 0 when written; 2 for
     bad input."""
+    from audiorepro.core.io import atomic_write_bytes, json_dumps
+    from audiorepro.runner.kinds.probe.spec import LOCK_SCHEMA, ProbeStudy, pinned_files
+    from audiorepro.specs.study import load_study
+
     loaded = load_study(study, strict=False)  # the files as they are now, not as locked
     if not isinstance(loaded, ProbeStudy) or loaded.lock is None:
         raise UserError("has no 'lock' key; expected a probe study naming its lock file",

@@ -9,9 +9,6 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
-from audiorepro.runner.output.attest import sign_folder
-from audiorepro.runner.output.keys import load_signing_key
-from audiorepro.runner.output.publish import ATTESTATION
 
 
 @cli.command()
@@ -29,6 +26,10 @@ def sign(out: Path, key_path: Path) -> None:
     in-toto statement of every file of the run with its SHA-256 and the run's record, in a
     DSSE envelope signed with KEY. The folder must match its manifest.json. `verify OUT --key
     PUBLIC_KEY` checks it. Exit 0 when written; 2 for bad input."""
+    from audiorepro.runner.output.attest import sign_folder
+    from audiorepro.runner.output.keys import load_signing_key
+    from audiorepro.runner.output.publish import ATTESTATION
+
     key = load_signing_key(key_path)  # a bad key: one line before OUT is read
     if not out.is_dir():
         raise UserError("is not a folder; expected the output folder of reproduce", source=out)

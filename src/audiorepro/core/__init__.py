@@ -1,1 +1,2 @@
-"""The ground floor: errors, deterministic atomic output, hashing, progress bars, threads."""
+"""The ground floor: errors, deterministic atomic output, hashing, outside paths, progress bars,
+threads."""

@@ -38,7 +38,7 @@ from cryptography.exceptions import InvalidSignature
 from typing_extensions import TypedDict
 
 from audiorepro import __version__
-from audiorepro.checks.verify import ValueRow, check_failed
+from audiorepro.checks.verdict import ValueRow, check_failed
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text
