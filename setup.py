@@ -47,7 +47,8 @@ class StampedBuildPy(build_py):
 TREC_KERNELS = Extension(
     "audiorepro.core._trec",
     sources=["src/audiorepro/core/_trec.c"],
-    extra_compile_args=["-O2", "-std=c99", "-fno-fast-math", "-ffp-contract=off"],
+    # -g0: no debug information, so the library's bytes do not depend on the build folder.
+    extra_compile_args=["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"],
     libraries=["m"],
 )
 

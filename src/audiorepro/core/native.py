@@ -74,16 +74,19 @@ def library_path() -> Path | None:
 
 
 def _stale(path: Path | None) -> bool:
-    """Missing, or older than its source (only a checkout has the source beside it)."""
+    """Missing, or (in a source checkout only: an installed wheel's library is never rebuilt)
+    older than its source."""
     if path is None:
         return True
-    return SOURCE.is_file() and SOURCE.stat().st_mtime > path.stat().st_mtime
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    return checkout and SOURCE.stat().st_mtime > path.stat().st_mtime
 
 
 def _build_in_place() -> None:
     """``python setup.py build_ext --inplace`` in a source checkout, once for every process
     that asks at the same time (a lock file beside the library)."""
-    if not (SOURCE.is_file() and SETUP.is_file()) or not os.access(HERE, os.W_OK):
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    if not checkout or not os.access(HERE, os.W_OK):
         return
     with open(HERE / ".trec-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
