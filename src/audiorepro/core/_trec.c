@@ -214,7 +214,6 @@ void atr_scan(const uint8_t *data, int64_t size, int64_t run, int64_t max_line, 
         dstart[n] = starts[2];
         dlen[n] = (int32_t)(stops[2] - starts[2]);
         line[n] = (int32_t)number;
-        slow[n] = 0;
         if (run) {
             int64_t status, e;
             double v = atr_atof(data, starts[4], stops[4], &status, &e);
@@ -257,7 +256,10 @@ int64_t atr_compare(const uint8_t *a, int64_t sa, int64_t la, const uint8_t *b, 
 int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int32_t *dlen,
                           int64_t *order, int64_t size, const int64_t *start,
                           const int64_t *stop, int64_t nq) {
-    int64_t *tmp = malloc((size_t)(size > 0 ? size : 1) * sizeof(int64_t));
+    int64_t longest = 1;
+    for (int64_t q = 0; q < nq; q++) longest = max64(longest, stop[q] - start[q]);
+    (void)size;
+    int64_t *tmp = malloc((size_t)longest * sizeof(int64_t)); /* one query's records at a time */
     if (!tmp) return -2;
     int64_t found = -1;
     for (int64_t q = 0; q < nq && found < 0; q++) {
@@ -265,7 +267,7 @@ int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int3
         for (int64_t width = 1; width < hi - lo; width *= 2) {
             for (int64_t left = lo; left < hi; left += 2 * width) {
                 int64_t mid = min64(left + width, hi), right = min64(left + 2 * width, hi);
-                int64_t i = left, j = mid, k = left;
+                int64_t i = left, j = mid, k = left - lo;
                 while (i < mid && j < right) {
                     int64_t a = order[i], b = order[j];
                     if (atr_compare(data, dstart[a], dlen[a], data, dstart[b], dlen[b]) <= 0) {
@@ -279,7 +281,7 @@ int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int3
                 while (i < mid) tmp[k++] = order[i++];
                 while (j < right) tmp[k++] = order[j++];
             }
-            memcpy(order + lo, tmp + lo, (size_t)(hi - lo) * sizeof(int64_t));
+            memcpy(order + lo, tmp, (size_t)(hi - lo) * sizeof(int64_t));
         }
         for (int64_t k = lo + 1; k < hi; k++) {
             int64_t a = order[k - 1], b = order[k];
