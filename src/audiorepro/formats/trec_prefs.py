@@ -22,10 +22,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
+
+T = TypeVar("T")
 
 PREFS_FIELDS = ("qid", "jg", "jsg", "docno", "level")
 QRELS_JG_FIELDS = ("qid", "jg", "docno", "level")
@@ -96,18 +98,32 @@ def read_prefs(
     {'q1': [PrefJudgement(jg='u1', jsg='s1', docno='a', level=3.0), \
 PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
     """
+    read = _memo(number)
     if qrels_form:
         what = "TREC qrels read as preferences (qid jg docno level)"
         rows = _checked(path, QRELS_JG_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], "0", f[2], number(f[3]))) for _, f in rows]
+        made = [(f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows]
     else:
         what = "trec_eval preferences (qid jg jsg docno level)"
         rows = _checked(path, PREFS_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], f[2], f[3], number(f[4]))) for _, f in rows]
+        made = [(f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows]
     out: dict[str, list[PrefJudgement]] = {}
     for qid, judgement in made:
         out.setdefault(qid, []).append(judgement)
     return {q: out[q] for q in sorted(out, key=lambda q: q.encode("utf-8"))}
+
+
+def _memo(number: Callable[[str], T]) -> Callable[[str], T]:
+    """``number`` read once per distinct text (a judgement file repeats a few levels)."""
+    seen: dict[str, T] = {}
+
+    def read(text: str) -> T:
+        value = seen.get(text)
+        if value is None:
+            value = seen[text] = number(text)
+        return value
+
+    return read
 
 
 def read_qrels_jg(
@@ -124,6 +140,7 @@ def read_qrels_jg(
     {'1': {'a': {'x': 0, 'y': 2}, 'b': {'x': 1}}}
     """
     what = "TREC qrels with judgement groups (qid jg docno level)"
+    read = _memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
     for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
@@ -133,7 +150,7 @@ def read_qrels_jg(
                 f"judgement group {jg[:80]!r}; expected one line per document, group and query",
                 source=path,
             )
-        judged[docno] = number(level)
+        judged[docno] = read(level)
 
     return {q: {g: groups[q][g] for g in _byte_order(groups[q])} for q in _byte_order(groups)}
 

@@ -88,11 +88,15 @@ class QueryPrefs:
         counts[j, i])`` of the pairs i < j with a preference either way, both ranked (row by
         row), then one ranked (i ranked, j not), and the number of such pairs of two unranked
         documents."""
-        c, m, n = self.counts, self.num_judged_ret, self.num_judged
-        i, j = np.triu_indices(m, 1)
-        ranked = _shares(c[i, j], c[j, i])
-        i, j = np.divmod(np.arange(m * (n - m)), max(n - m, 1))
-        implied = _shares(c[i, j + m], c[j + m, i])
+        c, m = self.counts, self.num_judged_ret
+        # Boolean masks select in row-major order: the pairs (i, j), i < j, row by row.
+        both = c[:m, :m] + c[:m, :m].T
+        upper = np.triu(both > 0, 1)
+        ranked: Array = c[:m, :m][upper] / both[upper]
+        forward, backward = c[:m, m:], c[m:, :m].T
+        one = forward + backward
+        some = one > 0
+        implied: Array = forward[some] / one[some]
         rest = c[m:, m:]
         unranked = int(np.count_nonzero(np.triu(rest + rest.T, 1)))
         return ranked, implied, unranked
@@ -163,7 +167,10 @@ def _class_group(
                 doc = next(d for d, k in number.items() if k == int(twice[0]))
                 raise UserError(f"{where}: document {doc!r} has two levels in one sub-group; "
                                 "expected one level per document", key="-R")  # fmt: skip
-            np.add.at(counts, (a[:, None], b[None, :]), 1)
+            if np.unique(a).size == a.size and np.unique(b).size == b.size:
+                counts[np.ix_(a, b)] += 1  # distinct pairs: one increment each
+            else:  # a document listed twice in its class counts twice
+                np.add.at(counts, (a[:, None], b[None, :]), 1)
             a_ret, b_ret = a[a < m], b[b < m]
             above = b_ret.size - np.searchsorted(b_ret, a_ret, side="right")
             tally["ful_ret"] += int(above.sum())
@@ -331,12 +338,6 @@ def _pair_ratios(q: QueryPrefs, blocks: str) -> float:
         return 0.0
     every = np.concatenate([*parts, np.zeros(1)])
     return float(np.cumsum(every)[-1]) / pairs
-
-
-def _shares(ij: Array, ji: Array) -> Array:
-    keep = (ij + ji) > 0
-    shares: Array = ij[keep] / (ij[keep] + ji[keep])
-    return shares
 
 
 def prefs_pair(q: QueryPrefs) -> float:
