@@ -175,3 +175,27 @@ def test_a_first_trec_eval_in_the_emulated_sif_compiles_nothing(tmp_path: Path) 
     report = _report(proc)
     assert proc.stdout == EXPECTED and report["jit"] == []
     assert list(cache.iterdir()) == []
+
+
+def test_the_trec_benchmark_runs_every_format_beside_trec_eval(tmp_path: Path) -> None:
+    """``benchmarks/trec.py`` (docs/benchmarks.md, ``tox -e bench``) at a tiny size: every
+    judgement format is a row, both tools ran and printed the same bytes. Needs trec_eval
+    ($TREC_EVAL or $TREC_EVAL_SRC, as the live comparison of test_trec_eval_binary)."""
+    from tests.test_trec_eval_binary import _binary
+
+    binary = _binary(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "trec.py"), "--sizes", "3", "--docs", "40",
+         "--repeat", "1", "--trec-eval", str(binary), "--folder", str(tmp_path / "files")],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| 3 |")]
+    assert [r[1] for r in rows] == [
+        "qrels: -m all_trec",
+        "qrels: -m map -m ndcg_cut.10",
+        "-R prefs -m all_prefs",
+        "-R qrels_prefs -m all_prefs",
+        "-R qrels_jg -m qrels_jg",
+    ]
+    assert all(r[-1] == "yes |" for r in rows), proc.stdout
