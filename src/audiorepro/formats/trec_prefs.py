@@ -20,7 +20,7 @@ no judgement or one that is not UTF-8 is one :class:`UserError` naming the file 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -42,9 +42,9 @@ class PrefJudgement(NamedTuple):
     level: float
 
 
-def _lines(path: str | Path, what: str) -> list[tuple[int, list[bytes]]]:
-    """The data lines of ``path`` as (line number, fields); comments and empty lines left
-    out."""
+def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
+    """The data lines of ``path`` as (line number, fields), one at a time (nothing the size
+    of the file is kept beside its bytes); comments and empty lines left out."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -59,18 +59,26 @@ def _lines(path: str | Path, what: str) -> list[tuple[int, list[bytes]]]:
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text (byte {exc.start}); expected {what}",
                         source=path) from None  # fmt: skip
-    out: list[tuple[int, list[bytes]]] = []
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        fields = line.split()
+    start, number, found = 0, 0, False
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        fields = data[start:end].split()
+        start = end + 1
         if fields and not fields[0].startswith(b"#"):
-            out.append((number, fields))
-    if not out:
+            found = True
+            yield number, fields
+    if not found:
         raise UserError(f"holds no judgement; expected {what} lines", source=path)
-    return out
 
 
-def _checked(path: str | Path, names: tuple[str, ...], what: str) -> list[tuple[int, list[str]]]:
-    rows = []
+def _checked(
+    path: str | Path, names: tuple[str, ...], what: str
+) -> Iterator[tuple[int, list[str]]]:
+    """Each data line's fields, decoded; a line with another number of fields is an error.
+    Texts that repeat (qids, groups, levels) are kept once."""
+    seen: dict[bytes, str] = {}
     for number, fields in _lines(path, what):
         if len(fields) != len(names):
             raise UserError(
@@ -78,8 +86,16 @@ def _checked(path: str | Path, names: tuple[str, ...], what: str) -> list[tuple[
                 f"({' '.join(names)})",
                 source=path,
             )
-        rows.append((number, [f.decode("utf-8") for f in fields]))
-    return rows
+        decoded = []
+        for k, f in enumerate(fields):
+            if k == len(names) - 2:  # the docno: unique, not kept twice
+                decoded.append(f.decode("utf-8"))
+                continue
+            text = seen.get(f)
+            if text is None:
+                text = seen[f] = f.decode("utf-8")
+            decoded.append(text)
+        yield number, decoded
 
 
 def read_prefs(
@@ -102,15 +118,15 @@ PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
     if qrels_form:
         what = "TREC qrels read as preferences (qid jg docno level)"
         rows = _checked(path, QRELS_JG_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows]
+        made = ((f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows)
     else:
         what = "trec_eval preferences (qid jg jsg docno level)"
         rows = _checked(path, PREFS_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows]
+        made = ((f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows)
     out: dict[str, list[PrefJudgement]] = {}
     for qid, judgement in made:
         out.setdefault(qid, []).append(judgement)
-    return {q: out[q] for q in sorted(out, key=lambda q: q.encode("utf-8"))}
+    return {q: out[q] for q in sorted(out)}  # decoded UTF-8: code point order is byte order
 
 
 def _memo(number: Callable[[str], T]) -> Callable[[str], T]:
@@ -142,7 +158,8 @@ def read_qrels_jg(
     what = "TREC qrels with judgement groups (qid jg docno level)"
     read = _memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
-    for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
+    # Every line's fields are checked before a docno judged twice is looked for.
+    for line, (qid, jg, docno, level) in list(_checked(path, QRELS_JG_FIELDS, what)):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
         if docno in judged:
             raise UserError(
@@ -158,4 +175,4 @@ def read_qrels_jg(
 def _byte_order(
     keys: dict[str, dict[str, int]] | dict[str, dict[str, dict[str, int]]],
 ) -> list[str]:
-    return sorted(keys, key=lambda k: k.encode("utf-8"))
+    return sorted(keys)  # decoded UTF-8 (strict): code point order is byte order
