@@ -144,18 +144,12 @@ def test_a_missing_library_is_one_line_naming_how_to_build_it(
     assert "python setup.py build_ext --inplace" in message
 
 
-def _needs_namespaces() -> None:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("the SIF emulation needs root and unshare (mount namespaces)")
-    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"no mount namespaces here: {probe.stderr.decode().strip()}")
-
-
 def test_a_first_trec_eval_in_the_emulated_sif_compiles_nothing(tmp_path: Path) -> None:
     """In the read-only SIF (``tests/standins/sif.py``: the image's folders and root
     read-only, a fresh /tmp), with the image's own environment and numba's cache pointed at
     an empty read-only bind: the answer, no numba imported, nothing written."""
+    from tests.test_hpc_readme import _needs_namespaces
+
     _needs_namespaces()
     sys.path.insert(0, str(STANDINS))
     try:
