@@ -545,6 +545,16 @@ static void ndcg_of(const double *g, int64_t n, const double *gn, const int64_t 
     *ideal_out = ideal;
 }
 
+/* Rndcg: where the ideal gain changes, the nDCG so far joins the mean (when defined). */
+static inline void ideal_changed(double *old, double ig, double rdcg, double idcg, double *total,
+                                 int64_t *changes) {
+    if (idcg > 0.0) {
+        *total += rdcg / idcg;
+        *changes += 1;
+    }
+    *old = ig;
+}
+
 static double rndcg_of(const double *g, int64_t n, const double *gn, const int64_t *ct, int64_t k,
                        int64_t big_r) {
     if (big_r == 0) return 0.0;
@@ -553,13 +563,7 @@ static double rndcg_of(const double *g, int64_t n, const double *gn, const int64
     double ig = cur >= 0 ? gn[cur] : 0.0, old = ig;
     while (i < n && ig > 0.0) {
         ig = advance(&cur, &at, gn, ct);
-        if (old != ig) {
-            if (idcg > 0.0) {
-                total += rdcg / idcg;
-                changes++;
-            }
-            old = ig;
-        }
+        if (old != ig) ideal_changed(&old, ig, rdcg, idcg, &total, &changes);
         if (g[i] != 0) rdcg += g[i] / log2((double)i + 2.0);
         if (ig > 0.0) idcg += ig / log2((double)i + 2.0);
         i++;
@@ -576,13 +580,7 @@ static double rndcg_of(const double *g, int64_t n, const double *gn, const int64
     }
     while (ig > 0.0) {
         ig = advance(&cur, &at, gn, ct);
-        if (old != ig) {
-            if (idcg > 0.0) {
-                total += rdcg / idcg;
-                changes++;
-            }
-            old = ig;
-        }
+        if (old != ig) ideal_changed(&old, ig, rdcg, idcg, &total, &changes);
         if (ig > 0.0) idcg += ig / log2((double)i + 2.0);
         i++;
     }

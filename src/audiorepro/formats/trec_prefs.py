@@ -158,16 +158,19 @@ def read_qrels_jg(
     what = "TREC qrels with judgement groups (qid jg docno level)"
     read = _memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
-    # Every line's fields are checked before a docno judged twice is looked for.
-    for line, (qid, jg, docno, level) in list(_checked(path, QRELS_JG_FIELDS, what)):
+    twice = None  # the first docno judged twice, reported once every line's fields are checked
+    for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
-        if docno in judged:
-            raise UserError(
-                f"line {line}: docno {docno[:80]!r} is judged twice for qid {qid[:80]!r} in "
-                f"judgement group {jg[:80]!r}; expected one line per document, group and query",
-                source=path,
-            )
+        if docno in judged and twice is None:
+            twice = (line, qid, jg, docno)
         judged[docno] = read(level)
+    if twice is not None:
+        line, qid, jg, docno = twice
+        raise UserError(
+            f"line {line}: docno {docno[:80]!r} is judged twice for qid {qid[:80]!r} in "
+            f"judgement group {jg[:80]!r}; expected one line per document, group and query",
+            source=path,
+        )
 
     return {q: {g: groups[q][g] for g in _byte_order(groups[q])} for q in _byte_order(groups)}
 
