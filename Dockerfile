@@ -12,6 +12,32 @@
 # this line to TAG@sha256:DIGEST; until then `audiorepro selfcheck` and every run's manifest
 # say "base image unpinned".
 ARG BASE_IMAGE=docker.io/pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime
+
+# Stage 1, the wheel: audiorepro built by its own build (setup.py), which compiles trec-eval's
+# kernels (src/audiorepro/core/_trec.c) ahead of time into the package, so that no command
+# compiles anything at run time, in the image or in a read-only SIF on a fresh node. Only this
+# stage has a C compiler (the base's, or Debian's/Ubuntu's gcc when the base has none); the
+# image gets the wheel alone. The build backend comes from its hashed lock, as below.
+FROM ${BASE_IMAGE} AS wheel
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY requirements /opt/audiorepro-build/requirements
+RUN set -eu; \
+    if [ -d /opt/pip-cache ] && [ -w /opt/pip-cache ]; then \
+        unset PIP_NO_CACHE_DIR; export PIP_CACHE_DIR=/opt/pip-cache; \
+    fi; \
+    if ! command -v cc >/dev/null 2>&1; then \
+        apt-get update -qq; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev; \
+    fi; \
+    python3 -m venv /opt/audiorepro-build/venv; \
+    /opt/audiorepro-build/venv/bin/pip install --require-hashes \
+        -r /opt/audiorepro-build/requirements/build.txt
+COPY pyproject.toml README.md setup.py /opt/audiorepro-build/tree/
+COPY src /opt/audiorepro-build/tree/src
+RUN /opt/audiorepro-build/venv/bin/pip wheel --no-deps --no-build-isolation \
+        --wheel-dir /opt/audiorepro-build/wheels /opt/audiorepro-build/tree
+
+# Stage 2, the image.
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
@@ -20,7 +46,8 @@ ARG SOURCE=https://github.com/audiorepro/audiorepro
 
 # Determinism: cuBLAS needs a fixed workspace for deterministic algorithms; hash seeds and every
 # BLAS/OpenMP pool are fixed (the last bits of CPU kernels follow the thread split); numba's
-# cache goes to /tmp because a SIF is read-only; nothing is downloaded at run time (weights and
+# cache (the retrieval metrics' kernels; trec-eval's are compiled into the package and need
+# none) goes to /tmp because a SIF is read-only; nothing is downloaded at run time (weights and
 # data come in through read-only binds).
 ENV PYTHONHASHSEED=0 \
     CUBLAS_WORKSPACE_CONFIG=:4096:8 \
@@ -72,10 +99,10 @@ LABEL org.opencontainers.image.title="audiorepro" \
 
 ENV AUDIOREPRO_REVISION=${REVISION}
 
-COPY pyproject.toml README.md /opt/audiorepro/build/
-COPY src /opt/audiorepro/build/src
-RUN pip install --no-deps --no-build-isolation /opt/audiorepro/build \
-    && rm -rf /opt/audiorepro/build
+# audiorepro itself: the wheel of stage 1 (its compiled trec-eval kernels included).
+COPY --from=wheel /opt/audiorepro-build/wheels /opt/audiorepro/wheels
+RUN pip install --no-deps /opt/audiorepro/wheels/audiorepro-*.whl \
+    && rm -rf /opt/audiorepro/wheels
 
 RUN useradd --create-home --uid 1000 --shell /bin/sh audiorepro
 USER audiorepro

@@ -1,7 +1,14 @@
-"""Build hook: stamp the git commit and dirty flag of the checkout a wheel is built from into
-the package (``audiorepro/_build_info.json``), so that a wheel install's manifests record it
-(``audiorepro.runner.output.manifest``). Deterministic: the file holds the commit and the flag only,
-and is left out when the build does not run in a git checkout (an sdist)."""
+"""Build hook.
+
+1. The compiled trec-eval kernels (``src/audiorepro/core/_trec.c``): a plain C shared library
+   (no ``Python.h``) built by setuptools as an ``Extension`` and loaded with ctypes by
+   ``audiorepro.core.native``, so the wheel carries them (``cp311-...-linux_x86_64``) and no
+   command compiles anything at run time. Floating point as trec_eval's: no fast-math and no
+   contraction into fused multiply-adds (``-ffp-contract=off``), whatever CFLAGS add.
+2. Stamp the git commit and dirty flag of the checkout a wheel is built from into the package
+   (``audiorepro/_build_info.json``), so that a wheel install's manifests record it
+   (``audiorepro.runner.output.manifest``). Deterministic: the file holds the commit and the
+   flag only, and is left out when the build does not run in a git checkout (an sdist)."""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -37,4 +44,12 @@ class StampedBuildPy(build_py):
         target.write_text(json.dumps(info, sort_keys=True) + "\n")
 
 
-setup(cmdclass={"build_py": StampedBuildPy})
+TREC_KERNELS = Extension(
+    "audiorepro.core._trec",
+    sources=["src/audiorepro/core/_trec.c"],
+    # -g0: no debug information, so the library's bytes do not depend on the build folder.
+    extra_compile_args=["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"],
+    libraries=["m"],
+)
+
+setup(cmdclass={"build_py": StampedBuildPy}, ext_modules=[TREC_KERNELS])

@@ -1,34 +1,54 @@
-"""``trec`` benchmark: trec_eval (built from its pinned source with its default ``make``),
-pytrec_eval, ranx and ``audiorepro trec-eval`` on the same seeded qrels and run, each in its
-own process, CPU seconds (user + system, parse and evaluate) and peak memory (max RSS).
+"""``trec`` benchmark: ``audiorepro trec-eval`` beside trec_eval (built from its pinned source
+with its default ``make``) on the same seeded files, every judgement format (``-R qrels``,
+``prefs``, ``qrels_prefs``, ``qrels_jg``) at every size, in one run: each tool in its own fresh
+process, its wall time (start-up included), CPU seconds (user + system) and peak memory (max
+RSS), the ratios, and whether the two outputs are the same bytes.
 
-    python benchmarks/trec.py --queries 10000 --docs 1000 --trec-eval /path/to/trec_eval
+    python benchmarks/trec.py --trec-eval-src PATH/trec_eval   # or --trec-eval PATH/binary
 
-Run it under ``nice`` on a shared machine; the table notes the load average. Tools that are
-not installed (or a trec_eval binary not given) are skipped.
+``--trec-eval-src`` (default ``$TREC_EVAL_SRC``) is a checkout of usnistgov/trec_eval at the
+commit of ``fixtures/trec/PROVENANCE.md``, built here in a temporary folder (never in the
+repository); ``--trec-eval`` (default ``$TREC_EVAL``) a binary already built that way.
+``--peers`` adds pytrec_eval and ranx on the qrels rows. Run it under ``nice`` on a shared
+machine; the table notes the load average. Each figure is the median of ``--repeat`` runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-SETS = {"all_trec": ["-m", "all_trec"], "map+ndcg_cut.10": ["-m", "map", "-m", "ndcg_cut.10"]}
+#: (name, judgements file, trec_eval options) of every row, per size.
+CASES = (
+    ("qrels: -m all_trec", "qrels", ["-m", "all_trec"]),
+    ("qrels: -m map -m ndcg_cut.10", "qrels", ["-m", "map", "-m", "ndcg_cut.10"]),
+    ("-R prefs -m all_prefs", "prefs", ["-R", "prefs", "-m", "all_prefs"]),
+    ("-R qrels_prefs -m all_prefs", "qrels_prefs", ["-R", "qrels_prefs", "-m", "all_prefs"]),
+    ("-R qrels_jg -m qrels_jg", "qrels_jg", ["-R", "qrels_jg", "-m", "qrels_jg"]),
+)
+SIZES = (100, 2000, 10000)
 
 
-def make_files(folder: Path, queries: int, docs: int, seed: int = 0) -> tuple[Path, Path]:
-    """A graded qrels (levels 0-3, a third of each ranking judged plus unretrieved relevant
-    documents) and a run of ``docs`` documents per query with tied scores (3 decimals)."""
+def make_files(folder: Path, queries: int, docs: int, seed: int = 0) -> Path:
+    """A run of ``docs`` documents per query with tied scores (3 decimals) and its
+    judgements in every format, from one draw: graded qrels (levels 0-3, a third of each
+    ranking judged plus unretrieved relevant documents); the same judgements as preferences
+    (``qid jg jsg docno level``: three judgement groups of one sub-group, by docno), as
+    ``qrels_prefs`` (the qrels with the group in the second column) and as ``qrels_jg``."""
     rng = np.random.default_rng(seed)
-    qrels, run = folder / "qrels", folder / "run"
-    with open(qrels, "w") as fq, open(run, "w") as fr:
+    folder.mkdir(parents=True, exist_ok=True)
+    names = ("run", "qrels", "prefs", "qrels_prefs", "qrels_jg")
+    files = {name: open(folder / name, "w") for name in names}
+    try:
         for q in range(queries):
             ids = rng.choice(docs * 5, size=docs, replace=False)
             scores = np.round(rng.random(docs) * 20, 3)
@@ -36,13 +56,74 @@ def make_files(folder: Path, queries: int, docs: int, seed: int = 0) -> tuple[Pa
             judged = rng.random(docs) < 0.33
             lines = [f"{q} Q0 D{d:08d} {r + 1} {s:.3f} bench\n" for r, (d, s) in
                      enumerate(zip(ids.tolist(), scores.tolist(), strict=True))]  # fmt: skip
-            fr.write("".join(lines))
+            files["run"].write("".join(lines))
             extra = rng.choice(np.arange(docs * 5, docs * 6), size=docs // 20, replace=False)
-            pairs = zip(ids[judged].tolist(), levels[judged].tolist(), strict=True)
-            judged_lines = [f"{q} 0 D{d:08d} {lv}\n" for d, lv in pairs]
-            judged_lines += [f"{q} 0 D{d:08d} {1 + d % 3}\n" for d in extra.tolist()]
-            fq.write("".join(judged_lines))
-    return qrels, run
+            pairs = list(zip(ids[judged].tolist(), levels[judged].tolist(), strict=True))
+            pairs += [(d, 1 + d % 3) for d in extra.tolist()]
+            files["qrels"].write("".join(f"{q} 0 D{d:08d} {lv}\n" for d, lv in pairs))
+            # Three judgement groups of one sub-group each (levels as classes). A group of
+            # several sub-groups costs trec_eval a closure over all the query's judged
+            # documents (7.0 s of CPU for 100 queries here, 1.5 s for audiorepro): not at
+            # 10,000 queries (docs/benchmarks.md gives that figure apart).
+            prefs = [f"{q} u{d % 3} s{d % 3} D{d:08d} {lv}\n" for d, lv in pairs]
+            files["prefs"].write("".join(prefs))
+            group_lines = "".join(f"{q} u{d % 3} D{d:08d} {lv}\n" for d, lv in pairs)
+            files["qrels_prefs"].write(group_lines)
+            files["qrels_jg"].write(group_lines)
+    finally:
+        for f in files.values():
+            f.close()
+    return folder
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    cpu: float
+    rss: int
+    output: bytes
+
+
+#: Starts the measured command from a small process (``python -S``: no site, nothing
+#: imported): Linux keeps a process's peak RSS across ``exec`` and a forked child starts with
+#: its parent's, so a command forked straight from this script (numpy loaded, a few dozen MB)
+#: would report at least this script's memory.
+LAUNCHER = """\
+import os, sys, time
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {wall} {usage.ru_utime + usage.ru_stime} "
+            f"{usage.ru_maxrss}")
+"""
+
+
+def measured(cmd: list[str]) -> Timing:
+    """One fresh process: its wall and CPU seconds, peak RSS in bytes and standard output."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        launch = [sys.executable, "-S", "-c", LAUNCHER, report.name, *cmd]
+        proc = subprocess.run(launch, capture_output=True, check=False)
+        code, wall, cpu, rss = report.read().split()
+    if proc.returncode or int(code):
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed: {proc.stderr.decode()[-400:]}")
+    return Timing(float(wall), float(cpu), int(rss) * 1024, proc.stdout)
+
+
+def median(runs: list[Timing]) -> Timing:
+    """The run of median wall time (its CPU and memory with it)."""
+    return sorted(runs, key=lambda t: t.wall)[len(runs) // 2]
+
+
+def build_trec_eval(source: Path, into: Path) -> Path:
+    """trec_eval built from ``source`` by its own default ``make``, in ``into``."""
+    build = into / "trec_eval_src"
+    shutil.copytree(source, build, ignore=shutil.ignore_patterns(".git", "trec_eval"))
+    subprocess.run(["make"], cwd=build, check=True, capture_output=True)
+    return build / "trec_eval"
 
 
 PYTREC = """
@@ -71,77 +152,77 @@ evaluate(qrels, run, metrics)
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float, int]:
-    """(CPU seconds of the child, wall seconds, peak RSS in bytes), or raise on failure."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode(errors="replace")
-    if status != 0:
-        raise RuntimeError(f"{cmd[0]} failed: {err[-400:]}")
-    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss * 1024
+def peer_rows(folder: Path, queries: int, name: str, flags: list[str], repeat: int
+              ) -> list[str]:  # fmt: skip
+    """pytrec_eval's and ranx's rows (qrels only), where installed."""
+    rows = []
+    for tool, script in (("pytrec_eval", PYTREC), ("ranx", RANX)):
+        if importlib.util.find_spec(tool) is None:  # not imported here (see LAUNCHER)
+            rows.append(f"| {queries:,} | {name}: {tool} not installed | | | | | | | | | |")
+            continue
+        which = "all_trec" if "all_trec" in flags else "map"
+        cmd = [sys.executable, "-c", script, str(folder / "qrels"), str(folder / "run"), which]
+        t = median([measured(cmd) for _ in range(repeat)])
+        rows.append(f"| {queries:,} | {name}: {tool} in audiorepro's columns | | {t.wall:.2f} | "
+                    f"| | {t.cpu:.2f} | | {t.rss / 2**20:.0f} MiB | | |")  # fmt: skip
+    return rows
 
 
-def commands(tool: str, qrels: Path, run: Path, name: str, trec_eval: str | None
-             ) -> list[str] | None:  # fmt: skip
-    flags = SETS[name]
-    if tool == "trec_eval":
-        return None if trec_eval is None else [trec_eval, *flags, str(qrels), str(run)]
-    if tool == "audiorepro":
-        return [sys.executable, "-m", "audiorepro", "trec-eval", *flags, str(qrels), str(run)]
-    module = {"pytrec_eval": "pytrec_eval", "ranx": "ranx"}[tool]
-    try:
-        __import__(module)
-    except ImportError:
-        return None
-    script = PYTREC if tool == "pytrec_eval" else RANX
-    return [sys.executable, "-c", script, str(qrels), str(run), name]
+def table(args: argparse.Namespace, trec_eval: Path, folder: Path) -> int:
+    """Every size and format, both tools side by side; 1 when an output differs."""
+    differs = 0
+    print(f"load average: {os.getloadavg()[0]:.2f}; {args.docs} documents per query; "
+          f"median of {args.repeat} run(s); trec_eval: {trec_eval}")  # fmt: skip
+    print("| queries | judgements, measures | trec_eval wall s | audiorepro wall s | wall ratio "
+          "| trec_eval CPU s | audiorepro CPU s | trec_eval peak | audiorepro peak "
+          "| memory ratio | same output |")  # fmt: skip
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for queries in args.sizes:
+        files = make_files(folder / f"{queries}x{args.docs}", queries, args.docs)
+        for name, judgements, flags in CASES:
+            if args.formats and judgements not in args.formats:
+                continue
+            paths = [str(files / judgements), str(files / "run")]
+            ours = [sys.executable, "-m", "audiorepro", "trec-eval", *flags, *paths]
+            theirs = [str(trec_eval), *flags, *paths]
+            te = median([measured(theirs) for _ in range(args.repeat)])
+            ar = median([measured(ours) for _ in range(args.repeat)])
+            same = te.output == ar.output
+            differs += not same
+            print(f"| {queries:,} | {name} | {te.wall:.2f} | {ar.wall:.2f} | "
+                  f"{ar.wall / te.wall:.2f}x | {te.cpu:.2f} | {ar.cpu:.2f} | "
+                  f"{te.rss / 2**20:.0f} MiB | {ar.rss / 2**20:.0f} MiB | "
+                  f"{ar.rss / te.rss:.2f}x | {'yes' if same else 'NO'} |", flush=True)  # fmt: skip
+            if args.peers and judgements == "qrels":
+                for row in peer_rows(files, queries, name, flags, args.repeat):
+                    print(row, flush=True)
+    return 1 if differs else 0
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=10000)
-    parser.add_argument("--docs", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of trec_eval, audiorepro")
-    parser.add_argument("--peer-repeat", type=int, default=1, help="runs of pytrec_eval, ranx")
-    parser.add_argument("--extra", action="store_true", help="also audiorepro --tie-bounds")
-    parser.add_argument("--trec-eval", default=None, help="trec_eval binary (built from source)")
-    parser.add_argument("--tools", default="trec_eval,audiorepro,pytrec_eval,ranx")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                        help="numbers of queries (default: 100 2000 10000)")  # fmt: skip
+    parser.add_argument("--docs", type=int, default=1000, help="documents ranked per query")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each tool per row")
+    parser.add_argument("--formats", nargs="*", default=None, help="only these judgement "
+                        "files: qrels, prefs, qrels_prefs, qrels_jg")  # fmt: skip
+    parser.add_argument("--trec-eval", type=Path, default=os.environ.get("TREC_EVAL"),
+                        help="a trec_eval binary (default $TREC_EVAL)")  # fmt: skip
+    parser.add_argument("--trec-eval-src", type=Path, default=os.environ.get("TREC_EVAL_SRC"),
+                        help="trec_eval's source, built here (default $TREC_EVAL_SRC)")  # fmt: skip
+    parser.add_argument("--peers", action="store_true", help="also pytrec_eval and ranx")
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
-    parser.add_argument("--sets", default=",".join(SETS), help="measure sets, comma separated")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = args.folder or Path(tmp)
-        qrels, run = folder / "qrels", folder / "run"
-        if not (qrels.exists() and run.exists()):
-            qrels, run = make_files(folder, args.queries, args.docs)
-        # one warm-up so that audiorepro's compiled kernels are cached, as after installation
-        warm = ["trec-eval", "--tie-bounds", "-m", "ndcg", str(qrels), str(run)]
-        subprocess.run([sys.executable, "-m", "audiorepro", *warm], stdout=subprocess.DEVNULL,
-                       check=True)  # fmt: skip
-        print(f"load average: {os.getloadavg()[0]:.2f}; {args.queries} queries x {args.docs}")
-        print("| measures | tool | CPU seconds (median) | wall | peak memory |")
-        print("|---|---|---:|---:|---:|")
-        for name in args.sets.split(","):
-            for tool in args.tools.split(","):
-                cmd = commands(tool, qrels, run, name, args.trec_eval)
-                if cmd is None:
-                    print(f"| {name} | {tool} | skipped | | |")
-                    continue
-                repeat = args.repeat if tool in ("trec_eval", "audiorepro") else args.peer_repeat
-                runs = sorted(timed(cmd) for _ in range(repeat))
-                cpu, wall, rss = runs[len(runs) // 2]
-                print(f"| {name} | {tool} | {cpu:.1f} | {wall:.1f} | {rss / 2**20:.0f} MiB |",
-                      flush=True)  # fmt: skip
-                if tool == "audiorepro" and args.extra:
-                    for more in (["--tie-bounds"],):
-                        cpu, wall, rss = sorted(timed([*cmd[:4], *more, *cmd[4:]])
-                                                for _ in range(repeat))[repeat // 2]  # fmt: skip
-                        print(f"| {name} | audiorepro {' '.join(more)} | {cpu:.1f} | {wall:.1f} "
-                              f"| {rss / 2**20:.0f} MiB |", flush=True)  # fmt: skip
-    return 0
+        trec_eval = args.trec_eval
+        if trec_eval is None:
+            if args.trec_eval_src is None:  # tox -e bench where neither is set
+                print("SKIPPED trec benchmark: needs --trec-eval-src (or $TREC_EVAL_SRC: "
+                      "trec_eval's source at its pinned commit) or --trec-eval")  # fmt: skip
+                return 0
+            trec_eval = build_trec_eval(args.trec_eval_src, Path(tmp))
+        return table(args, trec_eval, args.folder or Path(tmp))
 
 
 if __name__ == "__main__":

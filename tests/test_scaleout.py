@@ -509,3 +509,24 @@ def test_a_python_encoder_study_on_slurm_is_byte_identical_to_local(
     assert main(argv) == 0
     assert "submitting 2 of 2 extraction part(s)" in capsys.readouterr().out
     assert outputs(out, DETERMINISTIC) == outputs(local, DETERMINISTIC)
+
+
+def test_a_trec_eval_array_task_compiles_nothing(slurm: Path, tmp_path: Path) -> None:
+    """Issue 48: each task of a Slurm array is a fresh process (on a fresh node, numba's cache
+    would be empty): its first trec-eval answers from the kernels compiled into the package,
+    imports no numba and writes nothing to numba's cache (an empty read-only folder here)."""
+    from tests.test_trec_native import EXPECTED, PROBE, _inputs
+
+    qrels, run, cache = _inputs(tmp_path / "data")
+    probe = tmp_path / "data" / "probe.py"
+    probe.write_text(PROBE)
+    task = f"NUMBA_CACHE_DIR={cache} {sys.executable} {probe} {qrels} {run}"
+    out = f"--output={tmp_path}/%a.out"
+    err = f"--error={tmp_path}/%a.err"
+    cmd = ["sbatch", "--wait", "--array=0-1", "--cpus-per-task=1", out, err, "--wrap", task]
+    subprocess.run(cmd, check=True, timeout=600, capture_output=True)
+    for task_id in (0, 1):
+        assert (tmp_path / f"{task_id}.out").read_text() == EXPECTED
+        report = json.loads((tmp_path / f"{task_id}.err").read_text().splitlines()[-1])
+        assert report["code"] == 0 and report["jit"] == []
+    assert list(cache.iterdir()) == []

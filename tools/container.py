@@ -20,6 +20,9 @@ Steps of ``check`` (each printed with its time):
    the demo study into a bound folder) run as an unknown non-root uid on a read-only root file
    system with a fresh /tmp, as ``apptainer run --containall --cleanenv`` would. Reported as
    "emulated, not an apptainer build".
+5. **trec-eval**: in the same emulated SIF, the first ``trec-eval`` of a fresh container answers
+   from the kernels compiled into the image's wheel: numba is never imported and its cache (an
+   empty read-only bind) stays empty; the CPU seconds are printed (issue 48).
 
 How the CI image differs from the real one: only in its base. The real base (Dockerfile's
 ``BASE_IMAGE``) is a CUDA PyTorch image that already holds the torch trio the lock pins; the
@@ -269,6 +272,44 @@ def disk_report() -> str:
     )
 
 
+#: The first trec-eval in a fresh container, in-process: what it printed, loaded and cost.
+TREC_PROBE = """\
+import json, sys, time
+t = time.process_time()
+from audiorepro.cli import main
+code = main(["trec-eval", "-m", "map", "-m", "ndcg_cut.10", "/data/qrels", "/data/run"])
+cpu = time.process_time() - t
+jit = sorted({m.split(".")[0] for m in sys.modules} & {"numba", "llvmlite"})
+print(json.dumps({"code": code, "cpu": round(cpu, 3), "jit": jit}), file=sys.stderr)
+"""
+TREC_EXPECTED = "map                   \tall\t0.7500\nndcg_cut_10           \tall\t0.8155\n"
+
+
+def first_trec_eval() -> None:
+    """The image's first trec-eval compiles nothing and writes nothing (see the docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        (data / "qrels").write_text("1 0 a 1\n1 0 b 0\n2 0 c 2\n")
+        (data / "run").write_text("1 Q0 a 1 0.5 r\n1 Q0 b 2 0.9 r\n2 Q0 c 1 1.0 r\n")
+        (data / "probe.py").write_text(TREC_PROBE)
+        (data / "numba").mkdir()
+        for path in (data, *data.iterdir()):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        cmd = ["podman", "run", "--rm", *APPTAINER_LIKE, "--volume", f"{data}:/data:ro"]
+        cmd += ["-e", "NUMBA_CACHE_DIR=/data/numba", "--entrypoint", "python", EMULATED]
+        proc = subprocess.run([*cmd, "/data/probe.py"], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+        try:
+            report = json.loads(proc.stderr.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            report = {}
+        if proc.returncode or proc.stdout != TREC_EXPECTED or report.get("jit") != []:
+            raise Failed(f"the first trec-eval in the image: {proc.stdout!r} {proc.stderr[-400:]}")
+        if list((data / "numba").iterdir()):
+            raise Failed("the first trec-eval in the image wrote to numba's cache")
+        print(f"first trec-eval in a fresh container: {report['cpu']} s CPU, numba not imported")
+
+
 def check_image() -> None:
     problems = inspect()
     if problems:
@@ -306,6 +347,7 @@ def check() -> int:
         # No separate `podman run IMAGE selfcheck`: the build ends with it, and %test below
         # runs the same selfcheck in a fresh container (unknown uid, read-only root).
         timed("apptainer", emulate_apptainer_in_tmp)
+        timed("trec-eval", first_trec_eval)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)
         print(disk_report(), file=sys.stderr)

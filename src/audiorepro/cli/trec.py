@@ -13,7 +13,7 @@ import click
 from audiorepro.cli.app import cli
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import read_text
-from audiorepro.formats.trec import Run, load_run, read_table
+from audiorepro.formats.trec import read_table
 from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
 from audiorepro.metrics.trec import (
     Chosen,
@@ -253,6 +253,6 @@ def _other_format(
                                max_ret=max_ret, complete=complete, judged_only=judged_only,
                                only_query=only, zscores=zscores)  # fmt: skip
     prefs = read_prefs(qrels, qrels_form=rel_format == "qrels_prefs", number=c_atof)
-    ranked: Run = load_run(run)
+    ranked = read_table(run, run=True)
     return evaluate_prefs(prefs, ranked, measures=chosen, max_ret=max_ret, complete=complete,
                           only_query=only, zscores=zscores)  # fmt: skip

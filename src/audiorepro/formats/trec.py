@@ -200,26 +200,27 @@ def read_table(path: str | Path, *, run: bool) -> TrecTable:
         _slow_scores(data, value, slow[:n], source)
     else:
         _bounded_levels(value, line[:n], source)
-    raw = data.tobytes() if groups < 4096 else None
-    names_of = [
-        (raw[s : s + ln] if raw is not None else data[s : s + ln].tobytes())
-        for s, ln in zip(gstart[:groups].tolist(), glen[:groups].tolist(), strict=True)
-    ]
+    # No temporary the size of the file or of its records beyond what the table keeps: the
+    # qids are copied one group (a run of lines of one qid) at a time, and the records are
+    # counted per group (``group`` ascends), so memory stays near trec_eval's.
+    spans = zip(gstart[:groups].tolist(), glen[:groups].tolist(), strict=True)
+    names_of = [data[s : s + ln].tobytes() for s, ln in spans]
     unique = sorted(set(names_of))
     rank = {q: i for i, q in enumerate(unique)}
     group_q = np.array([rank[q] for q in names_of], np.int64)
-    rec_q = group_q[group[:n]]
-    counts = np.bincount(rec_q, minlength=len(unique))
+    first = np.searchsorted(group[:n], np.arange(groups, dtype=np.int32))
+    counts = np.zeros(len(unique), np.int64)
+    np.add.at(counts, group_q, np.diff(np.append(first, n)))
     stop = np.cumsum(counts)
     start = stop - counts
     if groups == len(unique) and np.all(group_q == np.arange(groups)):
         order = np.arange(n, dtype=np.int64)
     else:
-        order = np.argsort(rec_q, kind="stable")
+        order = np.argsort(group_q[group[:n]], kind="stable")
     twice = trec_scan.sort_by_docno(data, dstart, dlen, order, start, stop)
     if twice >= 0:
         docno = data[dstart[twice] : dstart[twice] + dlen[twice]].tobytes()
-        qid = unique[int(rec_q[twice])]
+        qid = unique[int(group_q[group[twice]])]
         done = "retrieved" if run else "judged"
         raise UserError(
             f"line {int(line[twice])}: docno {docno.decode('utf-8')[:80]!r} is {done} twice "

@@ -20,12 +20,14 @@ no judgement or one that is not UTF-8 is one :class:`UserError` naming the file 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
+
+T = TypeVar("T")
 
 PREFS_FIELDS = ("qid", "jg", "jsg", "docno", "level")
 QRELS_JG_FIELDS = ("qid", "jg", "docno", "level")
@@ -40,9 +42,9 @@ class PrefJudgement(NamedTuple):
     level: float
 
 
-def _lines(path: str | Path, what: str) -> list[tuple[int, list[bytes]]]:
-    """The data lines of ``path`` as (line number, fields); comments and empty lines left
-    out."""
+def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
+    """The data lines of ``path`` as (line number, fields), one at a time (nothing the size
+    of the file is kept beside its bytes); comments and empty lines left out."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -57,18 +59,26 @@ def _lines(path: str | Path, what: str) -> list[tuple[int, list[bytes]]]:
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text (byte {exc.start}); expected {what}",
                         source=path) from None  # fmt: skip
-    out: list[tuple[int, list[bytes]]] = []
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        fields = line.split()
+    start, number, found = 0, 0, False
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        number += 1
+        fields = data[start:end].split()
+        start = end + 1
         if fields and not fields[0].startswith(b"#"):
-            out.append((number, fields))
-    if not out:
+            found = True
+            yield number, fields
+    if not found:
         raise UserError(f"holds no judgement; expected {what} lines", source=path)
-    return out
 
 
-def _checked(path: str | Path, names: tuple[str, ...], what: str) -> list[tuple[int, list[str]]]:
-    rows = []
+def _checked(
+    path: str | Path, names: tuple[str, ...], what: str
+) -> Iterator[tuple[int, list[str]]]:
+    """Each data line's fields, decoded; a line with another number of fields is an error.
+    Texts that repeat (qids, groups, levels) are kept once."""
+    seen: dict[bytes, str] = {}
     for number, fields in _lines(path, what):
         if len(fields) != len(names):
             raise UserError(
@@ -76,8 +86,16 @@ def _checked(path: str | Path, names: tuple[str, ...], what: str) -> list[tuple[
                 f"({' '.join(names)})",
                 source=path,
             )
-        rows.append((number, [f.decode("utf-8") for f in fields]))
-    return rows
+        decoded = []
+        for k, f in enumerate(fields):
+            if k == len(names) - 2:  # the docno: unique, not kept twice
+                decoded.append(f.decode("utf-8"))
+                continue
+            text = seen.get(f)
+            if text is None:
+                text = seen[f] = f.decode("utf-8")
+            decoded.append(text)
+        yield number, decoded
 
 
 def read_prefs(
@@ -96,18 +114,32 @@ def read_prefs(
     {'q1': [PrefJudgement(jg='u1', jsg='s1', docno='a', level=3.0), \
 PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
     """
+    read = _memo(number)
     if qrels_form:
         what = "TREC qrels read as preferences (qid jg docno level)"
         rows = _checked(path, QRELS_JG_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], "0", f[2], number(f[3]))) for _, f in rows]
+        made = ((f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows)
     else:
         what = "trec_eval preferences (qid jg jsg docno level)"
         rows = _checked(path, PREFS_FIELDS, what)
-        made = [(f[0], PrefJudgement(f[1], f[2], f[3], number(f[4]))) for _, f in rows]
+        made = ((f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows)
     out: dict[str, list[PrefJudgement]] = {}
     for qid, judgement in made:
         out.setdefault(qid, []).append(judgement)
-    return {q: out[q] for q in sorted(out, key=lambda q: q.encode("utf-8"))}
+    return {q: out[q] for q in sorted(out)}  # decoded UTF-8: code point order is byte order
+
+
+def _memo(number: Callable[[str], T]) -> Callable[[str], T]:
+    """``number`` read once per distinct text (a judgement file repeats a few levels)."""
+    seen: dict[str, T] = {}
+
+    def read(text: str) -> T:
+        value = seen.get(text)
+        if value is None:
+            value = seen[text] = number(text)
+        return value
+
+    return read
 
 
 def read_qrels_jg(
@@ -124,16 +156,21 @@ def read_qrels_jg(
     {'1': {'a': {'x': 0, 'y': 2}, 'b': {'x': 1}}}
     """
     what = "TREC qrels with judgement groups (qid jg docno level)"
+    read = _memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
+    twice = None  # the first docno judged twice, reported once every line's fields are checked
     for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
-        if docno in judged:
-            raise UserError(
-                f"line {line}: docno {docno[:80]!r} is judged twice for qid {qid[:80]!r} in "
-                f"judgement group {jg[:80]!r}; expected one line per document, group and query",
-                source=path,
-            )
-        judged[docno] = number(level)
+        if docno in judged and twice is None:
+            twice = (line, qid, jg, docno)
+        judged[docno] = read(level)
+    if twice is not None:
+        line, qid, jg, docno = twice
+        raise UserError(
+            f"line {line}: docno {docno[:80]!r} is judged twice for qid {qid[:80]!r} in "
+            f"judgement group {jg[:80]!r}; expected one line per document, group and query",
+            source=path,
+        )
 
     return {q: {g: groups[q][g] for g in _byte_order(groups[q])} for q in _byte_order(groups)}
 
@@ -141,4 +178,4 @@ def read_qrels_jg(
 def _byte_order(
     keys: dict[str, dict[str, int]] | dict[str, dict[str, dict[str, int]]],
 ) -> list[str]:
-    return sorted(keys, key=lambda k: k.encode("utf-8"))
+    return sorted(keys)  # decoded UTF-8 (strict): code point order is byte order

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
-from audiorepro.formats.trec import Run
+from audiorepro.formats.trec import Run, TrecTable
 from audiorepro.formats.trec_prefs import PrefJudgement
 from audiorepro.metrics.trec import Chosen, Evaluation, to_zscores
 
@@ -83,16 +83,28 @@ class QueryPrefs:
     counts: Array
 
     @cached_property
+    def pair_sums(self) -> tuple[float, float]:
+        """The sums, in order, of the ranked shares and of the ranked then the implied ones
+        (one running sum: the first is where the second passes the last ranked share)."""
+        ranked, implied, _ = self.pair_shares
+        running = np.cumsum(np.concatenate([np.zeros(1), ranked, implied]))
+        return float(running[ranked.size]), float(running[-1])
+
+    @cached_property
     def pair_shares(self) -> tuple[Array, Array, int]:
         """For the ``prefs_pair`` families: the shares ``counts[i, j] / (counts[i, j] +
         counts[j, i])`` of the pairs i < j with a preference either way, both ranked (row by
         row), then one ranked (i ranked, j not), and the number of such pairs of two unranked
         documents."""
-        c, m, n = self.counts, self.num_judged_ret, self.num_judged
-        i, j = np.triu_indices(m, 1)
-        ranked = _shares(c[i, j], c[j, i])
-        i, j = np.divmod(np.arange(m * (n - m)), max(n - m, 1))
-        implied = _shares(c[i, j + m], c[j + m, i])
+        c, m = self.counts, self.num_judged_ret
+        # Boolean masks select in row-major order: the pairs (i, j), i < j, row by row.
+        both = c[:m, :m] + c[:m, :m].T
+        upper = np.triu(both > 0, 1)
+        ranked: Array = c[:m, :m][upper] / both[upper]
+        forward, backward = c[:m, m:], c[m:, :m].T
+        one = forward + backward
+        some = one > 0
+        implied: Array = forward[some] / one[some]
         rest = c[m:, m:]
         unranked = int(np.count_nonzero(np.triu(rest + rest.T, 1)))
         return ranked, implied, unranked
@@ -115,8 +127,28 @@ def ranking(scores: dict[str, float], max_ret: int | None = None) -> list[str]:
     >>> ranking({"b": 1.0, "a": 1.0, "c": 2.0})
     ['c', 'a', 'b']
     """
-    ordered = sorted(scores, key=lambda d: (-scores[d], d.encode("utf-8")))
+    # Strings decoded from UTF-8 compare as their bytes do (code point order).
+    ordered = sorted(scores, key=lambda d: (-scores[d], d))
     return ordered[:max_ret]
+
+
+def table_ranking(run: TrecTable, index: int | None, max_ret: int | None = None) -> list[str]:
+    """:func:`ranking` of the query ``run.qids[index]`` of a run read as a table (its records
+    of a query are already in docno order: a stable sort by score descending keeps docno
+    ascending among ties); ``None``, a query the run lacks: trec_eval's stand-in document.
+
+    >>> from audiorepro.formats.trec import table_from_dicts
+    >>> run = table_from_dicts({"1": {"b": 1.0, "a": 1.0, "c": 2.0}})
+    >>> table_ranking(run, 0), table_ranking(run, None)
+    (['c', 'a', 'b'], ['ceci_nest_pas_un_docno'])
+    """
+    if index is None:
+        return [STAND_IN][:max_ret]
+    recs = run.order[run.start[index] : run.stop[index]]
+    top = recs[np.argsort(-run.value[recs], kind="stable")][:max_ret]
+    data = memoryview(run.data.data)  # the array's own buffer
+    spans = zip(run.doc_start[top].tolist(), run.doc_len[top].tolist(), strict=True)
+    return [str(data[s : s + n], "utf-8") for s, n in spans]
 
 
 def query_prefs(lines: Sequence[PrefJudgement], ranked: Sequence[str], qid: str = "") -> QueryPrefs:
@@ -130,12 +162,11 @@ def query_prefs(lines: Sequence[PrefJudgement], ranked: Sequence[str], qid: str 
     judged = {line.docno for line in lines}
     ranked_judged = [d for d in ranked if d in judged]
     seen = set(ranked_judged)
-    rest = sorted((d for d in judged if d not in seen), key=lambda d: d.encode("utf-8"))
+    rest = sorted(d for d in judged if d not in seen)  # code point order: byte order
     number = {d: i for i, d in enumerate(ranked_judged + rest)}
     n, m = len(number), len(ranked_judged)
     counts = np.zeros((n, n), np.int64)
-    rows = sorted(lines, key=lambda x: (x.jg.encode("utf-8"), x.jsg.encode("utf-8"),
-                                        -x.level, number[x.docno]))  # fmt: skip
+    rows = sorted(lines, key=lambda x: (x.jg, x.jsg, -x.level, number[x.docno]))
     groups = []
     for jg, members in groupby(rows, key=lambda x: x.jg):
         group = list(members)
@@ -151,19 +182,20 @@ def _class_group(
     group: list[PrefJudgement], number: dict[str, int], m: int, counts: Array, where: str
 ) -> Group:
     """A group of one sub-group: its levels as classes (lines sorted by level descending)."""
-    classes = tuple(
-        (level, np.array(sorted(number[x.docno] for x in items), np.int64))
-        for level, items in groupby(group, key=lambda x: x.level)
-    )
+    members = [sorted(number[x.docno] for x in items)
+               for _, items in groupby(group, key=lambda x: x.level)]  # fmt: skip
+    levels = [level for level, _ in groupby(group, key=lambda x: x.level)]
+    distinct = [len(set(ids)) == len(ids) for ids in members]
+    if len(set().union(*members)) < sum(len(set(ids)) for ids in members):
+        _two_levels(members, number, where)
+    classes = tuple((v, np.array(ids, np.int64)) for v, ids in zip(levels, members, strict=True))
     tally = dict.fromkeys(("ful_ret", "poss_ret", "ful_imp", "poss_imp", "notoccur"), 0)
     for i, (_, a) in enumerate(classes):
-        for _, b in classes[i + 1 :]:
-            twice = np.intersect1d(a, b)
-            if twice.size:
-                doc = next(d for d, k in number.items() if k == int(twice[0]))
-                raise UserError(f"{where}: document {doc!r} has two levels in one sub-group; "
-                                "expected one level per document", key="-R")  # fmt: skip
-            np.add.at(counts, (a[:, None], b[None, :]), 1)
+        for j, (_, b) in enumerate(classes[i + 1 :], start=i + 1):
+            if distinct[i] and distinct[j]:
+                counts[np.ix_(a, b)] += 1  # distinct pairs: one increment each
+            else:  # a document listed twice in its class counts twice
+                np.add.at(counts, (a[:, None], b[None, :]), 1)
             a_ret, b_ret = a[a < m], b[b < m]
             above = b_ret.size - np.searchsorted(b_ret, a_ret, side="right")
             tally["ful_ret"] += int(above.sum())
@@ -181,6 +213,18 @@ def _class_group(
         num_nonrel=sum(c.size for _, c in nonrel),
         num_nonrel_ret=sum(int(np.count_nonzero(c < m)) for _, c in nonrel),
     )  # fmt: skip
+
+
+def _two_levels(members: list[list[int]], number: dict[str, int], where: str) -> None:
+    """The error for a document in two classes of one sub-group: the first found taking the
+    classes in order (level descending), each against the later ones, the smallest number."""
+    for i, a in enumerate(members):
+        for b in members[i + 1 :]:
+            twice = sorted(set(a) & set(b))
+            if twice:
+                doc = next(d for d, k in number.items() if k == twice[0])
+                raise UserError(f"{where}: document {doc!r} has two levels in one sub-group; "
+                                "expected one level per document", key="-R")  # fmt: skip
 
 
 def _matrix_group(
@@ -325,18 +369,13 @@ def _pair_ratios(q: QueryPrefs, blocks: str) -> float:
     the pair's preferences that the ranking fulfils; ``blocks``: ``r`` both ranked, ``i`` one
     ranked, ``n`` neither (counted, contributing 0). Sums run row by row, ranked pairs first."""
     ranked, implied, unranked = q.pair_shares
-    parts = [ranked] + ([implied] if "i" in blocks else [])
-    pairs = sum(part.size for part in parts) + (unranked if "n" in blocks else 0)
+    pairs = (
+        ranked.size + (implied.size if "i" in blocks else 0) + (unranked if "n" in blocks else 0)
+    )
     if not pairs:
         return 0.0
-    every = np.concatenate([*parts, np.zeros(1)])
-    return float(np.cumsum(every)[-1]) / pairs
-
-
-def _shares(ij: Array, ji: Array) -> Array:
-    keep = (ij + ji) > 0
-    shares: Array = ij[keep] / (ij[keep] + ji[keep])
-    return shares
+    ranked_sum, both_sum = q.pair_sums
+    return (both_sum if "i" in blocks else ranked_sum) / pairs
 
 
 def prefs_pair(q: QueryPrefs) -> float:
@@ -531,7 +570,7 @@ PREFS_FAMILIES: dict[str, tuple[Callable[[QueryPrefs], float], bool]] = {
 
 def evaluate_prefs(
     prefs: dict[str, list[PrefJudgement]],
-    run: Run,
+    run: Run | TrecTable,
     *,
     measures: dict[str, Chosen],
     max_ret: int | None = None,
@@ -551,9 +590,10 @@ def evaluate_prefs(
     {'runid': 0.0, 'num_q': 2, 'prefs_num_prefs_poss': 2, 'prefs_num_prefs_ful': 1, \
 'prefs_num_prefs_ful_ret': 0, 'prefs_simp': 0.5, 'prefs_pair': 0.5, 'prefs_avgjg': 0.5}
     """
+    in_run = run.scores if isinstance(run, Run) else set(run.qids)
     qids = [
         q for q in prefs
-        if (only_query is None or q == only_query) and (complete or q in run.scores)
+        if (only_query is None or q == only_query) and (complete or q in in_run)
     ]  # fmt: skip
     if not qids:
         raise UserError(
@@ -562,9 +602,13 @@ def evaluate_prefs(
         )
     names = list(measures)
     values = np.zeros((len(qids), len(names)))
+    where = {q: i for i, q in enumerate(run.qids)} if isinstance(run, TrecTable) else {}
     for i, qid in enumerate(qids):
-        scores = run.scores.get(qid, {STAND_IN: 1.0})
-        q = query_prefs(prefs[qid], ranking(scores, max_ret), qid)
+        if isinstance(run, Run):
+            ranked = ranking(run.scores.get(qid, {STAND_IN: 1.0}), max_ret)
+        else:  # one query's docnos at a time
+            ranked = table_ranking(run, where.get(qid), max_ret)
+        q = query_prefs(prefs[qid], ranked, qid)
         for j, name in enumerate(names):
             if name in PREFS_FAMILIES:
                 values[i, j] = PREFS_FAMILIES[name][0](q)
@@ -578,4 +622,5 @@ def evaluate_prefs(
             summary.append(float(len(qids)))
         else:
             summary.append(total if name in counts else total / len(qids))
-    return Evaluation(run.run_id, qids, names, names, values, summary, counts=counts)
+    run_id = run.run_id if isinstance(run, Run) else run.tag
+    return Evaluation(run_id, qids, names, names, values, summary, counts=counts)

@@ -1,0 +1,133 @@
+"""The compiled kernels of ``audiorepro trec-eval`` (``core/_trec.c``), loaded with ctypes.
+
+They are C compiled ahead of time by the package's own build (``setup.py``: a setuptools
+``Extension``, so a wheel is ``cp311-...-linux_x86_64`` and carries them): nothing is compiled
+when a command runs, in a fresh install, a fresh container or a Slurm array task, and nothing
+is written (no cache folder, a read-only image is enough). The library holds no Python object
+and no ``Python.h``: plain buffers of int64, int32, float64 and bytes, which
+:func:`pointer` hands over.
+
+A source checkout run with ``PYTHONPATH=src`` has no wheel: there the library is built in
+place the first time it is needed (``python setup.py build_ext --inplace``, the same flags as
+the wheel's, under a file lock so that parallel test workers build it once) and rebuilt when
+``_trec.c`` is newer than it. Where it can be neither found nor built (an install without
+it, a checkout that is read-only or has no C compiler) the command stops with one line saying
+how to get it. See docs/architecture.md ("Compiled kernels").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import importlib.machinery
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from audiorepro.core.errors import UserError
+
+#: The library's ``atr_abi()``: raised whenever a function's arguments change.
+ABI_VERSION = 1
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "_trec.c"
+#: A checkout's build script (absent in an installed wheel).
+SETUP = HERE.parent.parent.parent / "setup.py"
+BUILD_HINT = (
+    "reinstall audiorepro from its wheel (pip install audiorepro-*.whl), or in a source "
+    "checkout build them with: python setup.py build_ext --inplace"
+)
+
+_LIB: ctypes.CDLL | None = None
+
+_P = ctypes.c_void_p
+_I = ctypes.c_int64
+_D = ctypes.c_double
+#: Each function's (result, arguments); pointers are passed as integers (``pointer``).
+SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
+    "atr_abi": (_I, []),
+    "atr_atol": (_I, [_P, _I, _I]),
+    "atr_atof": (_D, [_P, _I, _I, _P, _P]),
+    "atr_count_lines": (_I, [_P, _I]),
+    "atr_scan": (None, [_P, _I, _I, _I, *[_P] * 9]),
+    "atr_compare": (_I, [_P, _I, _I, _P, _I, _I]),
+    "atr_sort_by_docno": (_I, [_P, _P, _P, _P, _I, _P, _P, _I]),
+    "atr_rank_levels": (_I, [_P, _P, _P, _P, _P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _P, _P]),
+    "atr_evaluate": (
+        _I,
+        [*[_P] * 16, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _I, _I, _I, _P, _P, _I, _P],
+    ),
+}
+
+
+def library_path() -> Path | None:
+    """The compiled library beside this module, if there is one."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = HERE / f"_trec{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
+def _stale(path: Path | None) -> bool:
+    """Missing, or (in a source checkout only: an installed wheel's library is never rebuilt)
+    older than its source."""
+    if path is None:
+        return True
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    return checkout and SOURCE.stat().st_mtime > path.stat().st_mtime
+
+
+def _build_in_place() -> None:
+    """``python setup.py build_ext --inplace`` in a source checkout, once for every process
+    that asks at the same time (a lock file beside the library)."""
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    if not checkout or not os.access(HERE, os.W_OK):
+        return
+    with open(HERE / ".trec-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _stale(library_path()):
+            return
+        subprocess.run(
+            [sys.executable, str(SETUP), "-q", "build_ext", "--inplace"],
+            cwd=SETUP.parent,
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
+
+
+def library() -> ctypes.CDLL:
+    """The loaded kernels (built in place first in a source checkout; see the module)."""
+    global _LIB
+    if _LIB is not None:
+        return _LIB
+    path = library_path()
+    if _stale(path):
+        _build_in_place()
+        path = library_path()
+    if path is None:
+        raise UserError(f"the compiled trec-eval kernels (audiorepro/core/_trec*.so) are "
+                        f"missing; {BUILD_HINT}")  # fmt: skip
+    lib = ctypes.CDLL(str(path))
+    for name, (result, arguments) in SIGNATURES.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = result, arguments
+    if lib.atr_abi() != ABI_VERSION:
+        raise UserError(f"the compiled trec-eval kernels ({path}) are from another version "
+                        f"of audiorepro; {BUILD_HINT}")  # fmt: skip
+    _LIB = lib
+    return lib
+
+
+def pointer(array: npt.NDArray[Any], dtype: type[np.generic], keep: list[Any]) -> int:
+    """The address of ``array`` as a C-contiguous array of ``dtype`` (converted when it is
+    not; the converted copy is kept alive in ``keep`` until the call returns)."""
+    held = np.ascontiguousarray(array, dtype=dtype)
+    keep.append(held)
+    address: int = held.ctypes.data
+    return address
