@@ -13,13 +13,13 @@ from audiorepro.checks.verdict import FAIL as FAIL
 from audiorepro.checks.verdict import NOT_VERIFIED as NOT_VERIFIED
 from audiorepro.checks.verdict import NOTHING_CHECKED as NOTHING_CHECKED
 from audiorepro.checks.verdict import PASS as PASS
-from audiorepro.checks.verdict import recheck as recheck
 from audiorepro.checks.verdict import TO_CHECK as TO_CHECK
 from audiorepro.checks.verdict import Status as Status
 from audiorepro.checks.verdict import Summary as Summary
 from audiorepro.checks.verdict import ValueRow as ValueRow
 from audiorepro.checks.verdict import Verdict as Verdict
 from audiorepro.checks.verdict import check_failed as check_failed
+from audiorepro.checks.verdict import recheck as recheck
 from audiorepro.checks.verdict import settle as settle
 from audiorepro.checks.verdict import summarize as summarize
 from audiorepro.checks.verdict import value_rows as value_rows

@@ -114,8 +114,8 @@ def _verify_report(
                 f"{golden} holds published probe values: give the probe study file as TARGET"
             )
         from audiorepro.runner.kinds.probe.runs import verify_probe_saved
-        from audiorepro.specs.probe_published import load_probe_published
         from audiorepro.runner.kinds.probe.spec import ProbeStudy
+        from audiorepro.specs.probe_published import load_probe_published
         from audiorepro.specs.study import load_study
 
         probe_study = load_study(target, strict=True)
