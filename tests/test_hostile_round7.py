@@ -517,11 +517,16 @@ def test_published_values_in_odd_spellings(
         'schema = "audiorepro.published/1"\n[[cell]]\ndump = "d.npz"\nprofile = "canonical"\n'
         f"{tolerance}\n[cell.values]\n{values}\n"
     )
-    got, err = _run(["verify", "--golden", str(tmp_path / "g.toml"), "--dumps", str(tmp_path)],
-                    capsys)  # fmt: skip
+    _exits(["verify", "--golden", str(tmp_path / "g.toml"), "--dumps", str(tmp_path)], capsys,
+           code, says)  # fmt: skip
+
+
+def _exits(argv: list[str], capsys: pytest.CaptureFixture[str], code: int, *names: str) -> None:
+    """``argv`` exits ``code``; a refusal (2) is one line naming ``names``."""
+    got, err = _run(argv, capsys)
     assert got == code, err
     if code == 2:
-        _one_line(err, says)
+        _one_line(err, *names)
 
 
 def test_verify_out_checks_a_nested_studys_pass_rows_too(
@@ -573,7 +578,4 @@ def test_speaker_verification_published_values(
     emb = np.random.default_rng(7).normal(size=(len(IDS), 4))
     study = _sv_study(tmp_path / "s", emb)
     study.write_text(study.read_text() + f'\n[[published]]\ncell = "c"\n{body}\nprovenance = "p"\n')
-    got, err = _run(["verify", str(study)], capsys)
-    assert got == code, err
-    if code == 2:
-        _one_line(err, "study.toml", says)
+    _exits(["verify", str(study)], capsys, code, "study.toml", says)
