@@ -64,8 +64,9 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "hear": CommandEntry(
         "audiorepro.cli.hear",
-        "MODEL (hear:MODULE[:WEIGHTS]) over HEAR tasks: embeddings by the module's own "
-        "get_scene_embeddings (get_timestamp_embeddings for event tasks), the predictor on "
+        "MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR "
+        "tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings "
+        "for event tasks; a py: encoder's embed_audio and embed_frames), the predictor on "
         "heareval's splits, heareval's scores (docs/hear.md).",
     ),
     "hear-table": CommandEntry(
