@@ -41,23 +41,9 @@ def test_the_group_help_and_version_import_no_numeric_stack(args: tuple[str, ...
     assert loaded == []
 
 
-#: Commands whose modules other work owns and that still import their stack at their top:
-#: trec-eval (cli/trec.py, the compiled trec kernels' work) and hear (cli/hear.py, the HEAR
-#: predictors' work). Strict: the test fails once they are light, to take them off this list.
-_STILL_HEAVY = {
-    "hear": "cli/hear.py imports runner.hear at its top (owned by the HEAR work)",
-    "trec-eval": "cli/trec.py imports metrics.trec at its top (owned by the trec kernels' work)",
-}
-
-
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=_STILL_HEAVY[n]))
-        if n in _STILL_HEAVY
-        else n
-        for n in sorted(COMMANDS)
-    ],
+    sorted(COMMANDS),
 )
 def test_each_command_help_imports_no_numeric_stack(name: str) -> None:
     """``audiorepro CMD --help`` in a fresh process: the command's module declares its options
@@ -76,8 +62,10 @@ def test_the_choices_help_prints_are_the_declared_ones() -> None:
     from audiorepro.formats.dump import EMPTY_POLICIES
     from audiorepro.metrics.profiles import BUILT_IN
     from audiorepro.metrics.retrieval import TIE_POLICIES
+    from audiorepro.runner.hear import PREDICTORS
 
     assert options.TIE_POLICIES == TIE_POLICIES
+    assert options.HEAR_PREDICTORS == PREDICTORS
     assert options.EMPTY_POLICIES == EMPTY_POLICIES
     assert options.LIST_WHAT == WHAT
     assert options.BUILT_IN_PROFILES == tuple((p.name, p.kind, p.hint) for p in BUILT_IN)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from audiorepro.cli.app import cli
-from audiorepro.runner.hear import PREDICTORS, format_results, run_hear
+from audiorepro.cli.options import HEAR_PREDICTORS as PREDICTORS
 
 
 @cli.command("hear")
@@ -42,6 +42,8 @@ def hear(model: str, tasks_dir: Path, tasks: tuple[str, ...], predictor: str, ou
     tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings for
     event tasks; a py: encoder's embed_audio and embed_frames), the predictor on heareval's
     splits, heareval's scores (docs/hear.md)."""
+    from audiorepro.runner.hear import format_results, run_hear
+
     results = run_hear(model, tasks_dir, tasks, predictor, out)
     for line in format_results(results):
         click.echo(line)

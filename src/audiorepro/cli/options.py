@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 TIE_POLICIES = ("pessimistic", "optimistic")
 #: :data:`audiorepro.formats.dump.EMPTY_POLICIES`, for ``--empty-queries``' help.
 EMPTY_POLICIES = ("skip", "zero")
+#: :data:`audiorepro.runner.hear.PREDICTORS`: what ``hear --predictor`` takes (the first is
+#: the default).
+HEAR_PREDICTORS = ("linear-v1", "hear-mlp-v1")
 #: :data:`audiorepro.checks.catalog.WHAT`: what ``list`` lists.
 LIST_WHAT = ("checkpoints", "datasets", "profiles", "studies")
 #: The built-in profiles of :mod:`audiorepro.metrics.profiles` (name, dump kind, hint), in

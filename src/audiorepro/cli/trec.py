@@ -1,126 +1,14 @@
-"""``audiorepro trec-eval``: trec_eval's evaluation of a TREC run, its output lines, and tie
-bounds beyond it (argument parsing and printing only; the measures are in
-:mod:`audiorepro.metrics.trec`)."""
+"""``audiorepro trec-eval``: its options and help, with click alone (``trec-eval --help``
+loads no numeric stack); the evaluation and its output lines are
+:mod:`audiorepro.cli.trec_work`, imported when the command runs."""
 
 from __future__ import annotations
 
-import math
-import sys
 from pathlib import Path
 
 import click
 
 from audiorepro.cli.app import cli
-from audiorepro.core.errors import UserError
-from audiorepro.core.io import read_text
-from audiorepro.formats.trec import read_table
-from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
-from audiorepro.metrics.trec import (
-    Chosen,
-    Evaluation,
-    Order,
-    c_atof,
-    c_atol,
-    check_judgements,
-    evaluate,
-    parse_measures,
-)
-from audiorepro.metrics.trec_groups import evaluate_groups
-from audiorepro.metrics.trec_prefs import evaluate_prefs
-
-
-def c_float(value: float) -> str:
-    """C's ``%6.4f``, NaN included (``nan``, or ``-nan`` when its sign bit is set).
-
-    >>> c_float(0.25), c_float(float("nan")), c_float(-float("nan"))
-    ('0.2500', '   nan', '  -nan')
-    """
-    if math.isnan(value):
-        return ("-nan" if math.copysign(1.0, value) < 0 else "nan").rjust(6)
-    return f"{value:6.4f}"
-
-
-def _cell(value: float, count: bool, z: bool) -> str:
-    return str(int(value)) if count and not z else c_float(value)
-
-
-def _row(name: str, qid: str, cells: list[str], z: bool) -> str:
-    """trec_eval's line: (``Z`` under ``-Z``) the name left-aligned in 22 columns, a tab, the
-    qid, a tab, the value; with tie bounds two more columns (three for nDCG: its
-    tie-averaged value last)."""
-    return f"{'Z' if z else ''}{name:<22}\t{qid}\t" + "\t".join(cells)
-
-
-def _columns(evaluations: list[Evaluation], name: str) -> list[Evaluation]:
-    """The evaluations printed for ``name``: the tie-averaged one (4th) only for nDCG."""
-    return evaluations if name.startswith("ndcg") else evaluations[:3]
-
-
-def _query_lines(evaluations: list[Evaluation], z: bool) -> list[str]:
-    main = evaluations[0]
-    lines: list[str] = []
-    skip = {"num_q", "gm_map", "gm_bpref", "runid"}
-    for i, qid in enumerate(main.qids):
-        for j, name in enumerate(main.names):
-            owner = main.measure_of[j]
-            if owner in skip:
-                continue
-            if owner == "relstring":
-                lines.append(f"{name:<22}\t{qid}\t'{main.relstrings[i]}'")
-                continue
-            count = name in main.counts
-            cells = [_cell(e.values[i, j], count, z) for e in _columns(evaluations, name)]
-            lines.append(_row(name, qid, cells, z))
-    return lines
-
-
-def trec_lines(
-    evaluations: list[Evaluation], *, per_query: bool, summary: bool = True, z: bool = False
-) -> list[str]:
-    """The output lines: per query (``-q``) in qid order, then ``all`` (unless ``-n``).
-    ``evaluations`` is the trec order alone or followed by the pessimistic and optimistic
-    bounds and the tie-averaged order (printed for nDCG only)."""
-    main = evaluations[0]
-    lines = _query_lines(evaluations, z) if per_query else []
-    if not summary:
-        return lines
-    for j, name in enumerate(main.names):
-        owner = main.measure_of[j]
-        if owner == "relstring":
-            continue
-        if owner == "runid":
-            lines.append(f"{'runid':<22}\tall\t{main.run_id}")
-            continue
-        count = name in main.counts
-        cells = [_cell(e.summary[j], count, z) for e in _columns(evaluations, name)]
-        lines.append(_row(name, "all", cells, z))
-    return lines
-
-
-def _zscores(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """trec_eval's ``-Z`` file: ``qid measure mean sd`` lines (numbers read by ``atof``).
-
-    Checked as every other input is before it is opened: a FIFO, a folder or a device is
-    refused (a FIFO would block), and so is a file over ``core.io.TEXT_MAX_BYTES`` (64 MiB; one
-    line per query and measure is a few hundred kB for real ones; trec_eval also reads the
-    whole file into memory)."""
-    try:
-        text = read_text(path, what="a -Z file (qid measure mean sd lines)")
-    except OSError as exc:
-        raise UserError(f"cannot be read ({exc.strerror}); expected qid measure mean sd lines",
-                        source=path) from None  # fmt: skip
-    table: dict[tuple[str, str], tuple[float, float]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if len(fields) != 4:
-            raise UserError(
-                f"line {number} has {len(fields)} fields; expected 4 (qid measure mean sd)",
-                source=path,
-            )
-        table[(fields[0], fields[1])] = (c_atof(fields[2]), c_atof(fields[3]))
-    return table
 
 
 @cli.command("trec-eval")
@@ -181,78 +69,22 @@ def trec_eval_command(
 ) -> None:
     """Evaluate a TREC RUN file (``-``: standard input) against QRELS, printing trec_eval's
     lines. -D's debugging output is not printed (its QID filter is honoured)."""
-    if results_format != "trec_results":
-        raise UserError(
-            f"run format {results_format!r} is not read here; expected trec_results", key="-T"
-        )
-    only = None
-    if debug is not None:
-        c_atol(debug)
-        only = debug.partition(".")[2] or None
-    chosen = parse_measures(list(measures))
-    check_judgements(chosen, rel_format)
-    zscores = _zscores(zscore_file) if zscore_file is not None else None
-    if rel_format != "qrels":
-        if tie_bounds:
-            raise UserError(f"tie bounds are not defined for -R {rel_format} measures; "
-                            "expected --tie-bounds with -R qrels", key="--tie-bounds")  # fmt: skip
-        other = _other_format(qrels, run, rel_format, chosen, level, max_ret, complete,
-                              judged_only, only, zscores)  # fmt: skip
-        lines = trec_lines([other], per_query=per_query, summary=not no_summary,
-                           z=zscores is not None)  # fmt: skip
-        if lines:
-            sys.stdout.write("\n".join(lines) + "\n")
-        return
-    judged, ranked = read_table(qrels, run=False), read_table(run, run=True)
-    bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
-    orders = bounded if tie_bounds else bounded[:1]
-    evaluations = [
-        evaluate(
-            judged,
-            ranked,
-            measures=chosen,
-            level=level,
-            max_ret=max_ret,
-            complete=complete,
-            order=order,
-            judged_only=judged_only,
-            num_docs=num_docs,
-            only_query=only,
-            zscores=zscores,
-        )
-        for order in orders
-    ]
-    lines = trec_lines(
-        evaluations, per_query=per_query, summary=not no_summary, z=zscores is not None
+    from audiorepro.cli.trec_work import trec_eval
+
+    trec_eval(
+        qrels,
+        run,
+        per_query,
+        measures,
+        complete,
+        max_ret,
+        level,
+        no_summary,
+        num_docs,
+        judged_only,
+        debug,
+        rel_format,
+        results_format,
+        zscore_file,
+        tie_bounds,
     )
-    if tie_bounds and lines:
-        # The extra columns are not trec_eval's: a header says which is which.
-        averaged = any(line.startswith("ndcg") for line in lines)
-        header = f"{'measure':<22}\tquery\ttrec\tpessimistic\toptimistic"
-        lines.insert(0, header + ("\ttie-averaged (ndcg)" if averaged else ""))
-    if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
-
-
-def _other_format(
-    qrels: Path,
-    run: Path,
-    rel_format: str,
-    chosen: dict[str, Chosen],
-    level: int,
-    max_ret: int | None,
-    complete: bool,
-    judged_only: bool,
-    only: str | None,
-    zscores: dict[tuple[str, str], tuple[float, float]] | None,
-) -> Evaluation:
-    """The evaluation under ``-R prefs``, ``qrels_prefs`` or ``qrels_jg``."""
-    if rel_format == "qrels_jg":
-        groups = read_qrels_jg(qrels, number=c_atol)
-        return evaluate_groups(groups, read_table(run, run=True), measures=chosen, level=level,
-                               max_ret=max_ret, complete=complete, judged_only=judged_only,
-                               only_query=only, zscores=zscores)  # fmt: skip
-    prefs = read_prefs(qrels, qrels_form=rel_format == "qrels_prefs", number=c_atof)
-    ranked = read_table(run, run=True)
-    return evaluate_prefs(prefs, ranked, measures=chosen, max_ret=max_ret, complete=complete,
-                          only_query=only, zscores=zscores)  # fmt: skip
