@@ -1,4 +1,4 @@
-"""``hear-mlp-v1`` (runner.kinds.hear_mlp): heareval 2021.1.3's downstream predictor in plain
+"""``hear-mlp-v1`` (runner.kinds.hear.mlp): heareval 2021.1.3's downstream predictor in plain
 torch. Its grid and sampling, determinism, the command and its documented line; and, marked
 heareval (`tox -e hear`), heareval's own predictor on the same embeddings: the same
 predictions to the bit where both run on one thread, the kit's scores within the spread of
@@ -25,7 +25,7 @@ from audiorepro.formats.hear import HearTask, read_task
 from audiorepro.formats.hear_embeddings import read_embeddings
 from audiorepro.metrics import hear as scores
 from audiorepro.runner.kinds.hear import check_task
-from audiorepro.runner.kinds.hear_mlp import grid_points, logged, mlp_cell, mlp_task
+from audiorepro.runner.kinds.hear.mlp import grid_points, logged, mlp_cell, mlp_task
 from tests import test_hear_command
 from tests.conftest import ROOT
 from tests.hear_reference import heareval_predictions, kit_embeddings

@@ -1,5 +1,5 @@
 """A HEAR submission's saved predictions scored without its model: hear study cells with
-`predictions = DIR` (runner.kinds.hear_saved, formats.hear_predictions). heareval's own
+`predictions = DIR` (runner.kinds.hear.saved, formats.hear_predictions). heareval's own
 predictor writes the folders in the tests marked heareval (`tox -e hear`); elsewhere the files
 are written with heareval's own line (`pickle.dump(predictor.test_predictions, fp)`)."""
 

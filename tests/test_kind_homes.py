@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -20,6 +21,20 @@ MOVED = {
     "linear-probe": "esc50_linear_probe.toml",
     "speaker-verification": "speaker_verification.toml",
 }
+#: Every built-in kind has its home, hear too (it bundles no study: one is written per test).
+AT_HOME = (*MOVED, "hear")
+#: A hear study whose task folder is absent: loaded with ``strict=False``, its cell is kept and
+#: its values are NOT VERIFIED, as ``verify`` loads it.
+HEAR_STUDY = """schema = "audiorepro.study/1"
+name = "hear-home"
+kind = "hear"
+
+[[cell]]
+id = "words"
+model = "hear:m"
+tasks_dir = "absent"
+task = "words-v1-full"
+"""
 
 
 def _fresh(code: str) -> str:
@@ -29,14 +44,18 @@ def _fresh(code: str) -> str:
     return done.stdout
 
 
-def test_a_moved_kind_loads_with_only_the_frame_imported() -> None:
+def test_a_moved_kind_loads_with_only_the_frame_imported(tmp_path: Path) -> None:
     # Nothing imported but the frame: the frame finds the kind through the registration.
-    for kind, name in MOVED.items():
+    hear = tmp_path / "hear.toml"
+    hear.write_text(HEAR_STUDY, encoding="utf-8")
+    studies = {kind: STUDIES / name for kind, name in MOVED.items()} | {"hear": hear}
+    assert list(studies) == list(AT_HOME)
+    for kind, path in studies.items():
         out = _fresh(
             "import sys\n"
             "from audiorepro.specs.study import load_study\n"
             "assert 'audiorepro.runner.study' not in sys.modules\n"
-            f"s = load_study({str(STUDIES / name)!r}, strict=False)\n"
+            f"s = load_study({str(path)!r}, strict=False)\n"
             "print(s.kind, type(s).__module__)\n"
         )
         assert out.split() == [kind, f"audiorepro.runner.kinds.{kind.replace('-', '_')}.spec"]
@@ -70,5 +89,8 @@ def test_the_frame_is_small_and_every_moved_kind_has_its_spec_at_home() -> None:
     frame = SPECS / "study.py"
     assert len(frame.read_text(encoding="utf-8").splitlines()) <= 400
     kinds = ROOT / "src" / "audiorepro" / "runner" / "kinds"
-    for kind in MOVED:
+    for kind in AT_HOME:
         assert (kinds / kind.replace("-", "_") / "spec.py").is_file(), kind
+    # No kind's module is left beside the folders, nor a kind's spec in the frame's layer.
+    assert not list(kinds.glob("hear*.py"))
+    assert not (SPECS / "hear_study.py").exists()

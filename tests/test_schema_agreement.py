@@ -32,7 +32,7 @@ import pytest
 from audiorepro.core.errors import UserError
 from audiorepro.models.registry import bundled_registry
 from audiorepro.runner.demo import prepare_probe_demo
-from audiorepro.specs.hear_study import HearStudyFile
+from audiorepro.runner.kinds.hear.spec import HearStudyFile
 from audiorepro.specs.measurements import kind_of, parse_measurements
 from audiorepro.specs.probe_published import ProbePublishedFile
 from audiorepro.specs.published import PublishedFile

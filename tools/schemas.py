@@ -26,6 +26,7 @@ from audiorepro.core.io import json_dumps  # noqa: E402
 from audiorepro.metrics.retrieval import SCHEMA as METRICS_SCHEMA  # noqa: E402
 from audiorepro.metrics.retrieval import MetricsReport  # noqa: E402
 from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E402
+from audiorepro.runner.kinds.hear.spec import HearStudyFile  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe.spec import LinearProbeStudyFile  # noqa: E402
 from audiorepro.runner.kinds.probe.records import ProbeBundle, ProbeVerification  # noqa: E402
@@ -42,7 +43,6 @@ from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification.spec import SpeakerVerificationStudyFile  # noqa: E402
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudyFile  # noqa: E402
-from audiorepro.specs.hear_study import HearStudyFile  # noqa: E402
 from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
 from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.probe_published import ProbePublishedFile  # noqa: E402

@@ -26,8 +26,8 @@ from audiorepro.runner.kinds.hear import (
     check_task,
     load_model,
 )
+from audiorepro.runner.kinds.hear.spec import HEAR_PREDICTORS
 from audiorepro.runner.study import run_studies
-from audiorepro.specs.hear_study import HEAR_PREDICTORS
 from audiorepro.specs.study import load_study
 
 __all__ = [

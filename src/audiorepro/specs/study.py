@@ -41,7 +41,6 @@ from pydantic import Field, field_validator
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_toml, read_text
 from audiorepro.metrics.retrieval import TiePolicy
-from audiorepro.specs.hear_study import parse_hear_study
 from audiorepro.specs.published import (
     Number,
     known_profile,
@@ -367,8 +366,3 @@ if not TYPE_CHECKING:
 def load_study(path: str | Path, *, strict: bool = True) -> Study:
     path = Path(path)
     return parse_study(read_text(path, what="a .toml study"), path.resolve(), strict=strict)
-
-
-# Hear's spec is the one still in specs/ (specs/hear_study.py: HEAR is being worked on beside
-# this move): registered here until it moves beside its computation, runner/kinds/hear/.
-register_spec("hear", parse_hear_study)

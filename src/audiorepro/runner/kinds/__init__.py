@@ -112,8 +112,7 @@ class StudyKind(ABC, Generic[StudyT, StateT]):
 
     def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> StudyT:
         """A study file of this kind (its TOML document, its path) parsed and checked: each
-        kind brings its own spec (``<kind>/spec.py``; hear's is still
-        ``specs/hear_study.py``, registered by the frame). Bad input: a UserError naming the
+        kind brings its own spec (``<kind>/spec.py``). Bad input: a UserError naming the
         file and key."""
         raise NotImplementedError(f"the {self.name} kind declares no spec of its own")
 

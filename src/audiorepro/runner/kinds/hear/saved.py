@@ -1,6 +1,6 @@
 """A ``hear`` cell scored from a HEAR submission's saved predictions, without its model.
 
-A cell with ``predictions = "DIR"`` (:mod:`audiorepro.specs.hear_study`) names the folder
+A cell with ``predictions = "DIR"`` (:mod:`audiorepro.runner.kinds.hear.spec`) names the folder
 heareval 2021.1.3 wrote for one task (``embeddings/<module>/<task folder>/`` after its
 predictor ran): for each of heareval's data splits (:func:`~audiorepro.formats.hear.data_splits`)
 its ``<test split>.predictions.pkl`` (:mod:`audiorepro.formats.hear_predictions`, read without
@@ -30,7 +30,7 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.formats.hear import HearTask, data_splits
 from audiorepro.formats.hear_predictions import SavedPredictions, predictions_file, read_predictions
-from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
+from audiorepro.runner.kinds.hear.frames import _event_score, _twin_score
 
 Score = Callable[[Any, Any], float]
 ScoreTables = tuple[Mapping[str, Score], Mapping[str, Score]]

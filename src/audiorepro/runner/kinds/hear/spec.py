@@ -50,7 +50,7 @@ __all__ = [
     "HearPublished",
     "HearStudy",
     "HearStudyFile",
-    "parse_hear_study",
+    "parse_hear",
 ]
 
 #: HEAR 2021's downstream predictor, heareval 2021.1.3's MLP grid (docs/hear.md).
@@ -192,7 +192,7 @@ def _published(
     return HearPublished(p.cell, p.tolerance, p.provenance, dict(p.values))
 
 
-def parse_hear_study(doc: dict[str, Any], source: Path, strict: bool) -> HearStudy:
+def parse_hear(doc: dict[str, Any], source: Path, strict: bool) -> HearStudy:
     """A HEAR study from its parsed TOML; every task folder read (when ``strict=False``, a
     missing ``tasks_dir`` leaves its cell's values NOT VERIFIED rather than an error)."""
     spec = validate(HearStudyFile, doc, source=str(source))

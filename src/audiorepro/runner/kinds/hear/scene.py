@@ -1,5 +1,6 @@
 """A HEAR scene task's scores per data split, shared by the ``hear`` kind's predictors
-(``linear-v1`` in :mod:`.hear`, ``hear-mlp-v1`` in :mod:`.hear_mlp`): heareval's score names
+(``linear-v1`` in :mod:`audiorepro.runner.kinds.hear`, ``hear-mlp-v1`` in
+:mod:`.mlp`): heareval's score names
 to the kit's functions (:mod:`audiorepro.metrics.hear`) and to their twins
 (:mod:`audiorepro.reference.hear`), and one split's class scores and targets scored by them.
 """

@@ -57,14 +57,14 @@ from audiorepro.formats.hear import METADATA_FILE, HearTask, data_splits
 from audiorepro.formats.hear_embeddings import frame_labels, row_order
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
-from audiorepro.runner.kinds.hear_frames import _event_score, _twin_score
-from audiorepro.runner.kinds.hear_scene import (
+from audiorepro.runner.kinds.hear.frames import _event_score, _twin_score
+from audiorepro.runner.kinds.hear.scene import (
     SCENE_SCORES,
     TWIN_SCORES,
     FoldPrediction,
     fold_scores,
 )
-from audiorepro.specs.hear_study import MLP
+from audiorepro.runner.kinds.hear.spec import MLP
 
 if TYPE_CHECKING:
     import torch

@@ -1,6 +1,6 @@
 """A HEAR study (``kind = "hear"``) -> its output folder.
 
-Per cell (one encoder over one HEAR task, :mod:`audiorepro.specs.hear_study`): every clip of
+Per cell (one encoder over one HEAR task, :mod:`audiorepro.runner.kinds.hear.spec`): every clip of
 every split is read as heareval reads it (soundfile, float32, at the module's sample rate from
 ``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` (a ``py:``
 encoder's clip embedding, ``embed_audio``), one clip per call; the embeddings are written in
@@ -20,8 +20,8 @@ regression, C = 1.0) on the training split(s) alone; its class scores are the so
 decision values over the classes seen in training (0 for the others), so that mAP, d' and AUC
 have scores to rank; a multiclass probe, so multilabel scene tasks are refused. Event tasks
 (timestamp embeddings, ``linear-v1`` per label per frame, heareval's event post-processing
-chosen on validation) are :mod:`.hear_frames`. ``hear-mlp-v1`` (heareval's own MLP grid, on
-scene multiclass, scene multilabel and event tasks) is :mod:`.hear_mlp`.
+chosen on validation) are :mod:`.frames`. ``hear-mlp-v1`` (heareval's own MLP grid, on
+scene multiclass, scene multilabel and event tasks) is :mod:`.mlp`.
 
 The embeddings are computed in the run, not through the extraction cache: the cache's keys and
 dumps are per clip list of one audio folder, and a HEAR task's clips live in one folder per
@@ -85,25 +85,26 @@ from audiorepro.runner.kinds import (
     NumberTier,
     StudyKind,
     cell_records,
+    parity_verification,
     record_parity,
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.hear_frames import (
+from audiorepro.runner.kinds.hear.frames import (
     EVENT_SCORES,
     embed_frames,
     event_fold,
     frame_source,
 )
-from audiorepro.runner.kinds.hear_mlp import grid_points, mlp_cell
-from audiorepro.runner.kinds.hear_saved import score_saved
-from audiorepro.runner.kinds.hear_scene import (
+from audiorepro.runner.kinds.hear.mlp import grid_points, mlp_cell
+from audiorepro.runner.kinds.hear.saved import score_saved
+from audiorepro.runner.kinds.hear.scene import (
     SCENE_SCORES,
     TWIN_SCORES,
     FoldPrediction,
     fold_scores,
 )
-from audiorepro.specs.hear_study import MLP, HearCell, HearStudy
+from audiorepro.runner.kinds.hear.spec import MLP, HearCell, HearStudy, parse_hear
 
 HEAR_BUNDLE: Final = "audiorepro.hear-bundle/1"
 PREDICTED_SCORES: Final = "test.predicted-scores.json"
@@ -457,7 +458,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
 
 
 def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
-    """A cell scored from heareval's saved predictions (:mod:`.hear_saved`), no model run;
+    """A cell scored from heareval's saved predictions (:mod:`.saved`), no model run;
     its ``test.predicted-scores.json`` (the kit's scores) goes to ``out/<cell id>/`` without
     validation scores, which only heareval's own file holds."""
     assert cell.predictions is not None
@@ -580,6 +581,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
 
     name = "hear"
     bundle_schema = HEAR_BUNDLE
+    parse = staticmethod(parse_hear)  # its spec: .spec
 
     def load(self, study: HearStudy, ctx: Context) -> HearState:
         state = HearState(study=study, out=ctx.out)
@@ -614,14 +616,9 @@ class HearKind(StudyKind[HearStudy, HearState]):
     ) -> BundlePart:
         study = state.study
         assert study is not None
-        parity = state.parity
-        passed = len(parity) == len(study.cells) and all(p["passed"] for p in parity)
-        verification: HearVerification = {
-            "metric_parity": {"cells": parity, "passed": passed},
-            "metric_parity_passed": passed,
-            "failures": state.failures,
-            "golden": golden,
-        }
+        verification: HearVerification = parity_verification(
+            state.parity, len(study.cells), state.failures, golden
+        )
         bundle: HearBundle = {
             "schema": "audiorepro.hear-bundle/1",
             "study": {"name": study.name, "title": study.title},
