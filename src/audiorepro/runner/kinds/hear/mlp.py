@@ -171,10 +171,11 @@ def grid_points(task: HearTask, grid: str = "default") -> list[GridPoint]:
     """The task's grid points in heareval's order before sampling: ``ParameterGrid`` over the
     sorted keys (the last key varying fastest), then ``random.shuffle`` seeded with 42.
 
+    >>> from pathlib import Path
     >>> from audiorepro.formats.hear import HearTaskMetadata
     >>> meta = HearTaskMetadata("t", None, None, "scene", "multiclass", "trainvaltest",
     ...     ("train", "valid", "test"), 1.0, ("top1_acc",), True, {})
-    >>> points = grid_points(HearTask(None, meta, (), {}, {}))  # type: ignore[arg-type]
+    >>> points = grid_points(HearTask(Path("t"), meta, (), {}, {}))
     >>> len(points), points[0].hidden_layers, points[0].lr, points[0].initialization
     (16, 1, 0.0001, 'xavier_normal_')
     """
