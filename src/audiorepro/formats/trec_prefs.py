@@ -19,6 +19,7 @@ no judgement or one that is not UTF-8 is one :class:`UserError` naming the file 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,9 +43,15 @@ class PrefJudgement(NamedTuple):
     level: float
 
 
-def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
-    """The data lines of ``path`` as (line number, fields), one at a time (nothing the size
-    of the file is kept beside its bytes); comments and empty lines left out."""
+#: Characters ``str.split`` takes for white space that C's ``isspace`` (and ``bytes.split``)
+#: does not: where a file has none of them, splitting its decoded text is splitting its bytes.
+_NOT_C_SPACE = re.compile(
+    "[\\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+
+
+def _text(path: str | Path, what: str) -> str:
+    """The whole of ``path`` (``-``: standard input), decoded as strict UTF-8."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -55,47 +62,45 @@ def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
             raise UserError(f"cannot be read ({exc.strerror}); expected {what}",
                             source=path) from None  # fmt: skip
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text (byte {exc.start}); expected {what}",
                         source=path) from None  # fmt: skip
-    start, number, found = 0, 0, False
-    while start <= len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        number += 1
-        fields = data[start:end].split()
-        start = end + 1
-        if fields and not fields[0].startswith(b"#"):
-            found = True
-            yield number, fields
-    if not found:
-        raise UserError(f"holds no judgement; expected {what} lines", source=path)
+
+
+def _split(text: str) -> Callable[[str], list[str]]:
+    """The field splitter for ``text``'s lines: ``str.split`` where it is C's (no white space
+    beyond ASCII's), else through the bytes (split by ``isspace`` bytes, then decoded)."""
+    if not _NOT_C_SPACE.search(text):
+        return str.split
+    return lambda line: [f.decode("utf-8") for f in line.encode("utf-8").split()]
 
 
 def _checked(
     path: str | Path, names: tuple[str, ...], what: str
 ) -> Iterator[tuple[int, list[str]]]:
-    """Each data line's fields, decoded; a line with another number of fields is an error.
-    Texts that repeat (qids, groups, levels) are kept once."""
-    seen: dict[bytes, str] = {}
-    for number, fields in _lines(path, what):
-        if len(fields) != len(names):
+    """Each data line's (line number, fields), comments and empty lines left out; a line with
+    another number of fields is an error. Texts that repeat (qids, groups, levels) are kept
+    once (the docno, unique, is not looked up)."""
+    text = _text(path, what)
+    split = _split(text)
+    seen: dict[str, str] = {}
+    keep = seen.setdefault
+    width = len(names)
+    found = False
+    for number, line in enumerate(text.split("\n"), 1):
+        fields = split(line)
+        if not fields or fields[0][0] == "#":
+            continue
+        found = True
+        if len(fields) != width:
             raise UserError(
-                f"line {number} has {len(fields)} fields; expected {len(names)} "
-                f"({' '.join(names)})",
+                f"line {number} has {len(fields)} fields; expected {width} ({' '.join(names)})",
                 source=path,
             )
-        decoded = []
-        for k, f in enumerate(fields):
-            if k == len(names) - 2:  # the docno: unique, not kept twice
-                decoded.append(f.decode("utf-8"))
-                continue
-            text = seen.get(f)
-            if text is None:
-                text = seen[f] = f.decode("utf-8")
-            decoded.append(text)
-        yield number, decoded
+        yield number, [f if k == width - 2 else keep(f, f) for k, f in enumerate(fields)]
+    if not found:
+        raise UserError(f"holds no judgement; expected {what} lines", source=path)
 
 
 def read_prefs(
