@@ -98,7 +98,8 @@ def _checked(
                 f"line {number} has {len(fields)} fields; expected {width} ({' '.join(names)})",
                 source=path,
             )
-        yield number, [f if k == width - 2 else keep(f, f) for k, f in enumerate(fields)]
+        head = fields[:-2]
+        yield number, [*map(keep, head, head), fields[-2], keep(fields[-1], fields[-1])]
     if not found:
         raise UserError(f"holds no judgement; expected {what} lines", source=path)
 
@@ -119,32 +120,30 @@ def read_prefs(
     {'q1': [PrefJudgement(jg='u1', jsg='s1', docno='a', level=3.0), \
 PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
     """
-    read = _memo(number)
+    level = _Memo(number)
+    out: dict[str, list[PrefJudgement]] = {}
     if qrels_form:
         what = "TREC qrels read as preferences (qid jg docno level)"
-        rows = _checked(path, QRELS_JG_FIELDS, what)
-        made = ((f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows)
+        for _, f in _checked(path, QRELS_JG_FIELDS, what):
+            out.setdefault(f[0], []).append(PrefJudgement(f[1], "0", f[2], level[f[3]]))
     else:
         what = "trec_eval preferences (qid jg jsg docno level)"
-        rows = _checked(path, PREFS_FIELDS, what)
-        made = ((f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows)
-    out: dict[str, list[PrefJudgement]] = {}
-    for qid, judgement in made:
-        out.setdefault(qid, []).append(judgement)
+        for _, f in _checked(path, PREFS_FIELDS, what):
+            out.setdefault(f[0], []).append(PrefJudgement(f[1], f[2], f[3], level[f[4]]))
     return {q: out[q] for q in sorted(out)}  # decoded UTF-8: code point order is byte order
 
 
-def _memo(number: Callable[[str], T]) -> Callable[[str], T]:
-    """``number`` read once per distinct text (a judgement file repeats a few levels)."""
-    seen: dict[str, T] = {}
+class _Memo(dict[str, T]):
+    """``number`` read once per distinct text (a judgement file repeats a few levels): a
+    dictionary, so that a level seen before costs one lookup."""
 
-    def read(text: str) -> T:
-        value = seen.get(text)
-        if value is None:
-            value = seen[text] = number(text)
+    def __init__(self, number: Callable[[str], T]) -> None:
+        super().__init__()
+        self.number = number
+
+    def __missing__(self, text: str) -> T:
+        value = self[text] = self.number(text)
         return value
-
-    return read
 
 
 def read_qrels_jg(
@@ -161,14 +160,14 @@ def read_qrels_jg(
     {'1': {'a': {'x': 0, 'y': 2}, 'b': {'x': 1}}}
     """
     what = "TREC qrels with judgement groups (qid jg docno level)"
-    read = _memo(number)
+    levels = _Memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
     twice = None  # the first docno judged twice, reported once every line's fields are checked
-    for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
+    for line, (qid, jg, docno, text) in _checked(path, QRELS_JG_FIELDS, what):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
         if docno in judged and twice is None:
             twice = (line, qid, jg, docno)
-        judged[docno] = read(level)
+        judged[docno] = levels[text]
     if twice is not None:
         line, qid, jg, docno = twice
         raise UserError(
