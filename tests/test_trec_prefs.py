@@ -192,3 +192,21 @@ def test_every_family_has_a_formula_a_tie_rule_and_a_doctest() -> None:
         assert m.doc, m.name
         assert "Tie rule" in text or "ranked as for qrels" in text, m.name
         assert ">>> " in text, m.name
+
+
+@pytest.mark.parametrize("space", ["\x1c", "\x85", "\xa0", "\u2003", "\u3000"])
+def test_judgement_fields_split_on_c_whitespace_only(tmp_path: Path, space: str) -> None:
+    """A character Python's ``str.split`` takes for white space but C's ``isspace`` does not
+    stays inside its field, as in trec_eval (the decoded-text fast path must not split it)."""
+    from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
+
+    prefs = tmp_path / "prefs"
+    prefs.write_text(f"q1 u s a{space}b 2\nq1 u s c 0\n", encoding="utf-8")
+    assert [j.docno for j in read_prefs(prefs)["q1"]] == [f"a{space}b", "c"]
+    jg = tmp_path / "qrels_jg"
+    jg.write_text(f"q1 u{space}v a 1\n", encoding="utf-8")
+    assert read_qrels_jg(jg) == {"q1": {f"u{space}v": {"a": 1}}}
+    broken = tmp_path / "broken"
+    broken.write_text("q1 u s a\t2\x0bx\n", encoding="utf-8")  # \v is C white space: 6 fields
+    with pytest.raises(UserError, match="line 1 has 6 fields"):
+        read_prefs(broken)

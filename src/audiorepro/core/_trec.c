@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABI_VERSION 1
+#define ABI_VERSION 2
 
 enum {
     NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK,
@@ -1065,4 +1065,73 @@ int64_t atr_evaluate(const uint8_t *rdata, const int64_t *rstart, const int32_t 
     free(s.cuts);
     free(s.vals);
     return ok ? 0 : -1;
+}
+
+
+/* ---- preference measures (metrics/trec_prefs.py) ---- */
+
+/* One pair of a single-sub-group judgement group's classes: class a (higher level) over class
+   b, both ascending document numbers (ranked documents are numbered first, below m). Adds 1
+   to counts[i][j] for every i of a and j of b (a document listed twice counts twice), and to
+   tally: ful_ret (ranked pairs with a ranked above b), poss_ret, ful_imp, poss_imp, notoccur. */
+void atr_class_pair(int64_t *counts, int64_t n, int64_t m, const int64_t *a, int64_t na,
+                    const int64_t *b, int64_t nb, int64_t *tally) {
+    int64_t a_ret = 0, b_ret = 0;
+    for (int64_t i = 0; i < na; i++) {
+        int64_t *row = counts + a[i] * n;
+        for (int64_t j = 0; j < nb; j++)
+            row[b[j]] += 1;
+    }
+    while (a_ret < na && a[a_ret] < m)
+        a_ret++;
+    while (b_ret < nb && b[b_ret] < m)
+        b_ret++;
+    /* for each ranked a, the ranked b numbered above it (b ascending: a moving cut) */
+    int64_t cut = 0, ful = 0;
+    for (int64_t i = 0; i < a_ret; i++) {
+        while (cut < b_ret && b[cut] <= a[i])
+            cut++;
+        ful += b_ret - cut;
+    }
+    int64_t a_out = na - a_ret, b_out = nb - b_ret;
+    tally[0] += ful;
+    tally[1] += a_ret * b_ret;
+    tally[2] += a_ret * b_out;
+    tally[3] += a_ret * b_out + a_out * b_ret;
+    tally[4] += a_out * b_out;
+}
+
+/* The prefs_pair families' sums over counts (n x n, groups preferring i to j; the first m
+   ranked): shares c[i][j] / (c[i][j] + c[j][i]) of pairs i < j with a preference either way,
+   both ranked (row by row), then one ranked (i < m <= j, row by row), added one after the
+   other from 0 (numpy's cumsum over the two lists, as before). sums = {ranked, both};
+   sizes = {ranked pairs, implied pairs, unranked pairs}. */
+void atr_pair_sums(const int64_t *c, int64_t n, int64_t m, double *sums, int64_t *sizes) {
+    double total = 0.0;
+    int64_t ranked = 0, implied = 0, unranked = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = i + 1; j < m; j++) {
+            int64_t both = c[i * n + j] + c[j * n + i];
+            if (both > 0) {
+                total += (double)c[i * n + j] / (double)both;
+                ranked++;
+            }
+        }
+    sums[0] = total;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = m; j < n; j++) {
+            int64_t one = c[i * n + j] + c[j * n + i];
+            if (one > 0) {
+                total += (double)c[i * n + j] / (double)one;
+                implied++;
+            }
+        }
+    sums[1] = total;
+    for (int64_t i = m; i < n; i++)
+        for (int64_t j = i + 1; j < n; j++)
+            if (c[i * n + j] + c[j * n + i] != 0)
+                unranked++;
+    sizes[0] = ranked;
+    sizes[1] = implied;
+    sizes[2] = unranked;
 }

@@ -32,7 +32,7 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 
 #: The library's ``atr_abi()``: raised whenever a function's arguments change.
-ABI_VERSION = 1
+ABI_VERSION = 2
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_trec.c"
 #: A checkout's build script (absent in an installed wheel).
@@ -57,6 +57,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "atr_compare": (_I, [_P, _I, _I, _P, _I, _I]),
     "atr_sort_by_docno": (_I, [_P, _P, _P, _P, _I, _P, _P, _I]),
     "atr_rank_levels": (_I, [_P, _P, _P, _P, _P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _P, _P]),
+    "atr_class_pair": (None, [_P, _I, _I, _P, _I, _P, _I, _P]),
+    "atr_pair_sums": (None, [_P, _I, _I, _P, _P]),
     "atr_evaluate": (
         _I,
         [*[_P] * 16, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _I, _I, _I, _P, _P, _I, _P],

@@ -295,32 +295,34 @@ def table_from_dicts(
     ['1', '2']
     """
     qids = sorted(queries, key=lambda q: q.encode("utf-8"))
-    chunks: list[bytes] = []
-    starts: list[int] = []
-    lens: list[int] = []
-    values: list[float] = []
+    docnos: list[str] = []
+    values: list[float] | list[int] = []
     counts: list[int] = []
-    offset = 0
-    for qid in qids:
-        counts.append(len(queries[qid]))
-        for docno, number in queries[qid].items():
-            raw = docno.encode("utf-8")
-            chunks.append(raw)
-            starts.append(offset)
-            lens.append(len(raw))
-            values.append(float(number))
-            offset += len(raw)
-    data = np.frombuffer(b"".join(chunks) or b" ", np.uint8)
+    for qid in qids:  # whole queries at a time: no Python step per docno beyond the joins
+        judged = queries[qid]
+        counts.append(len(judged))
+        docnos.extend(judged)
+        values.extend(judged.values())  # type: ignore[arg-type]
+    text = "".join(docnos)
+    if text.isascii():  # one byte per character: the lengths are the strings'
+        raw = text.encode("ascii")
+        lengths = np.fromiter(map(len, docnos), np.int32, len(docnos))
+    else:
+        encoded = [d.encode("utf-8") for d in docnos]
+        raw = b"".join(encoded)
+        lengths = np.fromiter(map(len, encoded), np.int32, len(encoded))
+    data = np.frombuffer(raw or b" ", np.uint8)
     stop = np.cumsum(np.array(counts, np.int64))
     start = stop - np.array(counts, np.int64)
-    doc_start, doc_len = np.array(starts, np.int64), np.array(lens, np.int32)
+    doc_len = lengths
+    doc_start = np.cumsum(lengths, dtype=np.int64) - lengths
     order = np.arange(len(values), dtype=np.int64)
     trec_scan.sort_by_docno(data, doc_start, doc_len, order, start, stop)
     return TrecTable(
         data=data,
         doc_start=doc_start,
         doc_len=doc_len,
-        value=np.array(values, np.float64),
+        value=np.array(values, np.float64),  # each number as float() reads it
         line=np.arange(1, len(values) + 1, dtype=np.int32),
         qids=qids,
         start=start,

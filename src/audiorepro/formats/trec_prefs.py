@@ -19,6 +19,7 @@ no judgement or one that is not UTF-8 is one :class:`UserError` naming the file 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,9 +43,15 @@ class PrefJudgement(NamedTuple):
     level: float
 
 
-def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
-    """The data lines of ``path`` as (line number, fields), one at a time (nothing the size
-    of the file is kept beside its bytes); comments and empty lines left out."""
+#: Characters ``str.split`` takes for white space that C's ``isspace`` (and ``bytes.split``)
+#: does not: where a file has none of them, splitting its decoded text is splitting its bytes.
+_NOT_C_SPACE = re.compile(
+    "[\\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+
+
+def _text(path: str | Path, what: str) -> str:
+    """The whole of ``path`` (``-``: standard input), decoded as strict UTF-8."""
     if str(path) == "-":
         data = sys.stdin.buffer.read()
     else:
@@ -55,47 +62,46 @@ def _lines(path: str | Path, what: str) -> Iterator[tuple[int, list[bytes]]]:
             raise UserError(f"cannot be read ({exc.strerror}); expected {what}",
                             source=path) from None  # fmt: skip
     try:
-        data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"is not UTF-8 text (byte {exc.start}); expected {what}",
                         source=path) from None  # fmt: skip
-    start, number, found = 0, 0, False
-    while start <= len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        number += 1
-        fields = data[start:end].split()
-        start = end + 1
-        if fields and not fields[0].startswith(b"#"):
-            found = True
-            yield number, fields
-    if not found:
-        raise UserError(f"holds no judgement; expected {what} lines", source=path)
+
+
+def _split(text: str) -> Callable[[str], list[str]]:
+    """The field splitter for ``text``'s lines: ``str.split`` where it is C's (no white space
+    beyond ASCII's), else through the bytes (split by ``isspace`` bytes, then decoded)."""
+    if not _NOT_C_SPACE.search(text):
+        return str.split
+    return lambda line: [f.decode("utf-8") for f in line.encode("utf-8").split()]
 
 
 def _checked(
     path: str | Path, names: tuple[str, ...], what: str
 ) -> Iterator[tuple[int, list[str]]]:
-    """Each data line's fields, decoded; a line with another number of fields is an error.
-    Texts that repeat (qids, groups, levels) are kept once."""
-    seen: dict[bytes, str] = {}
-    for number, fields in _lines(path, what):
-        if len(fields) != len(names):
+    """Each data line's (line number, fields), comments and empty lines left out; a line with
+    another number of fields is an error. Texts that repeat (qids, groups, levels) are kept
+    once (the docno, unique, is not looked up)."""
+    text = _text(path, what)
+    split = _split(text)
+    seen: dict[str, str] = {}
+    keep = seen.setdefault
+    width = len(names)
+    found = False
+    for number, line in enumerate(text.split("\n"), 1):
+        fields = split(line)
+        if not fields or fields[0][0] == "#":
+            continue
+        found = True
+        if len(fields) != width:
             raise UserError(
-                f"line {number} has {len(fields)} fields; expected {len(names)} "
-                f"({' '.join(names)})",
+                f"line {number} has {len(fields)} fields; expected {width} ({' '.join(names)})",
                 source=path,
             )
-        decoded = []
-        for k, f in enumerate(fields):
-            if k == len(names) - 2:  # the docno: unique, not kept twice
-                decoded.append(f.decode("utf-8"))
-                continue
-            text = seen.get(f)
-            if text is None:
-                text = seen[f] = f.decode("utf-8")
-            decoded.append(text)
-        yield number, decoded
+        head = fields[:-2]
+        yield number, [*map(keep, head, head), fields[-2], keep(fields[-1], fields[-1])]
+    if not found:
+        raise UserError(f"holds no judgement; expected {what} lines", source=path)
 
 
 def read_prefs(
@@ -114,32 +120,30 @@ def read_prefs(
     {'q1': [PrefJudgement(jg='u1', jsg='s1', docno='a', level=3.0), \
 PrefJudgement(jg='u1', jsg='s1', docno='b', level=0.5)]}
     """
-    read = _memo(number)
+    level = _Memo(number)
+    out: dict[str, list[PrefJudgement]] = {}
     if qrels_form:
         what = "TREC qrels read as preferences (qid jg docno level)"
-        rows = _checked(path, QRELS_JG_FIELDS, what)
-        made = ((f[0], PrefJudgement(f[1], "0", f[2], read(f[3]))) for _, f in rows)
+        for _, f in _checked(path, QRELS_JG_FIELDS, what):
+            out.setdefault(f[0], []).append(PrefJudgement(f[1], "0", f[2], level[f[3]]))
     else:
         what = "trec_eval preferences (qid jg jsg docno level)"
-        rows = _checked(path, PREFS_FIELDS, what)
-        made = ((f[0], PrefJudgement(f[1], f[2], f[3], read(f[4]))) for _, f in rows)
-    out: dict[str, list[PrefJudgement]] = {}
-    for qid, judgement in made:
-        out.setdefault(qid, []).append(judgement)
+        for _, f in _checked(path, PREFS_FIELDS, what):
+            out.setdefault(f[0], []).append(PrefJudgement(f[1], f[2], f[3], level[f[4]]))
     return {q: out[q] for q in sorted(out)}  # decoded UTF-8: code point order is byte order
 
 
-def _memo(number: Callable[[str], T]) -> Callable[[str], T]:
-    """``number`` read once per distinct text (a judgement file repeats a few levels)."""
-    seen: dict[str, T] = {}
+class _Memo(dict[str, T]):
+    """``number`` read once per distinct text (a judgement file repeats a few levels): a
+    dictionary, so that a level seen before costs one lookup."""
 
-    def read(text: str) -> T:
-        value = seen.get(text)
-        if value is None:
-            value = seen[text] = number(text)
+    def __init__(self, number: Callable[[str], T]) -> None:
+        super().__init__()
+        self.number = number
+
+    def __missing__(self, text: str) -> T:
+        value = self[text] = self.number(text)
         return value
-
-    return read
 
 
 def read_qrels_jg(
@@ -156,14 +160,14 @@ def read_qrels_jg(
     {'1': {'a': {'x': 0, 'y': 2}, 'b': {'x': 1}}}
     """
     what = "TREC qrels with judgement groups (qid jg docno level)"
-    read = _memo(number)
+    levels = _Memo(number)
     groups: dict[str, dict[str, dict[str, int]]] = {}
     twice = None  # the first docno judged twice, reported once every line's fields are checked
-    for line, (qid, jg, docno, level) in _checked(path, QRELS_JG_FIELDS, what):
+    for line, (qid, jg, docno, text) in _checked(path, QRELS_JG_FIELDS, what):
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
         if docno in judged and twice is None:
             twice = (line, qid, jg, docno)
-        judged[docno] = read(level)
+        judged[docno] = levels[text]
     if twice is not None:
         line, qid, jg, docno = twice
         raise UserError(

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
+from audiorepro.core.native import library
 from audiorepro.formats.trec import Run, TrecTable
 from audiorepro.formats.trec_prefs import PrefJudgement
 from audiorepro.metrics.trec import Chosen, Evaluation, to_zscores
@@ -83,31 +84,23 @@ class QueryPrefs:
     counts: Array
 
     @cached_property
-    def pair_sums(self) -> tuple[float, float]:
-        """The sums, in order, of the ranked shares and of the ranked then the implied ones
-        (one running sum: the first is where the second passes the last ranked share)."""
-        ranked, implied, _ = self.pair_shares
-        running = np.cumsum(np.concatenate([np.zeros(1), ranked, implied]))
-        return float(running[ranked.size]), float(running[-1])
+    def pair_sums(self) -> tuple[tuple[int, int, int], tuple[float, float]]:
+        """For the ``prefs_pair`` families: the numbers of document pairs i < j with a
+        preference either way, both ranked, one ranked (i ranked, j not) and neither; and the
+        sums of their shares ``counts[i, j] / (counts[i, j] + counts[j, i])``, pairs taken row
+        by row, the ranked ones first, in one running sum: the ranked pairs' sum, then the
+        ranked and implied ones' (compiled: ``atr_pair_sums`` in ``core/_trec.c``).
 
-    @cached_property
-    def pair_shares(self) -> tuple[Array, Array, int]:
-        """For the ``prefs_pair`` families: the shares ``counts[i, j] / (counts[i, j] +
-        counts[j, i])`` of the pairs i < j with a preference either way, both ranked (row by
-        row), then one ranked (i ranked, j not), and the number of such pairs of two unranked
-        documents."""
-        c, m = self.counts, self.num_judged_ret
-        # Boolean masks select in row-major order: the pairs (i, j), i < j, row by row.
-        both = c[:m, :m] + c[:m, :m].T
-        upper = np.triu(both > 0, 1)
-        ranked: Array = c[:m, :m][upper] / both[upper]
-        forward, backward = c[:m, m:], c[m:, :m].T
-        one = forward + backward
-        some = one > 0
-        implied: Array = forward[some] / one[some]
-        rest = c[m:, m:]
-        unranked = int(np.count_nonzero(np.triu(rest + rest.T, 1)))
-        return ranked, implied, unranked
+        >>> q = query_prefs(judgements("u s a 1; u s b 0; v s a 0; v s b 1"), ["a", "b"])
+        >>> q.pair_sums
+        ((1, 0, 0), (0.5, 0.5))
+        """
+        counts = np.ascontiguousarray(self.counts, np.int64)
+        sums, sizes = np.zeros(2), np.zeros(3, np.int64)
+        library().atr_pair_sums(counts.ctypes.data, counts.shape[0], self.num_judged_ret,
+                                sums.ctypes.data, sizes.ctypes.data)  # fmt: skip
+        ranked, implied, unranked = (int(x) for x in sizes.tolist())
+        return (ranked, implied, unranked), (float(sums[0]), float(sums[1]))
 
 
 def judgements(text: str) -> list[PrefJudgement]:
@@ -146,9 +139,18 @@ def table_ranking(run: TrecTable, index: int | None, max_ret: int | None = None)
         return [STAND_IN][:max_ret]
     recs = run.order[run.start[index] : run.stop[index]]
     top = recs[np.argsort(-run.value[recs], kind="stable")][:max_ret]
-    data = memoryview(run.data.data)  # the array's own buffer
-    spans = zip(run.doc_start[top].tolist(), run.doc_len[top].tolist(), strict=True)
-    return [str(data[s : s + n], "utf-8") for s, n in spans]
+    if not top.size:
+        return []
+    # The docnos gathered into one buffer, each followed by a newline (a docno holds no white
+    # space), decoded and split once: no Python step per document.
+    lens = run.doc_len[top].astype(np.int64) + 1
+    ends = np.cumsum(lens)
+    offset = np.repeat(run.doc_start[top] - (ends - lens), lens)
+    where = np.minimum(np.arange(int(ends[-1]), dtype=np.int64) + offset, run.data.size - 1)
+    joined = run.data[where]
+    joined[ends - 1] = ord("\n")
+    text: str = joined.tobytes().decode("utf-8")
+    return text.split("\n")[:-1]
 
 
 def query_prefs(lines: Sequence[PrefJudgement], ranked: Sequence[str], qid: str = "") -> QueryPrefs:
@@ -185,29 +187,23 @@ def _class_group(
     members = [sorted(number[x.docno] for x in items)
                for _, items in groupby(group, key=lambda x: x.level)]  # fmt: skip
     levels = [level for level, _ in groupby(group, key=lambda x: x.level)]
-    distinct = [len(set(ids)) == len(ids) for ids in members]
     if len(set().union(*members)) < sum(len(set(ids)) for ids in members):
         _two_levels(members, number, where)
     classes = tuple((v, np.array(ids, np.int64)) for v, ids in zip(levels, members, strict=True))
-    tally = dict.fromkeys(("ful_ret", "poss_ret", "ful_imp", "poss_imp", "notoccur"), 0)
+    # Per pair of classes (a above b): counts[i, j] += 1 for each i of a and j of b, and the
+    # five tallies (compiled: ``atr_class_pair`` in ``core/_trec.c``).
+    tally = np.zeros(5, np.int64)
+    lib, n = library(), counts.shape[0]
     for i, (_, a) in enumerate(classes):
-        for j, (_, b) in enumerate(classes[i + 1 :], start=i + 1):
-            if distinct[i] and distinct[j]:
-                counts[np.ix_(a, b)] += 1  # distinct pairs: one increment each
-            else:  # a document listed twice in its class counts twice
-                np.add.at(counts, (a[:, None], b[None, :]), 1)
-            a_ret, b_ret = a[a < m], b[b < m]
-            above = b_ret.size - np.searchsorted(b_ret, a_ret, side="right")
-            tally["ful_ret"] += int(above.sum())
-            tally["poss_ret"] += a_ret.size * b_ret.size
-            a_out, b_out = a.size - a_ret.size, b.size - b_ret.size
-            tally["ful_imp"] += a_ret.size * b_out
-            tally["poss_imp"] += a_ret.size * b_out + a_out * b_ret.size
-            tally["notoccur"] += a_out * b_out
+        for _, b in classes[i + 1 :]:
+            lib.atr_class_pair(counts.ctypes.data, n, m, a.ctypes.data, a.size,
+                               b.ctypes.data, b.size, tally.ctypes.data)  # fmt: skip
+    names = ("ful_ret", "poss_ret", "ful_imp", "poss_imp", "notoccur")
+    tallies = dict(zip(names, (int(x) for x in tally.tolist()), strict=True))
     rel = [c for c in classes if c[0] > 0.0]
     nonrel = [c for c in classes if not c[0] > 0.0]
     return Group(
-        classes, None, None, **tally,
+        classes, None, None, **tallies,
         num_rel=sum(c.size for _, c in rel),
         num_rel_ret=sum(int(np.count_nonzero(c < m)) for _, c in rel),
         num_nonrel=sum(c.size for _, c in nonrel),
@@ -368,13 +364,10 @@ def _pair_ratios(q: QueryPrefs, blocks: str) -> float:
     """Mean over document pairs with a preference (either way, any group) of the share of
     the pair's preferences that the ranking fulfils; ``blocks``: ``r`` both ranked, ``i`` one
     ranked, ``n`` neither (counted, contributing 0). Sums run row by row, ranked pairs first."""
-    ranked, implied, unranked = q.pair_shares
-    pairs = (
-        ranked.size + (implied.size if "i" in blocks else 0) + (unranked if "n" in blocks else 0)
-    )
+    (ranked, implied, unranked), (ranked_sum, both_sum) = q.pair_sums
+    pairs = ranked + (implied if "i" in blocks else 0) + (unranked if "n" in blocks else 0)
     if not pairs:
         return 0.0
-    ranked_sum, both_sum = q.pair_sums
     return (both_sum if "i" in blocks else ranked_sum) / pairs
 
 
