@@ -113,9 +113,9 @@ def _verify_report(
             raise click.UsageError(
                 f"{golden} holds published probe values: give the probe study file as TARGET"
             )
+        from audiorepro.runner.kinds.probe.published import load_probe_published
         from audiorepro.runner.kinds.probe.runs import verify_probe_saved
         from audiorepro.runner.kinds.probe.spec import ProbeStudy
-        from audiorepro.specs.probe_published import load_probe_published
         from audiorepro.specs.study import load_study
 
         probe_study = load_study(target, strict=True)
@@ -143,7 +143,7 @@ def _verify_report(
 
 
 def _is_probe_published(golden: Path) -> bool:
-    from audiorepro.specs.probe_published import is_probe_published
+    from audiorepro.runner.kinds.probe.published import is_probe_published
 
     return is_probe_published(golden)
 
