@@ -63,11 +63,13 @@ def test_the_choices_help_prints_are_the_declared_ones() -> None:
     from audiorepro.metrics.profiles import BUILT_IN
     from audiorepro.metrics.retrieval import TIE_POLICIES
     from audiorepro.runner.hear import PREDICTORS
+    from audiorepro.runner.kinds.probe.published import SCHEMA as PROBE_PUBLISHED
 
     assert options.TIE_POLICIES == TIE_POLICIES
     assert options.HEAR_PREDICTORS == PREDICTORS
     assert options.EMPTY_POLICIES == EMPTY_POLICIES
     assert options.LIST_WHAT == WHAT
+    assert options.PROBE_PUBLISHED_SCHEMA == PROBE_PUBLISHED
     assert options.BUILT_IN_PROFILES == tuple((p.name, p.kind, p.hint) for p in BUILT_IN)
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from audiorepro.cli import main
+from audiorepro.runner.kinds.probe.gates import Gate, GateSpec, check_gate
 from audiorepro.runner.kinds.probe.saved import _not_read
-from audiorepro.specs.gates import Gate, GateSpec, check_gate
 from tests.conftest import ROOT
 
 STUDY = ROOT / "studies" / "probe_published_layout.toml"
@@ -117,7 +117,7 @@ def test_an_error_while_evaluating_names_the_study_key(
 
 def test_a_text_count_in_tres_still_reads() -> None:
     # tres() is the one reader of text: its reference must not be refused as "is str".
-    from audiorepro.specs.derived import evaluate, parse_formula, values_at
+    from audiorepro.runner.kinds.probe.derived import evaluate, parse_formula, values_at
 
     f = parse_formula("sum(tres({j:x[*].t}, 'gpu'))", source=Path("s.toml"), key="k")
     doc = {"x": [{"t": "cpu=4,gpu=4"}, {"t": "gpu=2"}]}

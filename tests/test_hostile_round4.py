@@ -365,7 +365,7 @@ def test_a_formula_over_whole_records_is_one_line(
 
 
 def test_count_of_records_still_counts() -> None:
-    from audiorepro.specs.derived import evaluate, parse_formula, values_at
+    from audiorepro.runner.kinds.probe.derived import evaluate, parse_formula, values_at
 
     doc = {"jobs": [{"a": 1}, {"a": 2}, None]}
     f = parse_formula("count({j:jobs[*]})", source=Path("s.toml"), key="k")

@@ -37,6 +37,12 @@ task = "words-v1-full"
 """
 
 
+#: The kinds whose every spec part has moved home, and those parts (``runner/kinds/<kind>/``).
+WHOLE = {
+    "probe": ("content_spec", "derived", "gates", "measurements", "published", "runpattern"),
+}
+
+
 def _fresh(code: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
@@ -94,3 +100,52 @@ def test_the_frame_is_small_and_every_moved_kind_has_its_spec_at_home() -> None:
     # No kind's module is left beside the folders, nor a kind's spec in the frame's layer.
     assert not list(kinds.glob("hear*.py"))
     assert not (SPECS / "hear_study.py").exists()
+
+
+def owned_by(home: str, edges: dict[str, set[str]]) -> list[str]:
+    """The modules of ``specs/`` that only ``home`` (a kind's package) imports, directly or through
+    other such modules; the command line (above every kind) does not count as an owner."""
+    owned: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for module in sorted(m for m in edges if m.startswith("audiorepro.specs.")):
+            importers = {m for m, ts in edges.items() if module in ts}
+            importers = {m for m in importers if not m.startswith("audiorepro.cli")}
+            mine = all(m == home or m.startswith(home + ".") or m in owned for m in importers)
+            if module not in owned and importers and mine:
+                owned.add(module)
+                grew = True
+    return sorted(owned)
+
+
+def test_a_whole_kind_s_spec_parts_live_in_its_folder() -> None:
+    from tests.test_layout import graph
+
+    edges = graph()
+    kinds = ROOT / "src" / "audiorepro" / "runner" / "kinds"
+    for kind, parts in WHOLE.items():
+        for part in parts:
+            assert (kinds / kind / f"{part}.py").is_file(), (kind, part)
+        assert owned_by(f"audiorepro.runner.kinds.{kind}", edges) == [], kind
+
+
+def test_a_spec_part_only_one_kind_imports_is_found() -> None:
+    # The check above can fail: a specs module only the probe kind imports, and one that only
+    # such a module and the kind import, are both the kind's own; one the frame uses is not.
+    edges = {
+        "audiorepro.specs.study": {"audiorepro.specs.cells"},
+        "audiorepro.specs.cells": set(),
+        "audiorepro.specs.gates": set(),
+        "audiorepro.specs.content": {"audiorepro.specs.gates"},
+        "audiorepro.runner.kinds.probe.spec": {
+            "audiorepro.specs.content",
+            "audiorepro.specs.gates",
+            "audiorepro.specs.cells",
+        },
+        "audiorepro.cli.study": {"audiorepro.specs.content"},
+    }
+    assert owned_by("audiorepro.runner.kinds.probe", edges) == [
+        "audiorepro.specs.content",
+        "audiorepro.specs.gates",
+    ]

@@ -21,7 +21,7 @@ import pytest
 
 from audiorepro.cli import main
 from audiorepro.render.tables import MISSING_TEXT, NOT_APPLICABLE_TEXT, slug
-from audiorepro.specs.derived import evaluate, parse_formula, values_at
+from audiorepro.runner.kinds.probe.derived import evaluate, parse_formula, values_at
 from tests.conftest import ROOT
 
 STUDY = ROOT / "studies" / "probe_published_layout.toml"
@@ -881,7 +881,7 @@ def test_a_bad_rule_declaration_is_one_line(
 
 
 def test_decimal_text_is_read_as_the_modules_int_and_float_read_it() -> None:
-    from audiorepro.specs.derived import decimal_text
+    from audiorepro.runner.kinds.probe.derived import decimal_text
 
     for text in ("1800", "0", "-3", "+7", "2.50"):
         assert decimal_text(text) == float(text)

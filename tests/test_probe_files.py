@@ -17,7 +17,7 @@ import pytest
 from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.formats.keypath import KeyPathError, format_path, locate, parse
-from audiorepro.specs.measurements import read_measurements
+from audiorepro.runner.kinds.probe.measurements import read_measurements
 from tests.test_probe_saved import _held_out, _saved_study, _sha
 
 #: what the published module's held-out and adapter files hold beyond the shapes

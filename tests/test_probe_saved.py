@@ -15,8 +15,8 @@ from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.metrics.probe import family_mean
 from audiorepro.runner.demo import prepare_probe_demo
+from audiorepro.runner.kinds.probe.measurements import load_measurements, parse_measurements
 from audiorepro.runner.kinds.probe.saved import saved_value
-from audiorepro.specs.measurements import load_measurements, parse_measurements
 from audiorepro.specs.study import load_study
 
 

@@ -33,8 +33,8 @@ from audiorepro.core.errors import UserError
 from audiorepro.models.registry import bundled_registry
 from audiorepro.runner.demo import prepare_probe_demo
 from audiorepro.runner.kinds.hear.spec import HearStudyFile
-from audiorepro.specs.measurements import kind_of, parse_measurements
-from audiorepro.specs.probe_published import ProbePublishedFile
+from audiorepro.runner.kinds.probe.measurements import kind_of, parse_measurements
+from audiorepro.runner.kinds.probe.published import ProbePublishedFile
 from audiorepro.specs.published import PublishedFile
 from audiorepro.specs.registry import RegistryFile
 from audiorepro.specs.schema import validate

@@ -96,7 +96,7 @@ def test_each_bundle_shape_has_its_own_schema_id() -> None:
 
 def test_the_bundled_files_validate() -> None:
     from audiorepro.models.registry import bundled_registry
-    from audiorepro.specs.probe_published import load_probe_published
+    from audiorepro.runner.kinds.probe.published import load_probe_published
     from audiorepro.specs.published import load_published
     from audiorepro.specs.study import load_study
 

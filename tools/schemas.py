@@ -29,6 +29,9 @@ from audiorepro.runner.kinds.hear import HearBundle, HearVerification  # noqa: E
 from audiorepro.runner.kinds.hear.spec import HearStudyFile  # noqa: E402
 from audiorepro.runner.kinds.linear_probe import LinearProbeBundle, LinearProbeVerification  # noqa: E402
 from audiorepro.runner.kinds.linear_probe.spec import LinearProbeStudyFile  # noqa: E402
+from audiorepro.runner.kinds.probe.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
+from audiorepro.runner.kinds.probe.published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
+from audiorepro.runner.kinds.probe.published import ProbePublishedFile  # noqa: E402
 from audiorepro.runner.kinds.probe.records import ProbeBundle, ProbeVerification  # noqa: E402
 from audiorepro.runner.kinds.probe.spec import ProbeStudyFile  # noqa: E402
 from audiorepro.runner.kinds.retrieval.records import (  # noqa: E402
@@ -43,9 +46,6 @@ from audiorepro.runner.kinds.speaker_verification import (  # noqa: E402
 from audiorepro.runner.kinds.speaker_verification.spec import SpeakerVerificationStudyFile  # noqa: E402
 from audiorepro.runner.kinds.zeroshot import ZeroshotBundle, ZeroshotVerification  # noqa: E402
 from audiorepro.runner.kinds.zeroshot.spec import ZeroshotStudyFile  # noqa: E402
-from audiorepro.specs.measurements import AdapterFile, HeldOutFile, PublicFile  # noqa: E402
-from audiorepro.specs.probe_published import SCHEMA as PROBE_PUBLISHED_SCHEMA  # noqa: E402
-from audiorepro.specs.probe_published import ProbePublishedFile  # noqa: E402
 from audiorepro.specs.published import SCHEMA as PUBLISHED_SCHEMA  # noqa: E402
 from audiorepro.specs.published import PublishedFile  # noqa: E402
 from audiorepro.specs.registry import SCHEMA as REGISTRY_SCHEMA  # noqa: E402

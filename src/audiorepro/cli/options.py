@@ -27,6 +27,10 @@ EMPTY_POLICIES = ("skip", "zero")
 #: :data:`audiorepro.runner.hear.PREDICTORS`: what ``hear --predictor`` takes (the first is
 #: the default).
 HEAR_PREDICTORS = ("linear-v1", "hear-mlp-v1")
+#: :data:`audiorepro.runner.kinds.probe.published.SCHEMA`: the ``schema`` line by which
+#: ``verify --golden`` tells published probe values from retrieval ones without importing the
+#: probe kind (its package loads the report stack: most of a second).
+PROBE_PUBLISHED_SCHEMA = "audiorepro.probe-published/1"
 #: :data:`audiorepro.checks.catalog.WHAT`: what ``list`` lists.
 LIST_WHAT = ("checkpoints", "datasets", "profiles", "studies")
 #: The built-in profiles of :mod:`audiorepro.metrics.profiles` (name, dump kind, hint), in

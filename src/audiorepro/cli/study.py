@@ -11,6 +11,7 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import (
+    PROBE_PUBLISHED_SCHEMA,
     cells_option,
     json_option,
     slurm_options,
@@ -113,9 +114,9 @@ def _verify_report(
             raise click.UsageError(
                 f"{golden} holds published probe values: give the probe study file as TARGET"
             )
+        from audiorepro.runner.kinds.probe.published import load_probe_published
         from audiorepro.runner.kinds.probe.runs import verify_probe_saved
         from audiorepro.runner.kinds.probe.spec import ProbeStudy
-        from audiorepro.specs.probe_published import load_probe_published
         from audiorepro.specs.study import load_study
 
         probe_study = load_study(target, strict=True)
@@ -143,9 +144,11 @@ def _verify_report(
 
 
 def _is_probe_published(golden: Path) -> bool:
-    from audiorepro.specs.probe_published import is_probe_published
+    """Whether a published-values file is the probe kind's, by its ``schema`` line alone."""
+    from audiorepro.core.io import parse_toml, read_text
 
-    return is_probe_published(golden)
+    doc = parse_toml(read_text(golden, what="a published-values .toml"), source=golden)
+    return doc.get("schema") == PROBE_PUBLISHED_SCHEMA
 
 
 def _verify_folder(target: Path, trusted: list[TrustedKey] | None) -> Summary:

@@ -45,6 +45,7 @@ from audiorepro.runner.kinds.probe.content import (
     file_documents,
 )
 from audiorepro.runner.kinds.probe.content import content as module_content
+from audiorepro.runner.kinds.probe.gates import GateResult, check_gate
 from audiorepro.runner.kinds.probe.records import (
     MetricParity,
     ProbeBundle,
@@ -81,7 +82,6 @@ from audiorepro.runner.kinds.probe.saved import (
 from audiorepro.runner.kinds.probe.spec import ProbeStudy, SavedFile, parse_probe
 from audiorepro.runner.output.manifest import timestamp
 from audiorepro.runner.output.outputs import PROBE_BUNDLE
-from audiorepro.specs.gates import GateResult, check_gate
 
 
 @dataclass

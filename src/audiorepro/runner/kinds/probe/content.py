@@ -1,6 +1,6 @@
 """The published probe module's content beyond the saved-measurement tables.
 
-From what the study declares (:mod:`audiorepro.specs.probe_content`) this builds
+From what the study declares (:mod:`audiorepro.runner.kinds.probe.content_spec`) this builds
 
 ``derived_runs``, ``derived``  each ``[[derived]]`` number with its formula (per run; study-wide)
 ``panel_<run>_derived``  the run's derived numbers with their formulas (in its panel)
@@ -34,12 +34,24 @@ from audiorepro.formats.keypath import KeyPathError, locate
 from audiorepro.render.heatmap import heatmap
 from audiorepro.render.plots import Series, line_chart
 from audiorepro.render.tables import Column, Table, slug
+from audiorepro.runner.kinds.probe.content_spec import ActedSpec, HistorySpec, JobsSpec, ListingSpec
+from audiorepro.runner.kinds.probe.derived import (
+    Derived,
+    Ref,
+    Value,
+    evaluate,
+    read_document,
+    values_at,
+)
+from audiorepro.runner.kinds.probe.gates import (
+    final_by_ids,
+    final_items,
+    job_id,
+    workflow_final_ids,
+)
+from audiorepro.runner.kinds.probe.measurements import matches
 from audiorepro.runner.kinds.probe.records import DerivedRecord, ProbeRun
 from audiorepro.runner.kinds.probe.spec import ProbeStudy
-from audiorepro.specs.derived import Derived, Ref, Value, evaluate, read_document, values_at
-from audiorepro.specs.gates import final_by_ids, final_items, job_id, workflow_final_ids
-from audiorepro.specs.measurements import matches
-from audiorepro.specs.probe_content import ActedSpec, HistorySpec, JobsSpec, ListingSpec
 
 Cell = float | int | str | None
 
@@ -764,7 +776,7 @@ def _note_tables(
 
 def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]:
     """The ``<split>:<key path>`` s this module reads of a run's files (``documents``: split ->
-    :class:`~audiorepro.specs.measurements.Measurements`), so that the report's list of
+    :class:`~audiorepro.runner.kinds.probe.measurements.Measurements`), so that the report's list of
     unused keys leaves them out."""
     c = study.content
     paths = [

@@ -10,8 +10,8 @@ from typing_extensions import TypedDict
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import JsonValue
 from audiorepro.metrics.probe import ProbeReport
+from audiorepro.runner.kinds.probe.measurements import Measurements
 from audiorepro.runner.output.outputs import ParityCell
-from audiorepro.specs.measurements import Measurements
 
 
 class MetricParity(TypedDict):

@@ -50,6 +50,9 @@ from audiorepro.render.tables import (
     Table,
     slug,
 )
+from audiorepro.runner.kinds.probe.gates import GateResult
+from audiorepro.runner.kinds.probe.measurements import Measurements, read_measurements
+from audiorepro.runner.kinds.probe.published import ProbePublished
 from audiorepro.runner.kinds.probe.records import (
     FamilyMeanRecord,
     LeaderRecord,
@@ -67,9 +70,6 @@ from audiorepro.runner.kinds.probe.saved import (
 )
 from audiorepro.runner.kinds.probe.spec import ProbeStudy, Run
 from audiorepro.runner.output.outputs import ParityCell
-from audiorepro.specs.gates import GateResult
-from audiorepro.specs.measurements import Measurements, read_measurements
-from audiorepro.specs.probe_published import ProbePublished
 from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import present
 

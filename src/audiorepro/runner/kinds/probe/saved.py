@@ -1,8 +1,7 @@
 """Probe tables from saved measurements, and their parity with recomputed numbers.
 
-A probe run may name saved metric files (``[run.metrics.<split>]``,
-:mod:`audiorepro.specs.measurements`) as well as, or instead of, a prediction file. From the
-saved files alone this module builds
+A probe run may name saved metric files (``[run.metrics.<split>]``, :mod:`.measurements`)
+as well as, or instead of, a prediction file. From the saved files alone this module builds
 
 ``task_leaders``     per ``[[leaders]]`` task: the best run among the candidates (runs whose
                      attributes match the task's filter) by a saved metric path, its value, the
@@ -56,6 +55,7 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.content import read_key_paths
+from audiorepro.runner.kinds.probe.measurements import Measurements, number_at
 from audiorepro.runner.kinds.probe.records import (
     MetricParity,
     ProbeRun,
@@ -63,7 +63,6 @@ from audiorepro.runner.kinds.probe.records import (
 )
 from audiorepro.runner.kinds.probe.spec import ProbeStudy
 from audiorepro.runner.output.outputs import ParityCell
-from audiorepro.specs.measurements import Measurements, number_at
 
 IOU = ("0.1", "0.3", "0.5")
 SCORE_FIELDS = ("n", "raw_mae", "normalized_mae", "pearson", "spearman")

@@ -1,7 +1,7 @@
 """The probe kind's spec: the ``kind = "probe"`` study file's tables, their checks, the study
 they load into, and its lock file (the frame it shares with every kind:
 :mod:`audiorepro.specs.study`; the probe's content, gates, run patterns and derived numbers are
-read by ``specs/probe_content.py``, ``gates.py``, ``runpattern.py`` and ``derived.py``).
+read by its neighbours ``content_spec.py``, ``gates.py``, ``runpattern.py`` and ``derived.py``).
 
 A probe study (``kind = "probe"``) has ``[[run]]`` tables instead of cells and identity checks.
 Each run has a prediction file (``predictions`` with its ``sha256``), saved measurements, or
@@ -67,10 +67,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.formats import keypath
-from audiorepro.specs.derived import DerivedSpec
-from audiorepro.specs.gates import Gate, GateSpec, check_gate_spec
-from audiorepro.specs.measurements import rename_steps
-from audiorepro.specs.probe_content import (
+from audiorepro.runner.kinds.probe.content_spec import (
     ActedSpec,
     Content,
     HistorySpec,
@@ -80,7 +77,10 @@ from audiorepro.specs.probe_content import (
     SummarySpec,
     load_content,
 )
-from audiorepro.specs.runpattern import PatternRun, RunPatternSpec, expand, in_root
+from audiorepro.runner.kinds.probe.derived import DerivedSpec
+from audiorepro.runner.kinds.probe.gates import Gate, GateSpec, check_gate_spec
+from audiorepro.runner.kinds.probe.measurements import rename_steps
+from audiorepro.runner.kinds.probe.runpattern import PatternRun, RunPatternSpec, expand, in_root
 from audiorepro.specs.schema import KeyProblem, Spec, distinct_file_names, validate
 from audiorepro.specs.study import (
     FileSha256,
@@ -229,7 +229,7 @@ class ProbeStudyFile(StudyFile):
     gate: list[GateSpec] = Field(
         default_factory=list, description="[[gate]] tables: conditions on the job records"
     )
-    # Tree files, derived numbers and the module's other content (specs/probe_content.py).
+    # Tree files, derived numbers and the module's other content (content_spec.py).
     files: dict[str, RelativePath] = Field(
         default_factory=dict, description="a table of file alias -> a file under root"
     )
@@ -453,8 +453,8 @@ def _as_run(p: PatternRun) -> Run:
 def _pattern_runs(
     spec: ProbeStudyFile, source: Path, seen: set[str]
 ) -> tuple[list[Run], tuple[SavedFile, ...]]:
-    """The runs every ``[[runs]]`` pattern declares (:mod:`audiorepro.specs.runpattern`), and
-    the files of the tree read to declare them (``study.json``)."""
+    """The runs every ``[[runs]]`` pattern declares (:mod:`.runpattern`), and the files of the
+    tree read to declare them (``study.json``)."""
     root = required_path(source, "root", spec.root or ".", must_exist=True)
     base = _base(spec, root, source)
     runs = []

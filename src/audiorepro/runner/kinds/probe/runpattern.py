@@ -41,7 +41,7 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.core.paths import is_inside
 from audiorepro.formats.keypath import KeyPathError, locate
-from audiorepro.specs.measurements import rename_steps
+from audiorepro.runner.kinds.probe.measurements import rename_steps
 from audiorepro.specs.schema import Spec
 
 _PART = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(\.label)?\}")

@@ -47,10 +47,10 @@ from pydantic import Field
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.keypath import KeyPathError, parse
-from audiorepro.specs.derived import Derived, DerivedSpec, load_derived
-from audiorepro.specs.gates import FinalIds
-from audiorepro.specs.measurements import kind_of, matches
-from audiorepro.specs.runpattern import in_root
+from audiorepro.runner.kinds.probe.derived import Derived, DerivedSpec, load_derived
+from audiorepro.runner.kinds.probe.gates import FinalIds
+from audiorepro.runner.kinds.probe.measurements import kind_of, matches
+from audiorepro.runner.kinds.probe.runpattern import in_root
 from audiorepro.specs.schema import Spec, distinct_file_names
 
 SLURM_COLUMNS = ("JobIDRaw", "JobName", "State", "ExitCode", "ElapsedRaw", "AllocTRES")

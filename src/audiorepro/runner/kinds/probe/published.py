@@ -33,7 +33,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import parse_toml, read_text, read_toml
+from audiorepro.core.io import read_toml
 from audiorepro.formats import keypath
 from audiorepro.specs.published import Number, tolerance_problem
 from audiorepro.specs.schema import KeyProblem, Spec, validate
@@ -111,12 +111,6 @@ class ProbePublished:
     tolerance: float
     provenance: str | None
     values: dict[str, float]
-
-
-def is_probe_published(path: str | Path) -> bool:
-    """Whether a published-values file is the probe kind (by its ``schema`` line alone)."""
-    doc = parse_toml(read_text(path, what="a published-values .toml"), source=path)
-    return doc.get("schema") == SCHEMA
 
 
 def load_probe_published(path: str | Path) -> list[ProbePublished]:
