@@ -169,3 +169,18 @@ def test_diff_in_a_fresh_process_knows_every_built_in_kind(tmp_path: Path) -> No
     assert done.returncode == 2
     assert done.stderr.strip().endswith("expected one of " + ", ".join(sorted(diff_kinds())))
     assert "audiorepro.bundle/1" in done.stderr
+
+
+def test_diff_of_two_folders_imports_only_the_kinds_its_bundles_name(demo: Path) -> None:
+    """``diff`` of two demo folders (a retrieval study with a nested probe study) in a fresh
+    process: the two kinds its bundles name, none of the other kinds (each imports its whole
+    computation) nor the numeric stacks only they use: scipy's optimizers are imported by the
+    event metrics when they match events, not by the renderer that diff imports (issue 48
+    item 4)."""
+    out, modules = _modules_after("diff", str(demo), str(demo))
+    assert "identical" in out
+    kinds = {m.split(".")[3] for m in modules if m.startswith("audiorepro.runner.kinds.")}
+    assert kinds == {"retrieval", "probe"}
+    unneeded = ("torch", "sklearn", "numba", "scipy", "audiorepro.runner.study")
+    loaded = [h for h in unneeded if any(m == h or m.startswith(h + ".") for m in modules)]
+    assert loaded == []

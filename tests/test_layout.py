@@ -50,6 +50,9 @@ KINDS = {
 #: (half a second at every start of the command line, for the few clips that need resampling).
 LAZY = {
     "scipy.signal",
+    # scipy's optimizers, half a second at import: the event metrics' matching
+    # (linear_sum_assignment), not the renderer that imports them (every report, diff's too).
+    "scipy.optimize",
     "resemblyzer",
     "librosa",
     "torch",

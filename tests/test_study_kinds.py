@@ -26,7 +26,9 @@ import pytest
 from audiorepro.cli import main
 from audiorepro.core.errors import UserError
 from audiorepro.runner.kinds import (
+    BUILT_IN,
     Context,
+    diff_kinds,
     kind_named,
     kind_names,
     numeric_leaves,
@@ -82,6 +84,36 @@ def test_the_builtin_kinds_are_registered() -> None:
     assert {"retrieval", "probe", "zeroshot"} <= set(kind_names())
     assert kind_named("retrieval").extracts and kind_named("zeroshot").extracts
     assert not kind_named("probe").extracts
+
+
+def test_the_built_in_table_names_each_kind_s_module_and_schema() -> None:
+    """``diff`` imports a built-in kind by the table (:data:`BUILT_IN`), not by importing every
+    kind: each entry's module, imported alone in a fresh process, registers the kind of that
+    schema, and every kind the package registers has its entry."""
+    import subprocess
+
+    code = (
+        "import importlib, sys\n"
+        "from audiorepro.runner.kinds import _KINDS\n"
+        "module, schema = sys.argv[1:]\n"
+        "importlib.import_module(module)\n"
+        "print(*sorted(k.bundle_schema for k in _KINDS.values()))\n"
+    )
+    for schema, module in BUILT_IN.items():
+        done = subprocess.run(
+            [sys.executable, "-c", code, module, schema], capture_output=True, text=True, check=True
+        )
+        assert schema in done.stdout.split(), module
+    built_in = {
+        k.bundle_schema
+        for k in map(kind_named, kind_names())
+        if type(k).__module__.startswith("audiorepro.")
+    }
+    assert built_in == set(BUILT_IN)
+    assert set(diff_kinds()) >= built_in and all(
+        diff_kinds()[s].bundle_schema == s for s in built_in
+    )
+    assert "toy/1" not in diff_kinds() and "nope/1" not in diff_kinds()
 
 
 def test_an_unknown_kind_names_the_available_ones() -> None:

@@ -232,16 +232,19 @@ def load_run(path: Path, kinds: Kinds) -> LoadedRun:
         views: list[RunView] = []
         dumps: dict[str, Path] = {}
         _folder(path, "", views, dumps, kinds)
-        return LoadedRun(path, merge_views(views), views[0], dumps, True, _labels(kinds))
+        merged = merge_views(views)
+        return LoadedRun(path, merged, views[0], dumps, True, _labels(kinds, merged))
     if not path.exists():
         raise UserError(f"does not exist; {EXPECTED}", source=path)
     bundle = read_bundle(path, kinds)
     view = _view(bundle, path, "", kinds)
-    return LoadedRun(path, view, view, labels=_labels(kinds))
+    return LoadedRun(path, view, view, labels=_labels(kinds, view))
 
 
-def _labels(kinds: Kinds) -> dict[str, str]:
-    return {schema: kind.label for schema, kind in kinds.items()}
+def _labels(kinds: Kinds, view: RunView) -> dict[str, str]:
+    """The kinds of ``view``'s bundles in a sentence, by schema: only the kinds the run names
+    (``kinds`` imports a built-in kind when it is first asked for)."""
+    return {schema: kinds[schema].label for schema in view.kind.split("+") if schema in kinds}
 
 
 def views(a: LoadedRun, b: LoadedRun) -> tuple[RunView, RunView]:

@@ -59,9 +59,9 @@ def diff(
     any changed or a folder fails its check, 2 on bad input.
     """
     from audiorepro.checks.diff_report import run_diff
-    from audiorepro.runner.kinds import diff_kinds
+    from audiorepro.runner.kinds import diff_kinds  # each kind imported when a bundle names it
+    from audiorepro.runner.output.folder import folder_problem
     from audiorepro.runner.output.keys import load_trusted_keys
-    from audiorepro.runner.study import folder_problem  # registers the built-in kinds
 
     trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
     code = run_diff(

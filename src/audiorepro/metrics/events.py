@@ -18,7 +18,6 @@ from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linear_sum_assignment
 from typing_extensions import TypedDict
 
 FloatArray = npt.NDArray[np.float64]
@@ -62,6 +61,10 @@ def match_events(
     allowed = iou >= threshold
     big = float(min(iou.shape) + 1)
     weight = np.where(allowed, big + iou, 0.0)
+    # Imported here: scipy.optimize costs half a second, and every report (diff's too)
+    # imports this module through the renderer without matching any event.
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(weight, maximize=True)
     return sorted((int(r), int(c)) for r, c in zip(rows, cols, strict=True) if allowed[r, c])
 

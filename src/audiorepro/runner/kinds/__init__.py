@@ -25,12 +25,13 @@ depend on) and ``moves`` (a number's tier and the records whose change can move 
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+from typing import Any, ClassVar, Final, Generic, TypeAlias, TypeVar
 
 from typing_extensions import TypedDict
 
@@ -260,10 +261,59 @@ def typed_numbers(bundle: JsonObject) -> Iterator[NumberRecord]:
     return kind.numbers(bundle)
 
 
-def diff_kinds() -> dict[str, AnyKind]:
-    """The registered kinds by the schema of the bundles they write: what ``audiorepro diff``
-    asks to read a bundle (:mod:`audiorepro.checks.diff`)."""
-    return {k.bundle_schema: k for k in _KINDS.values() if k.bundle_schema}
+#: The built-in kinds by the schema of the bundles they write: the module whose import
+#: registers each (:func:`register_kind`, the one registration). ``diff`` imports only the
+#: kinds its bundles name (:func:`diff_kinds`): a kind's module imports its whole computation
+#: (metrics, references, renderer), about a second for all of them. tests/test_study_kinds.py
+#: holds each entry to the kind its module registers.
+BUILT_IN: Final[Mapping[str, str]] = {
+    "audiorepro.bundle/1": "audiorepro.runner.kinds.retrieval",
+    "audiorepro.probe-bundle/1": "audiorepro.runner.kinds.probe",
+    "audiorepro.zeroshot-bundle/1": "audiorepro.runner.kinds.zeroshot",
+    "audiorepro.linear-probe-bundle/1": "audiorepro.runner.kinds.linear_probe",
+    "audiorepro.speaker-verification-bundle/1": "audiorepro.runner.kinds.speaker_verification",
+    "audiorepro.hear-bundle/1": "audiorepro.runner.kinds.hear",
+}
+
+
+def _registered_schema(schema: str) -> AnyKind | None:
+    return next((k for k in _KINDS.values() if k.bundle_schema == schema), None)
+
+
+class DiffKinds(Mapping[str, AnyKind]):
+    """The kinds by the schema of the bundles they write: every registered kind's and every
+    built-in kind's (:data:`BUILT_IN`), a built-in kind's module imported the first time its
+    schema is looked up. Its keys (listed in diff's messages) import nothing."""
+
+    def __getitem__(self, schema: str) -> AnyKind:
+        kind = _registered_schema(schema)
+        if kind is None and schema in BUILT_IN:
+            importlib.import_module(BUILT_IN[schema])  # registers it
+            kind = _registered_schema(schema)
+        if kind is None:
+            raise KeyError(schema)
+        return kind
+
+    def _schemas(self) -> list[str]:
+        registered = {k.bundle_schema for k in _KINDS.values() if k.bundle_schema}
+        return sorted(registered | set(BUILT_IN))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._schemas())
+
+    def __len__(self) -> int:
+        return len(self._schemas())
+
+    def __contains__(self, schema: object) -> bool:
+        return isinstance(schema, str) and (
+            schema in BUILT_IN or _registered_schema(schema) is not None
+        )
+
+
+def diff_kinds() -> DiffKinds:
+    """The kinds by the schema of the bundles they write (registered and built-in, imported
+    when asked): what ``audiorepro diff`` asks to read a bundle (:mod:`audiorepro.checks.diff`)."""
+    return DiffKinds()
 
 
 def kind_names() -> tuple[str, ...]:
