@@ -386,13 +386,14 @@ def test_verify_racing_a_republish_is_one_line(
 ) -> None:
     """While ``verify OUT`` reads the files, a run publishes into OUT (and is killed halfway
     through, the worst timing): one line, exit 2, never a FileNotFoundError."""
-    import audiorepro.runner.study as study_module
+    # The folder is read (and each file hashed) by runner/output/folder.py.
+    import audiorepro.runner.output.folder as folder_module
 
     out = tmp_path / "out"
     assert _reproduce(_study(tmp_path), out) == 0
     (tmp_path / "second").mkdir()
     other = _study(tmp_path / "second", value=0.5)
-    real, raced = study_module.sha256_file, []
+    real, raced = folder_module.sha256_file, []
 
     def sha256_file(path: Path) -> str:
         if not raced:
@@ -400,7 +401,7 @@ def test_verify_racing_a_republish_is_one_line(
             _killed_publishing(6, other, out)
         return real(path)
 
-    monkeypatch.setattr(study_module, "sha256_file", sha256_file)
+    monkeypatch.setattr(folder_module, "sha256_file", sha256_file)
     capsys.readouterr()
     assert main(["verify", str(out)]) == 2
     _one_line(capsys.readouterr().err, str(out), "changed while it was verified")
