@@ -5,6 +5,7 @@ loads no numeric stack); the evaluation and its output lines are
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -50,41 +51,9 @@ from audiorepro.cli.app import cli
     help="Add two columns: the pessimistic and optimistic value over all orders of ties "
     "(nDCG: a third, its tie-averaged value).",
 )
-def trec_eval_command(
-    qrels: Path,
-    run: Path,
-    per_query: bool,
-    measures: tuple[str, ...],
-    complete: bool,
-    max_ret: int | None,
-    level: int,
-    no_summary: bool,
-    num_docs: int,
-    judged_only: bool,
-    debug: str | None,
-    rel_format: str,
-    results_format: str,
-    zscore_file: Path | None,
-    tie_bounds: bool,
-) -> None:
+def trec_eval_command(**options: Any) -> None:
     """Evaluate a TREC RUN file (``-``: standard input) against QRELS, printing trec_eval's
     lines. -D's debugging output is not printed (its QID filter is honoured)."""
     from audiorepro.cli.trec_work import trec_eval
 
-    trec_eval(
-        qrels,
-        run,
-        per_query,
-        measures,
-        complete,
-        max_ret,
-        level,
-        no_summary,
-        num_docs,
-        judged_only,
-        debug,
-        rel_format,
-        results_format,
-        zscore_file,
-        tie_bounds,
-    )
+    trec_eval(**options)
