@@ -251,6 +251,10 @@ from audiorepro.metrics.retrieval import compute_retrieval
 # Compile the numba kernels before the limit: their cache files are not what is tested.
 compute_retrieval(load_dump(sys.argv[3]))
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not a kill
+# The command imports its stack lazily, after the limit: CPython would write those modules'
+# .pyc files cut at the limit (its bytecode write does not check a short write) into the
+# checkout's src/, and every later process reading them fails. Not what is tested.
+sys.dont_write_bytecode = True
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 sys.exit(main(["reproduce", sys.argv[2], "--out", str(Path(sys.argv[2]).parent / "out")]))

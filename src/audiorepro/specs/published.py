@@ -156,7 +156,7 @@ def tolerance_problem(values: dict[str, float], tolerance: float) -> tuple[str, 
 
     >>> tolerance_problem({"t2a/r@1": 0.3}, 1e-3) is None
     True
-    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e308)[1][:59]
+    >>> tolerance_problem({"t2a/r@1": 0.3}, 1e308)[1][:60]
     'is 1e+308: 0.3 +- 1e+308 covers the whole range of t2a/r@1 ['
     >>> tolerance_problem({"eer_rocch": 0.5}, 0.5)[1][:45]  # any EER from 0 to 1 would pass
     'is 0.5: 0.5 +- 0.5 covers the whole range of '
