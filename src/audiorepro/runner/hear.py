@@ -24,8 +24,8 @@ from audiorepro.runner.kinds.hear import (
     PREDICTED_SCORES,
     HearBundleCell,
     check_task,
-    load_model,
 )
+from audiorepro.runner.kinds.hear.entry import load_model
 from audiorepro.runner.kinds.hear.spec import HEAR_PREDICTORS
 from audiorepro.runner.study import run_studies
 from audiorepro.specs.study import load_study

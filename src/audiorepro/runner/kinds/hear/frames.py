@@ -104,6 +104,25 @@ def _py_frames(func: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
     return e, t
 
 
+def frame_clip(
+    source: Callable[[npt.NDArray[np.float32]], tuple[Any, Any]],
+    clip: npt.NDArray[np.float32],
+    where: str,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
+    """One clip's timestamp embeddings (float32, frames x dim) and timestamps (ms) from
+    :func:`frame_source`, checked (``where``: the clip, ``<split>/<file>``)."""
+    raw_e, raw_t = source(clip)
+    e = np.asarray(raw_e, dtype=np.float32)
+    t = np.asarray(raw_t, dtype=np.float64)
+    if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+        raise UserError(
+            f"frames of {where} are {e.shape} embeddings and {t.shape} "
+            "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
+            key="MODEL",
+        )
+    return np.ascontiguousarray(e), t
+
+
 def embed_frames(
     encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -115,16 +134,8 @@ def embed_frames(
     for split in task.metadata.splits:
         emb[split], stamps[split] = {}, {}
         for name in task.files(split):
-            raw_e, raw_t = source(read(task.audio_dir(rate, split) / name))
-            e = np.asarray(raw_e, dtype=np.float32)
-            t = np.asarray(raw_t, dtype=np.float64)
-            if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
-                raise UserError(
-                    f"frames of {split}/{name} are {e.shape} embeddings and {t.shape} "
-                    "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
-                    key="MODEL",
-                )
-            emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
+            clip = read(task.audio_dir(rate, split) / name)
+            emb[split][name], stamps[split][name] = frame_clip(source, clip, f"{split}/{name}")
     return emb, stamps
 
 
