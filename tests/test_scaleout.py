@@ -576,3 +576,46 @@ def test_the_documented_hear_slurm_lines_as_written(slurm: Path, tmp_path: Path)
     assert task_outputs(out, "words-v1-full") == task_outputs(local, "words-v1-full")
     parts = sorted((out / "cache" / "parts").rglob("*.part.npz"))
     assert [p.name for p in parts] == ["0000-of-0002.part.npz", "0001-of-0002.part.npz"]
+
+
+def test_a_hear_study_with_an_event_task_on_slurm_is_byte_identical_to_local(
+    slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hear study (a scene and an event task: frames and their timestamps) by `reproduce
+    --executor slurm`: three array tasks per cell, merged into the entries a local run
+    writes; every output is the local run's; a rerun submits nothing."""
+    from tests.hear_reference import build_tasks
+    from tests.test_hear_cache import COUNTING_MODULE, MODULE, task_outputs
+    from tests.test_hear_cache import DETERMINISTIC as HEAR_OUTPUTS
+
+    tasks = build_tasks(tmp_path)
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / f"{MODULE}.py").write_text(COUNTING_MODULE)
+    monkeypatch.syspath_prepend(str(mods))  # here, and on the node (sbatch passes PYTHONPATH)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mods), os.environ["PYTHONPATH"]]))
+    study = tmp_path / "hear.toml"
+    cells = "".join(
+        f'[[cell]]\nid = "{task}"\nmodel = "hear:{MODULE}"\ntasks_dir = "{tasks}"\n'
+        f'task = "{task}"\n\n'
+        for task in ("words", "events")
+    )
+    study.write_text(f'schema = "audiorepro.study/1"\nname = "h"\nkind = "hear"\n\n{cells}')
+    from audiorepro.cli import main
+
+    local, out = tmp_path / "local", tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(local)]) == 0
+    argv = ["reproduce", str(study), "--out", str(out), "--executor", "slurm"]
+    argv += ["--shards", "3", "--wait-timeout", "900"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "submitting 6 of 6 extraction part(s)" in capsys.readouterr().out
+    dumps = sorted(p.name for p in (local / "cache" / "dumps").iterdir())
+    assert len(dumps) == 4  # two entries and their records
+    names = (*HEAR_OUTPUTS, *(f"cache/dumps/{name}" for name in dumps))
+    assert outputs(out, names) == outputs(local, names)
+    for task in ("words", "events"):
+        assert task_outputs(out, task) == task_outputs(local, task)
+    assert main(argv) == 0
+    assert "submitting" not in capsys.readouterr().out
+    assert outputs(out, names) == outputs(local, names)
