@@ -154,6 +154,11 @@ def test_a_second_run_reads_the_entry_and_computes_nothing(
         with zipfile.ZipFile(by_sha[cell["dump_sha256"]]) as zf:
             names = set(zf.namelist())
         with np.load(by_sha[cell["dump_sha256"]], allow_pickle=False) as entry:
+            meta = json.loads(str(entry["entry_json"]))
+            assert meta["cache_key"][:32] == by_sha[cell["dump_sha256"]].stem
+            assert meta["task"] == cell["task"] and meta["sample_rate"] == 16000
+            assert meta["embedding_type"] == task.metadata.embedding_type
+            assert meta["code"] == cell["model_meta"]["code"] and meta["versions"]["numpy"]
             for split in task.metadata.splits:
                 for name in task.files(split):
                     assert f"{split}/{name}.embedding.npy" in names

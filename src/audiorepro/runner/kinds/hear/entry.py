@@ -7,7 +7,8 @@ heareval's runner names its per-file outputs (:mod:`audiorepro.formats.hear_embe
     <split>/<file>.embedding.npy    float32, (dim,) for a scene task, (frames, dim) for an event
     <split>/<file>.timestamps.npy   event tasks: the frames' timestamps (ms), float64
     entry_json.npy                  the entry's meta: its cache key, the task, the sample
-                                    rate, the embedding type, the encoder's weights and code
+                                    rate, the embedding type, the encoder's weights and code,
+                                    the libraries' versions (as every extraction's meta)
 
 (an .npz is a zip archive: ``unzip`` gives those files). The target labels and the split-level
 files are the task's own (its files are in the key): ``OUT/<cell id>/`` gets heareval's whole
@@ -37,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,7 @@ from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import JsonValue, atomic_write_bytes, npz_bytes, parse_json
 from audiorepro.formats.dump import read_npz
 from audiorepro.formats.hear import METADATA_FILE, VOCABULARY_FILE, HearTask, read_task
+from audiorepro.models.extract import library_versions
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.models.user_encoders import Loaded, load_user
 from audiorepro.runner.cache import (
@@ -172,6 +174,7 @@ def _meta(cell: HearCell, task: HearTask, loaded: Loaded, key: str) -> dict[str,
         "task_files_sha256": dict(task_files(task)),
         "embedding_type": task.metadata.embedding_type,
         "sample_rate": int(loaded.encoder.sample_rate),
+        "versions": cast(JsonValue, library_versions()),  # as every extraction's meta
     }
 
 
