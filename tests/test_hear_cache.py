@@ -244,3 +244,47 @@ def test_diff_names_the_embedding_entry_when_embeddings_differ(
     main(["diff", str(a), str(b)])
     said = capsys.readouterr().out
     assert "inputs" in said and _sha(entry_b)[:12] in said, said
+
+
+def test_slurm_without_a_scheduler_is_one_line_and_leaves_no_out(
+    tasks_dir: Path,
+    module: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``audiorepro hear --executor slurm`` where no ``sbatch`` is on PATH: one line, exit 2,
+    no output folder left behind (tests/test_scaleout.py runs it on a real Slurm)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    out = tmp_path / "out"
+    argv = ["hear", f"hear:{MODULE}", "--tasks-dir", str(tasks_dir), "--task", "words"]
+    assert main([*argv, "--out", str(out), "--executor", "slurm"]) == 2
+    err = capsys.readouterr().err
+    assert "no sbatch on PATH" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_an_event_cell_without_frames_is_one_line_before_any_array_task(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The cache key reads the clips at the encoder's rate and, for an event task, needs the
+    encoder's frames: a module without get_timestamp_embeddings is one line when the key is
+    asked (before Slurm submits anything), naming what is missing."""
+    from audiorepro.core.errors import UserError
+    from audiorepro.runner.study import study_extraction
+    from audiorepro.specs.study import load_study
+
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    source = COUNTING_MODULE.replace("def get_timestamp_embeddings", "def _no_frames")
+    (mods / "hear_no_frames_t.py").write_text(source)
+    sys.path.insert(0, str(mods))
+    study = tmp_path / "hear.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "h"\nkind = "hear"\n\n[[cell]]\nid = "ev"\n'
+        f'model = "hear:hear_no_frames_t"\ntasks_dir = "{tasks_dir}"\ntask = "events"\n'
+    )
+    extraction = study_extraction(load_study(study))
+    assert extraction is not None
+    with pytest.raises(UserError, match="get_timestamp_embeddings"):
+        extraction.keys()

@@ -17,10 +17,10 @@ import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import find_tasks, read_task
+from audiorepro.runner.executors.slurm import SlurmOptions, require_scheduler
 from audiorepro.runner.kinds.hear import (
     PREDICTED_SCORES,
     HearBundleCell,
@@ -31,9 +31,6 @@ from audiorepro.runner.kinds.hear.spec import HEAR_PREDICTORS
 from audiorepro.runner.output.publish import check_out, claim
 from audiorepro.runner.study import run_studies
 from audiorepro.specs.study import load_study
-
-if TYPE_CHECKING:
-    from audiorepro.runner.executors.slurm import SlurmOptions
 
 __all__ = [
     "PREDICTED_SCORES",
@@ -118,6 +115,8 @@ def run_hear(
     for path in paths:
         check_task(read_task(path), predictor)
     load_model(model)  # loaded once per process: the study's cells reuse it
+    if slurm is not None:  # before OUT is touched
+        require_scheduler()
     text = hear_study_text(model, Path(tasks_dir).resolve(), [p.name for p in paths], predictor)
     with tempfile.TemporaryDirectory() as tmp, claim(out):
         check_out(out)

@@ -47,7 +47,13 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import JsonValue, atomic_write_bytes, npz_bytes, parse_json
 from audiorepro.formats.dump import read_npz
-from audiorepro.formats.hear import METADATA_FILE, VOCABULARY_FILE, HearTask, read_task
+from audiorepro.formats.hear import (
+    METADATA_FILE,
+    VOCABULARY_FILE,
+    HearTask,
+    check_task_audio,
+    read_task,
+)
 from audiorepro.models.extract import library_versions
 from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.models.user_encoders import Loaded, load_user
@@ -128,6 +134,10 @@ def hear_key(cell: HearCell) -> str:
     task = read_task(cell.task_path)
     loaded = load_model(cell.model)
     rate = int(loaded.encoder.sample_rate)
+    # what the key reads must be there (one line, before any array task is submitted)
+    check_task_audio(task, rate)
+    if task.metadata.embedding_type == "event":
+        frame_source(loaded.encoder)
     spec = resolve_spec(cell.model, load_registry([]))
     clips = [
         [split, name, sha256_file(task.audio_dir(rate, split) / name)]
