@@ -3,7 +3,8 @@ events scored as heareval scores them.
 
 Embeddings: each clip, read as heareval reads it, goes to the module's own
 ``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
-ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call.
+ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call
+(:func:`frame_clip`; the cell's embeddings are a cache entry, :mod:`.entry`).
 Predictor ``linear-v1`` per label per frame: for each label of the vocabulary, ``linear-v1``
 (docs/linear-probe.md) fitted on the training split(s)' frames with targets "label active at the
 frame's timestamp" (``start <= t < end + 0.0001`` ms, as heareval's embedding runner labels
@@ -121,22 +122,6 @@ def frame_clip(
             key="MODEL",
         )
     return np.ascontiguousarray(e), t
-
-
-def embed_frames(
-    encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every clip's timestamp embeddings (float32, frames x dim) and timestamps (ms), split
-    -> file -> array, one clip per call (:func:`frame_source`)."""
-    source = frame_source(encoder)
-    emb: dict[str, dict[str, Any]] = {}
-    stamps: dict[str, dict[str, Any]] = {}
-    for split in task.metadata.splits:
-        emb[split], stamps[split] = {}, {}
-        for name in task.files(split):
-            clip = read(task.audio_dir(rate, split) / name)
-            emb[split][name], stamps[split][name] = frame_clip(source, clip, f"{split}/{name}")
-    return emb, stamps
 
 
 @dataclass(frozen=True)
