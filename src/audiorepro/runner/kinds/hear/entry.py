@@ -231,7 +231,12 @@ def merge_parts(cell: HearCell, parts: list[Path], key: str, dest: Path) -> None
     if want - set(arrays):
         missing = sorted(want - set(arrays))[0]
         raise UserError(f"no part holds {missing}", source=dest.parent, key=_PART)
-    atomic_write_bytes(dest, npz_bytes({**arrays, _META: _json(meta)}))
+    atomic_write_bytes(dest, _entry_bytes(arrays, meta))
+
+
+def _entry_bytes(arrays: Arrays, meta: Any) -> bytes:
+    """The entry's bytes: the clips' arrays and the meta, whichever executor computed them."""
+    return npz_bytes({**arrays, _META: _json(meta)})
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -284,18 +289,17 @@ def cached_embeddings(cache: Path, key: str) -> HearEntry | None:
 
 
 def cell_embeddings(cell: HearCell, cache: Path) -> HearEntry:
-    """The cell's embeddings: from the cache, or computed here into it (one shard: all)."""
+    """The cell's embeddings: from the cache, or computed here into it (every clip, the
+    bytes the merged parts of an array give)."""
     key = hear_key(cell)
     entry = cached_embeddings(cache, key)
     if entry is not None:
         return entry
+    assert cell.task_path is not None
+    task, loaded = read_task(cell.task_path), load_model(cell.model)
+    arrays = _embed(loaded, task, int(loaded.encoder.sample_rate), _clips(task))
     dest = cache_dump_path(cache, key)
-    part = dest.with_name(dest.name + ".part")
-    write_part(cell, (0, 1), key, part)
-    try:
-        merge_parts(cell, [part], key, dest)
-    finally:
-        part.unlink(missing_ok=True)
+    atomic_write_bytes(dest, _entry_bytes(arrays, _meta(cell, task, loaded, key)))
     record_entry(cache, key)
     entry = cached_entry(cache, key, load_entry)
     if entry is None:  # written and recorded just now: only another writer could spoil it
