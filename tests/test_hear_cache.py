@@ -5,6 +5,7 @@ named by ``diff`` when the embeddings differ."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import sys
@@ -145,7 +146,7 @@ def test_a_second_run_reads_the_entry_and_computes_nothing(
     _same_outputs(first, other, tasks)
     # The entries: heareval's per-file names, the arrays OUT/<task>/ holds, and the bundle's
     # dump_sha256 is each entry's SHA-256.
-    bundle = json.loads(__import__("gzip").decompress((first / "bundle.json.gz").read_bytes()))
+    bundle = json.loads(gzip.decompress((first / "bundle.json.gz").read_bytes()))
     by_sha = {_sha(p): p for p in _entries(first)}
     assert sorted(by_sha) == sorted(c["dump_sha256"] for c in bundle["cells"])
     for cell in bundle["cells"]:
