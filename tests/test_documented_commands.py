@@ -68,6 +68,8 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hear.md", "A results table across encoders: `audiorepro hear-table`", 0):
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
+    ("docs/hear.md", "Embeddings through the cache, and on Slurm", 0):
+        "tests/test_scaleout.py::test_the_documented_hear_slurm_lines_as_written",
     ("docs/hear.md", "Your own encoder and a real network", 0):
         "tests/test_hear_networks.py::test_a_py_encoder_runs_scene_and_event_tasks_as_documented",
     ("docs/metrics.md", "Speaker verification: EER, minDCF, Cllr under each toolkit's definition",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -530,3 +531,91 @@ def test_a_trec_eval_array_task_compiles_nothing(slurm: Path, tmp_path: Path) ->
         report = json.loads((tmp_path / f"{task_id}.err").read_text().splitlines()[-1])
         assert report["code"] == 0 and report["jit"] == []
     assert list(cache.iterdir()) == []
+
+
+def test_the_documented_hear_slurm_lines_as_written(slurm: Path, tmp_path: Path) -> None:
+    """docs/hear.md, "Embeddings through the cache, and on Slurm": the page's module and tasks,
+    then its two lines as written, in their folder: the first submits one array task per
+    shard of the task's embeddings, the second nothing; both write the bytes of the local
+    executor's run (`--out hear-out`), whose cache entry is the merged parts' bytes."""
+    from tests.test_documented_commands import blocks
+    from tests.test_hear_cache import DETERMINISTIC as HEAR_OUTPUTS
+    from tests.test_hear_cache import task_outputs
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
+    assert (ROOT / "docs" / "hear.md").is_file()
+    run = [b for b in blocks("docs/hear.md") if b.heading.startswith("Run a HEAR module")]
+    (module,) = [b.body for b in run if b.lang == "python"]
+    (local_block,) = [b for b in run if b.lang == "bash"]
+    page = [b for b in blocks("docs/hear.md") if b.heading.startswith("Embeddings through")]
+    (shell,) = [b for b in page if b.lang == "bash"]
+    (tmp_path / "my_hear_module.py").write_text(module + "\n")
+    (tmp_path / "tools").mkdir()
+    for tool in ("make_hear_tasks.py", "make_speech.py"):
+        shutil.copy(ROOT / "tools" / tool, tmp_path / "tools" / tool)
+
+    def line(text: str) -> str:
+        argv = shlex.split(text)
+        program = [sys.executable, "-P"] + ([] if argv[0] == "python" else ["-m", "audiorepro"])
+        done = subprocess.run(
+            [*program, *argv[1:]], cwd=tmp_path, capture_output=True, text=True, check=False,
+            timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, (text, done.stdout[-2000:], done.stderr[-2000:])
+        return done.stdout
+
+    for text in local_block.commands():  # the tasks, and the local executor's run
+        line(text)
+    first, second = shell.commands()
+    assert "submitting 2 of 2 extraction part(s)" in line(first)
+    assert "submitting" not in line(second)
+    local, out = tmp_path / "hear-out", tmp_path / "hear-slurm-out"
+    names = (*HEAR_OUTPUTS, *(f"cache/dumps/{p.name}" for p in (local / "cache/dumps").iterdir()))
+    assert outputs(out, names) == outputs(local, names)
+    assert task_outputs(out, "words-v1-full") == task_outputs(local, "words-v1-full")
+    parts = sorted((out / "cache" / "parts").rglob("*.part.npz"))
+    assert [p.name for p in parts] == ["0000-of-0002.part.npz", "0001-of-0002.part.npz"]
+
+
+def test_a_hear_study_with_an_event_task_on_slurm_is_byte_identical_to_local(
+    slurm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hear study (a scene and an event task: frames and their timestamps) by `reproduce
+    --executor slurm`: three array tasks per cell, merged into the entries a local run
+    writes; every output is the local run's; a rerun submits nothing."""
+    from tests.hear_reference import build_tasks
+    from tests.test_hear_cache import COUNTING_MODULE, MODULE, task_outputs
+    from tests.test_hear_cache import DETERMINISTIC as HEAR_OUTPUTS
+
+    tasks = build_tasks(tmp_path)
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / f"{MODULE}.py").write_text(COUNTING_MODULE)
+    monkeypatch.syspath_prepend(str(mods))  # here, and on the node (sbatch passes PYTHONPATH)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mods), os.environ["PYTHONPATH"]]))
+    study = tmp_path / "hear.toml"
+    cells = "".join(
+        f'[[cell]]\nid = "{task}"\nmodel = "hear:{MODULE}"\ntasks_dir = "{tasks}"\n'
+        f'task = "{task}"\n\n'
+        for task in ("words", "events")
+    )
+    study.write_text(f'schema = "audiorepro.study/1"\nname = "h"\nkind = "hear"\n\n{cells}')
+    from audiorepro.cli import main
+
+    local, out = tmp_path / "local", tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(local)]) == 0
+    argv = ["reproduce", str(study), "--out", str(out), "--executor", "slurm"]
+    argv += ["--shards", "3", "--wait-timeout", "900"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "submitting 6 of 6 extraction part(s)" in capsys.readouterr().out
+    dumps = sorted(p.name for p in (local / "cache" / "dumps").iterdir())
+    assert len(dumps) == 4  # two entries and their records
+    names = (*HEAR_OUTPUTS, *(f"cache/dumps/{name}" for name in dumps))
+    assert outputs(out, names) == outputs(local, names)
+    for task in ("words", "events"):
+        assert task_outputs(out, task) == task_outputs(local, task)
+    assert main(argv) == 0
+    assert "submitting" not in capsys.readouterr().out
+    assert outputs(out, names) == outputs(local, names)

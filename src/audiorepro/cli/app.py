@@ -66,8 +66,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "audiorepro.cli.hear",
         "MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR "
         "tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings "
-        "for event tasks; a py: encoder's embed_audio and embed_frames), the predictor on "
-        "heareval's splits, heareval's scores (docs/hear.md).",
+        "for event tasks; a py: encoder's embed_audio and embed_frames) through the "
+        "extraction cache, the predictor on heareval's splits, heareval's scores "
+        "(docs/hear.md). With --executor slurm, each task's embeddings are an array task; a "
+        "failed task is named (exit 1) and a rerun submits only what is missing.",
     ),
     "hear-table": CommandEntry(
         "audiorepro.cli.hear_table",

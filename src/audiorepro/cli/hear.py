@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import HEAR_PREDICTORS as PREDICTORS
+from audiorepro.cli.options import slurm_options, slurm_settings
 
 
 @cli.command("hear")
@@ -37,13 +39,56 @@ from audiorepro.cli.options import HEAR_PREDICTORS as PREDICTORS
     required=True,
     help="Where each task's embeddings (heareval's layout) and test.predicted-scores.json go.",
 )
-def hear(model: str, tasks_dir: Path, tasks: tuple[str, ...], predictor: str, out: Path) -> None:
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where the embeddings are computed: here, or one Slurm array task per task (submitit).",
+)
+@slurm_options
+@click.option(
+    "--slurm-folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="submitit's job files and logs (default: OUT/slurm).",
+)
+@click.option(
+    "--wait-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
+)
+def hear(
+    model: str,
+    tasks_dir: Path,
+    tasks: tuple[str, ...],
+    predictor: str,
+    out: Path,
+    executor: str,
+    slurm_folder: Path | None,
+    wait_timeout: float | None,
+    **slurm_kw: Any,
+) -> None:
     """MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR
     tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings for
-    event tasks; a py: encoder's embed_audio and embed_frames), the predictor on heareval's
-    splits, heareval's scores (docs/hear.md)."""
-    from audiorepro.runner.hear import format_results, run_hear
+    event tasks; a py: encoder's embed_audio and embed_frames) through the extraction cache,
+    the predictor on heareval's splits, heareval's scores (docs/hear.md). With --executor
+    slurm, each task's embeddings are an array task; a failed task is named (exit 1) and a
+    rerun submits only what is missing."""
+    from audiorepro.core.errors import EXIT_CHECK_FAILED
+    from audiorepro.runner.hear import SlurmFailed, format_results, run_hear
 
-    results = run_hear(model, tasks_dir, tasks, predictor, out)
+    slurm = None
+    if executor == "slurm":
+        slurm = slurm_settings(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
+    try:
+        results = run_hear(model, tasks_dir, tasks, predictor, out, slurm)
+    except SlurmFailed as failed:
+        click.echo(f"hear: FAILED ({len(failed.failures)} array task(s)):")
+        for line in failed.failures:
+            click.echo(f"  {line}")
+        click.echo("  rerun the same command to submit only the missing parts")
+        raise SystemExit(EXIT_CHECK_FAILED) from None
     for line in format_results(results):
         click.echo(line)

@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
@@ -146,9 +146,23 @@ def record_entry(cache: Path, key: str) -> None:
     publish_entry(cache, key)
 
 
+class Entry(Protocol):
+    """What a cache entry read back gives: its file's SHA-256 and its meta (where a keyed
+    entry names its key): a dump, an audio-only dump, a HEAR task's embeddings."""
+
+    @property
+    def sha256(self) -> str | None: ...
+
+    @property
+    def meta(self) -> Mapping[str, Any]: ...
+
+
+EntryT = TypeVar("EntryT", bound=Entry)
+
+
 def _entry_here(
-    cache: Path, key: str, load: Callable[[Path], Dump | AudioDump], keyed_meta: bool
-) -> Dump | AudioDump | None:
+    cache: Path, key: str, load: Callable[[Path], EntryT], keyed_meta: bool
+) -> EntryT | None:
     path = cache_dump_path(cache, key)
     record_path = entry_record_path(cache, key)
     if not path.is_file() or not record_path.is_file():
@@ -167,11 +181,14 @@ def _entry_here(
     return dump
 
 
-def _entry(
-    cache: Path, key: str, load: Callable[[Path], Dump | AudioDump], keyed_meta: bool
-) -> Dump | AudioDump | None:
-    """The entry of ``key`` in ``cache``, checked; taken from the per-user store first where
-    ``cache`` lacks it (or holds it damaged); an intact one here is kept in the store too."""
+def cached_entry(
+    cache: Path, key: str, load: Callable[[Path], EntryT], keyed_meta: bool = True
+) -> EntryT | None:
+    """The entry of ``key`` in ``cache``, checked (``load`` reads it; a file it refuses, one
+    whose SHA-256 is not its record's, or whose meta names another key is no entry); taken
+    from the per-user store first where ``cache`` lacks it (or holds it damaged); an intact
+    one here is kept in the store too. Any entry type: dumps, audio-only dumps, HEAR task
+    embeddings (:mod:`audiorepro.runner.kinds.hear.entry`)."""
     dump = _entry_here(cache, key, load, keyed_meta)
     if dump is None:
         if not take_shared(cache, key):
@@ -188,15 +205,13 @@ def cached_dump(cache: Path, key: str, *, keyed_meta: bool = True) -> Dump | Non
     ``keyed_meta=False``: the dump's meta does not carry the key (a zero-shot dump, whose
     bytes are the output folder's); its record alone names it. Taken from the per-user store
     (:func:`shared_store`) where the output folder lacks it."""
-    dump = _entry(cache, key, load_dump, keyed_meta)
-    return dump if isinstance(dump, Dump) else None
+    return cached_entry(cache, key, load_dump, keyed_meta)
 
 
 def cached_audio_dump(cache: Path, key: str) -> AudioDump | None:
     """The cached audio-only extraction with this key, or None (missing, damaged, rewritten:
     extracted again), checked as :func:`cached_dump` checks a dump."""
-    dump = _entry(cache, key, load_audio_dump, True)
-    return dump if isinstance(dump, AudioDump) else None
+    return cached_entry(cache, key, load_audio_dump, True)
 
 
 # ------------------------------------------------------------------ the per-user store

@@ -20,13 +20,15 @@ from pathlib import Path
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.hear import find_tasks, read_task
+from audiorepro.runner.executors.slurm import SlurmOptions, require_scheduler
 from audiorepro.runner.kinds.hear import (
     PREDICTED_SCORES,
     HearBundleCell,
     check_task,
-    load_model,
 )
+from audiorepro.runner.kinds.hear.entry import load_model
 from audiorepro.runner.kinds.hear.spec import HEAR_PREDICTORS
+from audiorepro.runner.output.publish import check_out, claim
 from audiorepro.runner.study import run_studies
 from audiorepro.specs.study import load_study
 
@@ -34,6 +36,7 @@ __all__ = [
     "PREDICTED_SCORES",
     "PREDICTORS",
     "HearTaskResult",
+    "SlurmFailed",
     "format_results",
     "hear_study_text",
     "results_of",
@@ -78,11 +81,32 @@ def hear_study_text(model: str, tasks_dir: Path, tasks: list[str], predictor: st
     return "\n".join(lines)
 
 
+class SlurmFailed(Exception):
+    """``--executor slurm``: array tasks failed (each named: cell, shard, job, state, log);
+    nothing was computed or published, and a rerun submits only the missing parts."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__("; ".join(failures))
+        self.failures = failures
+
+
+#: Where ``--executor slurm`` writes the study it runs: in OUT's cache, which the array tasks
+#: read on their nodes (a temporary folder of the submitting host is not theirs).
+SLURM_STUDY = Path("cache") / "hear" / "hear.toml"
+
+
 def run_hear(
-    model: str, tasks_dir: Path, names: tuple[str, ...], predictor: str, out: Path
+    model: str,
+    tasks_dir: Path,
+    names: tuple[str, ...],
+    predictor: str,
+    out: Path,
+    slurm: SlurmOptions | None = None,
 ) -> list[HearTaskResult]:
     """The command (module docstring); every task is checked and the module loaded before
-    OUT is touched."""
+    OUT is touched. With ``slurm``, each task's embeddings are an array task (the extraction
+    cache's HEAR entries, :mod:`audiorepro.runner.kinds.hear.entry`), then the predictors
+    and scores run here."""
     if predictor not in PREDICTORS:
         raise UserError(
             f"is {predictor!r}; expected one of {', '.join(PREDICTORS)}", key="--predictor"
@@ -91,12 +115,18 @@ def run_hear(
     for path in paths:
         check_task(read_task(path), predictor)
     load_model(model)  # loaded once per process: the study's cells reuse it
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "hear.toml"
-        text = hear_study_text(model, Path(tasks_dir).resolve(), [p.name for p in paths], predictor)
+    if slurm is not None:  # before OUT is touched
+        require_scheduler()
+    text = hear_study_text(model, Path(tasks_dir).resolve(), [p.name for p in paths], predictor)
+    with tempfile.TemporaryDirectory() as tmp, claim(out):
+        check_out(out)
+        source = Path(tmp) / "hear.toml" if slurm is None else Path(out).resolve() / SLURM_STUDY
+        source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text(text, encoding="utf-8")
         study = load_study(source)
-        ((_, _, outcome),) = run_studies([(study, ".")], out, progress=False)
+        ((_, _, outcome),) = run_studies([(study, ".")], out, progress=False, slurm=slurm)
+    if outcome.get("executor_failed"):
+        raise SlurmFailed(outcome["failures"])
     if not outcome["passed"]:
         raise UserError("; ".join(outcome["failures"]), source=out)
     return results_of(out)

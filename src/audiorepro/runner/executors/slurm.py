@@ -237,9 +237,11 @@ def run_command(argv: list[str]) -> None:
         raise SystemExit(f"{shlex.join(argv)} exited with {proc.returncode}")
 
 
-def _executor(out: Path, options: SlurmOptions) -> Any:
+def require_scheduler() -> None:
+    """submitit installed and ``sbatch`` on PATH, else one line (a command may ask before it
+    writes anything)."""
     try:
-        import submitit
+        import submitit  # noqa: F401
     except ImportError:
         raise UserError(
             "needs submitit: pip install 'audiorepro[slurm]'", key="--executor slurm"
@@ -249,6 +251,11 @@ def _executor(out: Path, options: SlurmOptions) -> Any:
             "no sbatch on PATH: submit from a Slurm login node (or start tools/slurm-local)",
             key="--executor slurm",
         )
+
+
+def _executor(out: Path, options: SlurmOptions) -> Any:
+    require_scheduler()
+    import submitit
 
     folder = options.folder or out / "slurm"
     executor = submitit.SlurmExecutor(folder=folder / "%j", max_num_timeout=0)

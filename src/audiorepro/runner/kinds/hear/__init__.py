@@ -23,9 +23,10 @@ have scores to rank; a multiclass probe, so multilabel scene tasks are refused. 
 chosen on validation) are :mod:`.frames`. ``hear-mlp-v1`` (heareval's own MLP grid, on
 scene multiclass, scene multilabel and event tasks) is :mod:`.mlp`.
 
-The embeddings are computed in the run, not through the extraction cache: the cache's keys and
-dumps are per clip list of one audio folder, and a HEAR task's clips live in one folder per
-split (issue 46's next step).
+The embeddings go through the extraction cache (:mod:`.entry`): one entry per (encoder, task),
+keyed by the encoder's weights and code and the task's files and clips, computed here or as
+Slurm array tasks (``--executor slurm``), checked by its SHA-256 on every read; a second run of
+the same cell reads the entry and computes nothing. Its SHA-256 is the cell's ``dump_sha256``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ import math
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal, NotRequired, cast
 
@@ -57,11 +57,8 @@ from audiorepro.checks.moves import (
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import check_regular_file, sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, slug
 from audiorepro.formats.hear import (
-    METADATA_FILE,
-    VOCABULARY_FILE,
     HearTask,
     check_task_audio,
     data_splits,
@@ -71,10 +68,10 @@ from audiorepro.formats.hear_embeddings import write_embeddings
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting
 from audiorepro.metrics.linear_probe import LINEAR, fit_linear_v1
-from audiorepro.models.registry import load_registry, resolve_spec
-from audiorepro.models.user_encoders import Loaded, load_user
+from audiorepro.models.user_encoders import Loaded
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table
+from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -90,12 +87,13 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.hear.frames import (
-    EVENT_SCORES,
-    embed_frames,
-    event_fold,
-    frame_source,
+from audiorepro.runner.kinds.hear.entry import (
+    cell_embeddings,
+    hear_extraction,
+    load_model,
+    task_files,
 )
+from audiorepro.runner.kinds.hear.frames import EVENT_SCORES, event_fold, frame_source
 from audiorepro.runner.kinds.hear.mlp import grid_points, mlp_cell
 from audiorepro.runner.kinds.hear.saved import score_saved
 from audiorepro.runner.kinds.hear.scene import (
@@ -137,35 +135,6 @@ def check_task(task: HearTask, predictor: str) -> None:
         raise UserError(
             f"names {unknown[0]!r}, not a scene score", source=task.path, key="evaluation"
         )
-
-
-def _read_clip(path: Path, rate: int) -> npt.NDArray[np.float32]:
-    """A clip as heareval's AudioFileDataset reads it: soundfile, float32, at ``rate``."""
-    import soundfile
-
-    check_regular_file(path, what="a HEAR task's audio clip")
-    try:
-        audio, sr = soundfile.read(str(path), dtype=np.float32)
-    except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
-        raise UserError(f"cannot be decoded ({exc})", source=path) from None
-    if sr != rate or audio.ndim != 1 or audio.size == 0:
-        raise UserError(
-            f"is {sr} Hz with shape {audio.shape}; expected mono audio at {rate} Hz",
-            source=path,
-        )
-    return np.asarray(audio, dtype=np.float32)
-
-
-def embed_task(encoder: Any, task: HearTask, rate: int) -> dict[str, dict[str, Any]]:
-    """Every clip's scene embedding (float32), split -> file -> vector."""
-    out: dict[str, dict[str, Any]] = {}
-    for split in task.metadata.splits:
-        out[split] = {}
-        for name in task.files(split):
-            clip = _read_clip(task.audio_dir(rate, split) / name, rate)
-            row = np.asarray(encoder.embed_audio([clip]))
-            out[split][name] = np.ascontiguousarray(row[0], dtype=np.float32)
-    return out
 
 
 def _softmax(decision: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -271,6 +240,8 @@ class HearBundleCell(TypedDict):
     primary_score: str  #: the task's first evaluation score (model selection, the table's)
     predicted_scores: str  #: the path of its test.predicted-scores.json in OUT
     model_meta: dict[str, JsonValue]  #: weights' SHA-256 and the code's identity
+    #: the SHA-256 of the cell's embeddings' cache entry (absent: saved predictions scored)
+    dump_sha256: NotRequired[str]
     #: event tasks: test split (or fold) -> the post-processing chosen on validation
     postprocessing: NotRequired[dict[str, dict[str, float]]]
 
@@ -331,17 +302,7 @@ class HearState(KindState):
     saved: dict[str, HearTask] = field(default_factory=dict)
     parity: list[ScoreParity] = field(default_factory=list)
     out: Path = Path(".")
-
-
-def load_model(model: str) -> Loaded:
-    spec = resolve_spec(model, load_registry([]))
-    if spec.format not in ("hear", "py"):
-        raise UserError(
-            "expected a HEAR module (hear:MODULE[:WEIGHTS]) or an encoder of your own "
-            "(py:MODULE:FACTORY, or a registry entry of format hear or py)",
-            key=model,
-        )
-    return load_user(spec, "cpu")
+    cache: Path = Path(".")  #: the extraction cache (``OUT/cache/dumps``)
 
 
 def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
@@ -374,11 +335,6 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
 
 
-def _task_files(task: HearTask) -> dict[str, str]:
-    names = [METADATA_FILE, VOCABULARY_FILE, *(f"{s}.json" for s in task.metadata.splits)]
-    return {n: sha256_file(task.path / n) for n in names}
-
-
 def _finite(value: float) -> float | None:
     """A number as the bundle holds it: JSON has no NaN or infinity (None for those)."""
     return value if math.isfinite(value) else None
@@ -394,21 +350,22 @@ class CellResult:
     twin_scores: dict[str, dict[str, float]]
 
 
-def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellResult:
-    """A cell's embeddings (written to ``out/<cell id>/`` in heareval's layout when ``out``
-    is given, with its ``test.predicted-scores.json``), predictions and scores."""
+def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Path) -> CellResult:
+    """A cell's embeddings (from the extraction cache ``cache``, computed into it when it
+    lacks them; written to ``out/<cell id>/`` in heareval's layout when ``out`` is given,
+    with its ``test.predicted-scores.json``), predictions and scores."""
     task = inputs.task
+    entry = cell_embeddings(cell, cache)
     rel = slug(cell.id)
     splits = {"|".join(s["test"]): s for s in data_splits(task.metadata)}
     names = task.metadata.evaluation
     stamps: dict[str, dict[str, Any]] | None = None
     settings: dict[str, Setting] | None = None
     fit: Any = None
-    if task.metadata.embedding_type == "event":
-        read = partial(_read_clip, rate=inputs.rate)
-        emb, stamps = embed_frames(inputs.loaded.encoder, task, read, inputs.rate)
-    else:
-        emb = embed_task(inputs.loaded.encoder, task, inputs.rate)
+    # each split's files in <split>.json's order (the entry's members are sorted by name)
+    emb = {s: {n: entry.embeddings[s][n] for n in task.files(s)} for s in task.metadata.splits}
+    if entry.timestamps is not None:
+        stamps = {s: {n: entry.timestamps[s][n] for n in task.files(s)} for s in emb}
     if cell.predictor == MLP:
         fit = mlp_cell(task, emb, stamps)
         folds, twins, settings = fit.folds, fit.twins, fit.settings
@@ -441,7 +398,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "task": task.path.name,
         "task_name": task.name,
         "predictor": cell.predictor,
-        "task_files_sha256": _task_files(task),
+        "task_files_sha256": task_files(task),
         "clips": sum(len(v) for v in emb.values()),
         "embedding_size": int(first.shape[-1]),
         "sample_rate": inputs.rate,
@@ -451,6 +408,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "primary_score": task.metadata.evaluation[0],
         "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
         "model_meta": meta,
+        "dump_sha256": entry.sha256,
     }
     if settings is not None:
         record["postprocessing"] = {k: dict(v) for k, v in settings.items()}
@@ -480,7 +438,7 @@ def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
         "task": task.path.name,
         "task_name": task.name,
         "predictor": predictor,
-        "task_files_sha256": _task_files(task),
+        "task_files_sha256": task_files(task),
         "clips": sum(len(task.files(s)) for s in task.metadata.splits),
         "embedding_size": saved.embedding_size,
         "sample_rate": 0,
@@ -584,7 +542,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
     parse = staticmethod(parse_hear)  # its spec: .spec
 
     def load(self, study: HearStudy, ctx: Context) -> HearState:
-        state = HearState(study=study, out=ctx.out)
+        state = HearState(study=study, out=ctx.out, cache=ctx.cache)
         _load(state, study.cells)
         return state
 
@@ -592,7 +550,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
         assert state.study is not None
         for cell in state.study.cells:
             if cell.id in state.inputs:
-                result = compute_cell(cell, state.inputs[cell.id], state.out)
+                result = compute_cell(cell, state.inputs[cell.id], state.out, state.cache)
                 state.results[cell.id], state.cells[cell.id] = result, result.record
             elif cell.id in state.saved:
                 result = saved_cell(cell, state.saved[cell.id], state.out)
@@ -633,10 +591,13 @@ class HearKind(StudyKind[HearStudy, HearState]):
         report = _report(study, state.cells, tables, state.failures)
         return BundlePart(verification, report, cast(Mapping[str, object], bundle), [], inputs)
 
+    def extraction(self, study: HearStudy) -> StudyExtraction | None:
+        return hear_extraction(study)
+
     def verify(self, study: HearStudy, cache: Path) -> Summary:
         with tempfile.TemporaryDirectory() as tmp:
             needed = {p.cell for p in study.published}
-            state = HearState(study=study, out=Path(tmp))
+            state = HearState(study=study, out=Path(tmp), cache=cache)
             _load(state, tuple(c for c in study.cells if c.id in needed))
             self.compute(state)
             return _golden(study, state.cells, state.errors)
@@ -659,7 +620,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
                 identity(cid, "weights", weights),
                 identity(cid, "encoder code", meta.get("code")),
                 identity(cid, "preprocessing", pick(cell, ("predictor", "sample_rate"))),
-                identity(cid, "inputs", pick(cell, ("task", "task_files_sha256", "clips"))),
+                identity(cid, "inputs", pick(cell, _INPUT_KEYS)),
             ]
         return out
 
@@ -675,6 +636,8 @@ class HearKind(StudyKind[HearStudy, HearState]):
         return Moves(cid, tier, keys(cid, CELL_CAUSES, tier=tier))
 
 
+#: A cell's inputs: its task and, for a computed cell, its embeddings' cache entry.
+_INPUT_KEYS: Final = ("task", "task_files_sha256", "clips", "dump_sha256")
 _SCORE_KEYS: Final = frozenset({"scores", "validation_scores", "leaderboard"})
 
 
@@ -697,6 +660,7 @@ def _identities(cell: JsonObject) -> Identities:
     weights = meta.get("weights_sha256")
     files = cell.get("task_files_sha256") or {}
     return Identities(
+        dump=cell.get("dump_sha256"),
         weights=json.dumps(weights, sort_keys=True) if weights else None,
         settings=(f"predictor={cell.get('predictor')}",),
         files=tuple(str(files[k]) for k in sorted(files)),

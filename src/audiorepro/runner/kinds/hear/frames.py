@@ -3,7 +3,8 @@ events scored as heareval scores them.
 
 Embeddings: each clip, read as heareval reads it, goes to the module's own
 ``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
-ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call.
+ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call
+(:func:`frame_clip`; the cell's embeddings are a cache entry, :mod:`.entry`).
 Predictor ``linear-v1`` per label per frame: for each label of the vocabulary, ``linear-v1``
 (docs/linear-probe.md) fitted on the training split(s)' frames with targets "label active at the
 frame's timestamp" (``start <= t < end + 0.0001`` ms, as heareval's embedding runner labels
@@ -104,28 +105,23 @@ def _py_frames(func: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
     return e, t
 
 
-def embed_frames(
-    encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every clip's timestamp embeddings (float32, frames x dim) and timestamps (ms), split
-    -> file -> array, one clip per call (:func:`frame_source`)."""
-    source = frame_source(encoder)
-    emb: dict[str, dict[str, Any]] = {}
-    stamps: dict[str, dict[str, Any]] = {}
-    for split in task.metadata.splits:
-        emb[split], stamps[split] = {}, {}
-        for name in task.files(split):
-            raw_e, raw_t = source(read(task.audio_dir(rate, split) / name))
-            e = np.asarray(raw_e, dtype=np.float32)
-            t = np.asarray(raw_t, dtype=np.float64)
-            if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
-                raise UserError(
-                    f"frames of {split}/{name} are {e.shape} embeddings and {t.shape} "
-                    "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
-                    key="MODEL",
-                )
-            emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
-    return emb, stamps
+def frame_clip(
+    source: Callable[[npt.NDArray[np.float32]], tuple[Any, Any]],
+    clip: npt.NDArray[np.float32],
+    where: str,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
+    """One clip's timestamp embeddings (float32, frames x dim) and timestamps (ms) from
+    :func:`frame_source`, checked (``where``: the clip, ``<split>/<file>``)."""
+    raw_e, raw_t = source(clip)
+    e = np.asarray(raw_e, dtype=np.float32)
+    t = np.asarray(raw_t, dtype=np.float64)
+    if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+        raise UserError(
+            f"frames of {where} are {e.shape} embeddings and {t.shape} "
+            "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
+            key="MODEL",
+        )
+    return np.ascontiguousarray(e), t
 
 
 @dataclass(frozen=True)
