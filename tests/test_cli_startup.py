@@ -185,6 +185,28 @@ def test_the_startup_benchmark_runs_as_documented(demo: Path) -> None:
     assert "numba's cache after every call: 0 file(s) written" in out
 
 
+def test_metrics_of_a_dump_imports_no_jit_compiler(tmp_path: Path) -> None:
+    """``metrics DUMP`` in a fresh process (issue 48 item 2): the exact rank counts are C
+    compiled by the package's build, so neither numba nor llvmlite is imported, and a
+    ``NUMBA_CACHE_DIR`` (empty, read-only) stays empty; the numbers are printed."""
+    import os
+
+    from tests.conftest import DUMPS
+
+    cache = tmp_path / "numba-cache"
+    cache.mkdir()
+    cache.chmod(0o555)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "metrics", str(DUMPS[0])], capture_output=True,
+        text=True, check=True, env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)),
+    )  # fmt: skip
+    modules = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "audiorepro.metrics._exact_kernels" in modules  # the rank counts were computed
+    assert {m.split(".")[0] for m in modules} & {"numba", "llvmlite"} == set()
+    assert re.search(r"^r@1 \^ +[0-9.]+ +[0-9.]+$", done.stdout, re.M), done.stdout
+    assert list(cache.iterdir()) == []
+
+
 def test_diff_in_a_fresh_process_knows_every_built_in_kind(tmp_path: Path) -> None:
     """diff imports its work when it runs: that work includes registering the built-in kinds
     (a lazy import that skipped them left diff knowing no bundle schema at all)."""
