@@ -28,6 +28,7 @@ root, a fresh /tmp): each call is a new container, so every one is a first call;
 gives the command's own process (wall and CPU, timed inside the container by its parent) and
 the whole ``podman run``.
 
+    # needs podman and the image that tox -e container builds:
     python benchmarks/startup.py --repeat 5 --container localhost/audiorepro:ci
 
 A smaller run (what tests/test_cli_startup.py runs, on the demo it has):
