@@ -46,8 +46,9 @@ ARG SOURCE=https://github.com/audiorepro/audiorepro
 
 # Determinism: cuBLAS needs a fixed workspace for deterministic algorithms; hash seeds and every
 # BLAS/OpenMP pool are fixed (the last bits of CPU kernels follow the thread split); numba's
-# cache (the retrieval metrics' kernels; trec-eval's are compiled into the package and need
-# none) goes to /tmp because a SIF is read-only; nothing is downloaded at run time (weights and
+# cache (librosa's kernels, for the resemblyzer encoder; audiorepro's own, trec-eval's and the
+# rank counts', are compiled into the package and need none) goes to /tmp because a SIF is
+# read-only; nothing is downloaded at run time (weights and
 # data come in through read-only binds).
 ENV PYTHONHASHSEED=0 \
     CUBLAS_WORKSPACE_CONFIG=:4096:8 \

@@ -8,7 +8,9 @@
 2. Stamp the git commit and dirty flag of the checkout a wheel is built from into the package
    (``audiorepro/_build_info.json``), so that a wheel install's manifests record it
    (``audiorepro.runner.output.manifest``). Deterministic: the file holds the commit and the
-   flag only, and is left out when the build does not run in a git checkout (an sdist)."""
+   flag only, and is left out when the build does not run in a git checkout (an sdist).
+3. The compiled exact rank counts of the retrieval metrics (``metrics/_rankcount.c``, loaded by
+   ``audiorepro.metrics._exact_kernels``), built as 1. and with the same flags."""
 
 from __future__ import annotations
 
@@ -52,4 +54,13 @@ TREC_KERNELS = Extension(
     libraries=["m"],
 )
 
-setup(cmdclass={"build_py": StampedBuildPy}, ext_modules=[TREC_KERNELS])
+RANK_COUNT_KERNELS = Extension(
+    "audiorepro.metrics._rankcount",
+    sources=["src/audiorepro/metrics/_rankcount.c"],
+    # -O3: vectorized counting loops (integer sums of comparisons: no floating-point change),
+    # a third less CPU than -O2 on the chunk passes.
+    extra_compile_args=["-O3", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"],
+    libraries=["m", "pthread"],
+)
+
+setup(cmdclass={"build_py": StampedBuildPy}, ext_modules=[TREC_KERNELS, RANK_COUNT_KERNELS])

@@ -71,8 +71,8 @@ LAZY = {
     "threadpoolctl",
     # scikit-learn: the linear-v1 and ridge-v1 probes (a second at import, for one command).
     "sklearn",
-    # numba's compiler, half a second at import: the compiled passes of the exact rank counts
-    # load when a rank count is computed, not for a profile's declaration (verify OUT, diff).
+    # The compiled passes of the exact rank counts (C, loaded with ctypes) load when a rank
+    # count is computed, not for a profile's declaration (verify OUT, diff).
     "audiorepro.metrics._exact_kernels",
     # The Python API behind `import audiorepro` (audiorepro.__getattr__): the whole runner,
     # seconds of imports that no command, worker or `import audiorepro.core...` should pay.

@@ -248,7 +248,8 @@ from pathlib import Path
 from audiorepro.cli import main
 from audiorepro.formats.dump import load_dump
 from audiorepro.metrics.retrieval import compute_retrieval
-# Compile the numba kernels before the limit: their cache files are not what is tested.
+# Load the rank-count kernels before the limit (a checkout builds them in place on first use):
+# their files are not what is tested.
 compute_retrieval(load_dump(sys.argv[3]))
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG, not a kill
 # The command imports its stack lazily, after the limit: CPython would write those modules'

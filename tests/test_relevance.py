@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -15,6 +14,7 @@ from hypothesis import strategies as st
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.dump import Dump, load_dump, make_dump
+from audiorepro.metrics import _exact_kernels as kernels
 from audiorepro.metrics._exact import ExactStats, exact_rank_counts, exact_relevance_counts
 from audiorepro.metrics.profiles import compute_profile
 from audiorepro.metrics.retrieval import (
@@ -146,14 +146,13 @@ def test_thread_count_and_chunks_change_nothing_under_general_relevance() -> Non
     audio[5] = audio[17]  # a duplicated clip of another class: exact ties
     indptr = np.arange(len(label) + 1)
     d = make_dump(audio, centers, relevance_indptr=indptr, relevance_indices=label)
-    before = numba.get_num_threads()
     try:
-        numba.set_num_threads(1)
+        kernels.set_threads(1)
         one = compute_retrieval(d, chunk_rows=7)
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+        kernels.set_threads(4)
         many = compute_retrieval(d)
     finally:
-        numba.set_num_threads(before)
+        kernels.set_threads(None)
     assert one.metrics() == many.metrics() and one.ties() == many.ties()
     assert one.stats.exact > 0  # the duplicated clip forced exact decisions
     # a2t: each clip's prompt against the 39 others; t2a: each prompt's 15 clips against 585.

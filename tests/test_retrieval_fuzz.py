@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from audiorepro.formats.dump import make_dump
+from audiorepro.metrics import _exact_kernels as kernels
 from audiorepro.metrics.retrieval import (
     Ranking,
     _ndcg_decimal,
@@ -72,14 +72,13 @@ def test_thread_count_changes_nothing() -> None:
     t2a = np.repeat(np.arange(700), 3)
     text = (audio[t2a] + rng.standard_normal((2100, 24)).astype(np.float32)).astype(np.float32)
     d = make_dump(audio, text, t2a)
-    before = numba.get_num_threads()
     try:
-        numba.set_num_threads(1)
+        kernels.set_threads(1)
         one = compute_retrieval(d, chunk_rows=333)
-        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        kernels.set_threads(4)
         many = compute_retrieval(d, chunk_rows=1000)
     finally:
-        numba.set_num_threads(before)
+        kernels.set_threads(None)
     assert one.metrics() == many.metrics()
     assert one.ties() == many.ties()
     assert one.stats.exact > 0  # the duplicated clip forced exact decisions

@@ -58,7 +58,7 @@ def _checkout_copy(tree: Path) -> Path:
     tree.mkdir(parents=True, exist_ok=True)
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, tree / name)
-    built = shutil.ignore_patterns("_trec*.so", "__pycache__", "*.lock")
+    built = shutil.ignore_patterns("_trec*.so", "_rankcount*.so", "__pycache__", "*.lock")
     shutil.copytree(ROOT / "src", tree / "src", ignore=built)
     return tree
 
@@ -77,7 +77,7 @@ def test_a_first_trec_eval_in_a_fresh_process_compiles_nothing(tmp_path: Path) -
 def test_the_wheel_carries_the_kernels_and_a_fresh_install_runs_them(tmp_path: Path) -> None:
     """The package's own build (what tox's ``package = wheel`` and the image run) compiles the
     kernels into a cp311 wheel; installed alone (``--target``, no checkout beside it), its
-    first trec-eval finds them and builds nothing."""
+    first trec-eval and its first metrics DUMP find them and build nothing."""
     tree = _checkout_copy(tmp_path / "tree")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(tmp_path / "dist"), str(tree)], check=True,
@@ -86,6 +86,7 @@ def test_the_wheel_carries_the_kernels_and_a_fresh_install_runs_them(tmp_path: P
     assert wheel.name.endswith("-cp311-cp311-linux_x86_64.whl"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
     assert "audiorepro/core/_trec.cpython-311-x86_64-linux-gnu.so" in names
+    assert "audiorepro/metrics/_rankcount.cpython-311-x86_64-linux-gnu.so" in names
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(site), str(wheel)], check=True, capture_output=True)  # fmt: skip
@@ -101,6 +102,14 @@ def test_the_wheel_carries_the_kernels_and_a_fresh_install_runs_them(tmp_path: P
                           capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
     report = _report(proc)
     assert proc.stdout == EXPECTED and report["jit"] == []
+    # The retrieval metrics' exact rank counts, compiled into the same wheel (issue 48 item 2).
+    metrics = code.replace("main(['trec-eval', '-m', 'map', '-m', 'ndcg_cut.10', sys.argv[1], "
+                           "sys.argv[2]])", "main(['metrics', sys.argv[1]])")  # fmt: skip
+    assert metrics != code
+    dump = ROOT / "fixtures" / "dumps" / "synthetic_1cap.npz"
+    proc = subprocess.run([sys.executable, "-c", metrics, str(dump)], env=env,
+                          capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    assert _report(proc)["jit"] == [] and "r@1 ^" in proc.stdout
     after = sorted(p.relative_to(site) for p in package.rglob("*") if "__pycache__" not in p.parts)
     assert after == before and list(cache.iterdir()) == []
 

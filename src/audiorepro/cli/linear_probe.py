@@ -60,8 +60,8 @@ def linear_probe(
 ) -> None:
     """The linear-v1 probe (docs/linear-probe.md) on DUMP's audio_embeds, leaving one fold of
     LABELS out at a time: accuracy per fold and their mean."""
+    from audiorepro.cli.linear_probe_work import linear_probe_dump
     from audiorepro.core.io import write_json
-    from audiorepro.runner.kinds.linear_probe import linear_probe_dump
 
     c = _positive_c(c_text)
     report = linear_probe_dump(dump, labels, fold_column=fold_column, c=c)

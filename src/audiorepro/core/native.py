@@ -43,6 +43,8 @@ BUILD_HINT = (
 )
 
 _LIB: ctypes.CDLL | None = None
+#: A library's functions: name -> (result, arguments), as ctypes takes them.
+SignatureMap = dict[str, tuple[Any, list[Any]]]
 
 _P = ctypes.c_void_p
 _I = ctypes.c_int64
@@ -133,3 +135,65 @@ def pointer(array: npt.NDArray[Any], dtype: type[np.generic], keep: list[Any]) -
     keep.append(held)
     address: int = held.ctypes.data
     return address
+
+
+class CompiledKernels:
+    """Another compiled library of the package (a plain C source beside its loader, built by
+    ``setup.py`` as a setuptools ``Extension``), found, built in place in a checkout and
+    loaded as the trec-eval kernels are (see the module): ``stem`` names the source
+    (``HOME/STEM.c``) and the library (``HOME/STEM*.so``)."""
+
+    def __init__(
+        self, home: Path, stem: str, what: str, abi: tuple[str, int], signatures: SignatureMap
+    ) -> None:
+        self.home, self.stem, self.what, self.abi, self.signatures = (
+            home, stem, what, abi, signatures,
+        )  # fmt: skip
+        self.source = home / f"{stem}.c"
+        self._lib: ctypes.CDLL | None = None
+
+    def path(self) -> Path | None:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = self.home / f"{self.stem}{suffix}"
+            if path.is_file():
+                return path
+        return None
+
+    def _checkout(self) -> bool:
+        return self.home.parent.parent.name == "src" and SETUP.is_file() and self.source.is_file()
+
+    def _stale(self, path: Path | None) -> bool:
+        if path is None:
+            return True
+        return self._checkout() and self.source.stat().st_mtime > path.stat().st_mtime
+
+    def _build(self) -> None:
+        if not self._checkout() or not os.access(self.home, os.W_OK):
+            return
+        with open(self.home / f".{self.stem.strip('_')}-build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self._stale(self.path()):
+                subprocess.run(
+                    [sys.executable, str(SETUP), "-q", "build_ext", "--inplace"],
+                    cwd=SETUP.parent, capture_output=True, check=False, timeout=300,
+                )  # fmt: skip
+
+    def library(self) -> ctypes.CDLL:
+        """The loaded library (built in place first in a source checkout)."""
+        if self._lib is not None:
+            return self._lib
+        if self._stale(self.path()):
+            self._build()
+        path = self.path()
+        relative = f"audiorepro/{self.home.name}/{self.stem}*.so"
+        if path is None:
+            raise UserError(f"the compiled {self.what} ({relative}) are missing; {BUILD_HINT}")
+        lib = ctypes.CDLL(str(path))
+        for name, (result, arguments) in self.signatures.items():
+            function = getattr(lib, name)
+            function.restype, function.argtypes = result, arguments
+        if getattr(lib, self.abi[0])() != self.abi[1]:
+            raise UserError(f"the compiled {self.what} ({path}) are from another version of "
+                            f"audiorepro; {BUILD_HINT}")  # fmt: skip
+        self._lib = lib
+        return lib

@@ -86,7 +86,7 @@ def _unit_roundoff(dtype: np.dtype[Any]) -> tuple[float, float]:
 
 
 def _kernels() -> Any:
-    """The compiled passes, imported on first use (numba's compiler costs half a second)."""
+    """The compiled passes (C, loaded with ctypes), imported when a rank count is computed."""
     import audiorepro.metrics._exact_kernels as kernels
 
     return kernels
@@ -201,10 +201,9 @@ class _Entries:
         Q, Items, ptr, idx = self.ctx[:4]
         und = np.zeros((int(self.amb.sum()), 2), np.int64)
         pos = np.zeros(2, np.int64)
-        none = np.zeros(0, np.int64)
         for q in np.flatnonzero(self.amb).tolist():
             for k in range(int(ptr[q]), int(ptr[q + 1])):
-                _kernels()._scan_rel(S, q, k, c0, self.ctx, none, True, und, pos)
+                _kernels().collect_rel(S, q, k, c0, self.ctx, und, pos)
         self.n_exact += len(und)
         for k, i in und.tolist():
             q = int(self.qk[k])
@@ -235,7 +234,7 @@ def _settle_t2a(
     und = np.zeros((int(amb.sum()), 2), np.int64)
     pos = np.zeros(2, np.int64)
     for j in np.flatnonzero(amb).tolist():
-        _kernels()._scan_t2a(St, j, c0, ctx, np.zeros(0, np.int64), True, und, pos)
+        _kernels().collect_t2a(St, j, c0, ctx, und, pos)
     tied = []
     for i, j in und.tolist():
         s = exact_dot_difference_sign(T[i], A[j], T[i], A[t2a[i]])
@@ -271,7 +270,7 @@ def exact_rank_counts(
     g_fast, g64 = _gamma(d, u), _gamma(d, u64)
     nA, nT = _norms(A), _norms(T)
     eta_fast, eta64x2 = 2 * d * eta, 2 * d * eta64
-    p64 = _kernels()._pair_scores(T, A, t2a)
+    p64 = _kernels().pair_scores(T, A, t2a)
     # t2a bands (doubled bounds) around each caption's threshold, rounded outward to the
     # dtype of the BLAS result so that the vectorized comparisons stay rigorous.
     err_pair = g64 * nT * nA[t2a]
@@ -295,7 +294,7 @@ def exact_rank_counts(
         c1 = min(m, c0 + chunks.step)
         St = flat[: n * (c1 - c0)].reshape(n, c1 - c0)
         np.matmul(A, T[c0:c1].T, out=St)
-        _kernels()._count_chunk(St, c0, ctx, a2t.ctx, t2a_gt, a2t.gt, amb_t2a, a2t.amb, refined)
+        _kernels().count_chunk(St, c0, ctx, a2t.ctx, (t2a_gt, a2t.gt), (amb_t2a, a2t.amb), refined)
         if amb_t2a.any():
             ties = _settle_t2a(St, c0, ctx, amb_t2a, (t2a_gt, t2a_eq))
             n_exact += int(amb_t2a.sum())
@@ -342,7 +341,7 @@ def exact_relevance_counts(
     idx = np.ascontiguousarray(indices, dtype=np.int64)
     nq, ni = Q.shape[0], Items.shape[0]
     qk = np.repeat(np.arange(nq, dtype=np.int64), np.diff(ptr))
-    p64 = _kernels()._entry_scores(Q, Items, qk, idx)
+    p64 = _kernels().entry_scores(Q, Items, qk, idx)
     side = _Entries.build(Q, Items, ptr, idx, p64, (_norms(Q), _norms(Items)))
     refined = np.zeros(1, np.int64)
     chunks = _chunks(ni, nq, chunk_rows)
@@ -351,7 +350,7 @@ def exact_relevance_counts(
         c1 = min(ni, c0 + chunks.step)
         S = flat[: nq * (c1 - c0)].reshape(nq, c1 - c0)
         np.matmul(Q, Items[c0:c1].T, out=S)
-        _kernels()._count_chunk_rel(S, c0, side.ctx, side.gt, side.amb, refined)
+        _kernels().count_chunk_rel(S, c0, side.ctx, side.gt, side.amb, refined)
         side.settle(S, c0)
     n_rel = np.diff(ptr)
     comparisons = int(np.sum(n_rel * (ni - n_rel)))
