@@ -32,18 +32,34 @@ from audiorepro.cli.options import HEAR_PREDICTORS as PREDICTORS
     help="The downstream predictor trained on the embeddings.",
 )
 @click.option(
+    "--embeddings",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="heareval's embeddings of a submission (E/<module>/, holding <task folder>/ as "
+    "heareval's embedding runner writes them): the predictor runs on them and MODEL only "
+    "names the submission (nothing is loaded).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     required=True,
     help="Where each task's embeddings (heareval's layout) and test.predicted-scores.json go.",
 )
-def hear(model: str, tasks_dir: Path, tasks: tuple[str, ...], predictor: str, out: Path) -> None:
+def hear(
+    model: str,
+    tasks_dir: Path,
+    tasks: tuple[str, ...],
+    predictor: str,
+    embeddings: Path | None,
+    out: Path,
+) -> None:
     """MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR
     tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings for
     event tasks; a py: encoder's embed_audio and embed_frames), the predictor on heareval's
-    splits, heareval's scores (docs/hear.md)."""
+    splits, heareval's scores (docs/hear.md); with --embeddings, a submission's saved
+    embeddings in place of running MODEL."""
     from audiorepro.runner.hear import format_results, run_hear
 
-    results = run_hear(model, tasks_dir, tasks, predictor, out)
+    results = run_hear(model, tasks_dir, tasks, predictor, out, embeddings=embeddings)
     for line in format_results(results):
         click.echo(line)
