@@ -112,8 +112,8 @@ def run_hear(
     saved = None if embeddings is None else Path(embeddings).resolve()
     if saved is None:
         load_model(model)  # loaded once per process: the study's cells reuse it
-    for path in paths if saved is not None else ():
-        if not (saved / path.name).is_dir():
+    for path in paths:
+        if saved is not None and not (saved / path.name).is_dir():
             raise UserError(
                 f"is missing; expected heareval's embeddings of task {path.name} (--embeddings "
                 "E/<module> holds one folder per task, as heareval's embedding runner writes)",
