@@ -270,6 +270,7 @@ LAYERS = {
         "test_hear_mlp.py",
         "test_hear_networks.py",
         "test_hear_saved.py",
+        "test_hear_saved_embeddings.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",

@@ -271,10 +271,11 @@ def _check_clips(task: HearTask, root: Path, split: str) -> None:
         doc = parse_json(read_text(copy, what="heareval's copy of a split file"), source=copy)
         listed = set(doc) if isinstance(doc, dict) else set()
         if listed != want:
-            odd = sorted(listed ^ want)[0]
+            extra, lacking = sorted(listed - want), sorted(want - listed)
+            what = f"names {extra[0]!r}, not" if extra else f"lacks {lacking[0]!r},"
             raise UserError(
-                f"lists {len(listed)} files, the task's lists {len(want)} (e.g. {odd!r} is in "
-                f"one only); expected the embeddings of task {task.name}",
+                f"{what} a file of the task's {split}.json; expected the embeddings of task "
+                f"{task.name}",
                 source=copy,
             )
     saved = {p.name[: -len(".embedding.npy")] for p in (root / split).glob("*.embedding.npy")}
