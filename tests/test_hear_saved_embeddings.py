@@ -261,3 +261,44 @@ def test_diff_names_the_saved_embeddings_that_moved_a_score(
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
     out = capsys.readouterr().out
     assert "embeddings_sha256" in out and "top1_acc" in out, out
+
+
+@pytest.mark.heareval
+def test_heareval_s_saved_embeddings_and_predictions_verify_its_row(
+    tasks_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """heareval's own embedding runner (the stand-in model of tests/hear_reference.py) and its
+    own predictor (the default grid, 8 points, as `hear-mlp-v1`; one intra-op thread, as the
+    kit trains) write one submission's folder; a study scores its predictions as saved and
+    trains `hear-mlp-v1` on its embeddings: both give heareval's logged score of the row (the
+    same test predictions to the bit: tests/test_hear_mlp.py), PASS; a row off by 0.2 FAILs."""
+    import torch
+
+    from tests.hear_reference import heareval_embeddings, heareval_predictions
+
+    shutil.copytree(tasks_dir, tmp_path / "tasks")
+    sub = tmp_path / "embeddings" / "stand-in" / "words-v1-full"
+    heareval_embeddings(read_task(tmp_path / "tasks" / "words-v1-full"), sub)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        heareval_predictions(sub, grid="default", grid_points=8)
+    finally:
+        torch.set_num_threads(threads)
+    logged = json.loads((sub / "test.predicted-scores.json").read_text())["test"]["test_top1_acc"]
+    rows = _row("e", {"top1_acc": logged}, 1e-6) + _row("p", {"top1_acc": logged}, 1e-6)
+    rows += _row("e-off", {"top1_acc": abs(logged - 0.2)}, 0.05)
+    folder = "embeddings/stand-in/words-v1-full"
+    cells = [(c, "words", k, folder) for c, k in (("e", "embeddings"), ("p", "predictions"))]
+    study = _study(tmp_path / "s.toml", [*cells, ("e-off", "words", "embeddings", folder)], rows)
+    text = study.read_text().replace('embeddings = "', 'predictor = "hear-mlp-v1"\nembeddings = "')
+    study.write_text(text)
+    assert main(["reproduce", str(study), "--out", str(tmp_path / "out")]) == 1
+    got = {r["cell"]: r["status"] for r in _golden(tmp_path / "out")}
+    assert got == {"e": "PASS", "p": "PASS", "e-off": "FAIL"}
+    bundle = json.loads(gzip.decompress((tmp_path / "out" / "bundle.json.gz").read_bytes()))
+    board = {c["id"]: c["leaderboard"]["top1_acc"] for c in bundle["cells"]}
+    assert board["e"] == board["p"] and float(np.float32(board["e"])) == logged
+    capsys.readouterr()
+    assert main(["verify", str(study)]) == 1
+    assert "NOT VERIFIED" not in capsys.readouterr().out
