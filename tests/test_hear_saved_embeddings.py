@@ -302,3 +302,42 @@ def test_heareval_s_saved_embeddings_and_predictions_verify_its_row(
     capsys.readouterr()
     assert main(["verify", str(study)]) == 1
     assert "NOT VERIFIED" not in capsys.readouterr().out
+
+
+def test_the_documented_saved_embeddings_line_as_written(tmp_path: Path) -> None:
+    """docs/hear.md, "A submission's saved embeddings": the module and the lines of "Run a
+    HEAR module" as printed (they write hear-out), then the page's line on its embeddings;
+    the tables are the module run's, byte for byte."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.test_documented_commands import blocks
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("needs espeak-ng to build the HEAR tasks (apt-get install espeak-ng)")
+    page = blocks("docs/hear.md")
+    run = [b for b in page if b.heading.startswith("Run a HEAR module")]
+    (source,) = [b.body for b in run if b.lang == "python"]
+    (shell,) = [b for b in run if b.lang == "bash"]
+    (saved,) = [b for b in page if b.heading.startswith("A submission's saved embeddings")]
+    (tmp_path / "my_hear_module.py").write_text(source + "\n")
+    (tmp_path / "tools").mkdir()
+    for tool in ("make_hear_tasks.py", "make_speech.py"):
+        shutil.copy(ROOT / "tools" / tool, tmp_path / "tools" / tool)
+    for line in [*shell.commands(), *saved.commands()]:
+        argv = shlex.split(line)
+        # -P: the folder is not on the import path; audiorepro finds the module (see
+        # tests/test_hear_command.py), and with --embeddings never imports it
+        program = [sys.executable, "-P"] + ([] if argv[0] == "python" else ["-m", "audiorepro"])
+        done = subprocess.run(
+            [*program, *argv[1:]], cwd=tmp_path, env=dict(os.environ), capture_output=True,
+            text=True, check=False, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
+    assert "--embeddings hear-out" in saved.body
+    for table in TABLES:
+        ours = (tmp_path / "hear-saved" / "tables" / table).read_bytes()
+        assert ours == (tmp_path / "hear-out" / "tables" / table).read_bytes()
