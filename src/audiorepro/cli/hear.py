@@ -56,8 +56,7 @@ def hear(
     """MODEL (hear:MODULE[:WEIGHTS], py:MODULE:FACTORY or a registry entry) over HEAR
     tasks: embeddings by the module's own get_scene_embeddings (get_timestamp_embeddings for
     event tasks; a py: encoder's embed_audio and embed_frames), the predictor on heareval's
-    splits, heareval's scores (docs/hear.md); with --embeddings, a submission's saved
-    embeddings in place of running MODEL."""
+    splits, heareval's scores (docs/hear.md)."""
     from audiorepro.runner.hear import format_results, run_hear
 
     results = run_hear(model, tasks_dir, tasks, predictor, out, embeddings=embeddings)
