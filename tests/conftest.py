@@ -271,11 +271,12 @@ LAYERS = {
         "test_hear_networks.py",
         "test_hear_saved.py",
         "test_hear_cache.py",
+        "test_hear_saved_embeddings.py",
     },
     "e2e": {
         "test_readme.py", "test_reproduce.py", "test_scaleout.py", "test_crosscpu.py",
         "test_hpc_readme.py", "test_evaluate.py", "test_report_html.py", "test_number_view.py",
-        "test_speech_study.py", "test_user_code.py",
+        "test_speech_study.py", "test_user_code.py", "test_hear_bench.py",
     },
 }  # fmt: skip
 #: Modules whose tests take seconds each (models, the demo, Slurm): ``-m "not slow"`` is the
@@ -285,7 +286,7 @@ SLOW = {
     "test_diff_runs.py",
     "test_evaluate.py", "test_number_view.py", "test_encoders.py", "test_speech_study.py",
     "test_linear_probe_study.py", "test_speaker_probe.py", "test_code_identity.py",
-    "test_embedding_cache.py", "test_user_code.py",
+    "test_embedding_cache.py", "test_user_code.py", "test_hear_bench.py",
 }  # fmt: skip
 
 

@@ -70,6 +70,10 @@ RUN_BY: dict[tuple[str, str, int], str] = {
         "tests/test_hear_command.py::test_the_documented_hear_lines_as_written",
     ("docs/hear.md", "Embeddings through the cache, and on Slurm", 0):
         "tests/test_scaleout.py::test_the_documented_hear_slurm_lines_as_written",
+    ("docs/hear.md", "A submission's saved embeddings, without its model", 0):
+        "tests/test_hear_saved_embeddings.py::test_the_documented_saved_embeddings_line_as_written",
+    ("docs/benchmarks.md", "Real networks over HEAR tasks: the kit against heareval", 0):
+        "tests/test_hear_bench.py::test_the_documented_hear_benchmark_runs_as_written_at_tiny_size",
     ("docs/hear.md", "Your own encoder and a real network", 0):
         "tests/test_hear_networks.py::test_a_py_encoder_runs_scene_and_event_tasks_as_documented",
     ("docs/metrics.md", "Speaker verification: EER, minDCF, Cllr under each toolkit's definition",

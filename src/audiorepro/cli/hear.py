@@ -34,6 +34,14 @@ from audiorepro.cli.options import slurm_options, slurm_settings
     help="The downstream predictor trained on the embeddings.",
 )
 @click.option(
+    "--embeddings",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="heareval's embeddings of a submission (E/<module>/, holding <task folder>/ as "
+    "heareval's embedding runner writes them): the predictor runs on them and MODEL only "
+    "names the submission (nothing is loaded).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     required=True,
@@ -64,6 +72,7 @@ def hear(
     tasks_dir: Path,
     tasks: tuple[str, ...],
     predictor: str,
+    embeddings: Path | None,
     out: Path,
     executor: str,
     slurm_folder: Path | None,
@@ -83,7 +92,7 @@ def hear(
     if executor == "slurm":
         slurm = slurm_settings(slurm_kw, folder=slurm_folder, wait_timeout_s=wait_timeout)
     try:
-        results = run_hear(model, tasks_dir, tasks, predictor, out, slurm)
+        results = run_hear(model, tasks_dir, tasks, predictor, out, slurm, embeddings=embeddings)
     except SlurmFailed as failed:
         click.echo(f"hear: FAILED ({len(failed.failures)} array task(s)):")
         for line in failed.failures:

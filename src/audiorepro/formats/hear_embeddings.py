@@ -190,8 +190,38 @@ def _write_split_rows(root: Path, split: str, files: list[Path], kind: str) -> N
         (root / f"{split}.filename-timestamps.json").write_text(text)
 
 
+def _finite(emb: npt.NDArray[np.float32], path: Path) -> None:
+    bad = ~np.isfinite(emb)
+    if bad.any():
+        where = "" if emb.ndim == 1 else f" in frame {int(np.argwhere(bad)[0][0])}"
+        raise UserError(
+            f"has NaN or infinite values{where}; expected finite embeddings", source=path
+        )
+
+
+def _check_labels(labels: Any, expected: Any, path: Path, *, event: bool) -> None:
+    """The saved labels are the task's: a scene file's as its split file has them, an event
+    file's per frame as a multiset (heareval lists overlapping events in a set's order)."""
+    if event:
+        same = isinstance(labels, list) and len(labels) == len(expected)
+        for i, (got, want) in enumerate(zip(labels if same else [], expected, strict=False)):
+            if not isinstance(got, list) or sorted(map(json.dumps, got)) != sorted(
+                map(json.dumps, want)
+            ):
+                raise UserError(
+                    f"frame {i} has labels {got!r}; expected {want!r}, the task's events at "
+                    "its timestamp",
+                    source=path,
+                )
+        if same:
+            return
+    elif labels == expected:
+        return
+    raise UserError(f"is {labels!r}; expected the task's labels {expected!r}", source=path)
+
+
 def _read_file(
-    outdir: Path, name: str, kind: str, dims: set[int]
+    outdir: Path, name: str, kind: str, dims: set[int], raw: Any
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64] | None, Any]:
     path = outdir / f"{name}.embedding.npy"
     if not path.is_file():
@@ -204,28 +234,64 @@ def _read_file(
     dims.add(int(emb.shape[-1]))
     if len(dims) > 1:
         raise UserError(f"has dimension {emb.shape[-1]}, others {sorted(dims)}", source=path)
+    _finite(emb, path)
     labels_path = outdir / f"{name}.target-labels.json"
     labels = parse_json(read_text(labels_path, what="heareval target labels"), source=labels_path)
     if kind == "scene":
+        _check_labels(labels, raw, labels_path, event=False)
         return emb, None, labels
     ts_path = outdir / f"{name}.timestamps.json"
+    if not ts_path.is_file():
+        raise UserError(
+            "is missing; expected the frames' timestamps (ms) of an event task", source=ts_path
+        )
     stamps = parse_json(read_text(ts_path, what="heareval timestamps"), source=ts_path)
     if not isinstance(stamps, list) or not all(
-        isinstance(t, int | float) and not isinstance(t, bool) for t in stamps
+        isinstance(t, int | float) and not isinstance(t, bool) and np.isfinite(t) for t in stamps
     ):
-        raise UserError("expected a JSON list of timestamps (ms)", source=ts_path)
+        raise UserError("expected a JSON list of finite timestamps (ms)", source=ts_path)
     if not (len(stamps) == emb.shape[0] == (len(labels) if isinstance(labels, list) else -1)):
         raise UserError(
             f"expected one timestamp and one label list per frame ({emb.shape[0]} frames), "
             f"got {len(stamps)} timestamps",
             source=ts_path,
         )
+    expected = _raw_frame_labels(raw, np.asarray(stamps, np.float64))
+    _check_labels(labels, expected, labels_path, event=True)
     return emb, np.asarray(stamps, dtype=np.float64), labels
+
+
+def _check_clips(task: HearTask, root: Path, split: str) -> None:
+    """The folder holds the task's clips of ``split``: its copy of ``<split>.json`` (where
+    heareval wrote one) and its ``*.embedding.npy`` name the same files as the task's."""
+    want = set(task.files(split))
+    copy = root / f"{split}.json"
+    listed: set[str] = set()
+    if copy.is_file():
+        doc = parse_json(read_text(copy, what="heareval's copy of a split file"), source=copy)
+        listed = set(doc) if isinstance(doc, dict) else set()
+        if listed != want:
+            extra, lacking = sorted(listed - want), sorted(want - listed)
+            what = f"names {extra[0]!r}, not" if extra else f"lacks {lacking[0]!r},"
+            raise UserError(
+                f"{what} a file of the task's {split}.json; expected the embeddings of task "
+                f"{task.name}",
+                source=copy,
+            )
+    saved = {p.name[: -len(".embedding.npy")] for p in (root / split).glob("*.embedding.npy")}
+    extra = sorted(saved - want)
+    if extra:
+        raise UserError(
+            f"holds {extra[0]}.embedding.npy, not a file of the task's {split}.json; expected "
+            f"the embeddings of task {task.name}",
+            source=root / split,
+        )
 
 
 def read_embeddings(task: HearTask, folder: str | Path) -> dict[str, HearSplitEmbeddings]:
     """Read heareval's per-file embeddings of ``task`` from ``folder`` (its
-    ``E/<module>/<task folder>``): every file of every split."""
+    ``E/<module>/<task folder>``): every file of every split, checked to be the task's (its
+    files, their labels and, for an event task, timestamps) and finite."""
     root = Path(folder)
     if not root.is_dir():
         raise UserError("is not a folder (expected heareval's embeddings of a task)", source=root)
@@ -233,12 +299,20 @@ def read_embeddings(task: HearTask, folder: str | Path) -> dict[str, HearSplitEm
     dims: set[int] = set()
     out: dict[str, HearSplitEmbeddings] = {}
     for split in task.metadata.splits:
+        if not (root / split).is_dir():
+            raise UserError(
+                f"is missing; expected heareval's embeddings of split {split!r} of task "
+                f"{task.name} ({len(task.files(split))} files)",
+                source=root / split,
+            )
+        _check_clips(task, root, split)
+        raw = _raw_split(task, split)
         files = task.files(split)
         embs: dict[str, npt.NDArray[np.float32]] = {}
         stamps: dict[str, npt.NDArray[np.float64]] = {}
         labels: dict[str, Any] = {}
         for name in files:
-            emb, ts, lbl = _read_file(root / split, name, kind, dims)
+            emb, ts, lbl = _read_file(root / split, name, kind, dims, raw[name])
             embs[name], labels[name] = emb, lbl
             if ts is not None:
                 stamps[name] = ts

@@ -7,6 +7,9 @@ OUT is touched, then runs the study through the common driver: OUT holds each ta
 embeddings in heareval's layout and its ``test.predicted-scores.json`` under
 ``OUT/<task folder>/``, beside the tables, ``report.html``, ``bundle.json.gz``,
 ``verification.json`` and the manifest of any study (which records the study's SHA-256).
+With ``--embeddings E`` a submission's saved embeddings (``E/<task folder>/``, heareval's
+layout) stand for the model: each cell reads them (``embeddings = ...``), MODEL only names
+the submission, and OUT holds no copy of them.
 """
 
 from __future__ import annotations
@@ -55,9 +58,16 @@ class HearTaskResult:
     scores: dict[str, dict[str, float]]
 
 
-def hear_study_text(model: str, tasks_dir: Path, tasks: list[str], predictor: str) -> str:
+def hear_study_text(
+    model: str,
+    tasks_dir: Path,
+    tasks: list[str],
+    predictor: str,
+    embeddings: Path | None = None,
+) -> str:
     """The ``hear`` study the command runs: one cell per task folder (JSON strings are TOML
-    basic strings).
+    basic strings), with ``embeddings = "<embeddings>/<task folder>"`` when a submission's
+    saved embeddings stand for the model.
 
     >>> print(hear_study_text("hear:m", Path("/t"), ["words-v1-full"], "linear-v1"))
     schema = "audiorepro.study/1"
@@ -77,7 +87,10 @@ def hear_study_text(model: str, tasks_dir: Path, tasks: list[str], predictor: st
     for task in tasks:
         lines += ["[[cell]]", f"id = {q(task)}", f"model = {q(model)}"]
         lines += [f"tasks_dir = {q(str(tasks_dir))}", f"task = {q(task)}"]
-        lines += [f"predictor = {q(predictor)}", ""]
+        lines += [f"predictor = {q(predictor)}"]
+        if embeddings is not None:
+            lines += [f"embeddings = {q(str(embeddings / task))}"]
+        lines += [""]
     return "\n".join(lines)
 
 
@@ -102,11 +115,13 @@ def run_hear(
     predictor: str,
     out: Path,
     slurm: SlurmOptions | None = None,
+    *,
+    embeddings: Path | None = None,
 ) -> list[HearTaskResult]:
-    """The command (module docstring); every task is checked and the module loaded before
-    OUT is touched. With ``slurm``, each task's embeddings are an array task (the extraction
-    cache's HEAR entries, :mod:`audiorepro.runner.kinds.hear.entry`), then the predictors
-    and scores run here."""
+    """The command (module docstring); every task is checked and the module loaded (or, with
+    ``embeddings``, each task's saved embeddings found) before OUT is touched. With ``slurm``,
+    each task's embeddings are an array task (the extraction cache's HEAR entries,
+    :mod:`audiorepro.runner.kinds.hear.entry`), then the predictors and scores run here."""
     if predictor not in PREDICTORS:
         raise UserError(
             f"is {predictor!r}; expected one of {', '.join(PREDICTORS)}", key="--predictor"
@@ -114,10 +129,25 @@ def run_hear(
     paths = find_tasks(tasks_dir, names)
     for path in paths:
         check_task(read_task(path), predictor)
-    load_model(model)  # loaded once per process: the study's cells reuse it
+    saved = None if embeddings is None else Path(embeddings).resolve()
+    if saved is None:
+        load_model(model)  # loaded once per process: the study's cells reuse it
+    for path in paths:
+        if saved is not None and not (saved / path.name).is_dir():
+            raise UserError(
+                f"is missing; expected heareval's embeddings of task {path.name} (--embeddings "
+                "E/<module> holds one folder per task, as heareval's embedding runner writes)",
+                source=saved / path.name,
+            )
+    if slurm is not None and saved is not None:
+        raise UserError(
+            "takes no --executor slurm: saved embeddings leave nothing to compute",
+            key="--embeddings",
+        )
     if slurm is not None:  # before OUT is touched
         require_scheduler()
-    text = hear_study_text(model, Path(tasks_dir).resolve(), [p.name for p in paths], predictor)
+    folders = [p.name for p in paths]
+    text = hear_study_text(model, Path(tasks_dir).resolve(), folders, predictor, saved)
     with tempfile.TemporaryDirectory() as tmp, claim(out):
         check_out(out)
         source = Path(tmp) / "hear.toml" if slurm is None else Path(out).resolve() / SLURM_STUDY

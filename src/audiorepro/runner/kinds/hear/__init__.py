@@ -95,7 +95,11 @@ from audiorepro.runner.kinds.hear.entry import (
 )
 from audiorepro.runner.kinds.hear.frames import EVENT_SCORES, event_fold, frame_source
 from audiorepro.runner.kinds.hear.mlp import grid_points, mlp_cell
-from audiorepro.runner.kinds.hear.saved import score_saved
+from audiorepro.runner.kinds.hear.saved import (
+    SavedEmbeddings,
+    read_saved_embeddings,
+    score_saved,
+)
 from audiorepro.runner.kinds.hear.scene import (
     SCENE_SCORES,
     TWIN_SCORES,
@@ -239,8 +243,10 @@ class HearBundleCell(TypedDict):
     leaderboard: dict[str, float | None]  #: score name -> test value (mean over folds)
     primary_score: str  #: the task's first evaluation score (model selection, the table's)
     predicted_scores: str  #: the path of its test.predicted-scores.json in OUT
-    model_meta: dict[str, JsonValue]  #: weights' SHA-256 and the code's identity
-    #: the SHA-256 of the cell's embeddings' cache entry (absent: saved predictions scored)
+    #: weights' SHA-256 and the code's identity; a submission's saved files' SHA-256
+    #: (``saved_sha256`` per predictions file, ``embeddings_sha256`` over its embeddings)
+    model_meta: dict[str, JsonValue]
+    #: the SHA-256 of the cell's embeddings' cache entry (absent: saved files scored)
     dump_sha256: NotRequired[str]
     #: event tasks: test split (or fold) -> the post-processing chosen on validation
     postprocessing: NotRequired[dict[str, dict[str, float]]]
@@ -285,8 +291,9 @@ class HearBundle(TypedDict):
 @dataclass(frozen=True)
 class CellInputs:
     task: HearTask
-    loaded: Loaded
-    rate: int
+    loaded: Loaded | None  #: None: a submission's saved embeddings stand for the model
+    rate: int  #: the module's sample rate (0 for saved embeddings: no audio is read)
+    saved: SavedEmbeddings | None = None
 
 
 @dataclass
@@ -325,8 +332,15 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
                 state.saved[cell.id] = tasks[cell.id]
             continue
         check_task(tasks[cell.id], cell.predictor)
+        if cell.embeddings is not None:  # heareval's embeddings: the predictor, no model
+            if not cell.embeddings.is_dir():
+                state.errors[cell.id] = f"embeddings folder {cell.embeddings} is missing"
+                state.failures.append(f"cell {cell.id}: {state.errors[cell.id]}")
+                continue
+            saved = read_saved_embeddings(tasks[cell.id], cell.embeddings)
+            state.inputs[cell.id] = CellInputs(tasks[cell.id], None, 0, saved)
     for cell in cells:
-        if cell.id in tasks and cell.predictions is None:
+        if cell.id in tasks and cell.predictions is None and cell.embeddings is None:
             loaded = load_model(cell.model)
             rate = int(loaded.encoder.sample_rate)
             if tasks[cell.id].metadata.embedding_type == "event":
@@ -355,17 +369,22 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
     lacks them; written to ``out/<cell id>/`` in heareval's layout when ``out`` is given,
     with its ``test.predicted-scores.json``), predictions and scores."""
     task = inputs.task
-    entry = cell_embeddings(cell, cache)
     rel = slug(cell.id)
     splits = {"|".join(s["test"]): s for s in data_splits(task.metadata)}
     names = task.metadata.evaluation
     stamps: dict[str, dict[str, Any]] | None = None
     settings: dict[str, Setting] | None = None
     fit: Any = None
-    # each split's files in <split>.json's order (the entry's members are sorted by name)
-    emb = {s: {n: entry.embeddings[s][n] for n in task.files(s)} for s in task.metadata.splits}
-    if entry.timestamps is not None:
-        stamps = {s: {n: entry.timestamps[s][n] for n in task.files(s)} for s in emb}
+    dump_sha256: str | None = None
+    if inputs.saved is not None:  # a submission's saved embeddings, read in load
+        emb, stamps = inputs.saved.embeddings, inputs.saved.timestamps
+    else:
+        entry = cell_embeddings(cell, cache)
+        dump_sha256 = entry.sha256
+        # each split's files in <split>.json's order (the entry's members are sorted by name)
+        emb = {s: {n: entry.embeddings[s][n] for n in task.files(s)} for s in task.metadata.splits}
+        if entry.timestamps is not None:
+            stamps = {s: {n: entry.timestamps[s][n] for n in task.files(s)} for s in emb}
     if cell.predictor == MLP:
         fit = mlp_cell(task, emb, stamps)
         folds, twins, settings = fit.folds, fit.twins, fit.settings
@@ -379,7 +398,8 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
         folds = {k: fold_scores(names, p) for k, p in preds.items()}
         twins = {k: fold_scores(names, p, TWIN_SCORES)[0] for k, p in preds.items()}
     if out is not None:
-        write_embeddings(task, out / rel, emb, stamps)
+        if inputs.saved is None:  # saved embeddings are the run's input, not copied
+            write_embeddings(task, out / rel, emb, stamps)
         doc = predicted_scores(task, folds, cell.predictor, settings)
         if fit is not None:  # hear-mlp-v1's grid point, and each split's checkpoint epoch
             doc["hparams"] = fit.hparams
@@ -388,10 +408,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
         atomic_write_bytes(out / rel / PREDICTED_SCORES, _dumps(doc))
     first = next(iter(next(iter(emb.values())).values()))
     board = leaderboard({k: v[0] for k, v in folds.items()})
-    meta: dict[str, JsonValue] = {
-        "weights_sha256": cast(JsonValue, dict(sorted(inputs.loaded.hashes.items()))),
-        "code": cast(JsonValue, inputs.loaded.code),
-    }
+    meta = _model_meta(inputs)
     record: HearBundleCell = {
         "id": cell.id,
         "model": cell.model,
@@ -408,11 +425,23 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
         "primary_score": task.metadata.evaluation[0],
         "predicted_scores": f"{rel}/{PREDICTED_SCORES}",
         "model_meta": meta,
-        "dump_sha256": entry.sha256,
     }
+    if dump_sha256 is not None:
+        record["dump_sha256"] = dump_sha256
     if settings is not None:
         record["postprocessing"] = {k: dict(v) for k, v in settings.items()}
     return CellResult(record, {k: v[0] for k, v in folds.items()}, twins)
+
+
+def _model_meta(inputs: CellInputs) -> dict[str, JsonValue]:
+    """The module's weights' SHA-256 and code identity, or the saved embeddings' SHA-256."""
+    if inputs.loaded is None:
+        assert inputs.saved is not None
+        return {"weights_sha256": {}, "code": None, "embeddings_sha256": inputs.saved.sha256}
+    return {
+        "weights_sha256": cast(JsonValue, dict(sorted(inputs.loaded.hashes.items()))),
+        "code": cast(JsonValue, inputs.loaded.code),
+    }
 
 
 def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
@@ -614,8 +643,9 @@ class HearKind(StudyKind[HearStudy, HearState]):
             cid = str(cell["id"])
             meta = cell.get("model_meta") or {}
             weights = {"model": cell.get("model"), "weights_sha256": meta.get("weights_sha256")}
-            if meta.get("saved_sha256") is not None:  # a submission's saved predictions
-                weights["saved_sha256"] = meta["saved_sha256"]
+            for saved in ("saved_sha256", "embeddings_sha256"):  # a submission's files
+                if meta.get(saved) is not None:
+                    weights[saved] = meta[saved]
             out += [
                 identity(cid, "weights", weights),
                 identity(cid, "encoder code", meta.get("code")),

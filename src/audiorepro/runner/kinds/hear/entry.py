@@ -325,8 +325,13 @@ def _cell_extraction(cell: HearCell) -> CellExtraction:
 
 
 def computed_cells(study: HearStudy) -> list[HearCell]:
-    """The cells whose embeddings an encoder computes (not saved predictions; a task found)."""
-    return [c for c in study.cells if c.predictions is None and c.task_path is not None]
+    """The cells whose embeddings an encoder computes (not a submission's saved predictions or
+    embeddings; a task found)."""
+    return [
+        c
+        for c in study.cells
+        if c.predictions is None and c.embeddings is None and c.task_path is not None
+    ]
 
 
 def hear_extraction(study: HearStudy) -> StudyExtraction | None:

@@ -1,4 +1,5 @@
-"""A ``hear`` cell scored from a HEAR submission's saved predictions, without its model.
+"""A ``hear`` cell scored from a HEAR submission's saved predictions, or trained on its saved
+embeddings, without its model.
 
 A cell with ``predictions = "DIR"`` (:mod:`audiorepro.runner.kinds.hear.spec`) names the folder
 heareval 2021.1.3 wrote for one task (``embeddings/<module>/<task folder>/`` after its
@@ -15,10 +16,18 @@ What is not in the saved files is not invented: the validation score (heareval k
 in its own ``test.predicted-scores.json``, which is what is being checked) is recorded as
 null, the embedding size is read from ``<test split>.embedding-dimensions.json`` where heareval
 wrote it (else 0), and the saved files' SHA-256 stand where a model's weights would.
+
+A cell with ``embeddings = "DIR"`` names the folder heareval's embedding runner wrote for one
+task (the same ``embeddings/<module>/<task folder>/``): its per-file
+``<split>/<file>.embedding.npy`` (and an event task's ``.timestamps.json``) are read and
+checked (:func:`read_saved_embeddings`) and given to the cell's predictor exactly as the
+model's embeddings would be, so the scores equal a run of the model that wrote them; one
+SHA-256 over the files read stands where the model's weights would.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,13 +38,14 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.formats.hear import HearTask, data_splits
+from audiorepro.formats.hear_embeddings import read_embeddings
 from audiorepro.formats.hear_predictions import SavedPredictions, predictions_file, read_predictions
 from audiorepro.runner.kinds.hear.frames import _event_score, _twin_score
 
 Score = Callable[[Any, Any], float]
 ScoreTables = tuple[Mapping[str, Score], Mapping[str, Score]]
 
-__all__ = ["SavedScores", "score_saved"]
+__all__ = ["SavedEmbeddings", "SavedScores", "read_saved_embeddings", "score_saved"]
 
 
 def _check_scene(
@@ -127,3 +137,33 @@ def score_saved(task: HearTask, folder: Path, tables: ScoreTables) -> SavedScore
         hashes[path.name] = sha256_file(path)
     size = _embedding_size(folder, data_splits(task.metadata)[0]["test"])
     return SavedScores(scores, twins, hashes, size)
+
+
+@dataclass(frozen=True)
+class SavedEmbeddings:
+    """A task's embeddings as a submission saved them in heareval's layout, read and checked
+    (:func:`~audiorepro.formats.hear_embeddings.read_embeddings`), for the cell's predictor."""
+
+    embeddings: dict[str, dict[str, Any]]  #: split -> file -> float32 embedding
+    timestamps: dict[str, dict[str, Any]] | None  #: event tasks: split -> file -> ms
+    #: one SHA-256 over every file read (each file's path and SHA-256, sorted): what diff
+    #: names when the submission's embeddings change
+    sha256: str
+
+
+def read_saved_embeddings(task: HearTask, folder: Path) -> SavedEmbeddings:
+    """The per-file embeddings (and an event task's timestamps) of every split of ``task``
+    in ``folder``, heareval's ``E/<module>/<task folder>``: a malformed folder is one line
+    naming the file and what was expected."""
+    splits = read_embeddings(task, folder)
+    event = task.metadata.embedding_type == "event"
+    digest = hashlib.sha256()
+    for split, saved in splits.items():
+        for name in sorted(saved.files):
+            suffixes = (".embedding.npy", ".timestamps.json") if event else (".embedding.npy",)
+            for suffix in suffixes:
+                rel = f"{split}/{name}{suffix}"
+                digest.update(f"{rel}\t{sha256_file(folder / rel)}\n".encode())
+    emb = {split: dict(saved.embeddings) for split, saved in splits.items()}
+    stamps = {split: dict(saved.timestamps) for split, saved in splits.items()}
+    return SavedEmbeddings(emb, stamps if event else None, digest.hexdigest())

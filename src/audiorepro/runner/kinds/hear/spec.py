@@ -16,6 +16,7 @@ leaderboard reports it), a tolerance and where the row was published::
     task = "words"                         # a task's folder name or task_name
     predictor = "linear-v1"                # or "hear-mlp-v1" (HEAR's MLP grid)
     # predictions = "embeddings/m/words-v1-full"  # or: score heareval's saved predictions
+    # embeddings = "embeddings/m/words-v1-full"   # or: its saved embeddings, this predictor
 
     [[published]]
     cell = "mine-words"
@@ -83,6 +84,12 @@ class HearCellSpec(Spec):
         description="heareval's output folder for this task (relative to the study): its saved "
         "<test split>.predictions.pkl are scored instead of running the model",
     )
+    embeddings: str | None = Field(
+        None,
+        description="heareval's embeddings folder for this task (relative to the study): its "
+        "saved <split>/<file>.embedding.npy are trained on and scored with the cell's predictor "
+        "instead of running the model",
+    )
 
 
 class HearPublishedSpec(Spec):
@@ -121,6 +128,9 @@ class HearCell:
     #: heareval's saved predictions of this task (a submission's folder), scored without the
     #: model; None: the model runs.
     predictions: Path | None = None
+    #: heareval's saved embeddings of this task (a submission's folder), given to the cell's
+    #: predictor in place of running the model; None: the model runs.
+    embeddings: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +154,22 @@ class HearStudy:
     selection: None = None
 
 
+def _saved_folder(c: HearCellSpec, where: str, source: Path) -> tuple[str, Path] | None:
+    """The cell's saved predictions or embeddings folder (at most one of the two): its key
+    and path."""
+    if c.predictions is not None and c.embeddings is not None:
+        raise UserError(
+            "is given with predictions; expected one of them: heareval's saved predictions "
+            "(scored as they are) or its saved embeddings (given to the cell's predictor)",
+            source=source,
+            key=f"{where}.embeddings",
+        )
+    for key, value in (("predictions", c.predictions), ("embeddings", c.embeddings)):
+        if value is not None:
+            return key, (source.parent / value).resolve()
+    return None
+
+
 def _cell(c: HearCellSpec, i: int, source: Path, strict: bool) -> tuple[HearCell, HearTask | None]:
     where = f"cell[{i}]"
     if c.id in RESERVED_IDS:
@@ -153,17 +179,20 @@ def _cell(c: HearCellSpec, i: int, source: Path, strict: bool) -> tuple[HearCell
             key=f"{where}.id",
         )
     tasks_dir = (source.parent / c.tasks_dir).resolve()
-    saved = None if c.predictions is None else (source.parent / c.predictions).resolve()
+    saved = _saved_folder(c, where, source)
+    preds = saved[1] if saved is not None and saved[0] == "predictions" else None
+    embs = saved[1] if saved is not None and saved[0] == "embeddings" else None
     if not tasks_dir.is_dir() and not strict:
-        return HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, None, saved), None
+        return HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, None, preds, embs), None
     (path,) = find_tasks(tasks_dir, (c.task,), key=f"{source.name}: {where}.task")
-    if saved is not None and strict and not saved.is_dir():
+    if saved is not None and strict and not saved[1].is_dir():
         raise UserError(
-            f"is {c.predictions!r}, not a folder; expected heareval's output folder of the task",
+            f"is {getattr(c, saved[0])!r}, not a folder; expected heareval's {saved[0]} "
+            "folder of the task",
             source=source,
-            key=f"{where}.predictions",
+            key=f"{where}.{saved[0]}",
         )
-    cell = HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, path, saved)
+    cell = HearCell(c.id, c.model, tasks_dir, c.task, c.predictor, path, preds, embs)
     return cell, read_task(path)
 
 
