@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABI_VERSION 2
+#define ABI_VERSION 3
 
 enum {
     NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK,
@@ -293,6 +293,38 @@ int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int3
     }
     free(tmp);
     return found;
+}
+
+/* The records of each query, queries in qid order: a stable counting sort of the records by
+ * their qid's rank (rank_of[group[k]]; a qid whose lines are not adjacent has several groups).
+ * Query q's records are order[start[q]:stop[q]], in file order, ready for atr_sort_by_docno.
+ * One pass to count, one to place: the numpy-free reader's stand-in for a stable argsort. */
+int64_t atr_group_order(const int32_t *group, int64_t n, const int64_t *rank_of, int64_t nq,
+                        int64_t *start, int64_t *stop, int64_t *order) {
+    int64_t *next = calloc((size_t)(nq > 0 ? nq : 1), sizeof(int64_t));
+    if (!next) return -2;
+    for (int64_t k = 0; k < n; k++) next[rank_of[group[k]]]++;
+    int64_t total = 0;
+    for (int64_t q = 0; q < nq; q++) {
+        start[q] = total;
+        total += next[q];
+        stop[q] = total;
+        next[q] = start[q];
+    }
+    for (int64_t k = 0; k < n; k++) order[next[rank_of[group[k]]]++] = k;
+    free(next);
+    return 0;
+}
+
+/* Relevance levels as the integers the kernels read (the scanner stores atol's value as a
+ * double); the first record whose level is beyond +-bound (refused: the measures keep
+ * per-level counts), or -1. */
+int64_t atr_levels(const double *value, int64_t n, double bound, int64_t *levels) {
+    for (int64_t k = 0; k < n; k++) {
+        if (fabs(value[k]) > bound) return k;
+        levels[k] = (int64_t)value[k];
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------ one query's measures ---- */

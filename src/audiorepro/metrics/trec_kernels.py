@@ -14,14 +14,14 @@ same order, so the doubles are trec_eval's.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from audiorepro.core.native import library, pointer
 
-Array = npt.NDArray[Any]
+if TYPE_CHECKING:  # imported when a kernel runs: the measure codes below are read without it
+    import numpy.typing as npt
+
+    Array = npt.NDArray[Any]
 
 NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK = 0, 1, 2, 3, 4, 5, 6, 7
 IPREC, P, RELSTRING, RECALL, INFAP, GM_BPREF, RPREC_MULT, UTILITY = 8, 9, 10, 11, 12, 13, 14, 15
@@ -43,6 +43,7 @@ def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
     docno descending; 1 (pessimistic) and 2 (optimistic) put, among equal scores, the
     smaller or larger (gain, relevant) first before the docno rule.
 
+    >>> import numpy as np
     >>> run = np.frombuffer(b"abc", np.uint8)
     >>> span = np.arange(3, dtype=np.int64), np.ones(3, np.int32)
     >>> rels, _ = rank_levels(run, *span, np.array([1.0, 2.0, 1.0]), np.arange(3), run, *span,
@@ -50,6 +51,8 @@ def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
     >>> rels.tolist()  # b (score 2), then c before a (docno descending)
     [0, 2, 1]
     """
+    import numpy as np
+
     n = recs.size
     rels = np.empty(n, np.int64)
     avg = np.empty(n if order == 3 else 0, np.float64)
@@ -80,6 +83,8 @@ def evaluate_queries(rdata: Array, rstart: Array, rlen: Array,
     absent, evaluated as trec_eval's ``-c`` does with one unjudged document; its qrels query
     ``qrels_of[k]``); ``max_ret`` < 0: no cut. Plan rows: kind, first and last parameter,
     output offset (``pairs``: rows of three)."""
+    import numpy as np
+
     nq = run_of.size
     out = np.zeros((nq, nvalues), np.float64)
     relsize = max(relmax, 1)
