@@ -148,3 +148,51 @@ def test_a_qrels_run_imports_no_numpy(options: list[str]) -> None:
     modules = set(json.loads(done.stderr.strip().splitlines()[-1]))
     assert done.stdout.count("\n") > 1
     assert sorted(m for m in modules if m.split(".")[0] in ("numpy", "numba", "scipy")) == []
+
+
+#: Every recorded command line (all judgement formats) and a few more trec_eval users write.
+COMMAND_LINES = [argv for _, argv in CASES] + [argv for _, _, argv in RECORD] + [
+    ["-q", "-M5", "-l", "2", "-N", "100", "-J", "-n", "-D", "1.q7", "-T", "trec_results", "q",
+     "r"],
+    ["--tie-bounds", "-mmap", "q", "-m", "P.5", "r", "-l0", "-M", "07"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", COMMAND_LINES)
+def test_the_click_free_start_reads_what_click_reads(argv: list[str]) -> None:
+    """:mod:`audiorepro.cli.trec_fast` gives trec_work the values click gives it."""
+    from audiorepro.cli import trec_fast
+    from audiorepro.cli.trec import trec_eval_command
+
+    mine = trec_fast.parse(["trec-eval", *argv])
+    assert mine is not None, argv
+    assert mine == trec_eval_command.make_context("trec-eval", list(argv)).params
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["-h"], ["-qc", "q", "r"], ["q", "-"], ["-M", "0", "q", "r"],
+     ["-l", "-1", "q", "r"], ["-l", "x", "q", "r"], ["-N", "1_0", "q", "r"], ["q"],
+     ["q", "r", "x"], ["--", "q", "r"],
+     ["-x", "q", "r"], ["--tie", "q", "r"], ["-m"], ["q", "r", "-m"], ["-m", "", "q", "r"]],
+)  # fmt: skip
+def test_anything_else_goes_through_click(argv: list[str]) -> None:
+    from audiorepro.cli import trec_fast
+
+    assert trec_fast.parse(["trec-eval", *argv]) is None
+    assert trec_fast.parse(["trec_eval", "q", "r"]) is None
+
+
+def test_both_starts_answer_a_bad_file_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from audiorepro.cli.app import main as click_main
+
+    (tmp_path / "q").write_text("1 0 a 1\n")
+    argv = ["trec-eval", str(tmp_path / "q"), str(tmp_path / "missing")]
+    answers = []
+    for entry in (main, click_main):
+        code = entry(argv)
+        answers.append((code, capsys.readouterr()))
+    assert answers[0] == answers[1] and answers[0][0] == 2
+    assert "missing" in answers[0][1].err

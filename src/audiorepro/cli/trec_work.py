@@ -28,6 +28,7 @@ from audiorepro.metrics.trec_measures import (
 #: compare the two paths).
 LIGHT = True
 
+
 def c_float(value: float) -> str:
     """C's ``%6.4f``, NaN included (``nan``, or ``-nan`` when its sign bit is set).
 
@@ -167,8 +168,10 @@ def trec_eval(
         return
     bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
     orders = bounded if tie_bounds else bounded[:1]
-    common = {"measures": chosen, "level": level, "max_ret": max_ret, "complete": complete,
-              "judged_only": judged_only, "num_docs": num_docs, "only_query": only}  # fmt: skip
+    common: dict[str, Any] = {
+        "measures": chosen, "level": level, "max_ret": max_ret, "complete": complete,
+        "judged_only": judged_only, "num_docs": num_docs, "only_query": only,
+    }  # fmt: skip
     evaluations = None
     if LIGHT and zscores is None and str(run) != "-":  # standard input cannot be read twice
         evaluations = _light_evaluations(qrels, run, orders, common)

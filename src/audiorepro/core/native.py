@@ -18,10 +18,8 @@ how to get it. See docs/architecture.md ("Compiled kernels").
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import importlib.machinery
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,6 +91,9 @@ def _build_in_place() -> None:
     checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
     if not checkout or not os.access(HERE, os.W_OK):
         return
+    import fcntl  # here: a command that loads a built library imports neither
+    import subprocess
+
     with open(HERE / ".trec-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _stale(library_path()):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ctypes
 import re
 from array import array
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from audiorepro.core.hashing import check_regular_file
 from audiorepro.core.native import library
@@ -34,8 +34,7 @@ class Unusual(Exception):
     """The file needs :func:`audiorepro.formats.trec.read_table` (see the module)."""
 
 
-@dataclass(frozen=True)
-class LightTable:
+class LightTable(NamedTuple):
     """:class:`audiorepro.formats.trec.TrecTable`'s fields as ``array`` buffers; ``levels``:
     a qrels' levels as int64 (what the kernels read), empty for a run."""
 
@@ -70,7 +69,7 @@ def _read_bytes(path: Path, what: str) -> bytearray:
     return data
 
 
-def _scan(data: bytearray, run: bool) -> tuple[array[int], ...]:
+def _scan(data: bytearray, run: bool) -> tuple[Any, ...]:
     """:func:`audiorepro.formats.trec_scan.scan`'s outputs, as arrays."""
     lib = library()
     size = len(data)
@@ -89,7 +88,7 @@ def _scan(data: bytearray, run: bool) -> tuple[array[int], ...]:
         array("q", bytes(64)),  # info
     )
     lib.atr_scan(base, size, int(run), MAX_LINE_BYTES, *(address(a) for a in out))
-    return out  # type: ignore[return-value]
+    return out
 
 
 def _slow_scores(data: bytearray, value: array[float], slow: array[int], n: int) -> None:
