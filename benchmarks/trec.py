@@ -16,6 +16,7 @@ machine; the table notes the load average. Each figure is the median of ``--repe
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib.util
 import os
 import shutil
@@ -168,9 +169,21 @@ def peer_rows(folder: Path, queries: int, name: str, flags: list[str], repeat: i
     return rows
 
 
+def bytecode() -> str:
+    """audiorepro's modules compiled to ``.pyc`` first, as an installed wheel has them (pip
+    compiles them at install): where ``PYTHONDONTWRITEBYTECODE`` is set, as on the project's
+    machines, a checkout would otherwise compile its sources again in every measured start."""
+    spec = importlib.util.find_spec("audiorepro")
+    assert spec is not None and spec.submodule_search_locations
+    package = next(iter(spec.submodule_search_locations))
+    compileall.compile_dir(package, quiet=1)
+    return package
+
+
 def table(args: argparse.Namespace, trec_eval: Path, folder: Path) -> int:
     """Every size and format, both tools side by side; 1 when an output differs."""
     differs = 0
+    print(f"audiorepro: {bytecode()} (bytecode compiled)")
     print(f"load average: {os.getloadavg()[0]:.2f}; {args.docs} documents per query; "
           f"median of {args.repeat} run(s); trec_eval: {trec_eval}")  # fmt: skip
     print("| queries | judgements, measures | trec_eval wall s | audiorepro wall s | wall ratio "
