@@ -21,11 +21,12 @@ from audiorepro.formats import trec_light
 from tests.test_trec_eval_binary import RECORD, SEEDED
 from tests.test_trec_quicktest import CASES
 
-#: Every recorded ``-R qrels`` case: (name, trec-eval arguments).
-QRELS_CASES = [(expected, argv) for expected, argv in CASES if "-R" not in argv] + [
+#: Every recorded ``-R qrels`` and ``-R qrels_jg`` case: (name, trec-eval arguments).
+LIGHT_CASES = [(expected, argv) for expected, argv in CASES
+               if "-R" not in argv or "qrels_jg" in argv] + [
     (path, [*argv[:-2], str(SEEDED / path.split("/")[0] / argv[-2]),
             str(SEEDED / path.split("/")[0] / argv[-1])])
-    for path, _, argv in RECORD if "-R" not in argv
+    for path, _, argv in RECORD if "-R" not in argv or "qrels_jg" in argv
 ]  # fmt: skip
 
 
@@ -33,14 +34,15 @@ def _both(argv: list[str], monkeypatch: pytest.MonkeyPatch,
           capsys: pytest.CaptureFixture[str]) -> tuple[str, str, list[bool]]:  # fmt: skip
     """The output of each path, and whether the light one evaluated (per call)."""
     taken: list[bool] = []
-    light = trec_work._light_evaluations
+    for name in ("_light_evaluations", "_light_groups"):
+        light = getattr(trec_work, name)
 
-    def spy(*args: Any) -> Any:
-        result = light(*args)
-        taken.append(result is not None)
-        return result
+        def spy(*args: Any, light: Any = light, **kwargs: Any) -> Any:
+            result = light(*args, **kwargs)
+            taken.append(result is not None)
+            return result
 
-    monkeypatch.setattr(trec_work, "_light_evaluations", spy)
+        monkeypatch.setattr(trec_work, name, spy)
     assert main(["trec-eval", *argv]) == 0
     fast = capsys.readouterr().out
     monkeypatch.setattr(trec_work, "LIGHT", False)
@@ -49,11 +51,12 @@ def _both(argv: list[str], monkeypatch: pytest.MonkeyPatch,
     return fast, slow, taken
 
 
-def test_every_recorded_qrels_case_is_counted() -> None:
-    assert len(QRELS_CASES) == 10 + 12 * 12  # quicktest lines without -R, seeded option lists
+def test_every_recorded_case_of_the_light_formats_is_counted() -> None:
+    # quicktest lines without -R and with -R qrels_jg; the seeded qrels and qrels_jg lists
+    assert len(LIGHT_CASES) == 10 + 2 + 12 * 12 + 12 * 3
 
 
-@pytest.mark.parametrize(("name", "argv"), QRELS_CASES, ids=[c[0] for c in QRELS_CASES])
+@pytest.mark.parametrize(("name", "argv"), LIGHT_CASES, ids=[c[0] for c in LIGHT_CASES])
 def test_both_paths_print_the_same_bytes(
     name: str, argv: list[str], monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -196,3 +199,28 @@ def test_both_starts_answer_a_bad_file_alike(
         answers.append((code, capsys.readouterr()))
     assert answers[0] == answers[1] and answers[0][0] == 2
     assert "missing" in answers[0][1].err
+
+
+@pytest.mark.parametrize(
+    ("case", "judgements"),
+    [
+        ("groups apart, control-byte qids", "1\x01 u a 1\n1 v b 1\n1 u b 0\n10 u a 2\n1 u c 1\n"),
+        ("a docno twice in one group", "1 u a 1\n1 v a 0\n1 u a 2\n"),
+        ("tab-separated", "1\tu\ta\t1\n1 u  b 1\n1\tv c 2\n"),
+    ],
+)
+def test_judgement_groups_agree_on_both_paths(
+    case: str, judgements: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Each (qid, group) of the light reader is a query keyed by its two fields: groups in
+    (qid, group) order whatever bytes the qids hold, lines of a group apart in the file
+    gathered, a docno judged twice in one group refused with read_qrels_jg's message."""
+    (tmp_path / "jg").write_text(judgements)
+    (tmp_path / "r").write_text("1 Q0 a 1 2 r\n1 Q0 b 2 1 r\n1\x01 Q0 a 1 1 r\n10 Q0 c 1 1 r\n")
+    argv = ["trec-eval", "-q", "-c", "-R", "qrels_jg", "-m", "qrels_jg", str(tmp_path / "jg"),
+            str(tmp_path / "r")]  # fmt: skip
+    first = main(argv), capsys.readouterr()
+    monkeypatch.setattr(trec_work, "LIGHT", False)
+    assert (main(argv), capsys.readouterr()) == first
+    assert first[0] == (2 if "twice" in case else 0)

@@ -231,6 +231,12 @@ def _other_evaluation(
     only: str | None,
     zscores: dict[tuple[str, str], tuple[float, float]] | None,
 ) -> Evaluation:
+    if rel_format == "qrels_jg" and LIGHT and zscores is None and str(run) != "-":
+        light = _light_groups(qrels, run, measures=chosen, level=level, max_ret=max_ret,
+                              complete=complete, judged_only=judged_only,
+                              only_query=only)  # fmt: skip
+        if light is not None:
+            return light
     from audiorepro.formats.trec import read_table
     from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
     from audiorepro.metrics.trec_groups import evaluate_groups
@@ -260,3 +266,15 @@ def _light_evaluations(
     except Unusual:
         return None
     return [evaluate_light(judged, ranked, order=order, **common) for order in orders]
+
+
+def _light_groups(qrels: Path, run: Path, **options: Any) -> Evaluation | None:
+    """``-R qrels_jg`` by the numpy-free path, or None (as :func:`_light_evaluations`)."""
+    from audiorepro.formats.trec_light import Unusual, read_light
+    from audiorepro.metrics.trec_light import evaluate_groups_light
+
+    try:
+        groups, ranked = read_light(qrels, run=False, groups_of=2), read_light(run, run=True)
+    except Unusual:
+        return None
+    return evaluate_groups_light(groups, ranked, **options)

@@ -152,10 +152,14 @@ int64_t atr_count_lines(const uint8_t *data, int64_t size) {
     return n;
 }
 
-/* Every record of a qrels (run = 0) or run file; see trec_scan.scan for the outputs. */
-void atr_scan(const uint8_t *data, int64_t size, int64_t run, int64_t max_line, int32_t *group,
+/* Every record of a qrels (mode bit 0 clear) or run file (set); see trec_scan.scan for the
+ * outputs. Mode bit 1 (qrels only, -R qrels_jg): a record's group key is its first two fields
+ * (qid and judgement group, the blanks between included), so that each (qid, group) is a
+ * query of the numpy-free reader's table (formats/trec_light.py). */
+void atr_scan(const uint8_t *data, int64_t size, int64_t mode, int64_t max_line, int32_t *group,
               int64_t *gstart, int32_t *glen, int64_t *dstart, int32_t *dlen, double *value,
               int32_t *line, uint8_t *slow, int64_t *info) {
+    int64_t run = mode & 1, key_last = run ? 0 : (mode >> 1) & 1;
     int64_t want = run ? 6 : 4;
     int64_t starts[7], stops[7];
     int64_t n = 0, groups = 0, number = 0, pos = 0, end = size, nonascii = 0;
@@ -202,7 +206,7 @@ void atr_scan(const uint8_t *data, int64_t size, int64_t run, int64_t max_line, 
             info[4] = fields;
             return;
         }
-        int64_t qs = starts[0], ql = stops[0] - starts[0];
+        int64_t qs = starts[0], ql = stops[key_last] - starts[0];
         int same = groups > 0 && glen[groups - 1] == ql;
         if (same && memcmp(data + gstart[groups - 1], data + qs, (size_t)ql) != 0) same = 0;
         if (!same) {

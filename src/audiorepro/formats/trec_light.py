@@ -14,6 +14,8 @@ same table: the same bytes, spans, numbers and orders (tests compare them).
 from __future__ import annotations
 
 import ctypes
+import mmap
+import os
 import re
 from array import array
 from pathlib import Path
@@ -38,60 +40,78 @@ class LightTable(NamedTuple):
     """:class:`audiorepro.formats.trec.TrecTable`'s fields as ``array`` buffers; ``levels``:
     a qrels' levels as int64 (what the kernels read), empty for a run."""
 
-    data: bytearray
-    doc_start: array[int]
-    doc_len: array[int]
-    value: array[float]
-    levels: array[int]
+    data: mmap.mmap
+    doc_start: memoryview
+    doc_len: memoryview
+    value: memoryview
+    levels: memoryview
     qids: list[str]
-    start: array[int]
-    stop: array[int]
-    order: array[int]
+    start: memoryview
+    stop: memoryview
+    order: memoryview
     tag: str = ""
 
 
-def address(buffer: bytearray | array[int] | array[float]) -> int:
+#: Bytes of each ``array`` type code the kernels read.
+_SIZE = {"B": 1, "i": 4, "q": 8, "d": 8}
+
+
+def zeros(code: str, n: int) -> Any:
+    """``n`` zeros of type ``code`` in fresh anonymous memory: pages never written cost no
+    memory (the per-line buffers are sized for every line; a run's per-group ones are mostly
+    never written), and none is copied on the way (an ``array`` from ``bytes(n)`` writes each
+    page). A ``memoryview`` of ``code``: typed Any, its items' type is the code's."""
+    view: Any = memoryview(mmap.mmap(-1, max(n, 1) * _SIZE[code]))
+    return view.cast(code)
+
+
+def address(buffer: mmap.mmap | memoryview | array[int] | array[float]) -> int:
     """The address of a buffer's first byte, for the ctypes calls (kept alive by the caller)."""
-    if isinstance(buffer, bytearray):
-        return ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))
-    start: int = buffer.buffer_info()[0]
-    return start
+    if isinstance(buffer, array):
+        start: int = buffer.buffer_info()[0]
+        return start
+    size = buffer.nbytes if isinstance(buffer, memoryview) else len(buffer)
+    return ctypes.addressof((ctypes.c_char * size).from_buffer(buffer))
 
 
-def _read_bytes(path: Path, what: str) -> bytearray:
-    """The whole file in one buffer (one extra byte so that an empty file has an address)."""
+def _read_bytes(path: Path, what: str) -> mmap.mmap:
+    """The whole file, read once into fresh memory (with one more byte: a file may be empty)."""
     check_regular_file(path, what=what)
     try:
         with open(path, "rb") as f:
-            data = bytearray(f.read())
+            size = os.fstat(f.fileno()).st_size
+            data = mmap.mmap(-1, size + 1)
+            if f.readinto(data) != size or f.read(1):  # changed while read
+                raise Unusual
     except OSError:
         raise Unusual from None  # read_table says what went wrong
     return data
 
 
-def _scan(data: bytearray, run: bool) -> tuple[Any, ...]:
-    """:func:`audiorepro.formats.trec_scan.scan`'s outputs, as arrays."""
+def _scan(data: mmap.mmap, run: bool, groups_of: int) -> tuple[Any, ...]:
+    """:func:`audiorepro.formats.trec_scan.scan`'s outputs (``groups_of`` 2: a record's group
+    is its qid and the next field, ``-R qrels_jg``'s judgement group)."""
     lib = library()
-    size = len(data)
-    data.append(10)  # an address for an empty file; not scanned (size excludes it)
+    size = len(data) - 1
     base = address(data)
     lines = int(lib.atr_count_lines(base, size))
     out = (
-        array("i", bytes(4 * lines)),  # group
-        array("q", bytes(8 * lines)),  # group start
-        array("i", bytes(4 * lines)),  # group length
-        array("q", bytes(8 * lines)),  # doc start
-        array("i", bytes(4 * lines)),  # doc length
-        array("d", bytes(8 * lines)),  # value
-        array("i", bytes(4 * lines)),  # line
-        array("B", bytes(lines)),  # slow
-        array("q", bytes(64)),  # info
+        zeros("i", lines),  # group
+        zeros("q", lines),  # group start
+        zeros("i", lines),  # group length
+        zeros("q", lines),  # doc start
+        zeros("i", lines),  # doc length
+        zeros("d", lines),  # value
+        zeros("i", lines),  # line
+        zeros("B", lines),  # slow
+        zeros("q", 8),  # info
     )
-    lib.atr_scan(base, size, int(run), MAX_LINE_BYTES, *(address(a) for a in out))
+    mode = int(run) | (2 if groups_of == 2 else 0)
+    lib.atr_scan(base, size, mode, MAX_LINE_BYTES, *(address(a) for a in out))
     return out
 
 
-def _slow_scores(data: bytearray, value: array[float], slow: array[int], n: int) -> None:
+def _slow_scores(data: mmap.mmap, value: Any, slow: memoryview, n: int) -> None:
     """The scores the scanner left to Python (formats.trec's ``_slow_scores``)."""
     raw = bytes(slow[:n])
     k = raw.find(1)
@@ -106,17 +126,22 @@ def _slow_scores(data: bytearray, value: array[float], slow: array[int], n: int)
 
 
 def _queries(
-    data: bytearray, group: array[int], gstart: array[int], glen: array[int], n: int, groups: int
-) -> tuple[list[bytes], array[int], array[int], array[int]]:
-    """The qids in byte order, and each one's records (``order[start[q]:stop[q]]``, file
-    order): a qid whose lines are apart in the file has several groups."""
+    data: mmap.mmap,
+    group: memoryview,
+    gstart: memoryview,
+    glen: memoryview,
+    n: int,
+    groups: int,
+) -> tuple[list[bytes], memoryview, memoryview, memoryview]:
+    """The keys (qids; ``-R qrels_jg``: qid and group, their fields joined by one blank) in
+    byte order, and each one's records (``order[start[q]:stop[q]]``, file order): a key whose
+    lines are apart in the file has several groups."""
     spans = zip(gstart[:groups], glen[:groups], strict=True)
-    names_of = [bytes(data[s : s + ln]) for s, ln in spans]
-    unique = sorted(set(names_of))
+    names_of = [b" ".join(data[s : s + ln].split()) for s, ln in spans]
+    unique = sorted(set(names_of), key=bytes.split)  # (qid, group) order, not the joined bytes'
     rank = {q: i for i, q in enumerate(unique)}
     rank_of = array("q", [rank[q] for q in names_of])
-    start, stop = array("q", bytes(8 * len(unique))), array("q", bytes(8 * len(unique)))
-    order = array("q", bytes(8 * n))
+    start, stop, order = zeros("q", len(unique)), zeros("q", len(unique)), zeros("q", n)
     status = library().atr_group_order(address(group), n, address(rank_of), len(unique),
                                        address(start), address(stop), address(order))  # fmt: skip
     if status:
@@ -124,9 +149,10 @@ def _queries(
     return unique, start, stop, order
 
 
-def read_light(path: Path, *, run: bool) -> LightTable:
+def read_light(path: Path, *, run: bool, groups_of: int = 1) -> LightTable:
     """A well-formed qrels (``run=False``) or run file as a :class:`LightTable`, or
-    :class:`Unusual`.
+    :class:`Unusual`. ``groups_of=2``: a qrels whose second field is a judgement group
+    (``-R qrels_jg``), each (qid, group) a query of the table, named ``"qid group"``.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as d:
@@ -140,16 +166,16 @@ def read_light(path: Path, *, run: bool) -> LightTable:
         "a TREC run (qid iter docno rank score tag)" if run else "TREC qrels (qid iter docno rel)"
     )
     data = _read_bytes(path, what)
-    group, gstart, glen, dstart, dlen, value, line, slow, info = _scan(data, run)
+    group, gstart, glen, dstart, dlen, value, line, slow, info = _scan(data, run, groups_of)
     n, groups = info[0], info[1]
     if info[2] or info[7] or n == 0:  # an error, a non-ASCII byte (UTF-8 check), no record
         raise Unusual
     del line
-    levels = array("q")
+    levels = zeros("q", 0)
     if run:
         _slow_scores(data, value, slow, n)
     else:
-        levels = array("q", bytes(8 * n))
+        levels = zeros("q", n)
         if library().atr_levels(address(value), n, float(MAX_LEVEL), address(levels)) >= 0:
             raise Unusual
     del slow

@@ -23,11 +23,9 @@ import numpy.typing as npt
 from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Qrels, TrecTable
 from audiorepro.metrics.trec import BY_NAME, Chosen, Evaluation, evaluate, to_zscores
+from audiorepro.metrics.trec_measures import GROUP_FAMILIES as GROUP_FAMILIES
 
 Array = npt.NDArray[Any]
-
-#: Each judgement-group family and the qrels measure it averages.
-GROUP_FAMILIES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
 
 
 def evaluate_groups(

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from array import array
 
+from audiorepro.core.errors import UserError
 from audiorepro.core.native import library
 from audiorepro.formats.trec_light import LightTable, address
 from audiorepro.metrics.trec_measures import (
     BY_NAME,
+    GROUP_FAMILIES,
     ORDER_CODE,
     Chosen,
     Evaluation,
@@ -66,8 +68,31 @@ def evaluate_light(
 ) -> Evaluation:
     """:func:`audiorepro.metrics.trec.evaluate` (no ``zscores``) of a qrels and a run table."""
     run_of, qrels_of, qids = pairing(qt.qids, rt.qids, complete, only_query)
+    grid, relstrings = _kernel(qt, rt, run_of, qrels_of, measures, level, max_ret, judged_only,
+                               order, num_docs)  # fmt: skip
     plan = plan_of(measures)
-    nq, width = len(qids), len(plan.names)
+    relevant = sum(1 for v in qt.levels if v > 0) if complete else None
+    summary = summary_of(len(qids), plan.owners, grid.column_total, relevant)
+    counts = frozenset(m.name for m in BY_NAME.values() if m.count)
+    return Evaluation(rt.tag, qids, plan.names, plan.owners, grid, summary, relstrings, counts)
+
+
+def _kernel(
+    qt: LightTable,
+    rt: LightTable,
+    run_of: list[int],
+    qrels_of: list[int],
+    measures: dict[str, Chosen],
+    level: int,
+    max_ret: int | None,
+    judged_only: bool,
+    order: Order,
+    num_docs: int,
+) -> tuple[Grid, list[str]]:
+    """``atr_evaluate`` of the qrels queries ``qrels_of`` each against its run query
+    (``run_of``; -1: none, ``-c``): the planned values, and each one's relstring."""
+    plan = plan_of(measures)
+    nq, width = len(run_of), len(plan.names)
     relmax = int(measures["relstring"].values[0]) if "relstring" in measures else 0
     relsize = max(relmax, 1)
     out = array("d", bytes(8 * max(nq * width, 1)))
@@ -85,11 +110,61 @@ def evaluate_light(
     )  # fmt: skip
     if status:
         raise MemoryError("trec-eval's evaluation")
-    grid = Grid(out, width)
-    relevant = sum(1 for v in qt.levels if v > 0) if complete else None
-    summary = summary_of(nq, plan.owners, grid.column_total, relevant)
     relstrings = [
         relstr[i * relsize : i * relsize + rel_len[i]].tobytes().decode("ascii") for i in range(nq)
     ]
-    counts = frozenset(m.name for m in BY_NAME.values() if m.count)
-    return Evaluation(rt.tag, qids, plan.names, plan.owners, grid, summary, relstrings, counts)
+    return Grid(out, width), relstrings
+
+
+def evaluate_groups_light(
+    qt: LightTable,
+    rt: LightTable,
+    *,
+    measures: dict[str, Chosen],
+    level: int,
+    max_ret: int | None,
+    complete: bool,
+    judged_only: bool,
+    only_query: str | None,
+) -> Evaluation:
+    """:func:`audiorepro.metrics.trec_groups.evaluate_groups` (no ``zscores``) of a table of
+    judgement groups (``read_light(..., groups_of=2)``: each query ``"qid group"``) and a run:
+    every (qid, group) evaluated as a qrels query at once, then each query's values summed in
+    group order from 0 and divided by its number of groups when several, as there."""
+    keys = [k.split(" ", 1) for k in qt.qids]  # in (qid, group) order
+    in_run = {q: i for i, q in enumerate(rt.qids)}
+    qids = [q for q in dict.fromkeys(k[0] for k in keys)
+            if (only_query is None or q == only_query) and (complete or q in in_run)]  # fmt: skip
+    if not qids:
+        raise UserError(
+            "no query of the run has judgements in the judgement groups; expected files of "
+            "the same queries (or -c to average over the judgements' queries)"
+        )
+    names: list[str] = []
+    owners: list[str] = []
+    plain: dict[str, Chosen] = {}
+    for name, c in measures.items():
+        names.extend(c.names)
+        owners.extend([name] * len(c.names))
+        if name in GROUP_FAMILIES:
+            plain[name] = Chosen(BY_NAME[GROUP_FAMILIES[name]], c.values, c.pairs, c.names)
+    row = {q: i for i, q in enumerate(qids)}
+    items = [k for k, (q, _) in enumerate(keys) if q in row]
+    run_of = [in_run.get(keys[k][0], -1) for k in items]
+    grid, _ = _kernel(qt, rt, run_of, items, plain, level, max_ret, judged_only, "trec", 0)
+    width, columns = len(names), [names.index(n) for n in plan_of(plain).names]
+    values = array("d", bytes(8 * len(qids) * width))
+    seen = [0] * len(qids)
+    for i, k in enumerate(items):
+        r = row[keys[k][0]]
+        seen[r] += 1
+        for j, col in enumerate(columns):
+            values[r * width + col] += grid[i, j]
+    for r, count in enumerate(seen):
+        if count > 1:
+            for col in columns:
+                values[r * width + col] /= count
+    out = Grid(values, width)
+    summary = [float(len(qids)) if owner == "num_q" else out.column_total(j) / len(qids)
+               for j, owner in enumerate(owners)]  # fmt: skip
+    return Evaluation(rt.tag, qids, names, owners, out, summary, counts=frozenset({"num_q"}))

@@ -80,6 +80,9 @@ def _pref(name: str, doc: str, count: bool = False) -> TrecMeasure:
     return _m(name, -3, doc, judgements=PREFS, count=count)
 
 
+#: Each judgement-group family (-R qrels_jg) and the qrels measure it averages.
+GROUP_FAMILIES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
+
 #: Every measure in trec_eval's printing order (``runid`` and ``num_q`` print on ``all`` only).
 MEASURES: tuple[TrecMeasure, ...] = (
     _m("runid", -1, "the tag of the run's last line"),
