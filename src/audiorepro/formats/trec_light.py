@@ -137,10 +137,12 @@ def _queries(
     byte order, and each one's records (``order[start[q]:stop[q]]``, file order): a key whose
     lines are apart in the file has several groups."""
     spans = zip(gstart[:groups], glen[:groups], strict=True)
-    names_of = [b" ".join(data[s : s + ln].split()) for s, ln in spans]
-    unique = sorted(set(names_of), key=bytes.split)  # (qid, group) order, not the joined bytes'
+    raw = [data[s : s + ln] for s, ln in spans]  # a group a line where groups interleave
+    key = {r: b" ".join(r.split()) for r in set(raw)}  # the blanks between fields may differ
+    unique = sorted(set(key.values()), key=bytes.split)  # (qid, group) order, not the bytes'
     rank = {q: i for i, q in enumerate(unique)}
-    rank_of = array("q", [rank[q] for q in names_of])
+    rank_of_raw = {r: rank[k] for r, k in key.items()}
+    rank_of = array("q", map(rank_of_raw.__getitem__, raw))
     start, stop, order = zeros("q", len(unique)), zeros("q", len(unique)), zeros("q", n)
     status = library().atr_group_order(address(group), n, address(rank_of), len(unique),
                                        address(start), address(stop), address(order))  # fmt: skip
