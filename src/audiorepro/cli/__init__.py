@@ -10,29 +10,12 @@ several commands share.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from audiorepro.cli.entry import group_attribute, main
 
 __all__ = ["cli", "main"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point (``audiorepro``, ``python -m audiorepro``): a plain ``trec-eval`` command
-    line runs without importing click (:mod:`.trec_fast`: trec-eval is called in loops and
-    click is a third of its start-up); every other goes through :func:`.app.main`."""
-    from audiorepro.cli import trec_fast
-
-    options = trec_fast.parse(sys.argv[1:] if argv is None else list(argv))
-    if options is not None:
-        return trec_fast.run(options)
-    from audiorepro.cli.app import main as click_main
-
-    return click_main(argv)
-
-
 def __getattr__(name: str) -> Any:
-    if name == "cli":  # the click group, imported when asked for
-        from audiorepro.cli.app import cli
-
-        return cli
-    raise AttributeError(name)
+    return group_attribute(name)  # ``cli``: the click group, imported when asked for

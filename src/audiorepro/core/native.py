@@ -18,15 +18,17 @@ how to get it. See docs/architecture.md ("Compiled kernels").
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import importlib.machinery
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audiorepro.core.errors import UserError
 
-if TYPE_CHECKING:  # numpy is imported where a buffer is handed over: trec-eval runs without it
+if TYPE_CHECKING:  # no numpy at run time: trec-eval's numpy-free path loads this module too
     import numpy as np
     import numpy.typing as npt
 
@@ -91,9 +93,6 @@ def _build_in_place() -> None:
     checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
     if not checkout or not os.access(HERE, os.W_OK):
         return
-    import fcntl  # here: a command that loads a built library imports neither
-    import subprocess
-
     with open(HERE / ".trec-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _stale(library_path()):
@@ -132,10 +131,10 @@ def library() -> ctypes.CDLL:
 
 def pointer(array: npt.NDArray[Any], dtype: type[np.generic], keep: list[Any]) -> int:
     """The address of ``array`` as a C-contiguous array of ``dtype`` (converted when it is
-    not; the converted copy is kept alive in ``keep`` until the call returns)."""
-    import numpy as np
-
-    held = np.ascontiguousarray(array, dtype=dtype)
+    not; the converted copy is kept alive in ``keep`` until the call returns). By the array's
+    own methods: this module imports no numpy (``np.ascontiguousarray`` does the same)."""
+    same = array.flags.c_contiguous and array.dtype == dtype
+    held = array if same else array.astype(dtype, order="C")
     keep.append(held)
     address: int = held.ctypes.data
     return address

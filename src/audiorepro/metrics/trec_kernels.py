@@ -9,28 +9,20 @@ unjudged"), ``counts[v]`` (judged documents at level ``v >= 0``, retrieved or no
 (trec_eval's ``-l``) and ``R`` (judged at ``>= level``). The formulas are in the docstrings of
 :mod:`audiorepro.metrics.trec`'s measure table; each function here fills its values in
 ``out[off:]``. Sums run in rank order, as trec_eval's do, with the same C operations in the
-same order, so the doubles are trec_eval's.
+same order, so the doubles are trec_eval's. The measure codes the plan rows name are in
+:mod:`audiorepro.metrics.trec_measures` (read without numpy).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from audiorepro.core.native import library, pointer
 
-if TYPE_CHECKING:  # imported when a kernel runs: the measure codes below are read without it
-    import numpy.typing as npt
-
-    Array = npt.NDArray[Any]
-
-NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK = 0, 1, 2, 3, 4, 5, 6, 7
-IPREC, P, RELSTRING, RECALL, INFAP, GM_BPREF, RPREC_MULT, UTILITY = 8, 9, 10, 11, 12, 13, 14, 15
-PT11, BING, G, DCG, IDEAL_DCG, NDCG, NDCG_REL, RNDCG = 16, 17, 18, 19, 20, 21, 22, 23
-NDCG_CUT, MAP_CUT, RELATIVE_P, SUCCESS, SET_P, SET_RELATIVE_P = 24, 25, 26, 27, 28, 29
-SET_RECALL, SET_MAP, SET_F, NUM_NONREL_JUDGED_RET, RBP, RBP_RESID, UNJ = 30, 31, 32, 33, 34, 35, 36
-MIN_GEO_MEAN = 0.00001
-INFAP_EPSILON = 0.00001
-NONPOOL, UNJUDGED = -1, -2
+Array = npt.NDArray[Any]
 
 
 def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
@@ -43,7 +35,6 @@ def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
     docno descending; 1 (pessimistic) and 2 (optimistic) put, among equal scores, the
     smaller or larger (gain, relevant) first before the docno rule.
 
-    >>> import numpy as np
     >>> run = np.frombuffer(b"abc", np.uint8)
     >>> span = np.arange(3, dtype=np.int64), np.ones(3, np.int32)
     >>> rels, _ = rank_levels(run, *span, np.array([1.0, 2.0, 1.0]), np.arange(3), run, *span,
@@ -51,8 +42,6 @@ def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
     >>> rels.tolist()  # b (score 2), then c before a (docno descending)
     [0, 2, 1]
     """
-    import numpy as np
-
     n = recs.size
     rels = np.empty(n, np.int64)
     avg = np.empty(n if order == 3 else 0, np.float64)
@@ -83,8 +72,6 @@ def evaluate_queries(rdata: Array, rstart: Array, rlen: Array,
     absent, evaluated as trec_eval's ``-c`` does with one unjudged document; its qrels query
     ``qrels_of[k]``); ``max_ret`` < 0: no cut. Plan rows: kind, first and last parameter,
     output offset (``pairs``: rows of three)."""
-    import numpy as np
-
     nq = run_of.size
     out = np.zeros((nq, nvalues), np.float64)
     relsize = max(relmax, 1)

@@ -13,10 +13,16 @@ from typing import Any, Literal, NamedTuple
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.c_numbers import c_atof, c_atol
-from audiorepro.metrics import trec_kernels as tk
 
 # Records are NamedTuples and a plain class, not dataclasses: importing dataclasses (and inspect
 # with it) costs about 15 ms, a seventh of trec_eval's whole run on 100 queries.
+
+#: The kernels' measure codes (``core/_trec.c``'s enum, in its order).
+NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK = 0, 1, 2, 3, 4, 5, 6, 7
+IPREC, P, RELSTRING, RECALL, INFAP, GM_BPREF, RPREC_MULT, UTILITY = 8, 9, 10, 11, 12, 13, 14, 15
+PT11, BING, G, DCG, IDEAL_DCG, NDCG, NDCG_REL, RNDCG = 16, 17, 18, 19, 20, 21, 22, 23
+NDCG_CUT, MAP_CUT, RELATIVE_P, SUCCESS, SET_P, SET_RELATIVE_P = 24, 25, 26, 27, 28, 29
+SET_RECALL, SET_MAP, SET_F, NUM_NONREL_JUDGED_RET, RBP, RBP_RESID, UNJ = 30, 31, 32, 33, 34, 35, 36
 
 Order = Literal["trec", "optimistic", "pessimistic", "average"]
 ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic", "average")
@@ -87,84 +93,82 @@ GROUP_FAMILIES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec
 MEASURES: tuple[TrecMeasure, ...] = (
     _m("runid", -1, "the tag of the run's last line"),
     _m("num_q", -2, "queries evaluated", count=True),
-    _m("num_ret", tk.NUM_RET, "n: documents ranked", count=True),
-    _m("num_rel", tk.NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)", count=True),
-    _m("num_rel_ret", tk.NUM_REL_RET, "relevant ranked", count=True),
-    _m("map", tk.MAP, "sum over relevant ranks i of (relevant in 1..i)/i, over R; 0 if none"),
-    _m("gm_map", tk.GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)", geometric=True),
-    _m("Rprec", tk.RPREC, "relevant in the first R, over R"),
+    _m("num_ret", NUM_RET, "n: documents ranked", count=True),
+    _m("num_rel", NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)", count=True),
+    _m("num_rel_ret", NUM_REL_RET, "relevant ranked", count=True),
+    _m("map", MAP, "sum over relevant ranks i of (relevant in 1..i)/i, over R; 0 if none"),
+    _m("gm_map", GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)", geometric=True),
+    _m("Rprec", RPREC, "relevant in the first R, over R"),
     _m(
         "bpref",
-        tk.BPREF,
+        BPREF,
         "sum over relevant judged ranks of 1 - min(nonrel above, R) / "
         "min(judged nonrel, R) (1 when none above), over R",
     ),
-    _m("recip_rank", tk.RECIP_RANK, "1 / the first relevant rank"),
+    _m("recip_rank", RECIP_RANK, "1 / the first relevant rank"),
     _m(
         "iprec_at_recall",
-        tk.IPREC,
+        IPREC,
         "max precision at or after the rank where round(x R) relevant are found",
         "fraction",
         RECALL_POINTS,
     ),
-    _m("P", tk.P, "relevant in the first k, over k", "cut", CUTOFFS),
+    _m("P", P, "relevant in the first k, over k", "cut", CUTOFFS),
     _m(
         "relstring",
-        tk.RELSTRING,
+        RELSTRING,
         "levels of the first N ranks ('-' not judged, '.' negative, '>' above 9), per query only",
         "values",
         (10.0,),
     ),
-    _m("recall", tk.RECALL, "relevant in the first k, over R", "cut", CUTOFFS),
-    _m("infAP", tk.INFAP, "inferred AP (Yilmaz and Aslam) from sampled judgements"),
-    _m("gm_bpref", tk.GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)", geometric=True),
+    _m("recall", RECALL, "relevant in the first k, over R", "cut", CUTOFFS),
+    _m("infAP", INFAP, "inferred AP (Yilmaz and Aslam) from sampled judgements"),
+    _m("gm_bpref", GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)", geometric=True),
     _m(
         "Rprec_mult",
-        tk.RPREC_MULT,
+        RPREC_MULT,
         "precision at int(x R + 0.9) documents",
         "fraction",
         R_MULTIPLES,
     ),
     _m(
         "utility",
-        tk.UTILITY,
+        UTILITY,
         "p1 relret + p2 (n - relret) + p3 (R - relret) + p4 (N + relret - n - R)",
         "values",
         (1.0, -1.0, 0.0, 0.0),
     ),
     _m(
         "11pt_avg",
-        tk.PT11,
+        PT11,
         "mean of iprec_at_recall over the given points",
         "values",
         RECALL_POINTS,
     ),
-    _m("binG", tk.BING, "sum over relevant ranks i of 1/log2(i + 2 - relevant so far), over R"),
+    _m("binG", BING, "sum over relevant ranks i of 1/log2(i + 2 - relevant so far), over R"),
     _m(
         "G",
-        tk.G,
+        G,
         "gain over log2(2 + ideal cost so far - gain so far), over the ideal gain",
         "pairs",
     ),
-    _m("dcg", tk.DCG, "sum of gain_i / log2(i + 1)", "pairs"),
-    _m("ideal_dcg", tk.IDEAL_DCG, "dcg of the gains sorted descending", "pairs"),
-    _m("ndcg", tk.NDCG, "dcg / ideal_dcg", "pairs"),
-    _m(
-        "ndcg_rel", tk.NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)", "pairs"
-    ),
-    _m("Rndcg", tk.RNDCG, "mean of ndcg where the ideal gain changes", "pairs"),
-    _m("ndcg_cut", tk.NDCG_CUT, "ndcg of the first k ranks, levels as gains", "cut", CUTOFFS),
-    _m("map_cut", tk.MAP_CUT, "map of the first k ranks (still over R)", "cut", CUTOFFS),
-    _m("relative_P", tk.RELATIVE_P, "relevant in the first k, over min(k, R)", "cut", CUTOFFS),
-    _m("success", tk.SUCCESS, "1 if a relevant rank is in the first k", "cut", SUCCESS_CUTOFFS),
-    _m("set_P", tk.SET_P, "relret / n"),
-    _m("set_relative_P", tk.SET_RELATIVE_P, "relret / min(n, R)"),
-    _m("set_recall", tk.SET_RECALL, "relret / R"),
-    _m("set_map", tk.SET_MAP, "relret^2 / (n R)"),
-    _m("set_F", tk.SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values", (1.0,)),
+    _m("dcg", DCG, "sum of gain_i / log2(i + 1)", "pairs"),
+    _m("ideal_dcg", IDEAL_DCG, "dcg of the gains sorted descending", "pairs"),
+    _m("ndcg", NDCG, "dcg / ideal_dcg", "pairs"),
+    _m("ndcg_rel", NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)", "pairs"),
+    _m("Rndcg", RNDCG, "mean of ndcg where the ideal gain changes", "pairs"),
+    _m("ndcg_cut", NDCG_CUT, "ndcg of the first k ranks, levels as gains", "cut", CUTOFFS),
+    _m("map_cut", MAP_CUT, "map of the first k ranks (still over R)", "cut", CUTOFFS),
+    _m("relative_P", RELATIVE_P, "relevant in the first k, over min(k, R)", "cut", CUTOFFS),
+    _m("success", SUCCESS, "1 if a relevant rank is in the first k", "cut", SUCCESS_CUTOFFS),
+    _m("set_P", SET_P, "relret / n"),
+    _m("set_relative_P", SET_RELATIVE_P, "relret / min(n, R)"),
+    _m("set_recall", SET_RECALL, "relret / R"),
+    _m("set_map", SET_MAP, "relret^2 / (n R)"),
+    _m("set_F", SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values", (1.0,)),
     _m(
         "num_nonrel_judged_ret",
-        tk.NUM_NONREL_JUDGED_RET,
+        NUM_NONREL_JUDGED_RET,
         "judged, not relevant, ranked",
         count=True,
     ),
@@ -204,9 +208,9 @@ MEASURES: tuple[TrecMeasure, ...] = (
         R_MULTIPLES,
         judgements="qrels_jg",
     ),
-    _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
-    _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
-    _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
+    _m("rbp", RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
+    _m("rbp_resid", RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
+    _m("unj", UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
 )
 BY_NAME = {m.name: m for m in MEASURES}
 #: trec_eval's ``all_prefs`` set, in its printing order.
