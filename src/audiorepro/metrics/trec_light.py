@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from array import array
 
-from audiorepro.core.errors import UserError
 from audiorepro.core.native import library
 from audiorepro.formats.trec_light import LightTable, address
 from audiorepro.metrics.trec_measures import (
     BY_NAME,
-    GROUP_FAMILIES,
     ORDER_CODE,
     Chosen,
     Evaluation,
     Order,
+    group_plan,
+    group_queries,
     pairing,
     plan_of,
     summary_of,
@@ -133,21 +133,8 @@ def evaluate_groups_light(
     group order from 0 and divided by its number of groups when several, as there."""
     keys = [k.split(" ", 1) for k in qt.qids]  # in (qid, group) order
     in_run = {q: i for i, q in enumerate(rt.qids)}
-    qids = [q for q in dict.fromkeys(k[0] for k in keys)
-            if (only_query is None or q == only_query) and (complete or q in in_run)]  # fmt: skip
-    if not qids:
-        raise UserError(
-            "no query of the run has judgements in the judgement groups; expected files of "
-            "the same queries (or -c to average over the judgements' queries)"
-        )
-    names: list[str] = []
-    owners: list[str] = []
-    plain: dict[str, Chosen] = {}
-    for name, c in measures.items():
-        names.extend(c.names)
-        owners.extend([name] * len(c.names))
-        if name in GROUP_FAMILIES:
-            plain[name] = Chosen(BY_NAME[GROUP_FAMILIES[name]], c.values, c.pairs, c.names)
+    qids = group_queries(list(dict.fromkeys(k[0] for k in keys)), rt.qids, complete, only_query)
+    names, owners, plain = group_plan(measures)
     row = {q: i for i, q in enumerate(qids)}
     items = [k for k, (q, _) in enumerate(keys) if q in row]
     run_of = [in_run.get(keys[k][0], -1) for k in items]

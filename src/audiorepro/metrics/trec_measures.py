@@ -555,3 +555,43 @@ def pairing(
             "queries (or -c to average over the qrels' queries)"
         )
     return run_of, qrels_of, qids
+
+
+def group_queries(
+    qids: list[str], run_qids: list[str], complete: bool, only: str | None
+) -> list[str]:
+    """The queries of judgement groups (``-R qrels_jg``) evaluated: each of ``qids`` the run
+    has (``complete``: each one; ``only``: that one alone), in their order; none is a
+    :class:`UserError`.
+
+    >>> group_queries(["1", "2"], ["2"], False, None), group_queries(["1"], [], True, None)
+    (['2'], ['1'])
+    """
+    in_run = set(run_qids)
+    chosen = [q for q in qids
+              if (only is None or q == only) and (complete or q in in_run)]  # fmt: skip
+    if not chosen:
+        raise UserError(
+            "no query of the run has judgements in the judgement groups; expected files of "
+            "the same queries (or -c to average over the judgements' queries)"
+        )
+    return chosen
+
+
+def group_plan(measures: dict[str, Chosen]) -> tuple[list[str], list[str], dict[str, Chosen]]:
+    """The output columns of ``-R qrels_jg`` measures (names and owners) and the plain qrels
+    measures each ``*_avgjg`` family averages, under the family's value names.
+
+    >>> names, owners, plain = group_plan(parse_measures(["num_q", "P_avgjg.5"]))
+    >>> names, owners, plain["P_avgjg"].measure.name
+    (['num_q', 'P_avgjg_5'], ['num_q', 'P_avgjg'], 'P')
+    """
+    names: list[str] = []
+    owners: list[str] = []
+    plain: dict[str, Chosen] = {}
+    for name, c in measures.items():
+        names.extend(c.names)
+        owners.extend([name] * len(c.names))
+        if name in GROUP_FAMILIES:
+            plain[name] = Chosen(BY_NAME[GROUP_FAMILIES[name]], c.values, c.pairs, c.names)
+    return names, owners, plain
