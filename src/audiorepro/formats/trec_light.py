@@ -1,7 +1,8 @@
 """The qrels and run reader of ``audiorepro trec-eval``'s numpy-free path: the same compiled
-scanner and docno sort as :func:`audiorepro.formats.trec.read_table`, over ``array`` buffers
-instead of numpy arrays, so that a trec-eval run starts without numpy (on 100 queries its
-import alone costs a third of trec_eval's whole run, and a third of the memory).
+scanner and docno sort as :func:`audiorepro.formats.trec.read_table`, over plain buffers
+(fresh anonymous memory seen through a ``memoryview``, see :func:`zeros`) instead of numpy
+arrays, so that a trec-eval run starts without numpy (on 100 queries its import alone costs a
+third of trec_eval's whole run, and a third of the memory).
 
 It reads well-formed files only. Anything :func:`~audiorepro.formats.trec.read_table` has more
 to say about (a line with a wrong number of fields, a NUL byte, a non-ASCII byte, a score that
