@@ -220,13 +220,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each tool per row")
     parser.add_argument("--formats", nargs="*", default=None, help="only these judgement "
                         "files: qrels, prefs, qrels_prefs, qrels_jg")  # fmt: skip
-    parser.add_argument("--trec-eval", type=Path, default=os.environ.get("TREC_EVAL"),
+    parser.add_argument("--trec-eval", type=Path, default=None,
                         help="a trec_eval binary (default $TREC_EVAL)")  # fmt: skip
-    parser.add_argument("--trec-eval-src", type=Path, default=os.environ.get("TREC_EVAL_SRC"),
+    parser.add_argument("--trec-eval-src", type=Path, default=None,
                         help="trec_eval's source, built here (default $TREC_EVAL_SRC)")  # fmt: skip
     parser.add_argument("--peers", action="store_true", help="also pytrec_eval and ranx")
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
     args = parser.parse_args(argv)
+    if args.trec_eval is None and args.trec_eval_src is None:
+        # The environment only where the command line names neither: an explicit
+        # --trec-eval-src is built even where $TREC_EVAL is set.
+        given = os.environ.get("TREC_EVAL")
+        source = os.environ.get("TREC_EVAL_SRC")
+        args.trec_eval = Path(given) if given else None
+        args.trec_eval_src = Path(source) if source and not given else None
     with tempfile.TemporaryDirectory() as tmp:
         trec_eval = args.trec_eval
         if trec_eval is None:
