@@ -155,7 +155,8 @@ int64_t atr_count_lines(const uint8_t *data, int64_t size) {
 /* Every record of a qrels (mode bit 0 clear) or run file (set); see trec_scan.scan for the
  * outputs. Mode bit 1 (qrels only, -R qrels_jg): a record's group key is its first two fields
  * (qid and judgement group, the blanks between included), so that each (qid, group) is a
- * query of the numpy-free reader's table (formats/trec_light.py). */
+ * query of the numpy-free reader's table (formats/trec_light.py); a record joins the most
+ * recent of the last 16 groups with its key, so groups need not ascend there. */
 void atr_scan(const uint8_t *data, int64_t size, int64_t mode, int64_t max_line, int32_t *group,
               int64_t *gstart, int32_t *glen, int64_t *dstart, int32_t *dlen, double *value,
               int32_t *line, uint8_t *slow, int64_t *info) {
@@ -207,14 +208,18 @@ void atr_scan(const uint8_t *data, int64_t size, int64_t mode, int64_t max_line,
             return;
         }
         int64_t qs = starts[0], ql = stops[key_last] - starts[0];
-        int same = groups > 0 && glen[groups - 1] == ql;
-        if (same && memcmp(data + gstart[groups - 1], data + qs, (size_t)ql) != 0) same = 0;
-        if (!same) {
+        /* qrels_jg files interleave a query's judgement groups line by line: looking back over
+         * a few groups keeps them a handful of groups, not one a line (their records need not
+         * be adjacent there: atr_group_order gathers them). Otherwise the previous one only. */
+        int64_t g = -1, back = key_last ? 16 : 1;
+        for (int64_t b = groups - 1; b >= 0 && b >= groups - back && g < 0; b--)
+            if (glen[b] == ql && memcmp(data + gstart[b], data + qs, (size_t)ql) == 0) g = b;
+        if (g < 0) {
             gstart[groups] = qs;
             glen[groups] = (int32_t)ql;
-            groups++;
+            g = groups++;
         }
-        group[n] = (int32_t)(groups - 1);
+        group[n] = (int32_t)g;
         dstart[n] = starts[2];
         dlen[n] = (int32_t)(stops[2] - starts[2]);
         line[n] = (int32_t)number;
