@@ -16,6 +16,7 @@ machine; the table notes the load average. Each figure is the median of ``--repe
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib.util
 import os
 import shutil
@@ -168,9 +169,21 @@ def peer_rows(folder: Path, queries: int, name: str, flags: list[str], repeat: i
     return rows
 
 
+def bytecode() -> str:
+    """audiorepro's modules compiled to ``.pyc`` first, as an installed wheel has them (pip
+    compiles them at install): where ``PYTHONDONTWRITEBYTECODE`` is set, as on the project's
+    machines, a checkout would otherwise compile its sources again in every measured start."""
+    spec = importlib.util.find_spec("audiorepro")
+    assert spec is not None and spec.submodule_search_locations
+    package = next(iter(spec.submodule_search_locations))
+    compileall.compile_dir(package, quiet=1)
+    return package
+
+
 def table(args: argparse.Namespace, trec_eval: Path, folder: Path) -> int:
     """Every size and format, both tools side by side; 1 when an output differs."""
     differs = 0
+    print(f"audiorepro: {bytecode()} (bytecode compiled)")
     print(f"load average: {os.getloadavg()[0]:.2f}; {args.docs} documents per query; "
           f"median of {args.repeat} run(s); trec_eval: {trec_eval}")  # fmt: skip
     print("| queries | judgements, measures | trec_eval wall s | audiorepro wall s | wall ratio "
@@ -207,13 +220,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each tool per row")
     parser.add_argument("--formats", nargs="*", default=None, help="only these judgement "
                         "files: qrels, prefs, qrels_prefs, qrels_jg")  # fmt: skip
-    parser.add_argument("--trec-eval", type=Path, default=os.environ.get("TREC_EVAL"),
+    parser.add_argument("--trec-eval", type=Path, default=None,
                         help="a trec_eval binary (default $TREC_EVAL)")  # fmt: skip
-    parser.add_argument("--trec-eval-src", type=Path, default=os.environ.get("TREC_EVAL_SRC"),
+    parser.add_argument("--trec-eval-src", type=Path, default=None,
                         help="trec_eval's source, built here (default $TREC_EVAL_SRC)")  # fmt: skip
     parser.add_argument("--peers", action="store_true", help="also pytrec_eval and ranx")
     parser.add_argument("--folder", type=Path, default=None, help="keep the files here")
     args = parser.parse_args(argv)
+    if args.trec_eval is None and args.trec_eval_src is None:
+        # The environment only where the command line names neither: an explicit
+        # --trec-eval-src is built even where $TREC_EVAL is set.
+        given = os.environ.get("TREC_EVAL")
+        source = os.environ.get("TREC_EVAL_SRC")
+        args.trec_eval = Path(given) if given else None
+        args.trec_eval_src = Path(source) if source and not given else None
     with tempfile.TemporaryDirectory() as tmp:
         trec_eval = args.trec_eval
         if trec_eval is None:

@@ -258,7 +258,7 @@ LAYERS = {
         "test_documented_commands.py", "test_explain_trials.py", "test_verification_study.py",
         "test_hostile_fetch.py", "test_hostile_json.py", "test_hostile_tolerance.py",
         "test_hostile_minors.py", "test_trec_quicktest.py", "test_hostile_trec.py",
-        "test_trec_eval_binary.py", "test_trec_native.py",
+        "test_trec_eval_binary.py", "test_trec_native.py", "test_trec_light.py",
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
         "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
         "test_hostile_round6.py", "test_hostile_round7.py",

@@ -202,3 +202,36 @@ def test_the_trec_benchmark_runs_every_format_beside_trec_eval(tmp_path: Path) -
         "-R qrels_jg -m qrels_jg",
     ]
     assert all(r[-1] == "yes |" for r in rows), proc.stdout
+
+
+def test_the_documented_trec_benchmark_line_builds_trec_eval_from_its_source(
+    tmp_path: Path,
+) -> None:
+    """docs/benchmarks.md's ``python benchmarks/trec.py --trec-eval-src PATH/trec_eval`` as
+    written (PATH/trec_eval: ``$TREC_EVAL_SRC``), at a tiny size (three queries of 40
+    documents, one run each: the options appended): it builds trec_eval from the source and
+    prints every format's row with the same output. Skipped without ``$TREC_EVAL_SRC`` (a
+    checkout of trec_eval at the pinned commit) or without gcc and make."""
+    import re
+    import shlex
+
+    source = os.environ.get("TREC_EVAL_SRC")
+    if not source:
+        pytest.skip("needs $TREC_EVAL_SRC: trec_eval's source at its pinned commit")
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        pytest.skip("$TREC_EVAL_SRC is set but gcc or make is missing")
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    line = re.search(r"`(python benchmarks/trec\.py --trec-eval-src PATH/trec_eval)`", text)
+    assert line is not None
+    argv = [source if a == "PATH/trec_eval" else a for a in shlex.split(line.group(1))]
+    assert argv[:2] == ["python", "benchmarks/trec.py"]
+    proc = subprocess.run(
+        [sys.executable, *argv[1:], "--sizes", "3", "--docs", "40", "--repeat", "1",
+         "--folder", str(tmp_path / "files")],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split(" | ") for line in proc.stdout.splitlines() if line.startswith("| 3 |")]
+    assert len(rows) == 5 and all(r[-1] == "yes |" for r in rows), proc.stdout
+    head = [line for line in proc.stdout.splitlines() if line.startswith("load average")]
+    assert "trec_eval_src/trec_eval" in head[0]  # the binary built here

@@ -10,6 +10,12 @@ several commands share.
 
 from __future__ import annotations
 
-from audiorepro.cli.app import cli, main
+from typing import Any
+
+from audiorepro.cli.entry import group_attribute, main
 
 __all__ = ["cli", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    return group_attribute(name)  # ``cli``: the click group, imported when asked for

@@ -8,23 +8,25 @@ import gc
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 from audiorepro.core.errors import UserError
-from audiorepro.core.io import read_text
-from audiorepro.formats.trec import read_table
-from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
-from audiorepro.metrics.trec import (
+from audiorepro.formats.c_numbers import c_atof, c_atol
+from audiorepro.metrics.trec_measures import (
     Chosen,
     Evaluation,
     Order,
-    c_atof,
-    c_atol,
     check_judgements,
-    evaluate,
     parse_measures,
 )
-from audiorepro.metrics.trec_groups import evaluate_groups
-from audiorepro.metrics.trec_prefs import evaluate_prefs
+
+# Only what the numpy-free path needs is imported above (no numpy: on 100 queries its import
+# costs a third of trec_eval's whole run); -Z, the other judgement formats and files the light
+# reader leaves (formats/trec_light.py) import the numpy path where they need it.
+
+#: Evaluate ``-R qrels`` without numpy where the files and options allow (tests turn it off to
+#: compare the two paths).
+LIGHT = True
 
 
 def c_float(value: float) -> str:
@@ -102,6 +104,8 @@ def _zscores(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
     refused (a FIFO would block), and so is a file over ``core.io.TEXT_MAX_BYTES`` (64 MiB; one
     line per query and measure is a few hundred kB for real ones; trec_eval also reads the
     whole file into memory)."""
+    from audiorepro.core.io import read_text
+
     try:
         text = read_text(path, what="a -Z file (qid measure mean sd lines)")
     except OSError as exc:
@@ -162,25 +166,23 @@ def trec_eval(
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
         return
-    judged, ranked = read_table(qrels, run=False), read_table(run, run=True)
     bounded: tuple[Order, ...] = ("trec", "pessimistic", "optimistic", "average")
     orders = bounded if tie_bounds else bounded[:1]
-    evaluations = [
-        evaluate(
-            judged,
-            ranked,
-            measures=chosen,
-            level=level,
-            max_ret=max_ret,
-            complete=complete,
-            order=order,
-            judged_only=judged_only,
-            num_docs=num_docs,
-            only_query=only,
-            zscores=zscores,
-        )
-        for order in orders
-    ]
+    common: dict[str, Any] = {
+        "measures": chosen, "level": level, "max_ret": max_ret, "complete": complete,
+        "judged_only": judged_only, "num_docs": num_docs, "only_query": only,
+    }  # fmt: skip
+    evaluations = None
+    if LIGHT and zscores is None and str(run) != "-":  # standard input cannot be read twice
+        evaluations = _light_evaluations(qrels, run, orders, common)
+    if evaluations is None:
+        from audiorepro.formats.trec import read_table
+        from audiorepro.metrics.trec import evaluate
+
+        judged, ranked = read_table(qrels, run=False), read_table(run, run=True)
+        evaluations = [
+            evaluate(judged, ranked, order=order, zscores=zscores, **common) for order in orders
+        ]
     lines = trec_lines(
         evaluations, per_query=per_query, summary=not no_summary, z=zscores is not None
     )
@@ -229,6 +231,17 @@ def _other_evaluation(
     only: str | None,
     zscores: dict[tuple[str, str], tuple[float, float]] | None,
 ) -> Evaluation:
+    if rel_format == "qrels_jg" and LIGHT and zscores is None and str(run) != "-":
+        light = _light_groups(qrels, run, measures=chosen, level=level, max_ret=max_ret,
+                              complete=complete, judged_only=judged_only,
+                              only_query=only)  # fmt: skip
+        if light is not None:
+            return light
+    from audiorepro.formats.trec import read_table
+    from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
+    from audiorepro.metrics.trec_groups import evaluate_groups
+    from audiorepro.metrics.trec_prefs import evaluate_prefs
+
     if rel_format == "qrels_jg":
         groups = read_qrels_jg(qrels, number=c_atol)
         return evaluate_groups(groups, read_table(run, run=True), measures=chosen, level=level,
@@ -238,3 +251,30 @@ def _other_evaluation(
     ranked = read_table(run, run=True)
     return evaluate_prefs(prefs, ranked, measures=chosen, max_ret=max_ret, complete=complete,
                           only_query=only, zscores=zscores)  # fmt: skip
+
+
+def _light_evaluations(
+    qrels: Path, run: Path, orders: tuple[Order, ...], common: dict[str, Any]
+) -> list[Evaluation] | None:
+    """The evaluations by the numpy-free path (:mod:`audiorepro.metrics.trec_light`), or None
+    where a file needs the numpy path's reader (it refuses it with its message, or reads it)."""
+    from audiorepro.formats.trec_light import Unusual, read_light
+    from audiorepro.metrics.trec_light import evaluate_light
+
+    try:
+        judged, ranked = read_light(qrels, run=False), read_light(run, run=True)
+    except Unusual:
+        return None
+    return [evaluate_light(judged, ranked, order=order, **common) for order in orders]
+
+
+def _light_groups(qrels: Path, run: Path, **options: Any) -> Evaluation | None:
+    """``-R qrels_jg`` by the numpy-free path, or None (as :func:`_light_evaluations`)."""
+    from audiorepro.formats.trec_light import Unusual, read_light
+    from audiorepro.metrics.trec_light import evaluate_groups_light
+
+    try:
+        groups, ranked = read_light(qrels, run=False, groups_of=2), read_light(run, run=True)
+    except Unusual:
+        return None
+    return evaluate_groups_light(groups, ranked, **options)

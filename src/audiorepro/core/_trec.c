@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABI_VERSION 2
+#define ABI_VERSION 3
 
 enum {
     NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK,
@@ -152,10 +152,15 @@ int64_t atr_count_lines(const uint8_t *data, int64_t size) {
     return n;
 }
 
-/* Every record of a qrels (run = 0) or run file; see trec_scan.scan for the outputs. */
-void atr_scan(const uint8_t *data, int64_t size, int64_t run, int64_t max_line, int32_t *group,
+/* Every record of a qrels (mode bit 0 clear) or run file (set); see trec_scan.scan for the
+ * outputs. Mode bit 1 (qrels only, -R qrels_jg): a record's group key is its first two fields
+ * (qid and judgement group, the blanks between included), so that each (qid, group) is a
+ * query of the numpy-free reader's table (formats/trec_light.py); a record joins the most
+ * recent of the last 16 groups with its key, so groups need not ascend there. */
+void atr_scan(const uint8_t *data, int64_t size, int64_t mode, int64_t max_line, int32_t *group,
               int64_t *gstart, int32_t *glen, int64_t *dstart, int32_t *dlen, double *value,
               int32_t *line, uint8_t *slow, int64_t *info) {
+    int64_t run = mode & 1, key_last = run ? 0 : (mode >> 1) & 1;
     int64_t want = run ? 6 : 4;
     int64_t starts[7], stops[7];
     int64_t n = 0, groups = 0, number = 0, pos = 0, end = size, nonascii = 0;
@@ -202,15 +207,19 @@ void atr_scan(const uint8_t *data, int64_t size, int64_t run, int64_t max_line, 
             info[4] = fields;
             return;
         }
-        int64_t qs = starts[0], ql = stops[0] - starts[0];
-        int same = groups > 0 && glen[groups - 1] == ql;
-        if (same && memcmp(data + gstart[groups - 1], data + qs, (size_t)ql) != 0) same = 0;
-        if (!same) {
+        int64_t qs = starts[0], ql = stops[key_last] - starts[0];
+        /* qrels_jg files interleave a query's judgement groups line by line: looking back over
+         * a few groups keeps them a handful of groups, not one a line (their records need not
+         * be adjacent there: atr_group_order gathers them). Otherwise the previous one only. */
+        int64_t g = -1, back = key_last ? 16 : 1;
+        for (int64_t b = groups - 1; b >= 0 && b >= groups - back && g < 0; b--)
+            if (glen[b] == ql && memcmp(data + gstart[b], data + qs, (size_t)ql) == 0) g = b;
+        if (g < 0) {
             gstart[groups] = qs;
             glen[groups] = (int32_t)ql;
-            groups++;
+            g = groups++;
         }
-        group[n] = (int32_t)(groups - 1);
+        group[n] = (int32_t)g;
         dstart[n] = starts[2];
         dlen[n] = (int32_t)(stops[2] - starts[2]);
         line[n] = (int32_t)number;
@@ -293,6 +302,38 @@ int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int3
     }
     free(tmp);
     return found;
+}
+
+/* The records of each query, queries in qid order: a stable counting sort of the records by
+ * their qid's rank (rank_of[group[k]]; a qid whose lines are not adjacent has several groups).
+ * Query q's records are order[start[q]:stop[q]], in file order, ready for atr_sort_by_docno.
+ * One pass to count, one to place: the numpy-free reader's stand-in for a stable argsort. */
+int64_t atr_group_order(const int32_t *group, int64_t n, const int64_t *rank_of, int64_t nq,
+                        int64_t *start, int64_t *stop, int64_t *order) {
+    int64_t *next = calloc((size_t)(nq > 0 ? nq : 1), sizeof(int64_t));
+    if (!next) return -2;
+    for (int64_t k = 0; k < n; k++) next[rank_of[group[k]]]++;
+    int64_t total = 0;
+    for (int64_t q = 0; q < nq; q++) {
+        start[q] = total;
+        total += next[q];
+        stop[q] = total;
+        next[q] = start[q];
+    }
+    for (int64_t k = 0; k < n; k++) order[next[rank_of[group[k]]]++] = k;
+    free(next);
+    return 0;
+}
+
+/* Relevance levels as the integers the kernels read (the scanner stores atol's value as a
+ * double); the first record whose level is beyond +-bound (refused: the measures keep
+ * per-level counts), or -1. */
+int64_t atr_levels(const double *value, int64_t n, double bound, int64_t *levels) {
+    for (int64_t k = 0; k < n; k++) {
+        if (fabs(value[k]) > bound) return k;
+        levels[k] = (int64_t)value[k];
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------ one query's measures ---- */

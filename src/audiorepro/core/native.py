@@ -24,15 +24,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from audiorepro.core.errors import UserError
 
+if TYPE_CHECKING:  # no numpy at run time: trec-eval's numpy-free path loads this module too
+    import numpy as np
+    import numpy.typing as npt
+
 #: The library's ``atr_abi()``: raised whenever a function's arguments change.
-ABI_VERSION = 2
+ABI_VERSION = 3
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_trec.c"
 #: A checkout's build script (absent in an installed wheel).
@@ -59,6 +60,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "atr_compare": (_I, [_P, _I, _I, _P, _I, _I]),
     "atr_sort_by_docno": (_I, [_P, _P, _P, _P, _I, _P, _P, _I]),
     "atr_rank_levels": (_I, [_P, _P, _P, _P, _P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _P, _P]),
+    "atr_group_order": (_I, [_P, _I, _P, _I, _P, _P, _P]),
+    "atr_levels": (_I, [_P, _I, _D, _P]),
     "atr_class_pair": (None, [_P, _I, _I, _P, _I, _P, _I, _P]),
     "atr_pair_sums": (None, [_P, _I, _I, _P, _P]),
     "atr_evaluate": (
@@ -130,8 +133,10 @@ def library() -> ctypes.CDLL:
 
 def pointer(array: npt.NDArray[Any], dtype: type[np.generic], keep: list[Any]) -> int:
     """The address of ``array`` as a C-contiguous array of ``dtype`` (converted when it is
-    not; the converted copy is kept alive in ``keep`` until the call returns)."""
-    held = np.ascontiguousarray(array, dtype=dtype)
+    not; the converted copy is kept alive in ``keep`` until the call returns). By the array's
+    own methods: this module imports no numpy (``np.ascontiguousarray`` does the same)."""
+    same = array.flags.c_contiguous and array.dtype == dtype
+    held = array if same else array.astype(dtype, order="C")
     keep.append(held)
     address: int = held.ctypes.data
     return address

@@ -41,473 +41,55 @@ documentation and sources read as a specification; no code is taken from it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import UserError
 from audiorepro.formats.c_numbers import c_atof as c_atof
 from audiorepro.formats.c_numbers import c_atol as c_atol
 from audiorepro.formats.trec import Qrels, Run, TrecTable, table_from_dicts
 from audiorepro.metrics import trec_kernels as tk
 
+# The measure table, -m parsing and the evaluation record live in a module without numpy (the
+# numpy-free trec-eval path reads them too); their names stay importable from here.
+from audiorepro.metrics.trec_measures import ALL_PREFS as ALL_PREFS
+from audiorepro.metrics.trec_measures import BY_NAME as BY_NAME
+from audiorepro.metrics.trec_measures import CUTOFFS as CUTOFFS
+from audiorepro.metrics.trec_measures import FORMATS as FORMATS
+from audiorepro.metrics.trec_measures import MEASURES as MEASURES
+from audiorepro.metrics.trec_measures import NICKNAMES as NICKNAMES
+from audiorepro.metrics.trec_measures import OFFICIAL as OFFICIAL
+from audiorepro.metrics.trec_measures import ORDER_CODE as ORDER_CODE
+from audiorepro.metrics.trec_measures import ORDERS as ORDERS
+from audiorepro.metrics.trec_measures import PREFS as PREFS
+from audiorepro.metrics.trec_measures import R_MULTIPLES as R_MULTIPLES
+from audiorepro.metrics.trec_measures import RECALL_POINTS as RECALL_POINTS
+from audiorepro.metrics.trec_measures import SUCCESS_CUTOFFS as SUCCESS_CUTOFFS
+from audiorepro.metrics.trec_measures import Chosen as Chosen
+from audiorepro.metrics.trec_measures import Evaluation as Evaluation
+from audiorepro.metrics.trec_measures import Order as Order
+from audiorepro.metrics.trec_measures import Params as Params
+from audiorepro.metrics.trec_measures import TrecMeasure as TrecMeasure
+from audiorepro.metrics.trec_measures import _num, pairing, plan_of, summary_of
+from audiorepro.metrics.trec_measures import check_judgements as check_judgements
+from audiorepro.metrics.trec_measures import parse_measures as parse_measures
+
 Array = npt.NDArray[Any]
-
-Order = Literal["trec", "optimistic", "pessimistic", "average"]
-ORDERS: tuple[Order, ...] = ("trec", "optimistic", "pessimistic", "average")
-ORDER_CODE = {"trec": 0, "pessimistic": 1, "optimistic": 2, "average": 3}
-#: trec_eval's default cutoffs.
-CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-SUCCESS_CUTOFFS = (1, 5, 10)
-RECALL_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-R_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
-Params = Literal["none", "cut", "fraction", "values", "pairs"]
-
-
-@dataclass(frozen=True)
-class TrecMeasure:
-    """A trec_eval measure: name, kernel code, parameter kind (``cut``: integer cutoffs,
-    one value each, ``NAME_k``; ``fraction``: real cutoffs, ``NAME_%3.2f``; ``values``: real
-    parameters of one value; ``pairs``: ``level=gain`` or ``p=persistence``), defaults,
-    whether it is a count (printed as an integer; ``all`` is the sum), geometric (``all`` is
-    the geometric mean, no per-query line) and its formula."""
-
-    name: str
-    kind: int
-    params: Params = "none"
-    defaults: tuple[float, ...] = ()
-    count: bool = False
-    geometric: bool = False
-    doc: str = ""
-    judgements: str = "qrels"
-
-
-def _m(
-    name: str,
-    kind: int,
-    doc: str,
-    params: Params = "none",
-    defaults: Sequence[float] = (),
-    judgements: str = "qrels",
-    **flags: bool,
-) -> TrecMeasure:
-    return TrecMeasure(name, kind, params, tuple(defaults), doc=doc, judgements=judgements,
-                       **flags)  # fmt: skip
-
-
-#: The judgement formats (``-R``) and the measures each one feeds (``runid`` and ``num_q``
-#: read none).
-FORMATS = ("qrels", "prefs", "qrels_prefs", "qrels_jg")
-PREFS = "prefs"  # the judgements of a preference measure: -R prefs or -R qrels_prefs
-
-
-def _pref(name: str, doc: str, count: bool = False) -> TrecMeasure:
-    """A preference measure (:mod:`audiorepro.metrics.trec_prefs` computes it)."""
-    return _m(name, -3, doc, judgements=PREFS, count=count)
-
-
-#: Every measure in trec_eval's printing order (``runid`` and ``num_q`` print on ``all`` only).
-MEASURES: tuple[TrecMeasure, ...] = (
-    _m("runid", -1, "the tag of the run's last line"),
-    _m("num_q", -2, "queries evaluated", count=True),
-    _m("num_ret", tk.NUM_RET, "n: documents ranked", count=True),
-    _m("num_rel", tk.NUM_REL, "R: judged >= level (-c: all line, every qrels rel > 0)", count=True),
-    _m("num_rel_ret", tk.NUM_REL_RET, "relevant ranked", count=True),
-    _m("map", tk.MAP, "sum over relevant ranks i of (relevant in 1..i)/i, over R; 0 if none"),
-    _m("gm_map", tk.GM_MAP, "map per query as log(max(map, 1e-5)); all: exp(mean)", geometric=True),
-    _m("Rprec", tk.RPREC, "relevant in the first R, over R"),
-    _m(
-        "bpref",
-        tk.BPREF,
-        "sum over relevant judged ranks of 1 - min(nonrel above, R) / "
-        "min(judged nonrel, R) (1 when none above), over R",
-    ),
-    _m("recip_rank", tk.RECIP_RANK, "1 / the first relevant rank"),
-    _m(
-        "iprec_at_recall",
-        tk.IPREC,
-        "max precision at or after the rank where round(x R) relevant are found",
-        "fraction",
-        RECALL_POINTS,
-    ),
-    _m("P", tk.P, "relevant in the first k, over k", "cut", CUTOFFS),
-    _m(
-        "relstring",
-        tk.RELSTRING,
-        "levels of the first N ranks ('-' not judged, '.' negative, '>' above 9), per query only",
-        "values",
-        (10.0,),
-    ),
-    _m("recall", tk.RECALL, "relevant in the first k, over R", "cut", CUTOFFS),
-    _m("infAP", tk.INFAP, "inferred AP (Yilmaz and Aslam) from sampled judgements"),
-    _m("gm_bpref", tk.GM_BPREF, "bpref as log(max(bpref, 1e-5)); all: exp(mean)", geometric=True),
-    _m(
-        "Rprec_mult",
-        tk.RPREC_MULT,
-        "precision at int(x R + 0.9) documents",
-        "fraction",
-        R_MULTIPLES,
-    ),
-    _m(
-        "utility",
-        tk.UTILITY,
-        "p1 relret + p2 (n - relret) + p3 (R - relret) + p4 (N + relret - n - R)",
-        "values",
-        (1.0, -1.0, 0.0, 0.0),
-    ),
-    _m(
-        "11pt_avg",
-        tk.PT11,
-        "mean of iprec_at_recall over the given points",
-        "values",
-        RECALL_POINTS,
-    ),
-    _m("binG", tk.BING, "sum over relevant ranks i of 1/log2(i + 2 - relevant so far), over R"),
-    _m(
-        "G",
-        tk.G,
-        "gain over log2(2 + ideal cost so far - gain so far), over the ideal gain",
-        "pairs",
-    ),
-    _m("dcg", tk.DCG, "sum of gain_i / log2(i + 1)", "pairs"),
-    _m("ideal_dcg", tk.IDEAL_DCG, "dcg of the gains sorted descending", "pairs"),
-    _m("ndcg", tk.NDCG, "dcg / ideal_dcg", "pairs"),
-    _m(
-        "ndcg_rel", tk.NDCG_REL, "mean of ndcg at each relevant rank (unfound: at the end)", "pairs"
-    ),
-    _m("Rndcg", tk.RNDCG, "mean of ndcg where the ideal gain changes", "pairs"),
-    _m("ndcg_cut", tk.NDCG_CUT, "ndcg of the first k ranks, levels as gains", "cut", CUTOFFS),
-    _m("map_cut", tk.MAP_CUT, "map of the first k ranks (still over R)", "cut", CUTOFFS),
-    _m("relative_P", tk.RELATIVE_P, "relevant in the first k, over min(k, R)", "cut", CUTOFFS),
-    _m("success", tk.SUCCESS, "1 if a relevant rank is in the first k", "cut", SUCCESS_CUTOFFS),
-    _m("set_P", tk.SET_P, "relret / n"),
-    _m("set_relative_P", tk.SET_RELATIVE_P, "relret / min(n, R)"),
-    _m("set_recall", tk.SET_RECALL, "relret / R"),
-    _m("set_map", tk.SET_MAP, "relret^2 / (n R)"),
-    _m("set_F", tk.SET_F, "(x + 1) P R / (x P + R), P = relret/n, R = relret/R", "values", (1.0,)),
-    _m(
-        "num_nonrel_judged_ret",
-        tk.NUM_NONREL_JUDGED_RET,
-        "judged, not relevant, ranked",
-        count=True,
-    ),
-    _pref("prefs_num_prefs_poss", "possible preferences, ranked or not", count=True),
-    _pref("prefs_num_prefs_ful", "fulfilled preferences, implied ones included", count=True),
-    _pref("prefs_num_prefs_ful_ret", "fulfilled preferences, both ranked", count=True),
-    _pref("prefs_simp", "fulfilled / possible preferences, pooled over judgement groups"),
-    _pref("prefs_pair", "mean over preferred pairs of the share of their preferences fulfilled"),
-    _pref("prefs_avgjg", "mean over judgement groups of fulfilled / possible"),
-    _pref("prefs_avgjg_Rnonrel", "prefs_avgjg with each group's non-relevant counted as R"),
-    _pref("prefs_simp_ret", "prefs_simp over ranked pairs only"),
-    _pref("prefs_pair_ret", "prefs_pair over ranked pairs only"),
-    _pref("prefs_avgjg_ret", "prefs_avgjg over ranked pairs only"),
-    _pref("prefs_avgjg_Rnonrel_ret", "prefs_avgjg_Rnonrel over ranked documents only"),
-    _pref("prefs_simp_imp", "prefs_simp without pairs of two unranked documents"),
-    _pref("prefs_pair_imp", "prefs_pair without pairs of two unranked documents"),
-    _pref("prefs_avgjg_imp", "prefs_avgjg without pairs of two unranked documents"),
-    _m(
-        "map_avgjg",
-        -4,
-        "map of each judgement group, averaged over the groups",
-        judgements="qrels_jg",
-    ),
-    _m(
-        "P_avgjg",
-        -4,
-        "P of each judgement group, averaged over the groups",
-        "cut",
-        CUTOFFS,
-        judgements="qrels_jg",
-    ),
-    _m(
-        "Rprec_mult_avgjg",
-        -4,
-        "Rprec_mult of each judgement group, averaged over the groups",
-        "fraction",
-        R_MULTIPLES,
-        judgements="qrels_jg",
-    ),
-    _m("rbp", tk.RBP, "(1 - p) sum gain_i p^(i-1), gains scaled into [0, 1] (p=0.9)", "pairs"),
-    _m("rbp_resid", tk.RBP_RESID, "p^n + (1 - p) sum over unjudged ranks of p^(i-1)", "pairs"),
-    _m("unj", tk.UNJ, "unjudged in the first k, over k", "cut", (5, 10, 20)),
-)
-BY_NAME = {m.name: m for m in MEASURES}
-#: trec_eval's ``all_prefs`` set, in its printing order.
-ALL_PREFS = ("runid", "num_q", *(m.name for m in MEASURES if m.judgements == PREFS))
-NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-    ),
-    "all_trec": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-        "relstring",
-        "recall",
-        "unj",
-        "rbp",
-        "rbp_resid",
-        "infAP",
-        "gm_bpref",
-        "utility",
-        "11pt_avg",
-        "ndcg",
-        "relative_P",
-        "Rprec_mult",
-        "success",
-        "map_cut",
-        "ndcg_cut",
-        "ndcg_rel",
-        "Rndcg",
-        "binG",
-        "G",
-        "set_P",
-        "set_recall",
-        "set_relative_P",
-        "set_map",
-        "set_F",
-        "num_nonrel_judged_ret",
-    ),
-    "set": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "utility",
-        "set_P",
-        "set_recall",
-        "set_relative_P",
-        "set_map",
-        "set_F",
-    ),
-    "all_prefs": ALL_PREFS,
-    # trec_eval's official preference set: the first three counts and ratios
-    "prefs": ALL_PREFS[:8],
-    "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
-}
-OFFICIAL = NICKNAMES["official"]
-
-
-def check_judgements(measures: dict[str, Chosen], rel_format: str) -> None:
-    """Each chosen measure must read the judgement format ``rel_format`` (``-R``): ``qrels``
-    measures need ``-R qrels``, preference measures ``-R prefs`` or ``qrels_prefs`` and the
-    ``*_avgjg`` measures ``-R qrels_jg`` (trec_eval stops with "Can't calculate measure").
-
-    >>> check_judgements(parse_measures(["prefs"]), "qrels_prefs")
-    >>> check_judgements(parse_measures(["map"]), "prefs")
-    Traceback (most recent call last):
-    audiorepro.core.errors.UserError: '-m': measure 'map' reads -R qrels judgements; got -R prefs
-    """
-    if rel_format not in FORMATS:
-        raise UserError(f"judgement format {rel_format!r} is not read here; expected one of "
-                        + ", ".join(FORMATS), key="-R")  # fmt: skip
-    wanted = PREFS if rel_format == "qrels_prefs" else rel_format
-    for name, c in measures.items():
-        needs = c.measure.judgements
-        if name not in ("runid", "num_q") and needs != wanted:
-            shown = "prefs or -R qrels_prefs" if needs == PREFS else needs
-            raise UserError(
-                f"measure {name!r} reads -R {shown} judgements; got -R {rel_format}", key="-m"
-            )
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """A measure to compute: its parameters (cutoffs ascending; pairs as ``(is_level or 2
-    for p, level, value)`` rows) and the names of its values in printing order."""
-
-    measure: TrecMeasure
-    values: tuple[float, ...]
-    pairs: tuple[tuple[float, float, float], ...]
-    names: tuple[str, ...]
-
-
-def _parameters(measure: TrecMeasure, text: str | None, spec: str) -> Chosen:
-    name = measure.name
-    if measure.params == "none" or (text is None and measure.params == "pairs"):
-        return Chosen(measure, (), (), (name,))
-    if text is None:
-        values = measure.defaults
-        text_out = None
-    else:
-        pieces = text.split(",")
-        if measure.params == "pairs":
-            return _pairs(measure, text, pieces, spec)
-        values = tuple(float(c_atol(p)) if measure.params == "cut" else c_atof(p) for p in pieces)
-        text_out = text
-    if measure.params in ("cut", "fraction"):
-        values = tuple(sorted(values))
-        if measure.params == "cut" and values[0] <= 0:
-            raise UserError(f"{spec!r}: a cutoff is not positive; expected cutoffs >= 1", key="-m")
-        if len(set(values)) < len(values):
-            raise UserError(f"{spec!r}: duplicate cutoffs; expected each once", key="-m")
-        if measure.params == "cut":
-            return Chosen(measure, values, (), tuple(f"{name}_{int(v)}" for v in values))
-        width = len(name) + 9
-        return Chosen(measure, values, (), tuple(f"{name}_{v:3.2f}"[:width] for v in values))
-    if name == "utility" and len(values) != 4:
-        raise UserError(
-            f"{spec!r}: utility takes 4 coefficients; expected utility.1,-1,0,0", key="-m"
-        )
-    label = name if text_out is None else f"{name}_{text_out}"
-    return Chosen(measure, values, (), (label,))
-
-
-def _pairs(measure: TrecMeasure, text: str, pieces: list[str], spec: str) -> Chosen:
-    rows: list[tuple[float, float, float]] = []
-    for piece in pieces:
-        key, eq, value = piece.partition("=")
-        if not eq or "=" in value:
-            raise UserError(
-                f"{spec!r}: malformed pair parameters; expected {measure.name}.1=3,2=9 "
-                "(level=gain) or rbp.p=0.95",
-                key="-m",
-            )
-        body = key[1:] if key[:1] in "+-" else key
-        if body and body.isascii() and body.isdigit():
-            rows.append((1.0, float(c_atol(key)), c_atof(value)))
-        elif key == "p":
-            rows.append((2.0, 0.0, c_atof(value)))
-        else:
-            rows.append((0.0, 0.0, c_atof(value)))
-    return Chosen(measure, (), tuple(rows), (f"{measure.name}_{text}",))
-
-
-def parse_measures(specs: Sequence[str]) -> dict[str, Chosen]:
-    """``-m`` values as trec_eval reads them: ``NAME`` or a nickname (``official``,
-    ``all_trec``, ``set``) marks measures; ``NAME.params`` also records parameters, and a
-    measure takes the **first** parameters given for its name, wherever it was marked (so
-    ``-m all_trec -m P.5`` prints ``P_5`` alone). Integer cutoffs are read by ``atol``
-    (``ndcg_cut.23.4`` is 23), sorted, and must be positive and distinct. No ``-m``:
-    ``official``.
-
-    >>> list(parse_measures(["map", "P.10,5", "P.7"])["P"].names)
-    ['P_5', 'P_10']
-    >>> parse_measures([])["iprec_at_recall"].names[:2]
-    ('iprec_at_recall_0.00', 'iprec_at_recall_0.10')
-    """
-    marked: set[str] = set()
-    first: dict[str, str] = {}
-    for spec in specs or ["official"]:
-        name, dot, params = spec.partition(".")
-        if dot and name in NICKNAMES:  # a set takes no parameters (trec_eval names no member)
-            raise UserError(
-                f"{name!r} is a set of measures and takes no parameters (got {spec!r}); "
-                f"expected {name} alone, or a measure of it with its own, e.g. P.5",
-                key="-m",
-            )
-        if dot:
-            if not params:
-                raise UserError(f"{spec!r}: empty parameters; expected e.g. P.5,10", key="-m")
-            first.setdefault(name, params)
-        names = NICKNAMES.get(name, (name,))
-        for one in names:
-            if one not in BY_NAME:
-                raise UserError(
-                    f"unknown measure {spec!r}; expected {', '.join(NICKNAMES)} or one of "
-                    + ", ".join(BY_NAME),
-                    key="-m",
-                )
-            marked.add(one)
-    return {
-        m.name: _parameters(m, first.get(m.name), f"{m.name}.{first.get(m.name)}")
-        for m in MEASURES
-        if m.name in marked
-    }
-
-
-@dataclass
-class Evaluation:
-    """Values per query (``values[q, j]``: query ``qids[q]``, value ``names[j]``) and for
-    ``all``, the relstring of each query, and which values are counts or geometric."""
-
-    run_id: str
-    qids: list[str]
-    names: list[str]
-    measure_of: list[str]
-    values: Array
-    summary: list[float]
-    relstrings: list[str] = field(default_factory=list)
-    counts: frozenset[str] = frozenset()
-
-    @cached_property
-    def queries(self) -> dict[str, dict[str, float]]:
-        """``{qid: {name: value}}`` (no ``num_q``, ``gm_*`` or ``relstring``)."""
-        per = [j for j, m in enumerate(self.measure_of) if _per_query(m)]
-        return {
-            q: {self.names[j]: _num(self.values[i, j], self.names[j] in self.counts) for j in per}
-            for i, q in enumerate(self.qids)
-        }
-
-    @cached_property
-    def all(self) -> dict[str, float]:
-        """``{name: value}`` of the ``all`` line (no ``relstring``)."""
-        return {
-            n: _num(v, n in self.counts)
-            for n, m, v in zip(self.names, self.measure_of, self.summary, strict=True)
-            if m != "relstring"
-        }
-
-
-def _per_query(measure: str) -> bool:
-    return measure not in ("num_q", "gm_map", "gm_bpref", "relstring", "runid")
-
-
-def _num(value: float, count: bool) -> float:
-    return int(value) if count else float(value)
 
 
 def _plan(
     chosen: dict[str, Chosen],
 ) -> tuple[Array, Array, Array, list[str], list[str]]:
-    rows: list[list[int]] = []
-    params: list[float] = []
-    pairs: list[tuple[float, float, float]] = []
-    names: list[str] = []
-    owners: list[str] = []
-    for c in chosen.values():
-        kind = c.measure.kind
-        if kind < 0:
-            names.append(c.measure.name)
-            owners.append(c.measure.name)
-            continue
-        if c.measure.params == "pairs":
-            rows.append([kind, len(pairs), len(pairs) + len(c.pairs), len(names)])
-            pairs.extend(c.pairs)
-        else:
-            rows.append([kind, len(params), len(params) + len(c.values), len(names)])
-            params.extend(c.values)
-        names.extend(c.names)
-        owners.extend([c.measure.name] * len(c.names))
-    plan = np.array(rows, np.int64).reshape(-1, 4)
-    pair_array = np.array(pairs, np.float64).reshape(-1, 3)
-    return plan, np.array(params, np.float64), pair_array, names, owners
+    plan = plan_of(chosen)
+    return (
+        np.array(plan.rows, np.int64).reshape(-1, 4),
+        np.array(plan.params, np.float64),
+        np.array(plan.pairs, np.float64).reshape(-1, 3),
+        plan.names,
+        plan.owners,
+    )
 
 
 def _table(data: Qrels | Run | TrecTable) -> TrecTable:
@@ -521,14 +103,7 @@ def _table(data: Qrels | Run | TrecTable) -> TrecTable:
 def _pairing(
     qrels: TrecTable, run: TrecTable, complete: bool, only: str | None
 ) -> tuple[Array, Array, list[str]]:
-    in_run = {q: i for i, q in enumerate(run.qids)}
-    run_of, qrels_of, qids = [], [], []
-    for i, q in enumerate(qrels.qids):
-        if (only is not None and q != only) or (q not in in_run and not complete):
-            continue
-        run_of.append(in_run.get(q, -1))
-        qrels_of.append(i)
-        qids.append(q)
+    run_of, qrels_of, qids = pairing(qrels.qids, run.qids, complete, only)
     return np.array(run_of, np.int64), np.array(qrels_of, np.int64), qids
 
 
@@ -561,11 +136,6 @@ def evaluate(
     """
     qt, rt = _table(qrels), _table(run)
     run_of, qrels_of, qids = _pairing(qt, rt, complete, only_query)
-    if not qids:
-        raise UserError(
-            "no query of the run has judgements in the qrels; expected files of the same "
-            "queries (or -c to average over the qrels' queries)"
-        )
     plan, params, pairs, names, owners = _plan(measures)
     relmax = int(measures["relstring"].values[0]) if "relstring" in measures else 0
     values, relstr, rel_len = tk.evaluate_queries(
@@ -629,22 +199,9 @@ def to_zscores(
 
 def _summary(values: Array, owners: list[str], complete: TrecTable | None) -> list[float]:
     n = values.shape[0]
-    out: list[float] = []
-    for j, owner in enumerate(owners):
-        column = values[:, j]
-        total = float(np.cumsum(column)[-1]) if n else 0.0
-        measure = BY_NAME[owner]
-        if owner == "num_q":
-            out.append(float(n))
-        elif owner == "num_rel" and complete is not None:
-            out.append(float(np.count_nonzero(complete.value > 0)))
-        elif measure.count or owner in ("runid", "relstring"):
-            out.append(total)
-        elif measure.geometric:
-            out.append(math.exp(total / n))
-        else:
-            out.append(total / n)
-    return out
+    relevant = None if complete is None else int(np.count_nonzero(complete.value > 0))
+    # cumsum adds in query order, one value after the other, as trec_eval does
+    return summary_of(n, owners, lambda j: float(np.cumsum(values[:, j])[-1]), relevant)
 
 
 def rank_query(

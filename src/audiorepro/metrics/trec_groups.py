@@ -20,14 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from audiorepro.core.errors import UserError
 from audiorepro.formats.trec import Qrels, TrecTable
-from audiorepro.metrics.trec import BY_NAME, Chosen, Evaluation, evaluate, to_zscores
+from audiorepro.metrics.trec import Chosen, Evaluation, evaluate, to_zscores
+from audiorepro.metrics.trec_measures import GROUP_FAMILIES as GROUP_FAMILIES
+from audiorepro.metrics.trec_measures import group_plan, group_queries
 
 Array = npt.NDArray[Any]
-
-#: Each judgement-group family and the qrels measure it averages.
-GROUP_FAMILIES = {"map_avgjg": "map", "P_avgjg": "P", "Rprec_mult_avgjg": "Rprec_mult"}
 
 
 def evaluate_groups(
@@ -57,24 +55,8 @@ def evaluate_groups(
     >>> ev.queries["1"]  # u: map 1, P_1 1; v: map 1/2, P_1 0
     {'map_avgjg': 0.75, 'P_avgjg_1': 0.5}
     """
-    in_run = set(run.qids)
-    qids = [
-        q for q in groups
-        if (only_query is None or q == only_query) and (complete or q in in_run)
-    ]  # fmt: skip
-    if not qids:
-        raise UserError(
-            "no query of the run has judgements in the judgement groups; expected files of "
-            "the same queries (or -c to average over the judgements' queries)"
-        )
-    names: list[str] = []
-    owners: list[str] = []
-    plain: dict[str, Chosen] = {}
-    for name, c in measures.items():
-        names.extend(c.names)
-        owners.extend([name] * len(c.names))
-        if name in GROUP_FAMILIES:
-            plain[name] = Chosen(BY_NAME[GROUP_FAMILIES[name]], c.values, c.pairs, c.names)
+    qids = group_queries(list(groups), run.qids, complete, only_query)
+    names, owners, plain = group_plan(measures)
     values = _group_means(groups, run, qids, plain, names, level, max_ret, complete, judged_only)
     if zscores is not None:
         to_zscores(values, qids, names, zscores)

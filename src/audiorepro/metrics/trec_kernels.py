@@ -9,7 +9,8 @@ unjudged"), ``counts[v]`` (judged documents at level ``v >= 0``, retrieved or no
 (trec_eval's ``-l``) and ``R`` (judged at ``>= level``). The formulas are in the docstrings of
 :mod:`audiorepro.metrics.trec`'s measure table; each function here fills its values in
 ``out[off:]``. Sums run in rank order, as trec_eval's do, with the same C operations in the
-same order, so the doubles are trec_eval's.
+same order, so the doubles are trec_eval's. The measure codes the plan rows name are in
+:mod:`audiorepro.metrics.trec_measures` (read without numpy).
 """
 
 from __future__ import annotations
@@ -22,15 +23,6 @@ import numpy.typing as npt
 from audiorepro.core.native import library, pointer
 
 Array = npt.NDArray[Any]
-
-NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK = 0, 1, 2, 3, 4, 5, 6, 7
-IPREC, P, RELSTRING, RECALL, INFAP, GM_BPREF, RPREC_MULT, UTILITY = 8, 9, 10, 11, 12, 13, 14, 15
-PT11, BING, G, DCG, IDEAL_DCG, NDCG, NDCG_REL, RNDCG = 16, 17, 18, 19, 20, 21, 22, 23
-NDCG_CUT, MAP_CUT, RELATIVE_P, SUCCESS, SET_P, SET_RELATIVE_P = 24, 25, 26, 27, 28, 29
-SET_RECALL, SET_MAP, SET_F, NUM_NONREL_JUDGED_RET, RBP, RBP_RESID, UNJ = 30, 31, 32, 33, 34, 35, 36
-MIN_GEO_MEAN = 0.00001
-INFAP_EPSILON = 0.00001
-NONPOOL, UNJUDGED = -1, -2
 
 
 def rank_levels(rdata: Array, rstart: Array, rlen: Array, score: Array,
