@@ -1,0 +1,270 @@
+"""Hostile round 8: the HEAR path (issue 46) tried as a new user and as a hostile one.
+
+The task folders here are not built by the kit's own ``tools/make_hear_tasks.py``: they are
+written by hearpreprocess 2021.1.1's own pandas code (``SubcorpusMetadata``,
+``MetadataVocabulary`` and ``FinalCombine`` in ``hearpreprocess/pipeline.py``, copied below
+line for line where they shape the files), with the task configs its runner writes (``mode``,
+``splits``, ``tmp_dir`` and the task's own extra keys). The HEAR modules are written the way
+other authors wrote theirs (hearbaseline's ``naive``: a model object carrying the sizes and the
+hop, float64 timestamps built on the audio's device). Each case asserts the right outcome;
+those marked "fixed" failed before their fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from audiorepro.cli import main
+from tests.test_hostile import _one_line
+
+# --- task folders as hearpreprocess writes them ---------------------------------------------
+
+
+def _config(**kw: Any) -> dict[str, Any]:
+    """A task config as hearpreprocess's runner dumps it (``mode``, ``tmp_dir`` and ``splits``
+    added by ``runner.run``; ``modes`` removed)."""
+    config: dict[str, Any] = {
+        "task_name": "t", "version": "v1", "embedding_type": "scene",
+        "prediction_type": "multiclass", "split_mode": "trainvaltest", "sample_duration": 1.0,
+        "evaluation": ["top1_acc"], "download_urls": [], "default_mode": "full",
+        "tmp_dir": "_workdir", "mode": "full",
+    }  # fmt: skip
+    config.update(kw)
+    if config["split_mode"] == "trainvaltest":
+        config["splits"] = ["train", "valid", "test"]  # pipeline.SPLITS
+    else:
+        config["splits"] = [f"fold{i:02d}" for i in range(config["nfolds"])]
+    return config
+
+
+def _build(out: Path, config: dict[str, Any], rows: list[dict[str, Any]], seconds: float) -> Path:
+    """One task folder, its label files written by hearpreprocess's own pandas code."""
+    import pandas as pd
+    import soundfile as sf
+
+    metadata = pd.DataFrame(rows)
+    work = out / f"{config['task_name']}-{config['version']}-{config['mode']}"
+    scratch = out.parent / f"{work.name}-scratch"
+    scratch.mkdir(parents=True)
+    rng = np.random.default_rng(8)
+    for split in config["splits"]:
+        folder = work / "16000" / split
+        folder.mkdir(parents=True)
+        for stem in metadata[metadata.split == split].unique_filestem.unique():
+            clip = (0.1 * rng.standard_normal(int(seconds * 16000))).astype(np.float32)
+            sf.write(str(folder / f"{stem}.wav"), clip, 16000, subtype="PCM_16")
+    for split in config["splits"]:  # SubcorpusMetadata.run
+        split_path = work / "16000" / split
+        audiodf = pd.DataFrame(
+            [(a.stem, a.suffix) for a in list(split_path.glob("*.wav"))],
+            columns=["unique_filestem", "ext"],
+        )
+        audiolabel_df = (
+            metadata.merge(audiodf, on="unique_filestem")
+            .assign(unique_filename=lambda df: df["unique_filestem"] + df["ext"])
+            .drop("ext", axis=1)
+        )
+        if config["embedding_type"] == "scene":
+            audiolabel_json = (
+                audiolabel_df[["unique_filename", "label"]]
+                .groupby("unique_filename")["label"]
+                .apply(list)
+                .to_dict()
+            )
+        else:
+            audiolabel_json = (
+                audiolabel_df[["unique_filename", "label", "start", "end"]]
+                .set_index("unique_filename")
+                .groupby(level=0)
+                .apply(lambda group: group.to_dict(orient="records"))
+                .to_dict()
+            )
+        json.dump(audiolabel_json, (work / f"{split}.json").open("w"), indent=True)
+        audiolabel_df.to_csv(scratch / f"{split}.csv", index=False)
+    labelset: set[Any] = set()  # MetadataVocabulary.run
+    for split in config["splits"]:
+        labelset |= set(pd.read_csv(scratch / f"{split}.csv")["label"].unique().tolist())
+    labelcsv = pd.DataFrame(list(enumerate(sorted(labelset))), columns=["idx", "label"])
+    labelcsv.to_csv(work / "labelvocabulary.csv", columns=["idx", "label"], index=False)
+    json.dump(config, (work / "task_metadata.json").open("w"), indent=True)  # FinalCombine
+    return work
+
+
+def _event_rows() -> list[dict[str, Any]]:
+    """A DCASE 2016 task 2-like event task: float milliseconds, two labels, 2 s scenes."""
+    rows = []
+    for i in range(12):
+        split = ["train", "train", "valid", "test"][i % 4]
+        for k in range(3):
+            start = 300.0 * k + 50.5 * (i % 3)
+            rows.append(
+                {"unique_filestem": f"scene-{i:02d}", "split": split,
+                 "label": ["beep", "click"][k % 2], "start": start, "end": start + 220.25}
+            )  # fmt: skip
+    return rows
+
+
+def _digit_rows() -> list[dict[str, Any]]:
+    """A spoken_digit-like fold task: integer labels, new_split_kfold's fold names."""
+    return [
+        {"unique_filestem": f"{i:05d}", "split": f"fold{i % 5:02d}", "label": i % 4}
+        for i in range(60)
+    ]
+
+
+@pytest.fixture(scope="module")
+def real_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hear-real")
+    out = root / "tasks"
+    event = _config(
+        task_name="dcase_like", version="hear2021", embedding_type="event",
+        prediction_type="multilabel", sample_duration=2.0,
+        evaluation=["event_onset_200ms_fms", "segment_1s_er"],
+        split_percentage={"valid": 20, "test": 20, "train": 60},
+        max_task_duration_by_split={"train": None, "valid": None, "test": None},
+    )  # fmt: skip
+    _build(out, event, _event_rows(), 2.0)
+    digits = _config(
+        task_name="spoken_digit", version="1.0.9", split_mode="new_split_kfold", nfolds=5,
+        sample_duration=0.56, tfds_task_name="spoken_digit", tfds_task_version="1.0.9",
+        extract_splits=["train"], max_task_duration_by_fold=None,
+    )  # fmt: skip
+    _build(out, digits, _digit_rows(), 0.56)
+    return out
+
+
+# --- HEAR modules as other authors write them -----------------------------------------------
+
+NAIVE = '''
+"""hearbaseline.naive's shape: the model carries its sizes; float64 timestamps on the audio's
+device; the scene embedding is the mean of the frames."""
+import torch
+
+class RandomProjection(torch.nn.Module):
+    sample_rate = 16000
+    embedding_size = 48
+    scene_embedding_size = 48
+    timestamp_embedding_size = 48
+    n_fft = 1024
+    hop = 256
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.projection = torch.nn.Linear(self.n_fft // 2 + 1, self.embedding_size)
+        with torch.no_grad():
+            self.projection.weight.copy_(torch.randn(self.projection.weight.shape, generator=g))
+            self.projection.bias.zero_()
+
+    def forward(self, x):
+        window = torch.hann_window(self.n_fft, device=x.device)
+        spec = torch.stft(x, self.n_fft, hop_length=self.hop, window=window,
+                          return_complex=True).abs()
+        return self.projection(torch.log1p(spec).transpose(1, 2))
+
+def load_model(model_file_path: str = ""):
+    model = RandomProjection()
+    if model_file_path != "":
+        model.load_state_dict(torch.load(model_file_path))
+    return model
+
+def get_timestamp_embeddings(audio, model):
+    model.eval()
+    with torch.no_grad():
+        emb = model(audio)
+    n = emb.shape[1]
+    stamps = torch.arange(n, dtype=torch.float64, device=audio.device) * 1000.0 * model.hop
+    return emb, (stamps / model.sample_rate).expand((audio.shape[0], n))
+
+def get_scene_embeddings(audio, model):
+    return get_timestamp_embeddings(audio, model)[0].mean(dim=1)
+'''
+
+SILENT = '''
+"""Every frame the same (a model that has learnt nothing): no event is ever predicted."""
+import torch
+
+class Model(torch.nn.Module):
+    sample_rate = 16000
+    scene_embedding_size = 8
+    timestamp_embedding_size = 8
+
+def load_model(model_file_path=""):
+    return Model()
+
+def get_timestamp_embeddings(audio, model):
+    n = audio.shape[1] // 1600
+    stamps = (torch.arange(n, dtype=torch.float32) * 100.0 + 50.0).expand(audio.shape[0], n)
+    return torch.zeros(audio.shape[0], n, 8), stamps
+
+def get_scene_embeddings(audio, model):
+    return torch.zeros(audio.shape[0], 8)
+'''
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("hear-mods")
+    (root / "h8_naive.py").write_text(NAIVE)
+    (root / "h8_silent.py").write_text(SILENT)
+    sys.path.insert(0, str(root))
+    return root
+
+
+# --- findings -------------------------------------------------------------------------------
+
+
+def test_an_event_runs_filename_timestamps_are_the_same_bytes_in_every_run(
+    real_tasks: Path, modules: Path, tmp_path: Path
+) -> None:
+    """fixed: ``<split>.filename-timestamps.json`` named each row's file by its absolute path
+    in the run's staging folder (``OUT/.audiorepro-run/staging-<random>/...``), a folder that
+    is gone after the run and has a new random name every run: the same inputs gave other
+    bytes (and another manifest hash) every time. heareval reads only the path's last part
+    (``Path(filename).name``, its file slug)."""
+    texts = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        argv = ["hear", "hear:h8_naive", "--tasks-dir", str(real_tasks), "--task", "dcase_like"]
+        assert main([*argv, "--out", str(out)]) == 0
+        texts.append((out / "dcase_like-hear2021-full" / "test.filename-timestamps.json").read_text())
+    assert texts[0] == texts[1]
+    rows = json.loads(texts[0])
+    assert {Path(slug).name for slug, _ in rows} == {"scene-03.wav", "scene-07.wav", "scene-11.wav"}
+    assert ".audiorepro-run" not in texts[0] and str(tmp_path) not in texts[0]
+
+
+def test_a_published_value_against_an_undefined_score_fails_in_one_line(
+    real_tasks: Path, modules: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: a ``[[published]]`` value for a score the run found undefined (an event
+    F-measure with no predicted event is NaN, as heareval reports it) crashed with a
+    traceback (``verification.json`` refused the NaN); it is a FAIL, saying why."""
+    study = tmp_path / "study.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "h8"\nkind = "hear"\n\n[[cell]]\nid = "ev"\n'
+        f'model = "hear:h8_silent"\ntasks_dir = "{real_tasks}"\ntask = "dcase_like"\n\n'
+        '[[published]]\ncell = "ev"\ntolerance = 0.05\nprovenance = "a leaderboard row"\n'
+        "values = { event_onset_200ms_fms = 0.5, segment_1s_er = 1.0 }\n"
+    )
+    out = tmp_path / "out"
+    code = main(["reproduce", str(study), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "Traceback" not in err
+    rows = json.loads((out / "verification.json").read_text())["published"]["rows"]
+    by_metric = {r["metric"]: r for r in rows}
+    onset = by_metric["event_onset_200ms_fms"]
+    assert onset["status"] == "FAIL" and onset["reproduced"] is None, onset
+    assert "undefined" in onset["reason"], onset
+    assert by_metric["segment_1s_er"]["status"] == "PASS"
+    assert main(["verify", str(out)]) == 1  # the FAIL stands when the folder is checked
+    capsys.readouterr()
+
