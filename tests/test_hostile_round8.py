@@ -259,7 +259,7 @@ def test_a_published_value_against_an_undefined_score_fails_in_one_line(
     err = capsys.readouterr().err
     assert code == 1, err
     assert "Traceback" not in err
-    rows = json.loads((out / "verification.json").read_text())["published"]["rows"]
+    rows = json.loads((out / "verification.json").read_text())["golden"]["rows"]
     by_metric = {r["metric"]: r for r in rows}
     onset = by_metric["event_onset_200ms_fms"]
     assert onset["status"] == "FAIL" and onset["reproduced"] is None, onset
