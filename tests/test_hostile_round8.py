@@ -13,7 +13,6 @@ those marked "fixed" failed before their fix.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -234,7 +233,9 @@ def test_an_event_runs_filename_timestamps_are_the_same_bytes_in_every_run(
         out = tmp_path / f"out{n}"
         argv = ["hear", "hear:h8_naive", "--tasks-dir", str(real_tasks), "--task", "dcase_like"]
         assert main([*argv, "--out", str(out)]) == 0
-        texts.append((out / "dcase_like-hear2021-full" / "test.filename-timestamps.json").read_text())
+        texts.append(
+            (out / "dcase_like-hear2021-full" / "test.filename-timestamps.json").read_text()
+        )
     assert texts[0] == texts[1]
     rows = json.loads(texts[0])
     assert {Path(slug).name for slug, _ in rows} == {"scene-03.wav", "scene-07.wav", "scene-11.wav"}
@@ -268,3 +269,78 @@ def test_a_published_value_against_an_undefined_score_fails_in_one_line(
     assert main(["verify", str(out)]) == 1  # the FAIL stands when the folder is checked
     capsys.readouterr()
 
+
+def _saved_fold_predictions(task: Path, folder: Path) -> dict[str, float]:
+    """heareval-shaped ``fold<k>.predictions.pkl`` for the digits task: each fold's test rows
+    in heareval's row order (its shuffle of the stacked embeddings), one-hot targets and
+    seeded class scores, ``pickle.dump`` of a dict of CPU tensors as heareval writes it.
+    Returns each fold's top-1 accuracy."""
+    import pickle
+
+    import torch
+
+    from audiorepro.formats.hear import read_task
+    from audiorepro.formats.hear_embeddings import row_order
+    from audiorepro.metrics.hear import top1_accuracy_score
+
+    t = read_task(task)
+    folder.mkdir(parents=True)
+    order, rng, accuracy = row_order(t), np.random.default_rng(3), {}
+    for fold in t.metadata.splits:
+        target = np.zeros((len(order[fold]), len(t.vocabulary)), dtype=np.float32)
+        for i, name in enumerate(order[fold]):
+            target[i, t.vocabulary.index(t.scene_labels[fold][name][0])] = 1.0
+        prediction = rng.dirichlet(np.ones(len(t.vocabulary)), size=len(target)).astype(np.float32)
+        prediction[: len(target) // (2 + int(fold[-1]))] = target[
+            : len(target) // (2 + int(fold[-1]))
+        ]
+        with (folder / f"{fold}.predictions.pkl").open("wb") as fp:
+            pickle.dump({"target": torch.tensor(target), "prediction": torch.tensor(prediction),
+                         "prediction_logit": torch.tensor(prediction)}, fp)  # fmt: skip
+        accuracy[fold] = top1_accuracy_score(prediction, target)
+    return accuracy
+
+
+def _saved_study(path: Path, tasks: Path, saved: Path, value: float) -> Path:
+    path.write_text(
+        'schema = "audiorepro.study/1"\nname = "h8s"\nkind = "hear"\n\n[[cell]]\nid = "sub"\n'
+        f'model = "hear:a_submission"\ntasks_dir = "{tasks}"\ntask = "spoken_digit"\n'
+        f'predictions = "{saved}"\n\n[[published]]\ncell = "sub"\ntolerance = 0.001\n'
+        f'provenance = "its leaderboard row"\nvalues = {{ top1_acc = {value!r} }}\n'
+    )
+    return path
+
+
+def test_a_saved_fold_copied_over_another_is_refused(
+    real_tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: a submission's ``fold01.predictions.pkl`` replaced by a copy of its better
+    ``fold00.predictions.pkl`` passed the check "the targets hold the split's labels, count
+    for count" (every fold of the task holds each digit three times), and the folds' mean,
+    raised by the copy, got a PASS against a row claiming it. heareval's test rows follow its
+    shuffle of the fold's files (no shuffle at test time), so the kit checks the targets row by
+    row against the task's labels in that order."""
+    task = real_tasks / "spoken_digit-1.0.9-full"
+    saved = tmp_path / "saved"
+    accuracy = _saved_fold_predictions(task, saved)
+    honest = float(np.mean(list(accuracy.values())))
+    out = tmp_path / "honest"
+    study = _saved_study(tmp_path / "honest.toml", real_tasks, saved, honest)
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+
+    (saved / "fold01.predictions.pkl").write_bytes((saved / "fold00.predictions.pkl").read_bytes())
+    claimed = float(
+        np.mean(
+            [accuracy["fold00"], accuracy["fold00"], *[accuracy[f"fold0{k}"] for k in (2, 3, 4)]]
+        )
+    )
+    assert claimed > honest
+    study = _saved_study(tmp_path / "claimed.toml", real_tasks, saved, claimed)
+    code, err = (
+        main(["reproduce", str(study), "--out", str(tmp_path / "claimed")]),
+        capsys.readouterr().err,
+    )
+    assert code == 2, err
+    _one_line(err, "fold01.predictions.pkl", "target", "fold01")
+    assert not (tmp_path / "claimed").exists()
