@@ -344,3 +344,30 @@ def test_a_saved_fold_copied_over_another_is_refused(
     assert code == 2, err
     _one_line(err, "fold01.predictions.pkl", "target", "fold01")
     assert not (tmp_path / "claimed").exists()
+
+
+def test_diff_names_a_changed_clip_as_the_cause(
+    real_tasks: Path, modules: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: a cell's identity held the task's label files but not its audio: two runs over
+    the same task with one clip changed in place moved the fold scores, and ``diff`` called
+    it "changed, unexplained: nothing it depends on differs" (a defect line). The bundle now
+    records one SHA-256 over the clips read, and diff names the inputs."""
+    import shutil
+
+    import soundfile as sf
+
+    other = tmp_path / "tasks"
+    shutil.copytree(real_tasks, other)
+    clip = other / "spoken_digit-1.0.9-full" / "16000" / "fold00" / "00000.wav"
+    audio, rate = sf.read(str(clip), dtype="float32")
+    sf.write(str(clip), 0.5 * audio, rate, subtype="PCM_16")  # quieter: a log spectrum moves
+    argv = ["hear", "hear:h8_naive", "--task", "spoken_digit"]
+    assert main([*argv, "--tasks-dir", str(real_tasks), "--out", str(tmp_path / "a")]) == 0
+    assert main([*argv, "--tasks-dir", str(other), "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    code = main(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    assert "moved" in out and "unexplained" not in out and "DEFECT" not in out, out
+    assert "audio_sha256" in out, out
+    assert code == 1, out

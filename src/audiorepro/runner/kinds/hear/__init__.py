@@ -30,6 +30,7 @@ split (issue 46's next step).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -260,6 +261,8 @@ class HearBundleCell(TypedDict):
     task_name: str
     predictor: str
     task_files_sha256: dict[str, str]  #: task_metadata.json, labelvocabulary.csv, <split>.json
+    #: the clips read (:func:`_audio_sha256`); None where none is (saved predictions)
+    audio_sha256: str | None
     clips: int
     embedding_size: int
     sample_rate: int
@@ -379,6 +382,18 @@ def _task_files(task: HearTask) -> dict[str, str]:
     return {n: sha256_file(task.path / n) for n in names}
 
 
+def _audio_sha256(task: HearTask, rate: int) -> str:
+    """One SHA-256 over every clip the cell reads at ``rate``: a line ``<split>/<file>
+    <SHA-256 of its bytes>`` per clip, splits in metadata order, files in split order. A clip
+    changed in place moves the cell's numbers; diff must be able to name it as the cause."""
+    lines = "".join(
+        f"{split}/{name} {sha256_file(task.audio_dir(rate, split) / name)}\n"
+        for split in task.metadata.splits
+        for name in task.files(split)
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
 def _finite(value: float) -> float | None:
     """A number as the bundle holds it: JSON has no NaN or infinity (None for those)."""
     return value if math.isfinite(value) else None
@@ -442,6 +457,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None) -> CellRe
         "task_name": task.name,
         "predictor": cell.predictor,
         "task_files_sha256": _task_files(task),
+        "audio_sha256": _audio_sha256(task, inputs.rate),
         "clips": sum(len(v) for v in emb.values()),
         "embedding_size": int(first.shape[-1]),
         "sample_rate": inputs.rate,
@@ -481,6 +497,7 @@ def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
         "task_name": task.name,
         "predictor": predictor,
         "task_files_sha256": _task_files(task),
+        "audio_sha256": None,
         "clips": sum(len(task.files(s)) for s in task.metadata.splits),
         "embedding_size": saved.embedding_size,
         "sample_rate": 0,
@@ -659,7 +676,11 @@ class HearKind(StudyKind[HearStudy, HearState]):
                 identity(cid, "weights", weights),
                 identity(cid, "encoder code", meta.get("code")),
                 identity(cid, "preprocessing", pick(cell, ("predictor", "sample_rate"))),
-                identity(cid, "inputs", pick(cell, ("task", "task_files_sha256", "clips"))),
+                identity(
+                    cid,
+                    "inputs",
+                    pick(cell, ("task", "task_files_sha256", "audio_sha256", "clips")),
+                ),
             ]
         return out
 
