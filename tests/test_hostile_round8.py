@@ -371,3 +371,96 @@ def test_diff_names_a_changed_clip_as_the_cause(
     assert "moved" in out and "unexplained" not in out and "DEFECT" not in out, out
     assert "audio_sha256" in out, out
     assert code == 1, out
+
+
+TRAINING_MODE = '''
+"""A model left in training mode (heareval's runner never calls eval()): BatchNorm1d
+normalises each embedding over the batch, and refuses a batch of one clip."""
+import torch
+
+class Model(torch.nn.Module):
+    sample_rate = 16000
+    scene_embedding_size = 16
+    timestamp_embedding_size = 16
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(200, 16)
+        with torch.no_grad():
+            g = torch.Generator().manual_seed(0)
+            self.proj.weight.copy_(torch.randn(self.proj.weight.shape, generator=g))
+            self.proj.bias.zero_()
+        self.norm = torch.nn.BatchNorm1d(16)
+
+    def forward(self, x):
+        n = x.shape[1] // 200
+        return self.norm(self.proj(x[:, : n * 200].reshape(x.shape[0], n, 200).abs().mean(1)))
+
+def load_model(model_file_path=""):
+    return Model()
+
+def get_scene_embeddings(audio, model):
+    return model(audio)
+
+def get_timestamp_embeddings(audio, model):
+    raise NotImplementedError
+'''
+
+
+def test_a_module_is_called_in_heareval_batches(
+    real_tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: the kit called ``get_scene_embeddings`` one clip at a time where heareval's
+    embedding runner hands a module consecutive files of ``<split>.json`` in batches
+    (``int(0.7 * 120 / sample_duration * 16000 / rate)``, 150 clips for spoken_digit's
+    0.56 s): a module whose embeddings depend on the batch (a model left in training mode,
+    which heareval never leaves) was refused ("Expected more than 1 value per channel when
+    training") or embedded otherwise than heareval embeds it. Every fold here is one batch."""
+    import soundfile as sf
+    import torch
+
+    from audiorepro.formats.hear import read_task
+
+    (tmp_path / "h8_training_mode.py").write_text(TRAINING_MODE)
+    sys.path.insert(0, str(tmp_path))
+    out = tmp_path / "out"
+    argv = ["hear", "hear:h8_training_mode", "--tasks-dir", str(real_tasks), "--out", str(out)]
+    assert main([*argv, "--task", "spoken_digit"]) == 0, capsys.readouterr().err
+    task = read_task(real_tasks / "spoken_digit-1.0.9-full")
+    module = __import__("h8_training_mode")
+    model = module.load_model()
+    for fold in task.metadata.splits:
+        files = task.files(fold)
+        clips = [sf.read(str(task.audio_dir(16000, fold) / f), dtype="float32")[0] for f in files]
+        with torch.no_grad():
+            want = module.get_scene_embeddings(torch.from_numpy(np.stack(clips)), model).numpy()
+        got = np.stack([np.load(out / task.name / fold / f"{f}.embedding.npy") for f in files])
+        assert np.array_equal(got, want), fold
+
+
+@pytest.mark.heareval
+def test_heareval_runner_embeds_the_real_layout_tasks_as_the_kit(
+    real_tasks: Path, modules: Path, tmp_path: Path
+) -> None:
+    """heareval's own ``task_embeddings`` (its ``Embedding`` of the module, its batches) over
+    the folders hearpreprocess's code wrote, against ``audiorepro hear``'s output: the same
+    files byte for byte, but ``filename-timestamps.json``'s paths (docs/hear.md)."""
+    from tests.hear_reference import import_task_embeddings
+
+    te = import_task_embeddings()
+    out = tmp_path / "kit"
+    assert main(["hear", "hear:h8_naive", "--tasks-dir", str(real_tasks), "--out", str(out)]) == 0
+    embedding = te.Embedding("h8_naive")
+    for task in sorted(p for p in real_tasks.iterdir() if p.is_dir()):
+        theirs = tmp_path / "heareval" / task.name
+        te.task_embeddings(embedding, task, theirs)
+        for path in sorted(p for p in theirs.rglob("*") if p.is_file()):
+            rel = path.relative_to(theirs)
+            mine = (out / task.name / rel).read_bytes()
+            if path.name.endswith("filename-timestamps.json"):
+                rows = [
+                    [str(Path(s).relative_to(theirs)), t] for s, t in json.loads(path.read_text())
+                ]
+                assert json.loads(mine) == rows, rel
+            else:
+                assert mine == path.read_bytes(), (task.name, rel)

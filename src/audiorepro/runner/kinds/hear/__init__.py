@@ -96,6 +96,7 @@ from audiorepro.runner.kinds.hear.frames import (
     embed_frames,
     event_fold,
     frame_source,
+    heareval_batches,
 )
 from audiorepro.runner.kinds.hear.mlp import grid_points, mlp_cell
 from audiorepro.runner.kinds.hear.saved import score_saved
@@ -158,14 +159,18 @@ def _read_clip(path: Path, rate: int) -> npt.NDArray[np.float32]:
 
 
 def embed_task(encoder: Any, task: HearTask, rate: int) -> dict[str, dict[str, Any]]:
-    """Every clip's scene embedding (float32), split -> file -> vector."""
+    """Every clip's scene embedding (float32), split -> file -> vector: a HEAR module's in
+    heareval's batches (:func:`heareval_batches`), a ``py:`` encoder's one clip per call."""
+    batch = getattr(encoder, "embed_batch", None)
     out: dict[str, dict[str, Any]] = {}
     for split in task.metadata.splits:
         out[split] = {}
-        for name in task.files(split):
-            clip = _read_clip(task.audio_dir(rate, split) / name, rate)
-            row = np.asarray(encoder.embed_audio([clip]))
-            out[split][name] = np.ascontiguousarray(row[0], dtype=np.float32)
+        groups = heareval_batches(task, split, rate) if callable(batch) else None
+        for names in groups or [(name,) for name in task.files(split)]:
+            clips = [_read_clip(task.audio_dir(rate, split) / name, rate) for name in names]
+            rows = np.asarray(batch(clips) if callable(batch) else encoder.embed_audio(clips))
+            for name, row in zip(names, rows, strict=True):
+                out[split][name] = np.ascontiguousarray(row, dtype=np.float32)
     return out
 
 

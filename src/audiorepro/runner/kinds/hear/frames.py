@@ -2,8 +2,9 @@
 events scored as heareval scores them.
 
 Embeddings: each clip, read as heareval reads it, goes to the module's own
-``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
-ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call.
+``get_timestamp_embeddings(audio, model)`` (frames x dim and the frames' timestamps in ms) in
+heareval's batches (:func:`heareval_batches`), or to a ``py:`` encoder's ``embed_frames([clip])``
+(docs/models.md), one clip per call.
 Predictor ``linear-v1`` per label per frame: for each label of the vocabulary, ``linear-v1``
 (docs/linear-probe.md) fitted on the training split(s)' frames with targets "label active at the
 frame's timestamp" (``start <= t < end + 0.0001`` ms, as heareval's embedding runner labels
@@ -55,11 +56,39 @@ def _twin_score(name: str, predicted: Events, task: HearTask, split: tuple[str, 
     return twin.event_onset_f(tuples(predicted), tuples(reference), collar)[0]
 
 
-def frame_source(encoder: Any) -> Callable[[npt.NDArray[np.float32]], tuple[Any, Any]]:
-    """How an encoder gives one clip's frames and their timestamps (ms): a HEAR module by its
-    own ``get_timestamp_embeddings(audio[None], model)``, a ``py:`` encoder by its optional
-    ``embed_frames([clip])`` (docs/models.md); an encoder with neither is one line (an event
-    task needs frames), checked before any clip is read."""
+def heareval_batches(task: HearTask, split: str, rate: int) -> list[tuple[str, ...]]:
+    """The files of ``split`` in the batches heareval's embedding runner hands a module
+    (``task_embeddings``): consecutive files of ``<split>.json``, ``int(0.7 * (120 /
+    sample_duration) * (16000 / rate))`` at a time (at least 1), one at a time where
+    ``sample_duration`` is null (clips of any length). A module may depend on its batch (a
+    model left in training mode normalises over it; BatchNorm refuses a batch of one), so the
+    kit calls it as heareval does.
+
+    >>> from pathlib import Path
+    >>> from audiorepro.formats.hear import parse_task_metadata
+    >>> m = parse_task_metadata({"task_name": "w", "embedding_type": "scene",
+    ...     "prediction_type": "multiclass", "split_mode": "trainvaltest",
+    ...     "splits": ["train", "valid", "test"], "sample_duration": 40.0,
+    ...     "evaluation": ["top1_acc"]}, source="m.json")
+    >>> t = HearTask(Path("t"), m, ("a",), {"train": dict.fromkeys("pqrst", ("a",))}, {})
+    >>> heareval_batches(t, "train", 16000)  # int(0.7 * 3 * 1) = 2 clips a call
+    [('p', 'q'), ('r', 's'), ('t',)]
+    """
+    files = task.files(split)
+    duration = task.metadata.sample_duration
+    size = 1 if duration is None else max(1, int(0.7 * (120 / duration) * (16000 / rate)))
+    return [files[i : i + size] for i in range(0, len(files), size)]
+
+
+FrameSource = Callable[[list[npt.NDArray[np.float32]]], list[tuple[Any, Any]]]
+
+
+def frame_source(encoder: Any) -> FrameSource:
+    """How an encoder gives a batch of clips' frames and their timestamps (ms), one pair per
+    clip: a HEAR module by one ``get_timestamp_embeddings(audio, model)`` call on the batch
+    stacked (clips of one length; else one call per clip), a ``py:`` encoder by its optional
+    ``embed_frames([clip])`` per clip (docs/models.md); an encoder with neither is one line
+    (an event task needs frames), checked before any clip is read."""
     module = getattr(encoder, "module", None)
     if module is not None and hasattr(encoder, "model"):  # a HEAR module (HearEncoder)
         func = getattr(module, "get_timestamp_embeddings", None)
@@ -76,10 +105,14 @@ def frame_source(encoder: Any) -> Callable[[npt.NDArray[np.float32]], tuple[Any,
     return partial(_py_frames, frames)
 
 
-def _hear_frames(func: Any, encoder: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+def _hear_frames(
+    func: Any, encoder: Any, clips: list[npt.NDArray[np.float32]]
+) -> list[tuple[Any, Any]]:
     import torch
 
-    audio = torch.from_numpy(clip)[None]
+    if len({len(c) for c in clips}) > 1:  # heareval's collate needs one length
+        return [pair for c in clips for pair in _hear_frames(func, encoder, [c])]
+    audio = torch.from_numpy(np.stack(clips))
     with torch.no_grad():
         try:
             e, t = func(audio.to(encoder._device()), encoder.model)
@@ -88,43 +121,54 @@ def _hear_frames(func: Any, encoder: Any, clip: npt.NDArray[np.float32]) -> tupl
                 "get_timestamp_embeddings is not implemented (an event task needs it)",
                 key="MODEL",
             ) from None
-    return e.detach().cpu().numpy()[0], t.detach().cpu().numpy()[0]
-
-
-def _py_frames(func: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
-    out = call_user(func, "embed_frames()", "MODEL", [clip])
-    try:
-        ((e, t),) = out
-    except (TypeError, ValueError):
+    e, t = e.detach().cpu().numpy(), t.detach().cpu().numpy()
+    if len(e) != len(clips) or len(t) != len(clips):
         raise UserError(
-            "embed_frames([clip]) gave no single (embeddings, timestamps) pair; expected a "
-            "list of one pair per clip",
+            f"get_timestamp_embeddings gave {len(e)} embeddings and {len(t)} timestamp rows "
+            f"for {len(clips)} clips; expected one each per clip",
             key="MODEL",
-        ) from None
-    return e, t
+        )
+    return [(e[i], t[i]) for i in range(len(clips))]
+
+
+def _py_frames(func: Any, clips: list[npt.NDArray[np.float32]]) -> list[tuple[Any, Any]]:
+    pairs = []
+    for clip in clips:
+        out = call_user(func, "embed_frames()", "MODEL", [clip])
+        try:
+            ((e, t),) = out
+        except (TypeError, ValueError):
+            raise UserError(
+                "embed_frames([clip]) gave no single (embeddings, timestamps) pair; expected a "
+                "list of one pair per clip",
+                key="MODEL",
+            ) from None
+        pairs.append((e, t))
+    return pairs
 
 
 def embed_frames(
     encoder: Any, task: HearTask, read: Callable[[Any], npt.NDArray[np.float32]], rate: int
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every clip's timestamp embeddings (float32, frames x dim) and timestamps (ms), split
-    -> file -> array, one clip per call (:func:`frame_source`)."""
+    -> file -> array, in heareval's batches (:func:`heareval_batches`, :func:`frame_source`)."""
     source = frame_source(encoder)
     emb: dict[str, dict[str, Any]] = {}
     stamps: dict[str, dict[str, Any]] = {}
     for split in task.metadata.splits:
         emb[split], stamps[split] = {}, {}
-        for name in task.files(split):
-            raw_e, raw_t = source(read(task.audio_dir(rate, split) / name))
-            e = np.asarray(raw_e, dtype=np.float32)
-            t = np.asarray(raw_t, dtype=np.float64)
-            if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
-                raise UserError(
-                    f"frames of {split}/{name} are {e.shape} embeddings and {t.shape} "
-                    "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
-                    key="MODEL",
-                )
-            emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
+        for names in heareval_batches(task, split, rate):
+            pairs = source([read(task.audio_dir(rate, split) / name) for name in names])
+            for name, (raw_e, raw_t) in zip(names, pairs, strict=True):
+                e = np.asarray(raw_e, dtype=np.float32)
+                t = np.asarray(raw_t, dtype=np.float64)
+                if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+                    raise UserError(
+                        f"frames of {split}/{name} are {e.shape} embeddings and {t.shape} "
+                        "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
+                        key="MODEL",
+                    )
+                emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
     return emb, stamps
 
 
