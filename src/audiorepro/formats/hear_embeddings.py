@@ -24,9 +24,10 @@ per-file ones. :func:`write_embeddings` writes all of them, byte for byte as hea
 except two things. ``filename-timestamps.json`` names each row's file ``<split>/<file>``, where
 heareval writes its output folder's path before it: the kit writes a run into a staging folder
 that is renamed at the end, so that path would be gone and new in every run; heareval's
-predictor reads only the name's last part (``Path(filename).name``). And one order: where events overlap, heareval lists a frame's labels in the order of a
-Python set (its interval tree's query), this module in the order of the events in <split>.json;
-the predictor reads them as a set. :func:`read_embeddings` reads the per-file ones (never the
+predictor reads only the name's last part (``Path(filename).name``). And one order: where
+events overlap, heareval lists a frame's labels in the order of a Python set (its interval
+tree's query), this module in the order of the events in <split>.json; the predictor reads them
+as a set. :func:`read_embeddings` reads the per-file ones (never the
 pickle), checking what heareval asserts: float32, one shape per task, as many frames as
 timestamps and labels.
 """
