@@ -464,3 +464,19 @@ def test_heareval_runner_embeds_the_real_layout_tasks_as_the_kit(
                 assert json.loads(mine) == rows, rel
             else:
                 assert mine == path.read_bytes(), (task.name, rel)
+
+
+@pytest.mark.parametrize("second", ["spoken_digit", "spoken_digit-1.0.9-full"])
+def test_a_task_named_twice_is_one_line_naming_the_option(
+    real_tasks: Path, modules: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], second: str
+) -> None:
+    """fixed: ``--task spoken_digit --task spoken_digit`` (or the folder name the second time)
+    failed naming a file the user never wrote, ``/tmp/tmp.../hear.toml: key 'cell[1].id':
+    repeats cell id``; it is one line naming ``--task``."""
+    out = tmp_path / "out"
+    argv = ["hear", "hear:h8_naive", "--tasks-dir", str(real_tasks), "--task", "spoken_digit"]
+    code = main([*argv, "--task", second, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    _one_line(err, "--task", "spoken_digit-1.0.9-full twice", str(real_tasks))
+    assert "hear.toml" not in err and not out.exists()

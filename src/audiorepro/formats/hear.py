@@ -522,6 +522,12 @@ def find_tasks(
             have = ", ".join(p.name for p in found) or "none"
             how = "no" if not match else "more than one"
             raise UserError(f"has {how} task {name!r} (tasks here: {have})", source=root, key=key)
+        if match[0] in chosen:  # one run per task: a second would only repeat its cell
+            raise UserError(
+                f"names task {match[0].name} twice (as {name!r}); expected each task once",
+                source=root,
+                key=key,
+            )
         chosen.append(match[0])
     return tuple(chosen)
 
