@@ -480,3 +480,31 @@ def test_a_task_named_twice_is_one_line_naming_the_option(
     assert code == 2
     _one_line(err, "--task", "spoken_digit-1.0.9-full twice", str(real_tasks))
     assert "hear.toml" not in err and not out.exists()
+
+
+def test_hear_table_refuses_one_encoder_name_for_two_codes(
+    real_tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: two runs of ``hear:h8_twin``, a module without weight files edited between
+    them (another seed), went into one row of the table, as if one model had made both
+    numbers; only differing weight files were refused. The module's source SHA-256 (its code
+    identity, in every bundle) must agree too."""
+    import os
+    import subprocess
+
+    runs = []
+    for seed in (0, 1):
+        mods = tmp_path / f"mods{seed}"
+        mods.mkdir()
+        (mods / "h8_twin.py").write_text(NAIVE.replace("manual_seed(0)", f"manual_seed({seed})"))
+        out, task = tmp_path / f"run{seed}", ("spoken_digit", "dcase_like")[seed]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(mods), *sys.path])}
+        cmd = [sys.executable, "-m", "audiorepro", "hear", "hear:h8_twin"]
+        cmd += ["--tasks-dir", str(real_tasks), "--task", task, "--out", str(out)]
+        subprocess.run(cmd, env=env, check=True, capture_output=True)
+        runs.append(str(out))
+    code = main(["hear-table", *runs, "--out", str(tmp_path / "table")])
+    err = capsys.readouterr().err
+    assert code == 2
+    _one_line(err, "hear:h8_twin has other code in", runs[1], runs[0])
+    assert not (tmp_path / "table").exists()
