@@ -90,7 +90,8 @@ def read_runs(outs: list[Path]) -> list[HearEntry]:
         for cell in bundle["cells"]:
             meta = cell.get("model_meta") or {}
             weights = meta.get("weights_sha256") or {}
-            code = meta.get("code") if isinstance(meta.get("code"), dict) else {}
+            code = meta.get("code")
+            source = code.get("source_sha256") if isinstance(code, dict) else None
             score = str(cell["primary_score"])
             entries.append(
                 HearEntry(
@@ -103,7 +104,7 @@ def read_runs(outs: list[Path]) -> list[HearEntry]:
                     cell=str(cell["id"]),
                     weights_sha256=";".join(f"{k}={weights[k]}" for k in sorted(weights)),
                     embedding_size=int(cell["embedding_size"]),
-                    source_sha256=str(code.get("source_sha256") or ""),
+                    source_sha256=str(source or ""),
                 )
             )
     return entries
