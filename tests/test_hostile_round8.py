@@ -508,3 +508,38 @@ def test_hear_table_refuses_one_encoder_name_for_two_codes(
     assert code == 2
     _one_line(err, "hear:h8_twin has other code in", runs[1], runs[0])
     assert not (tmp_path / "table").exists()
+
+
+NONFINITE_FRAMES = '''
+"""Finite scene embeddings (the validator's noise passes), -inf in the first frame of every
+clip (a log of a silent frame)."""
+from h8_naive import load_model, get_scene_embeddings, get_timestamp_embeddings as _frames
+
+def get_timestamp_embeddings(audio, model):
+    e, t = _frames(audio, model)
+    e = e.clone()
+    e[:, 0, 0] = float("-inf")
+    return e, t
+'''
+
+
+@pytest.mark.parametrize("predictor", ["linear-v1", "hear-mlp-v1"])
+def test_non_finite_frames_are_one_line(
+    real_tasks: Path,
+    modules: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    predictor: str,
+) -> None:
+    """fixed: frame embeddings holding -inf went on to the predictor: linear-v1 failed with
+    scikit-learn's traceback ("Input X contains NaN"), hear-mlp-v1 trained on them and
+    reported NaN scores (heareval's predictor asserts finite embeddings). One line naming
+    the clip, exit 2, nothing written."""
+    (modules / "h8_nonfinite.py").write_text(NONFINITE_FRAMES)
+    out = tmp_path / "out"
+    argv = ["hear", "hear:h8_nonfinite", "--tasks-dir", str(real_tasks), "--task", "dcase_like"]
+    code = main([*argv, "--predictor", predictor, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    _one_line(err, "MODEL", "NaN or infinite", "train/scene-")
+    assert not out.exists()

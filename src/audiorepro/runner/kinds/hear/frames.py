@@ -168,6 +168,14 @@ def embed_frames(
                         "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
                         key="MODEL",
                     )
+                if not (np.isfinite(e).all() and np.isfinite(t).all()):
+                    # heareval's predictor asserts finite embeddings; a NaN frame would make
+                    # the probe fail or every score NaN
+                    raise UserError(
+                        f"frames of {split}/{name} hold NaN or infinite values (embeddings or "
+                        "timestamps); expected finite numbers",
+                        key="MODEL",
+                    )
                 emb[split][name], stamps[split][name] = np.ascontiguousarray(e), t
     return emb, stamps
 
