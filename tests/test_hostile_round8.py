@@ -543,3 +543,41 @@ def test_non_finite_frames_are_one_line(
     assert code == 2, err
     _one_line(err, "MODEL", "NaN or infinite", "train/scene-")
     assert not out.exists()
+
+
+PY_NAN = """
+import numpy as np
+
+class Spectra:
+    name = "h8-py-nan"
+    sample_rate = 16000
+
+    def embed_audio(self, waveforms):
+        rows = [np.abs(np.fft.rfft(np.resize(w, 800)))[:16] for w in waveforms]
+        out = np.stack(rows).astype(np.float32)
+        out[:, 0] = np.where([w[0] > 0 for w in waveforms], np.nan, out[:, 0])  # about half
+        return out
+
+    def weight_files(self):
+        return []
+
+def make():
+    return Spectra()
+"""
+
+
+def test_a_py_encoders_nan_embedding_is_one_line(
+    real_tasks: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: a ``py:`` encoder whose embedding of some clip held NaN (its check clips were
+    fine) sent it to linear-v1, which failed with scikit-learn's traceback ("Input X contains
+    NaN"). One line naming the clip, exit 2."""
+    (tmp_path / "h8_py_nan.py").write_text(PY_NAN)
+    out = tmp_path / "out"
+    spec = f"py:{tmp_path / 'h8_py_nan.py'}:make"
+    argv = ["hear", spec, "--tasks-dir", str(real_tasks), "--task", "spoken_digit"]
+    code = main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    _one_line(err, "MODEL", "NaN or infinite", ".wav")
+    assert not out.exists()

@@ -169,9 +169,27 @@ def embed_task(encoder: Any, task: HearTask, rate: int) -> dict[str, dict[str, A
         for names in groups or [(name,) for name in task.files(split)]:
             clips = [_read_clip(task.audio_dir(rate, split) / name, rate) for name in names]
             rows = np.asarray(batch(clips) if callable(batch) else encoder.embed_audio(clips))
+            _check_rows(rows, len(names), f"{split}/{names[0]}")
             for name, row in zip(names, rows, strict=True):
                 out[split][name] = np.ascontiguousarray(row, dtype=np.float32)
     return out
+
+
+def _check_rows(rows: npt.NDArray[Any], n: int, first: str) -> None:
+    """An encoder's answer for ``n`` clips (the first ``first``): ``n`` finite rows, else one
+    line (the predictor would fail on them with a traceback, or score NaN)."""
+    if rows.ndim != 2 or len(rows) != n:
+        raise UserError(
+            f"embedded {n} clip(s) from {first} as an array of shape {rows.shape}; expected "
+            f"({n}, dim)",
+            key="MODEL",
+        )
+    if not np.isfinite(rows).all():
+        raise UserError(
+            f"embeddings of {n} clip(s) from {first} hold NaN or infinite values; expected "
+            "finite numbers",
+            key="MODEL",
+        )
 
 
 def _softmax(decision: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
