@@ -607,3 +607,42 @@ def test_a_blank_qrels_line_is_refused_as_trec_eval_refuses_it(
     err = capsys.readouterr().err
     assert code == 2
     _one_line(err, "qrels", "line")
+
+
+# --- label vocabularies as pandas (heareval's reader) reads them ---------------------------
+
+
+@pytest.mark.parametrize("labels", [("true", "false"), ("TRUE", "FALSE"), ("false", "True")])
+def test_a_true_false_vocabulary_is_refused_as_pandas_renames_it(labels: tuple[str, str]) -> None:
+    """fixed: a vocabulary of ``true``/``false`` was read as written, but pandas (heareval's
+    reader) reads such a column as booleans and heareval names the labels ``True`` and
+    ``False``: the split files' ``true`` is then no label of heareval's vocabulary. Refused
+    in one line, as a renamed label is."""
+    import io
+
+    import pandas as pd
+
+    from audiorepro.core.errors import UserError
+    from audiorepro.formats.hear import parse_vocabulary
+
+    text = f"idx,label\n0,{labels[0]}\n1,{labels[1]}\n"
+    read = [str(x) for x in pd.read_csv(io.StringIO(text))["label"]]
+    assert read != list(labels)  # what heareval calls them differs from the text
+    with pytest.raises(UserError) as info:
+        parse_vocabulary(text, source="labelvocabulary.csv")
+    assert "booleans" in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("labels", [(" a", "b "), ("True", "False"), ("true", "x")])
+def test_labels_pandas_keeps_as_written_are_read(labels: tuple[str, str]) -> None:
+    """fixed: a label with a blank before or after it was refused ("pandas ... strips it"),
+    but pandas keeps it (``skipinitialspace`` is off), and heareval reads the task."""
+    import io
+
+    import pandas as pd
+
+    from audiorepro.formats.hear import parse_vocabulary
+
+    text = f"idx,label\n0,{labels[0]}\n1,{labels[1]}\n"
+    assert [str(x) for x in pd.read_csv(io.StringIO(text))["label"]] == list(labels)
+    assert parse_vocabulary(text, source="labelvocabulary.csv") == labels
