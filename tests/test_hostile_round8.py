@@ -646,3 +646,36 @@ def test_labels_pandas_keeps_as_written_are_read(labels: tuple[str, str]) -> Non
     text = f"idx,label\n0,{labels[0]}\n1,{labels[1]}\n"
     assert [str(x) for x in pd.read_csv(io.StringIO(text))["label"]] == list(labels)
     assert parse_vocabulary(text, source="labelvocabulary.csv") == labels
+
+
+FRAME_FAULTS = {
+    "numpy timestamps": ("return e, t.numpy()", "returned tuple of ['Tensor', 'ndarray']"),
+    "embeddings alone": ("return e", "returned Tensor; expected a pair of torch tensors"),
+    "a raised error": (
+        'raise RuntimeError("CUDA out of memory")',
+        "get_timestamp_embeddings failed: RuntimeError: CUDA out of memory",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", FRAME_FAULTS)
+def test_a_faulty_get_timestamp_embeddings_is_one_line(
+    real_tasks: Path, modules: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    """fixed: an event task's ``get_timestamp_embeddings`` that raised, returned numpy
+    timestamps or only the embeddings ended the command with a traceback (``AttributeError:
+    'numpy.ndarray' object has no attribute 'detach'``, ``too many values to unpack``); a
+    scene task's ``get_scene_embeddings`` already failed in one line. Now the same line."""
+    body, words = FRAME_FAULTS[fault]
+    name = "h8_fault_" + fault.replace(" ", "_")
+    (modules / f"{name}.py").write_text(
+        "from h8_naive import load_model, get_scene_embeddings, get_timestamp_embeddings as _f\n"
+        f"def get_timestamp_embeddings(audio, model):\n    e, t = _f(audio, model)\n    {body}\n"
+    )
+    out = tmp_path / "out"
+    argv = ["hear", f"hear:{name}", "--tasks-dir", str(real_tasks), "--task", "dcase_like"]
+    code = main([*argv, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    _one_line(err, name, words)
+    assert not out.exists()

@@ -91,10 +91,15 @@ def call_user(func: Callable[..., Any], what: str, spec: str, *args: Any, **kw: 
         return func(*args, **kw)
     except UserError:
         raise
-    except SystemExit as exc:
-        raise UserError(f"{what} {_exited(exc)}", key=spec) from None
-    except Exception as exc:  # the user's code: reported in one line, never a fallback
-        raise UserError(f"{what} failed: {_first_line(exc)}", key=spec) from None
+    except (SystemExit, Exception) as exc:  # the user's code: one line, never a fallback
+        raise call_user_error(what, spec, exc) from None
+
+
+def call_user_error(what: str, spec: str, exc: BaseException) -> UserError:
+    """The one line :func:`call_user` says when the user's ``what`` raised ``exc``."""
+    if isinstance(exc, SystemExit):
+        return UserError(f"{what} {_exited(exc)}", key=spec)
+    return UserError(f"{what} failed: {_first_line(exc)}", key=spec)
 
 
 def import_user_module(user: UserSpec, spec: str) -> ModuleType:

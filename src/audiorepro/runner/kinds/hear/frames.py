@@ -30,7 +30,7 @@ from audiorepro.formats.hear_embeddings import frame_labels
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
 from audiorepro.metrics.linear_probe import fit_linear_v1
-from audiorepro.models.user_encoders import call_user
+from audiorepro.models.user_encoders import call_user, call_user_error
 from audiorepro.reference import hear as twin
 
 EVENT_SCORES = ("event_onset_200ms_fms", "event_onset_50ms_fms", "segment_1s_er")
@@ -113,15 +113,29 @@ def _hear_frames(
     if len({len(c) for c in clips}) > 1:  # heareval's collate needs one length
         return [pair for c in clips for pair in _hear_frames(func, encoder, [c])]
     audio = torch.from_numpy(np.stack(clips))
+    what = "get_timestamp_embeddings"
     with torch.no_grad():
         try:
-            e, t = func(audio.to(encoder._device()), encoder.model)
+            out = func(audio.to(encoder._device()), encoder.model)
         except NotImplementedError:
             raise UserError(
                 "get_timestamp_embeddings is not implemented (an event task needs it)",
                 key="MODEL",
             ) from None
-    e, t = e.detach().cpu().numpy(), t.detach().cpu().numpy()
+        except (SystemExit, Exception) as exc:  # the module's own failure: call_user's line
+            raise call_user_error(what, encoder.name, exc) from None
+    if not (
+        isinstance(out, tuple | list)
+        and len(out) == 2
+        and all(isinstance(x, torch.Tensor) for x in out)
+    ):
+        raise UserError(
+            f"{what} returned {type(out).__name__}"
+            + (f" of {[type(x).__name__ for x in out]}" if isinstance(out, tuple | list) else "")
+            + "; expected a pair of torch tensors (embeddings, timestamps), as HEAR's API says",
+            key=encoder.name,
+        )
+    e, t = out[0].detach().cpu().numpy(), out[1].detach().cpu().numpy()
     if len(e) != len(clips) or len(t) != len(clips):
         raise UserError(
             f"get_timestamp_embeddings gave {len(e)} embeddings and {len(t)} timestamp rows "
