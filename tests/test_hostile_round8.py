@@ -679,3 +679,63 @@ def test_a_faulty_get_timestamp_embeddings_is_one_line(
     assert code == 2, err
     _one_line(err, name, words)
     assert not out.exists()
+
+
+def test_a_fold_whose_score_is_undefined_is_left_out_of_the_mean_as_heareval_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fixed: heareval aggregates folds with pandas (``aggregate_test_results``:
+    ``results_df[score].mean()`` and ``.std()``), which leave a NaN fold out; HEAR's
+    leaderboard reports that mean. The kit took numpy's mean, NaN as soon as one fold's score
+    was undefined (``aucroc`` on a fold without a class's positives), so a leaderboard row
+    copied from heareval's own file got FAIL. Saved predictions of a three-fold task whose
+    fold02 lacks class ``c``: the kit's mean and deviation are pandas' over the folds."""
+    import pickle
+
+    import pandas as pd
+    import torch
+
+    from audiorepro.formats.hear import read_task
+    from audiorepro.formats.hear_embeddings import row_order
+    from audiorepro.metrics.hear import aucroc_score, top1_accuracy_score
+
+    def label(i: int) -> str:  # fold02 (i % 3 == 2) holds a and b only
+        return "ab"[(i // 3) % 2] if i % 3 == 2 else "abc"[(i // 3) % 3]
+
+    rows = [
+        {"unique_filestem": f"{i:03d}", "split": f"fold{i % 3:02d}", "label": label(i)}
+        for i in range(36)
+    ]
+    config = _config(task_name="three", split_mode="presplit_kfold", nfolds=3,
+                     evaluation=["top1_acc", "aucroc"], max_task_duration_by_fold=None)  # fmt: skip
+    tasks = tmp_path / "tasks"
+    task = read_task(_build(tasks, config, rows, 0.1))
+    saved, order, rng = tmp_path / "saved", row_order(task), np.random.default_rng(5)
+    saved.mkdir()
+    results = {}
+    for fold in task.metadata.splits:
+        target = np.zeros((len(order[fold]), 3), dtype=np.float32)
+        for i, name in enumerate(order[fold]):
+            target[i, task.vocabulary.index(task.scene_labels[fold][name][0])] = 1.0
+        prediction = rng.dirichlet(np.ones(3), size=len(target)).astype(np.float32)
+        with (saved / f"{fold}.predictions.pkl").open("wb") as fp:
+            pickle.dump(
+                {"target": torch.tensor(target), "prediction": torch.tensor(prediction)}, fp
+            )
+        results[fold] = {"test_top1_acc": top1_accuracy_score(prediction, target),
+                         "test_aucroc": aucroc_score(prediction, target)}  # fmt: skip
+    assert np.isnan(results["fold02"]["test_aucroc"])  # the case: one fold undefined
+    frame = pd.DataFrame.from_dict(results, orient="index")  # heareval's own two lines
+    mean, std = frame["test_aucroc"].mean(), frame["test_aucroc"].std()
+    study = tmp_path / "s.toml"
+    study.write_text(
+        'schema = "audiorepro.study/1"\nname = "h8m"\nkind = "hear"\n\n[[cell]]\nid = "sub"\n'
+        f'model = "hear:a_submission"\ntasks_dir = "{tasks}"\ntask = "three"\n'
+        f'predictions = "{saved}"\n\n[[published]]\ncell = "sub"\ntolerance = 1e-9\n'
+        f'provenance = "heareval aggregated_scores"\nvalues = {{ aucroc = {mean!r} }}\n'
+    )
+    out = tmp_path / "out"
+    assert main(["reproduce", str(study), "--out", str(out)]) == 0, capsys.readouterr()
+    doc = json.loads((out / "sub" / "test.predicted-scores.json").read_text())
+    assert doc["aggregated_scores"]["test_aucroc_mean"] == mean
+    assert doc["aggregated_scores"]["test_aucroc_std"] == pytest.approx(std, rel=1e-15)

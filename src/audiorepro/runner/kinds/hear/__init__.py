@@ -231,7 +231,7 @@ def predicted_scores(
 ) -> dict[str, Any]:
     """heareval's ``test.predicted-scores.json`` keys: per test split ``test_score`` (the
     first score), ``test_<name>`` and ``validation_score``; ``aggregated_scores`` (mean and
-    sample standard deviation over folds) when there are several."""
+    sample standard deviation over folds, :func:`fold_mean_std`) when there are several."""
     primary = task.metadata.evaluation[0]
     out: dict[str, Any] = {}
     for fold, (test, valid) in folds.items():
@@ -241,10 +241,8 @@ def predicted_scores(
     if len(folds) > 1:
         agg: dict[str, float] = {}
         for key in out[next(iter(folds))]:
-            values = np.array([out[f][key] for f in folds], dtype=np.float64)
-            with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
-                agg[f"{key}_mean"] = float(np.mean(values))
-                agg[f"{key}_std"] = float(np.std(values, ddof=1))
+            mean, std = fold_mean_std([out[f][key] for f in folds])
+            agg[f"{key}_mean"], agg[f"{key}_std"] = mean, std
         out["aggregated_scores"] = agg
     maximize = scores.HEAR_SCORE_DIRECTIONS[primary]
     out["hparams"] = {"predictor": predictor, "C": 1.0}
@@ -269,7 +267,28 @@ def leaderboard(folds: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     {'mAP': 0.6}
     """
     first = next(iter(folds.values()))
-    return {k: float(np.mean([f[k] for f in folds.values()])) for k in first}
+    return {k: fold_mean_std([f[k] for f in folds.values()])[0] for k in first}
+
+
+def fold_mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation over folds as heareval's
+    ``aggregate_test_results`` computes them (pandas' ``mean()`` and ``std()``): NaN folds
+    are left out (a score undefined on one fold), NaN when none is left (the deviation when
+    fewer than two are); infinities are kept.
+
+    >>> fold_mean_std([0.5, float("nan"), 0.7])
+    (0.6, 0.14142135623730948)
+    >>> fold_mean_std([0.5, float("nan")])
+    (0.5, nan)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
+        mean = float(np.mean(v))
+        std = float(np.std(v, ddof=1)) if len(v) > 1 else math.nan
+    return mean, std
 
 
 # --- the bundle -----------------------------------------------------------------------------
