@@ -2,8 +2,9 @@
 
 Per cell (one encoder over one HEAR task, :mod:`audiorepro.runner.kinds.hear.spec`): every clip of
 every split is read as heareval reads it (soundfile, float32, at the module's sample rate from
-``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` (a ``py:``
-encoder's clip embedding, ``embed_audio``), one clip per call; the embeddings are written in
+``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` in heareval's
+embedding batches (a ``py:`` encoder's clip embedding, ``embed_audio``, one clip per call);
+the embeddings are written in
 heareval's layout to ``OUT/<cell id>/``
 (:mod:`audiorepro.formats.hear_embeddings`), so heareval's own predictor can run on them too;
 the predictor is trained on each of heareval's data splits
