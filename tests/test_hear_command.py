@@ -49,7 +49,9 @@ def test_hear_runs_a_module_over_a_scene_task(
     argv = ["hear", hear_spec, "--tasks-dir", str(tasks_dir), "--task", "words", "--out", str(out)]
     assert main(argv) == 0
     task = read_task(tasks_dir / "words-v1-full")
-    # The embeddings are the module's own get_scene_embeddings of each clip, as heareval reads it.
+    # The embeddings are the module's own get_scene_embeddings of the clips, as heareval reads
+    # them and batches them: its embedding runner hands the module consecutive files of
+    # <split>.json, int(0.7 * (120 / 1.0) * (16000 / 16000)) = 84 one-second clips at a time.
     import soundfile
     import torch
 
@@ -59,11 +61,17 @@ def test_hear_runs_a_module_over_a_scene_task(
     module = load_user(resolve_spec(hear_spec, load_registry([])), "cpu").encoder
     saved = read_embeddings(task, out / "words-v1-full")
     for split in ("train", "test"):
-        name = task.files(split)[0]
-        audio, _ = soundfile.read(str(task.audio_dir(16000, split) / name), dtype=np.float32)
+        names = task.files(split)[:84]
+        audio = np.stack(
+            [
+                soundfile.read(str(task.audio_dir(16000, split) / n), dtype=np.float32)[0]
+                for n in names
+            ]
+        )
         with torch.no_grad():
-            direct = module.module.get_scene_embeddings(torch.from_numpy(audio)[None], module.model)  # type: ignore[attr-defined]
-        assert np.array_equal(saved[split].embeddings[name], direct[0].numpy())
+            direct = module.module.get_scene_embeddings(torch.from_numpy(audio), module.model)  # type: ignore[attr-defined]
+        for i, name in enumerate(names):
+            assert np.array_equal(saved[split].embeddings[name], direct[i].numpy()), name
     # The top-1 accuracy is what a logistic regression on the standardized train split gives
     # on the test split, computed here with scikit-learn directly.
     from sklearn.linear_model import LogisticRegression

@@ -63,8 +63,11 @@ def _dump_scene(folder: Path, task: Any, seed: int, test: tuple[str, ...]) -> tu
     rows: `pickle.dump(predictor.test_predictions, fp)`, a dict of CPU tensors."""
     import torch
 
+    from audiorepro.formats.hear_embeddings import row_order
+
     index = {label: j for j, label in enumerate(task.vocabulary)}
-    names = [(s, n) for s in test for n in task.files(s)]
+    order = row_order(task)  # heareval's test rows: its shuffle of the split's files
+    names = [(s, n) for s in test for n in order[s]]
     target = np.zeros((len(names), len(index)), dtype=np.float32)
     for i, (s, n) in enumerate(names):
         target[i, [index[label] for label in task.scene_labels[s][n]]] = 1
@@ -254,7 +257,7 @@ def test_diff_names_the_saved_predictions_that_moved_a_score(
     _dump_scene(folder, task, 0, ("test",))
     study = _study(tmp_path / "s.toml", [("w", "words-v1-full", folder)])
     assert main(["reproduce", str(study), "--out", str(tmp_path / "a")]) == 0
-    _dump_scene(folder, task, 3, ("test",))  # the submission's predictions replaced
+    _dump_scene(folder, task, 5, ("test",))  # the submission's predictions replaced (another score)
     assert main(["reproduce", str(study), "--out", str(tmp_path / "b")]) == 0
     capsys.readouterr()
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 1

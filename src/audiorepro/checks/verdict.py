@@ -64,7 +64,13 @@ def value_rows(
     reason: str | None,
     profile: str,
 ) -> list[ValueRow]:
-    """One row per published value: PASS, FAIL, or NOT VERIFIED (with the reason)."""
+    """One row per published value: PASS, FAIL, or NOT VERIFIED (with the reason); a value
+    reproduced as NaN or infinite is a FAIL whose reason says so (its ``reproduced`` is None).
+
+    >>> [(r["status"], r["reason"]) for r in value_rows(
+    ...     "c", {"f": 0.5, "g": 0.5}, 0.1, {"f": float("nan"), "g": 0.55}, None, "hear")]
+    [('FAIL', 'the reproduced value is undefined (NaN)'), ('PASS', None)]
+    """
     rows = []
     for metric, published in values.items():
         row: ValueRow = {
@@ -80,6 +86,16 @@ def value_rows(
         if reason is None:
             if metric not in reproduced:
                 row["reason"] = f"profile {profile} has no metric {metric}"
+            elif not math.isfinite(reproduced[metric]):
+                # an undefined score (heareval's NaN F-measure without events) reproduces no
+                # published number; the record stays JSON (no NaN in verification.json)
+                value = reproduced[metric]
+                row["status"] = FAIL
+                row["reason"] = (
+                    "the reproduced value is undefined (NaN)"
+                    if math.isnan(value)
+                    else f"the reproduced value is infinite ({value})"
+                )
             else:
                 value = reproduced[metric]
                 row["reproduced"] = value

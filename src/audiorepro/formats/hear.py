@@ -86,6 +86,10 @@ _PANDAS_NA = frozenset(
     "#N/A,#N/A N/A,#NA,-1.#IND,-1.#QNAN,-NaN,-nan,1.#IND,1.#QNAN,<NA>,N/A,NA,NULL,NaN,None,"
     "n/a,nan,null".split(",")
 )
+#: Texts a column of which pandas' read_csv reads as booleans (heareval then calls the label
+#: ``str(True)``, "True").
+_PANDAS_BOOL = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False,
+                "false": False}  # fmt: skip
 _INT = re.compile(r"^[+-]?[0-9]+$")
 #: A file name in a split: a plain name, no folder (hearpreprocess forbids slashes).
 _FILE = re.compile(r"^[^/\\\x00]+$")
@@ -286,8 +290,16 @@ def _optional_str(data: dict[str, Any], key: str, src: Path) -> str | None:
 def _pandas_problem(labels: list[str]) -> str | None:
     """Why pandas (which heareval reads the vocabulary with) would not keep a label's text."""
     for label in labels:
-        if label in _PANDAS_NA or label != label.strip():
-            return f"label {label!r}: pandas reads it as a missing value or strips it"
+        if label in _PANDAS_NA:  # pandas keeps blanks around a label: only exact NA texts
+            return f"label {label!r}: pandas reads it as a missing value"
+    if all(label in _PANDAS_BOOL for label in labels):
+        bad = [label for label in labels if label not in ("True", "False")]
+        if bad:
+            return (
+                f"label {bad[0]!r}: pandas reads an all-true/false column as booleans "
+                f"({_PANDAS_BOOL[bad[0]]})"
+            )
+        return None
     if all(_INT.match(label) for label in labels):
         bad = [label for label in labels if str(int(label)) != label]
         if bad:
@@ -522,6 +534,12 @@ def find_tasks(
             have = ", ".join(p.name for p in found) or "none"
             how = "no" if not match else "more than one"
             raise UserError(f"has {how} task {name!r} (tasks here: {have})", source=root, key=key)
+        if match[0] in chosen:  # one run per task: a second would only repeat its cell
+            raise UserError(
+                f"names task {match[0].name} twice (as {name!r}); expected each task once",
+                source=root,
+                key=key,
+            )
         chosen.append(match[0])
     return tuple(chosen)
 

@@ -17,13 +17,17 @@ each task, ``E/<module name>/<task folder>/`` (heareval's ``task_embeddings``)::
                                         ``random.Random(0).shuffle`` of <split>.json's files,
                                         one generator for the task's splits in metadata order
     <split>.target-labels.pkl           the rows' labels in the same order (a pickle)
-    <split>.filename-timestamps.json    event only: [path stem of the file, timestamp] per row
+    <split>.filename-timestamps.json    event only: ["<split>/<file>", timestamp] per row
 
 heareval's predictor reads the four split-level files; a submission's saved embeddings are the
 per-file ones. :func:`write_embeddings` writes all of them, byte for byte as heareval does,
-except one order: where events overlap, heareval lists a frame's labels in the order of a
-Python set (its interval tree's query), this module in the order of the events in <split>.json;
-the predictor reads them as a set. :func:`read_embeddings` reads the per-file ones (never the
+except two things. ``filename-timestamps.json`` names each row's file ``<split>/<file>``, where
+heareval writes its output folder's path before it: the kit writes a run into a staging folder
+that is renamed at the end, so that path would be gone and new in every run; heareval's
+predictor reads only the name's last part (``Path(filename).name``). And one order: where
+events overlap, heareval lists a frame's labels in the order of a Python set (its interval
+tree's query), this module in the order of the events in <split>.json; the predictor reads them
+as a set. :func:`read_embeddings` reads the per-file ones (never the
 pickle), checking what heareval asserts: float32, one shape per task, as many frames as
 timestamps and labels.
 """
@@ -181,7 +185,9 @@ def _write_split_rows(root: Path, split: str, files: list[Path], kind: str) -> N
             continue
         labels += lbl
         stamps = json.loads(Path(str(f).replace("embedding.npy", "timestamps.json")).read_text())
-        slug = str(f).replace(".embedding.npy", "")
+        # <split>/<file>: heareval's predictor keys rows on Path(slug).name, and a path of the
+        # folder written to (a staging folder, renamed after the run) would change every run
+        slug = f.relative_to(root).as_posix().removesuffix(".embedding.npy")
         filename_timestamps += [(slug, t) for t in stamps]
     with (root / f"{split}.target-labels.pkl").open("wb") as fp:
         pickle.dump(labels, fp)

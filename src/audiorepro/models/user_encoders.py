@@ -91,10 +91,15 @@ def call_user(func: Callable[..., Any], what: str, spec: str, *args: Any, **kw: 
         return func(*args, **kw)
     except UserError:
         raise
-    except SystemExit as exc:
-        raise UserError(f"{what} {_exited(exc)}", key=spec) from None
-    except Exception as exc:  # the user's code: reported in one line, never a fallback
-        raise UserError(f"{what} failed: {_first_line(exc)}", key=spec) from None
+    except (SystemExit, Exception) as exc:  # the user's code: one line, never a fallback
+        raise call_user_error(what, spec, exc) from None
+
+
+def call_user_error(what: str, spec: str, exc: BaseException) -> UserError:
+    """The one line :func:`call_user` says when the user's ``what`` raised ``exc``."""
+    if isinstance(exc, SystemExit):
+        return UserError(f"{what} {_exited(exc)}", key=spec)
+    return UserError(f"{what} failed: {_first_line(exc)}", key=spec)
 
 
 def import_user_module(user: UserSpec, spec: str) -> ModuleType:
@@ -268,6 +273,23 @@ class HearEncoder:
         return (
             np.concatenate(rows) if rows else np.zeros((0, self.scene_embedding_size), np.float32)
         )
+
+    def embed_batch(self, waveforms: Sequence[Array]) -> Array:
+        """Clips of one length in one ``get_scene_embeddings`` call, stacked, as heareval's
+        embedding runner batches them (a module may depend on its batch: a model left in
+        training mode normalises over it); clips of several lengths one per call."""
+        import torch
+
+        if len({len(w) for w in waveforms}) != 1:
+            return self.embed_audio(waveforms)
+        audio = torch.from_numpy(np.stack([np.asarray(w, dtype=np.float32) for w in waveforms]))
+        with torch.no_grad():
+            out = call_user(
+                self.module.get_scene_embeddings, "get_scene_embeddings", self.name,
+                audio.to(self._device()), self.model,
+            )  # fmt: skip
+        what = f"for {len(waveforms)} clips of {audio.shape[1]} samples"
+        return scene_rows(out, len(waveforms), self.scene_embedding_size, self.name, what)
 
     def weight_files(self) -> list[Path]:
         return [] if self.weights is None else [self.weights]

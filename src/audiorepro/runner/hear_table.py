@@ -48,6 +48,8 @@ class HearEntry:
     cell: str
     weights_sha256: str  #: ``file=sha256`` of each weight file, ``;``-joined ("" for none)
     embedding_size: int
+    #: the SHA-256 of the encoder's own source files (its code identity; "" where none)
+    source_sha256: str = ""
 
 
 def _bundle(out: Path) -> dict[str, Any]:
@@ -86,7 +88,10 @@ def read_runs(outs: list[Path]) -> list[HearEntry]:
         bundle = _bundle(out)
         digest = sha256_file(out / "bundle.json.gz")
         for cell in bundle["cells"]:
-            weights = (cell.get("model_meta") or {}).get("weights_sha256") or {}
+            meta = cell.get("model_meta") or {}
+            weights = meta.get("weights_sha256") or {}
+            code = meta.get("code")
+            source = code.get("source_sha256") if isinstance(code, dict) else None
             score = str(cell["primary_score"])
             entries.append(
                 HearEntry(
@@ -99,6 +104,7 @@ def read_runs(outs: list[Path]) -> list[HearEntry]:
                     cell=str(cell["id"]),
                     weights_sha256=";".join(f"{k}={weights[k]}" for k in sorted(weights)),
                     embedding_size=int(cell["embedding_size"]),
+                    source_sha256=str(source or ""),
                 )
             )
     return entries
@@ -119,6 +125,11 @@ def _check_unique(entries: list[HearEntry]) -> None:
             raise UserError(
                 f"{e.encoder} has other weights in {e.run} than in {first.run}; expected one "
                 "encoder per name (give its weights a name of their own: hear:MODULE:WEIGHTS)"
+            )
+        if first.source_sha256 != e.source_sha256:  # one name, two models: never one row
+            raise UserError(
+                f"{e.encoder} has other code in {e.run} than in {first.run} (its source files' "
+                "SHA-256 differ); expected one encoder per name"
             )
 
 

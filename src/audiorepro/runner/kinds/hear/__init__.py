@@ -2,8 +2,9 @@
 
 Per cell (one encoder over one HEAR task, :mod:`audiorepro.runner.kinds.hear.spec`): every clip of
 every split is read as heareval reads it (soundfile, float32, at the module's sample rate from
-``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` (a ``py:``
-encoder's clip embedding, ``embed_audio``), one clip per call; the embeddings are written in
+``<rate>/<split>/``) and embedded by the module's own ``get_scene_embeddings`` in heareval's
+embedding batches (a ``py:`` encoder's clip embedding, ``embed_audio``, one clip per call);
+the embeddings are written in
 heareval's layout to ``OUT/<cell id>/``
 (:mod:`audiorepro.formats.hear_embeddings`), so heareval's own predictor can run on them too;
 the predictor is trained on each of heareval's data splits
@@ -31,6 +32,7 @@ the same cell reads the entry and computes nothing. Its SHA-256 is the cell's ``
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -57,6 +59,7 @@ from audiorepro.checks.moves import (
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
+from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, slug
 from audiorepro.formats.hear import (
     HearTask,
@@ -180,7 +183,7 @@ def predicted_scores(
 ) -> dict[str, Any]:
     """heareval's ``test.predicted-scores.json`` keys: per test split ``test_score`` (the
     first score), ``test_<name>`` and ``validation_score``; ``aggregated_scores`` (mean and
-    sample standard deviation over folds) when there are several."""
+    sample standard deviation over folds, :func:`fold_mean_std`) when there are several."""
     primary = task.metadata.evaluation[0]
     out: dict[str, Any] = {}
     for fold, (test, valid) in folds.items():
@@ -190,10 +193,8 @@ def predicted_scores(
     if len(folds) > 1:
         agg: dict[str, float] = {}
         for key in out[next(iter(folds))]:
-            values = np.array([out[f][key] for f in folds], dtype=np.float64)
-            with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
-                agg[f"{key}_mean"] = float(np.mean(values))
-                agg[f"{key}_std"] = float(np.std(values, ddof=1))
+            mean, std = fold_mean_std([out[f][key] for f in folds])
+            agg[f"{key}_mean"], agg[f"{key}_std"] = mean, std
         out["aggregated_scores"] = agg
     maximize = scores.HEAR_SCORE_DIRECTIONS[primary]
     out["hparams"] = {"predictor": predictor, "C": 1.0}
@@ -218,7 +219,28 @@ def leaderboard(folds: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     {'mAP': 0.6}
     """
     first = next(iter(folds.values()))
-    return {k: float(np.mean([f[k] for f in folds.values()])) for k in first}
+    return {k: fold_mean_std([f[k] for f in folds.values()])[0] for k in first}
+
+
+def fold_mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation over folds as heareval's
+    ``aggregate_test_results`` computes them (pandas' ``mean()`` and ``std()``): NaN folds
+    are left out (a score undefined on one fold), NaN when none is left (the deviation when
+    fewer than two are); infinities are kept.
+
+    >>> fold_mean_std([0.5, float("nan"), 0.7])
+    (0.6, 0.14142135623730948)
+    >>> fold_mean_std([0.5, float("nan")])
+    (0.5, nan)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return math.nan, math.nan
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as pandas gives it quietly
+        mean = float(np.mean(v))
+        std = float(np.std(v, ddof=1)) if len(v) > 1 else math.nan
+    return mean, std
 
 
 # --- the bundle -----------------------------------------------------------------------------
@@ -233,6 +255,8 @@ class HearBundleCell(TypedDict):
     task_name: str
     predictor: str
     task_files_sha256: dict[str, str]  #: task_metadata.json, labelvocabulary.csv, <split>.json
+    #: the clips read (:func:`_audio_sha256`); None where none is (saved predictions)
+    audio_sha256: str | None
     clips: int
     embedding_size: int
     sample_rate: int
@@ -349,6 +373,18 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
 
 
+def _audio_sha256(task: HearTask, rate: int) -> str:
+    """One SHA-256 over every clip the cell reads at ``rate``: a line ``<split>/<file>
+    <SHA-256 of its bytes>`` per clip, splits in metadata order, files in split order. A clip
+    changed in place moves the cell's numbers; diff must be able to name it as the cause."""
+    lines = "".join(
+        f"{split}/{name} {sha256_file(task.audio_dir(rate, split) / name)}\n"
+        for split in task.metadata.splits
+        for name in task.files(split)
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
 def _finite(value: float) -> float | None:
     """A number as the bundle holds it: JSON has no NaN or infinity (None for those)."""
     return value if math.isfinite(value) else None
@@ -416,6 +452,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
         "task_name": task.name,
         "predictor": cell.predictor,
         "task_files_sha256": task_files(task),
+        "audio_sha256": None if inputs.saved is not None else _audio_sha256(task, inputs.rate),
         "clips": sum(len(v) for v in emb.values()),
         "embedding_size": int(first.shape[-1]),
         "sample_rate": inputs.rate,
@@ -468,6 +505,7 @@ def saved_cell(cell: HearCell, task: HearTask, out: Path | None) -> CellResult:
         "task_name": task.name,
         "predictor": predictor,
         "task_files_sha256": task_files(task),
+        "audio_sha256": None,
         "clips": sum(len(task.files(s)) for s in task.metadata.splits),
         "embedding_size": saved.embedding_size,
         "sample_rate": 0,
@@ -667,7 +705,7 @@ class HearKind(StudyKind[HearStudy, HearState]):
 
 
 #: A cell's inputs: its task and, for a computed cell, its embeddings' cache entry.
-_INPUT_KEYS: Final = ("task", "task_files_sha256", "clips", "dump_sha256")
+_INPUT_KEYS: Final = ("task", "task_files_sha256", "audio_sha256", "clips", "dump_sha256")
 _SCORE_KEYS: Final = frozenset({"scores", "validation_scores", "leaderboard"})
 
 

@@ -65,7 +65,7 @@ from audiorepro.runner.cache import (
     record_entry,
 )
 from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
-from audiorepro.runner.kinds.hear.frames import frame_clip, frame_source
+from audiorepro.runner.kinds.hear.frames import frame_batch, frame_source, heareval_batches
 from audiorepro.runner.kinds.hear.spec import HearCell, HearStudy
 
 __all__ = [
@@ -85,6 +85,7 @@ _META: Final = "entry_json"
 _PART: Final = "part_json"
 
 Clip = tuple[str, str]  #: (split, file)
+Batch = tuple[str, tuple[str, ...]]  #: (split, files): one encoder call
 Arrays = dict[str, npt.NDArray[Any]]
 
 
@@ -156,21 +157,58 @@ def hear_key(cell: HearCell) -> str:
 # --- computing ------------------------------------------------------------------------------
 
 
-def _embed(loaded: Loaded, task: HearTask, rate: int, clips: Iterable[Clip]) -> Arrays:
-    """The clips' embeddings (and timestamps), one clip per encoder call, by member name."""
+def _embed(loaded: Loaded, task: HearTask, rate: int, batches: Iterable[Batch]) -> Arrays:
+    """The clips' embeddings (and timestamps), one encoder call per batch (:func:`_batches`),
+    by member name."""
     encoder = loaded.encoder
     frames = frame_source(encoder) if task.metadata.embedding_type == "event" else None
+    scene = getattr(encoder, "embed_batch", None) or encoder.embed_audio
     out: Arrays = {}
-    for split, name in clips:
-        clip = read_clip(task.audio_dir(rate, split) / name, rate)
+    for split, names in batches:
+        clips = [read_clip(task.audio_dir(rate, split) / name, rate) for name in names]
+        where = [f"{split}/{name}" for name in names]
         if frames is not None:
-            emb, stamps = frame_clip(frames, clip, f"{split}/{name}")
-            out[f"{split}/{name}.timestamps"] = stamps
-        else:
-            row = np.asarray(encoder.embed_audio([clip]))
-            emb = np.ascontiguousarray(row[0], dtype=np.float32)
-        out[f"{split}/{name}.embedding"] = emb
+            for w, (emb, stamps) in zip(where, frame_batch(frames, clips, where), strict=True):
+                out[f"{w}.timestamps"], out[f"{w}.embedding"] = stamps, emb
+            continue
+        rows = np.asarray(scene(clips))
+        _check_rows(rows, len(names), where[0])
+        for w, row in zip(where, rows, strict=True):
+            out[f"{w}.embedding"] = np.ascontiguousarray(row, dtype=np.float32)
     return out
+
+
+def _check_rows(rows: npt.NDArray[Any], n: int, first: str) -> None:
+    """An encoder's answer for ``n`` clips (the first ``first``): ``n`` finite rows, else one
+    line (the predictor would fail on them with a traceback, or score NaN)."""
+    if rows.ndim != 2 or len(rows) != n:
+        raise UserError(
+            f"embedded {n} clip(s) from {first} as an array of shape {rows.shape}; expected "
+            f"({n}, dim)",
+            key="MODEL",
+        )
+    if not np.isfinite(rows).all():
+        raise UserError(
+            f"embeddings of {n} clip(s) from {first} hold NaN or infinite values; expected "
+            "finite numbers",
+            key="MODEL",
+        )
+
+
+def _batches(task: HearTask, rate: int, encoder: Any) -> list[Batch]:
+    """The encoder calls of a cell: a HEAR module's in heareval's batches
+    (:func:`~.frames.heareval_batches`: a module may depend on its batch), a ``py:`` encoder's
+    one clip per call."""
+    heareval = hasattr(encoder, "embed_batch")
+    return [
+        (split, names)
+        for split in task.metadata.splits
+        for names in (
+            heareval_batches(task, split, rate)
+            if heareval
+            else [(name,) for name in task.files(split)]
+        )
+    ]
 
 
 def _meta(cell: HearCell, task: HearTask, loaded: Loaded, key: str) -> dict[str, JsonValue]:
@@ -192,15 +230,16 @@ def _json(value: object) -> npt.NDArray[Any]:
     return np.asarray(json.dumps(value, sort_keys=True))
 
 
-def _shard(clips: list[Clip], shard: tuple[int, int]) -> list[Clip]:
-    """Shard ``i/n``: the ``i``-th of ``n`` contiguous runs of the clips (some may be empty).
+def _shard(batches: list[Batch], shard: tuple[int, int]) -> list[Batch]:
+    """Shard ``i/n``: the ``i``-th of ``n`` contiguous runs of the encoder calls (some may be
+    empty): a batch is never cut, so the parts hold the bytes one local run computes.
 
-    >>> _shard([("t", "a"), ("t", "b"), ("t", "c")], (1, 2))
-    [('t', 'c')]
+    >>> _shard([("t", ("a", "b")), ("t", ("c",)), ("v", ("d",))], (1, 2))
+    [('v', ('d',))]
     """
     i, n = shard
-    size = -(-len(clips) // n)
-    return clips[i * size : (i + 1) * size]
+    size = -(-len(batches) // n)
+    return batches[i * size : (i + 1) * size]
 
 
 def write_part(cell: HearCell, shard: tuple[int, int], key: str, out: Path) -> None:
@@ -208,7 +247,8 @@ def write_part(cell: HearCell, shard: tuple[int, int], key: str, out: Path) -> N
     shard and (in its meta) the cache key."""
     assert cell.task_path is not None
     task, loaded = read_task(cell.task_path), load_model(cell.model)
-    arrays = _embed(loaded, task, int(loaded.encoder.sample_rate), _shard(_clips(task), shard))
+    rate = int(loaded.encoder.sample_rate)
+    arrays = _embed(loaded, task, rate, _shard(_batches(task, rate, loaded.encoder), shard))
     info = {"kind": HEAR_PART, "shard": list(shard), "meta": _meta(cell, task, loaded, key)}
     atomic_write_bytes(out, npz_bytes({**arrays, _PART: _json(info)}))
 
@@ -297,7 +337,8 @@ def cell_embeddings(cell: HearCell, cache: Path) -> HearEntry:
         return entry
     assert cell.task_path is not None
     task, loaded = read_task(cell.task_path), load_model(cell.model)
-    arrays = _embed(loaded, task, int(loaded.encoder.sample_rate), _clips(task))
+    rate = int(loaded.encoder.sample_rate)
+    arrays = _embed(loaded, task, rate, _batches(task, rate, loaded.encoder))
     dest = cache_dump_path(cache, key)
     atomic_write_bytes(dest, _entry_bytes(arrays, _meta(cell, task, loaded, key)))
     record_entry(cache, key)

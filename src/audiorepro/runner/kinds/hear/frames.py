@@ -2,9 +2,10 @@
 events scored as heareval scores them.
 
 Embeddings: each clip, read as heareval reads it, goes to the module's own
-``get_timestamp_embeddings(audio[None], model)`` (frames x dim and the frames' timestamps in
-ms), or to a ``py:`` encoder's ``embed_frames([clip])`` (docs/models.md), one clip per call
-(:func:`frame_clip`; the cell's embeddings are a cache entry, :mod:`.entry`).
+``get_timestamp_embeddings(audio, model)`` (frames x dim and the frames' timestamps in ms) in
+heareval's batches (:func:`heareval_batches`), or to a ``py:`` encoder's ``embed_frames([clip])``
+(docs/models.md), one clip per call (:func:`frame_batch`; the cell's embeddings are a cache
+entry, :mod:`.entry`).
 Predictor ``linear-v1`` per label per frame: for each label of the vocabulary, ``linear-v1``
 (docs/linear-probe.md) fitted on the training split(s)' frames with targets "label active at the
 frame's timestamp" (``start <= t < end + 0.0001`` ms, as heareval's embedding runner labels
@@ -30,7 +31,7 @@ from audiorepro.formats.hear_embeddings import frame_labels
 from audiorepro.metrics import hear as scores
 from audiorepro.metrics.hear_events import Setting, events_by_file, postprocessing_settings
 from audiorepro.metrics.linear_probe import fit_linear_v1
-from audiorepro.models.user_encoders import call_user
+from audiorepro.models.user_encoders import call_user, call_user_error
 from audiorepro.reference import hear as twin
 
 EVENT_SCORES = ("event_onset_200ms_fms", "event_onset_50ms_fms", "segment_1s_er")
@@ -56,11 +57,39 @@ def _twin_score(name: str, predicted: Events, task: HearTask, split: tuple[str, 
     return twin.event_onset_f(tuples(predicted), tuples(reference), collar)[0]
 
 
-def frame_source(encoder: Any) -> Callable[[npt.NDArray[np.float32]], tuple[Any, Any]]:
-    """How an encoder gives one clip's frames and their timestamps (ms): a HEAR module by its
-    own ``get_timestamp_embeddings(audio[None], model)``, a ``py:`` encoder by its optional
-    ``embed_frames([clip])`` (docs/models.md); an encoder with neither is one line (an event
-    task needs frames), checked before any clip is read."""
+def heareval_batches(task: HearTask, split: str, rate: int) -> list[tuple[str, ...]]:
+    """The files of ``split`` in the batches heareval's embedding runner hands a module
+    (``task_embeddings``): consecutive files of ``<split>.json``, ``int(0.7 * (120 /
+    sample_duration) * (16000 / rate))`` at a time (at least 1), one at a time where
+    ``sample_duration`` is null (clips of any length). A module may depend on its batch (a
+    model left in training mode normalises over it; BatchNorm refuses a batch of one), so the
+    kit calls it as heareval does.
+
+    >>> from pathlib import Path
+    >>> from audiorepro.formats.hear import parse_task_metadata
+    >>> m = parse_task_metadata({"task_name": "w", "embedding_type": "scene",
+    ...     "prediction_type": "multiclass", "split_mode": "trainvaltest",
+    ...     "splits": ["train", "valid", "test"], "sample_duration": 40.0,
+    ...     "evaluation": ["top1_acc"]}, source="m.json")
+    >>> t = HearTask(Path("t"), m, ("a",), {"train": dict.fromkeys("pqrst", ("a",))}, {})
+    >>> heareval_batches(t, "train", 16000)  # int(0.7 * 3 * 1) = 2 clips a call
+    [('p', 'q'), ('r', 's'), ('t',)]
+    """
+    files = task.files(split)
+    duration = task.metadata.sample_duration
+    size = 1 if duration is None else max(1, int(0.7 * (120 / duration) * (16000 / rate)))
+    return [files[i : i + size] for i in range(0, len(files), size)]
+
+
+FrameSource = Callable[[list[npt.NDArray[np.float32]]], list[tuple[Any, Any]]]
+
+
+def frame_source(encoder: Any) -> FrameSource:
+    """How an encoder gives a batch of clips' frames and their timestamps (ms), one pair per
+    clip: a HEAR module by one ``get_timestamp_embeddings(audio, model)`` call on the batch
+    stacked (clips of one length; else one call per clip), a ``py:`` encoder by its optional
+    ``embed_frames([clip])`` per clip (docs/models.md); an encoder with neither is one line
+    (an event task needs frames), checked before any clip is read."""
     module = getattr(encoder, "module", None)
     if module is not None and hasattr(encoder, "model"):  # a HEAR module (HearEncoder)
         func = getattr(module, "get_timestamp_embeddings", None)
@@ -77,51 +106,87 @@ def frame_source(encoder: Any) -> Callable[[npt.NDArray[np.float32]], tuple[Any,
     return partial(_py_frames, frames)
 
 
-def _hear_frames(func: Any, encoder: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
+def _hear_frames(
+    func: Any, encoder: Any, clips: list[npt.NDArray[np.float32]]
+) -> list[tuple[Any, Any]]:
     import torch
 
-    audio = torch.from_numpy(clip)[None]
+    if len({len(c) for c in clips}) > 1:  # heareval's collate needs one length
+        return [pair for c in clips for pair in _hear_frames(func, encoder, [c])]
+    audio = torch.from_numpy(np.stack(clips))
+    what = "get_timestamp_embeddings"
     with torch.no_grad():
         try:
-            e, t = func(audio.to(encoder._device()), encoder.model)
+            out = func(audio.to(encoder._device()), encoder.model)
         except NotImplementedError:
             raise UserError(
                 "get_timestamp_embeddings is not implemented (an event task needs it)",
                 key="MODEL",
             ) from None
-    return e.detach().cpu().numpy()[0], t.detach().cpu().numpy()[0]
-
-
-def _py_frames(func: Any, clip: npt.NDArray[np.float32]) -> tuple[Any, Any]:
-    out = call_user(func, "embed_frames()", "MODEL", [clip])
-    try:
-        ((e, t),) = out
-    except (TypeError, ValueError):
+        except (SystemExit, Exception) as exc:  # the module's own failure: call_user's line
+            raise call_user_error(what, encoder.name, exc) from None
+    if not (
+        isinstance(out, tuple | list)
+        and len(out) == 2
+        and all(isinstance(x, torch.Tensor) for x in out)
+    ):
         raise UserError(
-            "embed_frames([clip]) gave no single (embeddings, timestamps) pair; expected a "
-            "list of one pair per clip",
-            key="MODEL",
-        ) from None
-    return e, t
-
-
-def frame_clip(
-    source: Callable[[npt.NDArray[np.float32]], tuple[Any, Any]],
-    clip: npt.NDArray[np.float32],
-    where: str,
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
-    """One clip's timestamp embeddings (float32, frames x dim) and timestamps (ms) from
-    :func:`frame_source`, checked (``where``: the clip, ``<split>/<file>``)."""
-    raw_e, raw_t = source(clip)
-    e = np.asarray(raw_e, dtype=np.float32)
-    t = np.asarray(raw_t, dtype=np.float64)
-    if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+            f"{what} returned {type(out).__name__}"
+            + (f" of {[type(x).__name__ for x in out]}" if isinstance(out, tuple | list) else "")
+            + "; expected a pair of torch tensors (embeddings, timestamps), as HEAR's API says",
+            key=encoder.name,
+        )
+    e, t = out[0].detach().cpu().numpy(), out[1].detach().cpu().numpy()
+    if len(e) != len(clips) or len(t) != len(clips):
         raise UserError(
-            f"frames of {where} are {e.shape} embeddings and {t.shape} "
-            "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
+            f"get_timestamp_embeddings gave {len(e)} embeddings and {len(t)} timestamp rows "
+            f"for {len(clips)} clips; expected one each per clip",
             key="MODEL",
         )
-    return np.ascontiguousarray(e), t
+    return [(e[i], t[i]) for i in range(len(clips))]
+
+
+def _py_frames(func: Any, clips: list[npt.NDArray[np.float32]]) -> list[tuple[Any, Any]]:
+    pairs = []
+    for clip in clips:
+        out = call_user(func, "embed_frames()", "MODEL", [clip])
+        try:
+            ((e, t),) = out
+        except (TypeError, ValueError):
+            raise UserError(
+                "embed_frames([clip]) gave no single (embeddings, timestamps) pair; expected a "
+                "list of one pair per clip",
+                key="MODEL",
+            ) from None
+        pairs.append((e, t))
+    return pairs
+
+
+def frame_batch(
+    source: FrameSource, clips: list[npt.NDArray[np.float32]], where: list[str]
+) -> list[tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]]:
+    """A batch of clips' timestamp embeddings (float32, frames x dim) and timestamps (ms) from
+    :func:`frame_source`, each checked (``where``: the clips, ``<split>/<file>``)."""
+    out = []
+    for name, (raw_e, raw_t) in zip(where, source(clips), strict=True):
+        e = np.asarray(raw_e, dtype=np.float32)
+        t = np.asarray(raw_t, dtype=np.float64)
+        if e.ndim != 2 or t.shape != (e.shape[0],) or e.shape[0] == 0:
+            raise UserError(
+                f"frames of {name} are {e.shape} embeddings and {t.shape} "
+                "timestamps; expected (frames, dim) and (frames,) with frames >= 1",
+                key="MODEL",
+            )
+        if not (np.isfinite(e).all() and np.isfinite(t).all()):
+            # heareval's predictor asserts finite embeddings; a NaN frame would make the probe
+            # fail or every score NaN
+            raise UserError(
+                f"frames of {name} hold NaN or infinite values (embeddings or timestamps); "
+                "expected finite numbers",
+                key="MODEL",
+            )
+        out.append((np.ascontiguousarray(e), t))
+    return out
 
 
 @dataclass(frozen=True)

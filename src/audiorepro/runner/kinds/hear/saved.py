@@ -9,7 +9,8 @@ unpickling code) gives the test rows' class scores and targets, or an event task
 events. The kit scores them with heareval's scores (:mod:`audiorepro.metrics.hear`; events
 against the task's own split file), the independent twin again (parity), and the published
 row gets PASS/FAIL as any cell's does. The targets are checked against the task: a scene
-split's rows must hold the task's labels of that split, count for count, and an event split's
+split's rows must hold the task's labels of that split, row by row in heareval's order (its
+shuffle of the split's files), and an event split's
 predicted files must be files of that split; a folder saved for another task is one line.
 
 What is not in the saved files is not invented: the validation score (heareval keeps it only
@@ -34,11 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import parse_json, read_text
 from audiorepro.formats.hear import HearTask, data_splits
-from audiorepro.formats.hear_embeddings import read_embeddings
+from audiorepro.formats.hear_embeddings import read_embeddings, row_order
 from audiorepro.formats.hear_predictions import SavedPredictions, predictions_file, read_predictions
 from audiorepro.runner.kinds.hear.frames import _event_score, _twin_score
 
@@ -70,6 +73,27 @@ def _check_scene(
             source=path,
             key="target",
         )
+    _check_rows(task, saved, test, path)
+
+
+def _check_rows(task: HearTask, saved: SavedPredictions, test: tuple[str, ...], path: Path) -> None:
+    """Row by row: heareval's test rows are the split's files in the order of its stacked
+    embeddings (its shuffle, :func:`row_order`; not shuffled at test time), so each target row
+    must hold its file's labels. Counts alone let one fold's file stand for another's (folds
+    with the same labels, count for count)."""
+    order, index = row_order(task), {label: j for j, label in enumerate(task.vocabulary)}
+    rows = [(s, name) for s in test for name in order[s]]
+    for i, (s, name) in enumerate(rows):
+        want = {index[label] for label in task.scene_labels[s][name]}
+        got = {int(j) for j in np.flatnonzero(saved.target[i])}
+        if got != want:
+            raise UserError(
+                f"row {i} holds {sorted(task.vocabulary[j] for j in got)}; expected the labels "
+                f"of {s}/{name}, {sorted(task.vocabulary[j] for j in want)} (heareval's test rows "
+                f"follow its shuffle of the {'|'.join(test)} split's files)",
+                source=path,
+                key="target",
+            )
 
 
 def _check_events(
