@@ -92,6 +92,7 @@ from audiorepro.runner.kinds import (
 )
 from audiorepro.runner.kinds.hear.entry import (
     cell_embeddings,
+    check_clips,
     hear_extraction,
     load_model,
     task_files,
@@ -370,6 +371,7 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             if tasks[cell.id].metadata.embedding_type == "event":
                 frame_source(loaded.encoder)  # frames or one line, before any clip is read
             check_task_audio(tasks[cell.id], rate)
+            check_clips(tasks[cell.id], rate)
             state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
 
 

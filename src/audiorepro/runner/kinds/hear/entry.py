@@ -118,6 +118,27 @@ def read_clip(path: Path, rate: int) -> npt.NDArray[np.float32]:
     return np.asarray(audio, dtype=np.float32)
 
 
+def check_clips(task: HearTask, rate: int) -> None:
+    """Every clip's header as :func:`read_clip` will want it (mono, ``rate``, not empty): read
+    when the study is loaded, so that a bad clip of a later cell is one line before any cell's
+    embeddings are computed and written (headers only: the samples are read once, later)."""
+    import soundfile
+
+    for split, name in _clips(task):
+        path = task.audio_dir(rate, split) / name
+        check_regular_file(path, what="a HEAR task's audio clip")
+        try:
+            info = soundfile.info(str(path))
+        except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
+            raise UserError(f"cannot be decoded ({exc})", source=path) from None
+        if info.samplerate != rate or info.channels != 1 or info.frames == 0:
+            raise UserError(
+                f"is {info.samplerate} Hz with {info.channels} channel(s) and {info.frames} "
+                f"samples; expected mono audio at {rate} Hz",
+                source=path,
+            )
+
+
 def _clips(task: HearTask) -> list[Clip]:
     return [(split, name) for split in task.metadata.splits for name in task.files(split)]
 
