@@ -15,8 +15,10 @@ Numbers (:mod:`audiorepro.formats.trec_scan`): ASCII only, an optional sign and 
 fit, and a field with no leading number is 0, exactly as trec_eval reads them (``0.5`` as a
 level is 0, ``12abc`` is 12). Blanks are C's ``isspace`` bytes; lines end at ``\\n``.
 
-Lines that are empty or whose first field starts with ``#`` are comments (trec_eval 10 reads
-its test files with comments the same way). Everything else is strict: a wrong number of
+Lines that are empty or whose first field starts with ``#`` are comments, in a run as
+trec_eval 10 reads its test runs, and in qrels too, where trec_eval 10 quits on such a line
+("Malformed line") or crashes on a trailing comment (a divergence listed in docs/retrieval.md:
+the file's numbers are those of the same file without those lines). Everything else is strict: a wrong number of
 fields, a score that is not finite, a docno judged or retrieved twice for one query, a file
 with no line, a file that is not UTF-8 text (a NUL byte: a binary file), or a line longer
 than :data:`MAX_LINE_BYTES` is one :class:`UserError` naming the file, the line number and
