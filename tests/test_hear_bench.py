@@ -1,6 +1,7 @@
 """benchmarks/hear.py, the command docs/benchmarks.md documents, run as written at a tiny size
 (AUDIOREPRO_HEAR_BENCH_TINY=1: the words task cut to its first files; the command line is the
-page's). It needs heareval (marked heareval: `tox -e hear`, which also installs hearbaseline);
+page's). It needs heareval and takes minutes (marked heareval and bench: `tox -e hear-bench`,
+which also installs hearbaseline; CI's `tox -e hear` leaves it out);
 it checks that every step ran for both networks and that the kit's `hear-mlp-v1` on the saved
 embeddings gives heareval's own predictor's test score (the default grid, 8 points)."""
 
@@ -21,6 +22,7 @@ PAGE = ROOT / "docs" / "benchmarks.md"
 
 @pytest.mark.heareval
 @pytest.mark.slow
+@pytest.mark.bench  # minutes: in tox -e hear-bench, not in CI's hear env
 def test_the_documented_hear_benchmark_runs_as_written_at_tiny_size() -> None:
     from tests.test_documented_commands import blocks
 
