@@ -242,8 +242,9 @@ def test_diff_of_two_folders_imports_only_the_kinds_its_bundles_name(demo: Path)
 
 #: What ``diff`` and ``verify OUT`` do not use, so do not import (issue 48 item 4): the model
 #: and numeric stacks, the markdown parser (a report's notes), cryptography (needed only with
-#: --key or --trusted-keys) and the probe kind's computation and spec models (a probe bundle is
-#: read back with the kind's records alone; a probe study's spec is parsed only to run one).
+#: --key or --trusted-keys), the kinds' computation and spec models (a bundle is read back with
+#: its kind's records alone; a study's spec is parsed only to run one) and the extraction
+#: (the cache, the executors, the embedders: the manifest imports them to write one).
 NOT_FOR_READING = (
     "torch",
     "transformers",
@@ -258,6 +259,11 @@ NOT_FOR_READING = (
     "audiorepro.runner.kinds.probe.saved",
     "audiorepro.runner.kinds.probe.spec",
     "audiorepro.runner.kinds.probe.measurements",
+    "audiorepro.runner.kinds.retrieval.spec",
+    "audiorepro.runner.executors",
+    "audiorepro.runner.cache",
+    "audiorepro.models.extract",
+    "audiorepro.models.embedder",
 )
 
 

@@ -85,6 +85,17 @@ LAZY = {
     "audiorepro.runner.kinds.probe.runs",
     "audiorepro.runner.kinds.probe.saved",
     "audiorepro.runner.kinds.probe.spec",
+    # ... and the retrieval kind's: its extraction (the cache, the executors, the model
+    # registry), its spec, the datasets' registry, the identity check, the caption selection.
+    "audiorepro.models.extract",
+    "audiorepro.runner.cache",
+    "audiorepro.runner.executors.extraction",
+    "audiorepro.runner.executors.local",
+    "audiorepro.models.registry",
+    "audiorepro.models.identity",
+    "audiorepro.fetch.datasets",
+    "audiorepro.runner.kinds.retrieval.spec",
+    "audiorepro.specs.selection",
     # The Python API behind `import audiorepro` (audiorepro.__getattr__): the whole runner,
     # seconds of imports that no command, worker or `import audiorepro.core...` should pay.
     "audiorepro.api",
