@@ -238,3 +238,89 @@ def test_diff_of_two_folders_imports_only_the_kinds_its_bundles_name(demo: Path)
     unneeded = ("torch", "sklearn", "numba", "scipy", "audiorepro.runner.study")
     loaded = [h for h in unneeded if any(m == h or m.startswith(h + ".") for m in modules)]
     assert loaded == []
+
+
+#: What ``diff`` and ``verify OUT`` do not use, so do not import (issue 48 item 4): the model
+#: and numeric stacks, the markdown parser (a report's notes), cryptography (needed only with
+#: --key or --trusted-keys), the kinds' computation and spec models (a bundle is read back with
+#: its kind's records alone; a study's spec is parsed only to run one) and the extraction
+#: (the cache, the executors, the embedders: the manifest imports them to write one).
+NOT_FOR_READING = (
+    "torch",
+    "transformers",
+    "sklearn",
+    "scipy",
+    "numba",
+    "markdown_it",
+    "cryptography",
+    "audiorepro.runner.kinds.probe.content",
+    "audiorepro.runner.kinds.probe.gates",
+    "audiorepro.runner.kinds.probe.runs",
+    "audiorepro.runner.kinds.probe.saved",
+    "audiorepro.runner.kinds.probe.spec",
+    "audiorepro.runner.kinds.probe.measurements",
+    "audiorepro.runner.kinds.retrieval.spec",
+    "audiorepro.runner.executors",
+    "audiorepro.runner.cache",
+    "audiorepro.models.extract",
+    "audiorepro.models.embedder",
+)
+
+
+def _unneeded(modules: set[str]) -> list[str]:
+    return [h for h in NOT_FOR_READING if any(m == h or m.startswith(h + ".") for m in modules)]
+
+
+@pytest.mark.parametrize("what", [".", "bundle.json.gz", "probe/bundle.json.gz"])
+def test_diff_reads_two_runs_without_their_computation(demo: Path, what: str) -> None:
+    """``diff`` of the demo's run with itself (its folder, a retrieval study with a probe
+    study nested; or one of its two bundles) in a fresh process: the numbers compared, and
+    none of :data:`NOT_FOR_READING` imported."""
+    out, modules = _modules_after("diff", str(demo / what), str(demo / what))
+    assert "identical" in out
+    if what != "bundle.json.gz":  # the probe bundle was read, by its kind's records
+        assert "audiorepro.runner.kinds.probe" in modules
+    assert _unneeded(modules) == []
+
+
+def test_verify_out_reads_the_folder_without_its_computation(demo: Path) -> None:
+    """``verify OUT`` of the demo's folder in a fresh process: the verdict, and none of
+    :data:`NOT_FOR_READING` imported."""
+    out, modules = _modules_after("verify", str(demo))
+    assert "PASS" in out
+    assert _unneeded(modules) == []
+
+
+def _small_run(line: str, demo: Path, rows: str) -> str:
+    """``line`` (a documented ``python benchmarks/startup.py ...``) run as written, narrowed
+    by the benchmark's own variables to ``rows`` on the demo's folder; its output."""
+    import os
+    import shlex
+
+    argv = shlex.split(line)
+    assert argv[:2] == ["python", "benchmarks/startup.py"]
+    bench = _startup_bench()
+    env = dict(os.environ, **{bench.SMALL_ROWS: rows, bench.SMALL_OUT: str(demo)})
+    done = subprocess.run(
+        [sys.executable, *argv[1:]], capture_output=True, text=True, check=False,
+        timeout=900, env=env, cwd=Path(bench.__file__).parent.parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"narrowed by {bench.SMALL_ROWS}={rows}, ")
+    return done.stdout
+
+
+def test_the_startup_line_of_the_benchmarks_page_runs_as_written(demo: Path) -> None:
+    """docs/benchmarks.md's ``python benchmarks/startup.py --repeat 5``, as written (house
+    rule: every documented command is tested), narrowed to ``--version`` and ``diff``: the
+    fresh install, five warm calls each, diff's start-up row and numba's cache left empty."""
+    page = (Path(__file__).parent.parent / "docs" / "benchmarks.md").read_text()
+    lines = set(re.findall(r"`(python benchmarks/startup\.py[^`]*)`", page))
+    assert "python benchmarks/startup.py --repeat 5" in lines
+    out = _small_run("python benchmarks/startup.py --repeat 5", demo, "--version,diff")
+    assert "warm 5 runs each" in out
+    assert re.search(r"^\| --version \| [0-9.]+ \|", out, re.M)
+    assert re.search(r"^\| diff --help \| [0-9.]+ \|", out, re.M)
+    assert re.search(r"^\| diff OUT OUT \|( -?[0-9.]+ \|){9}$", out, re.M)
+    assert "| verify OUT |" not in out and "| trec-eval" not in out  # only the rows asked for
+    assert "numba's cache after every call: 0 file(s) written" in out

@@ -74,6 +74,28 @@ LAZY = {
     # The compiled passes of the exact rank counts (C, loaded with ctypes) load when a rank
     # count is computed, not for a profile's declaration (verify OUT, diff).
     "audiorepro.metrics._exact_kernels",
+    # What ``diff`` and ``verify OUT`` never use (issue 48 item 4): the markdown parser (a
+    # report's notes), cryptography (only with --key/--trusted-keys, and to sign), and the
+    # probe kind's computation and spec models (a probe bundle is read with its records alone).
+    "markdown_it",
+    "cryptography",
+    "audiorepro.runner.output.keys",
+    "audiorepro.runner.kinds.probe.content",
+    "audiorepro.runner.kinds.probe.gates",
+    "audiorepro.runner.kinds.probe.runs",
+    "audiorepro.runner.kinds.probe.saved",
+    "audiorepro.runner.kinds.probe.spec",
+    # ... and the retrieval kind's: its extraction (the cache, the executors, the model
+    # registry), its spec, the datasets' registry, the identity check, the caption selection.
+    "audiorepro.models.extract",
+    "audiorepro.runner.cache",
+    "audiorepro.runner.executors.extraction",
+    "audiorepro.runner.executors.local",
+    "audiorepro.models.registry",
+    "audiorepro.models.identity",
+    "audiorepro.fetch.datasets",
+    "audiorepro.runner.kinds.retrieval.spec",
+    "audiorepro.specs.selection",
     # The Python API behind `import audiorepro` (audiorepro.__getattr__): the whole runner,
     # seconds of imports that no command, worker or `import audiorepro.core...` should pay.
     "audiorepro.api",

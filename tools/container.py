@@ -310,6 +310,40 @@ def first_trec_eval() -> None:
         print(f"first trec-eval in a fresh container: {report['cpu']} s CPU, numba not imported")
 
 
+def _bench_python() -> str:
+    """A Python with audiorepro's dependencies, for the benchmark's host side (this tox env
+    installs nothing): ``AUDIOREPRO_CONTAINER_BENCH_PYTHON``, else tox's py311 env, which
+    .ci/run builds before this one."""
+    named = os.environ.get("AUDIOREPRO_CONTAINER_BENCH_PYTHON")
+    py311 = ROOT / ".tox" / "py311" / "bin" / "python"
+    if named:
+        return named
+    if py311.is_file():
+        return str(py311)
+    raise Failed(
+        "the start-up benchmark needs a Python with audiorepro's dependencies: run tox -e "
+        "py311 first or set AUDIOREPRO_CONTAINER_BENCH_PYTHON"
+    )
+
+
+def startup_benchmark() -> None:
+    """benchmarks/startup.py's documented container line, as written (every documented
+    command is tested), on the image just built; narrowed to ``--version`` by the benchmark's
+    own variable (its output says so): each call a fresh container."""
+    doc = (ROOT / "benchmarks" / "startup.py").read_text()
+    (line,) = [x.strip() for x in doc.splitlines() if x.strip().endswith(f"--container {IMAGE}")]
+    argv = line.split()
+    if argv[:2] != ["python", "benchmarks/startup.py"]:
+        raise Failed(f"benchmarks/startup.py documents {line!r}")
+    env = dict(os.environ, AUDIOREPRO_STARTUP_ROWS="--version")
+    proc = subprocess.run([_bench_python(), *argv[1:]], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=False, timeout=1800)  # fmt: skip
+    rows = [x for x in proc.stdout.splitlines() if x.startswith("| --version |")]
+    if proc.returncode or f"In fresh containers of {IMAGE}" not in proc.stdout or len(rows) != 2:
+        raise Failed(f"{line}: exit {proc.returncode}: {(proc.stdout + proc.stderr)[-600:]}")
+    print(f"{line} (narrowed to --version): {rows[-1]}")
+
+
 def check_image() -> None:
     problems = inspect()
     if problems:
@@ -348,6 +382,7 @@ def check() -> int:
         # runs the same selfcheck in a fresh container (unknown uid, read-only root).
         timed("apptainer", emulate_apptainer_in_tmp)
         timed("trec-eval", first_trec_eval)
+        timed("start-up benchmark", startup_benchmark)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)
         print(disk_report(), file=sys.stderr)

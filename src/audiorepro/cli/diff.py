@@ -60,10 +60,9 @@ def diff(
     """
     from audiorepro.checks.diff_report import run_diff
     from audiorepro.runner.kinds import diff_kinds  # each kind imported when a bundle names it
-    from audiorepro.runner.output.folder import folder_problem
-    from audiorepro.runner.output.keys import load_trusted_keys
+    from audiorepro.runner.output.folder import folder_problem, trusted_keys_of
 
-    trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
+    trusted = trusted_keys_of(keys, trusted_keys)
     code = run_diff(
         a, b, strict=strict, json_out=json_out, html_out=html_out, say=click.echo,
         check=lambda folder: folder_problem(folder, trusted), kinds=diff_kinds(),

@@ -83,13 +83,13 @@ def verify(
     --key or --trusted-keys the signature must verify under a trusted key and the signed files
     must be exactly OUT's files, unchanged (each problem a FAIL line).
     """
-    from audiorepro.runner.output.keys import load_trusted_keys
+    from audiorepro.runner.output.folder import trusted_keys_of
 
     if target is None and golden is None:
         raise click.UsageError("give a study file or a reproduce output folder, or --golden FILE")
     if (cells or run_device) and (target is None or target.is_dir()):
         raise click.UsageError("--cells and --device apply to a STUDY file")
-    trusted = load_trusted_keys(keys, trusted_keys) if keys or trusted_keys else None
+    trusted = trusted_keys_of(keys, trusted_keys)
     if trusted is not None and not (target is not None and target.is_dir()):
         raise click.UsageError("--key and --trusted-keys check a reproduce output folder: give OUT")
     report = _verify_report(target, golden, dumps_dir, trusted, cells, run_device)

@@ -9,11 +9,21 @@ timestamps, no ids drawn at random), so reruns are byte-identical.
 
 from __future__ import annotations
 
-from markdown_it import MarkdownIt
+import functools
+from typing import TYPE_CHECKING
 
-#: One parser for every section: CommonMark, raw HTML off, typographic replacements off (the
-#: study's characters are shown as written).
-_MD = MarkdownIt("commonmark", {"html": False, "typographer": False})
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    """One parser for every section: CommonMark, raw HTML off, typographic replacements off
+    (the study's characters are shown as written). Built on first use: ``diff`` and ``verify``
+    import the kinds that render reports but never render one (issue 48 item 4)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "typographer": False})
 
 
 def markdown_html(text: str) -> str:
@@ -24,4 +34,4 @@ def markdown_html(text: str) -> str:
     >>> markdown_html("[a](javascript:alert(1))")
     '<p>[a](javascript:alert(1))</p>\\n'
     """
-    return str(_MD.render(text))
+    return str(_parser().render(text))

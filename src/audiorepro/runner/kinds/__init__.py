@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Final, Generic, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias, TypeVar
 
 from typing_extensions import TypedDict
 
@@ -51,10 +51,12 @@ from audiorepro.core.io import JsonObject
 from audiorepro.core.progress import progress_bar
 from audiorepro.formats.dump import Dump
 from audiorepro.render.tables import Table, write_table
-from audiorepro.runner.executors.extraction import StudyExtraction
 from audiorepro.runner.output.manifest import write_manifest
 from audiorepro.runner.output.outputs import Outcome, write_outputs
 from audiorepro.specs.study import register_spec
+
+if TYPE_CHECKING:  # the executors (and the model registry they name) load to run a study
+    from audiorepro.runner.executors.extraction import StudyExtraction
 
 
 @dataclass(frozen=True)

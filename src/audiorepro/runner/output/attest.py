@@ -32,9 +32,8 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from cryptography.exceptions import InvalidSignature
 from typing_extensions import TypedDict
 
 from audiorepro import __version__
@@ -42,9 +41,11 @@ from audiorepro.checks.verdict import ValueRow, check_failed
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps, read_text
-from audiorepro.runner.output.keys import SigningKey, TrustedKey
 from audiorepro.runner.output.publish import ATTESTATION, run_files
 from audiorepro.specs.records import ManifestRecord, read_record, safe_relative
+
+if TYPE_CHECKING:  # cryptography is imported when a signature is made or checked
+    from audiorepro.runner.output.keys import SigningKey, TrustedKey
 
 STATEMENT_TYPE: Final = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE: Final = "https://audiorepro.dev/attestation/run/v1"
@@ -233,6 +234,8 @@ def read_envelope(path: Path) -> ReadEnvelope:
 
 def signed_by(env: ReadEnvelope, trusted: list[TrustedKey]) -> TrustedKey | None:
     """The first trusted key under which some signature verifies (keyids are only hints)."""
+    from cryptography.exceptions import InvalidSignature
+
     message = pae(PAYLOAD_TYPE, env.body)
     for key in trusted:
         for _, sig in env.signatures:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audiorepro.checks.verdict import (
     PASS,
@@ -23,9 +23,22 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject
 from audiorepro.runner.output.attest import check_signature
-from audiorepro.runner.output.keys import TrustedKey
 from audiorepro.runner.output.publish import publication_state, run_files
 from audiorepro.specs.records import ManifestRecord, VerificationRecord, read_record
+
+if TYPE_CHECKING:  # cryptography is imported only where a key is read (--key)
+    from audiorepro.runner.output.keys import TrustedKey
+
+
+def trusted_keys_of(keys: tuple[Path, ...], keys_file: Path | None) -> list[TrustedKey] | None:
+    """The trusted keys of ``--key`` and ``--trusted-keys`` (None without either): only then
+    is cryptography imported, so that ``verify OUT`` and ``diff`` without a key never load it
+    (issue 48 item 4)."""
+    if not keys and keys_file is None:
+        return None
+    from audiorepro.runner.output.keys import load_trusted_keys
+
+    return load_trusted_keys(keys, keys_file)
 
 
 def folder_problem(out: Path, trusted: list[TrustedKey] | None = None) -> str | None:

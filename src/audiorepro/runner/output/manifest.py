@@ -30,7 +30,6 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes, json_dumps
 from audiorepro.core.threads import cpu_threads, cublas_workspace_config
 from audiorepro.formats.dump import Dump
-from audiorepro.models.extract import library_versions
 from audiorepro.runner.output.index import write_index
 from audiorepro.runner.output.publish import run_files
 
@@ -319,6 +318,10 @@ def determinism_variables() -> dict[str, str | None]:
 
 
 def environment() -> Environment:
+    # The extraction module (the model stack's embedders and registry) loads when a manifest
+    # is written, not when the runner's kinds are imported to read a bundle (diff, verify OUT).
+    from audiorepro.models.extract import library_versions
+
     _torch()  # loaded (and its threads fixed) before the thread pools are listed
     return {
         "python": sys.version.split()[0],

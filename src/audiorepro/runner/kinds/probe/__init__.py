@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from audiorepro.checks.moves import (
     Identity,
@@ -38,50 +39,26 @@ from audiorepro.runner.kinds import (
     register_kind,
     rest_records,
 )
-from audiorepro.runner.kinds.probe.content import (
-    ContentResult,
-    attach_notes,
-    figures_html,
-    file_documents,
-)
-from audiorepro.runner.kinds.probe.content import content as module_content
-from audiorepro.runner.kinds.probe.gates import GateResult, check_gate
 from audiorepro.runner.kinds.probe.records import (
+    TASK_METRICS,
     MetricParity,
     ProbeBundle,
     ProbeRun,
     ProbeVerification,
 )
-from audiorepro.runner.kinds.probe.runs import (
-    TASK_METRICS,
-    FamilyMean,
-    Leader,
-    _copy_saved,
-    _golden_rows,
-    _narrative,
-    _parity,
-    _relative,
-    _runs,
-    _tables,
-    check_output_names,
-    family_means,
-    gate_table,
-    leaders,
-    run_record,
-    verify_probe,
-)
-from audiorepro.runner.kinds.probe.saved import (
-    SavedLeader,
-    completion_problems,
-    parity_summary_table,
-    parity_table,
-    saved_tables,
-    task_leaders,
-    unused_keys,
-)
-from audiorepro.runner.kinds.probe.spec import ProbeStudy, SavedFile, parse_probe
 from audiorepro.runner.output.manifest import timestamp
 from audiorepro.runner.output.outputs import PROBE_BUNDLE
+
+if TYPE_CHECKING:
+    from audiorepro.runner.kinds.probe.content import ContentResult
+    from audiorepro.runner.kinds.probe.gates import GateResult
+    from audiorepro.runner.kinds.probe.runs import FamilyMean, Leader
+    from audiorepro.runner.kinds.probe.saved import SavedLeader
+    from audiorepro.runner.kinds.probe.spec import ProbeStudy
+
+# The steps import the probe's computation (.content, .gates, .runs, .saved: metrics, plots,
+# markdown) and its spec (.spec: the study file's models) when they run: ``diff`` and
+# ``verify OUT`` read a probe bundle with numbers/records/moves alone (issue 48 item 4).
 
 
 @dataclass
@@ -103,17 +80,26 @@ class ProbeState(KindState):
 
 
 @register_kind
-class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
+class ProbeKind(StudyKind["ProbeStudy", ProbeState]):  # the spec: imported to parse
     """Probe studies: prediction files recomputed, saved measurements read as they are."""
 
     name = "probe"
     bundle_schema = PROBE_BUNDLE
-    parse = staticmethod(parse_probe)  # its spec: .spec
     run_checks = "completion rule, gates and parity with the predictions"
+
+    def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> ProbeStudy:
+        """Its spec: :mod:`.spec`."""
+        from audiorepro.runner.kinds.probe.spec import parse_probe
+
+        return parse_probe(doc, source, strict)
 
     def load(self, study: ProbeStudy, ctx: Context) -> ProbeState:
         """The runs, their names checked (exit 2 before anything is written), what is
         missing and each gate: a study with any of these is incomplete."""
+        from audiorepro.runner.kinds.probe.gates import check_gate
+        from audiorepro.runner.kinds.probe.runs import _relative, _runs, check_output_names
+        from audiorepro.runner.kinds.probe.saved import completion_problems
+
         runs = _runs(study)
         check_output_names(study, runs)
         state = ProbeState(study=study, ctx=ctx, runs=runs)
@@ -134,12 +120,17 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         return state
 
     def compute(self, state: ProbeState) -> None:
+        from audiorepro.runner.kinds.probe.runs import family_means, leaders
+        from audiorepro.runner.kinds.probe.saved import task_leaders
+
         assert state.study is not None
         present = [r for r in state.runs if r["report"] is not None]
         state.leaders, state.family_means = leaders(present), family_means(present)
         state.task_leaders = task_leaders(state.study, state.runs)
 
     def check_parity(self, state: ProbeState) -> None:
+        from audiorepro.runner.kinds.probe.runs import _parity
+
         assert state.study is not None
         state.parity = parity = _parity(state.study, state.runs)
         # A saved number the predictions refute is the first thing an auditor must read.
@@ -157,10 +148,22 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         state.failures[:0] = refuted
 
     def compare_published(self, state: ProbeState) -> Summary:
+        from audiorepro.runner.kinds.probe.runs import _golden_rows
+
         assert state.study is not None
         return summarize(_golden_rows(state.study, state.runs))
 
     def tables(self, state: ProbeState, golden: Summary) -> dict[str, Table]:
+        from audiorepro.runner.kinds.probe.content import attach_notes
+        from audiorepro.runner.kinds.probe.content import content as module_content
+        from audiorepro.runner.kinds.probe.runs import _tables, gate_table
+        from audiorepro.runner.kinds.probe.saved import (
+            parity_summary_table,
+            parity_table,
+            saved_tables,
+            unused_keys,
+        )
+
         assert state.study is not None and state.parity is not None
         study, parity = state.study, state.parity
         present = [r for r in state.runs if r["report"] is not None]
@@ -184,6 +187,14 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
     def bundle_part(
         self, state: ProbeState, golden: Summary, tables: dict[str, Table]
     ) -> BundlePart:
+        from audiorepro.runner.kinds.probe.content import figures_html, file_documents
+        from audiorepro.runner.kinds.probe.runs import (
+            _copy_saved,
+            _narrative,
+            _relative,
+            run_record,
+        )
+
         assert state.study is not None and state.ctx is not None and state.parity is not None
         assert state.content is not None
         study, parity, extra = state.study, state.parity, state.content
@@ -239,6 +250,8 @@ class ProbeKind(StudyKind[ProbeStudy, ProbeState]):
         return BundlePart(verification, report, bundle, [], inputs=_inputs(study))
 
     def verify(self, study: ProbeStudy, cache: Path) -> Summary:
+        from audiorepro.runner.kinds.probe.runs import verify_probe
+
         return verify_probe(study)
 
     def numbers(self, bundle: JsonObject) -> Iterator[NumberRecord]:
@@ -300,6 +313,9 @@ def _moves(bundle: JsonObject, where: tuple[str | int, ...]) -> Moves:
 def _inputs(study: ProbeStudy) -> dict[str, str]:
     """The manifest's inputs: prediction files by name, saved files by their path from the
     study's folder (runs often share file names: runs/m1/test_metrics.json, runs/m2/...)."""
+    from audiorepro.runner.kinds.probe.runs import _relative
+    from audiorepro.runner.kinds.probe.spec import SavedFile
+
     inputs = {r.predictions.name: r.sha256 for r in study.runs if r.predictions and r.sha256}
     saved_refs = [ref for r in study.runs for ref in r.metrics.values()]
     saved_refs += [r.config for r in study.runs if r.config is not None]

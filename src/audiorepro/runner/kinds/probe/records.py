@@ -3,15 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import JsonValue
-from audiorepro.metrics.probe import ProbeReport
-from audiorepro.runner.kinds.probe.measurements import Measurements
 from audiorepro.runner.output.outputs import ParityCell
+
+if TYPE_CHECKING:  # the metrics and the measurements' models: loaded to run, not to diff
+    from audiorepro.metrics.probe import ProbeReport
+    from audiorepro.runner.kinds.probe.measurements import Measurements
+
+#: Task kind -> (metric path inside a run's report section, label, higher is better). Here,
+#: with the records, because ``diff`` reads the directions and imports none of the runs' code.
+TASK_METRICS: Final[dict[str, tuple[str, str, bool]]] = {
+    "regression": ("normalized_mae", "normalized MAE", False),
+    "classification": ("balanced_accuracy", "balanced accuracy", True),
+    "events": ("iou/0.5/f1", "event F1 at IoU 0.5", True),
+    "vectors": ("mean_cosine", "mean cosine", True),
+}
 
 
 class MetricParity(TypedDict):

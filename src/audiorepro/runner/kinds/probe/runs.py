@@ -54,6 +54,7 @@ from audiorepro.runner.kinds.probe.gates import GateResult
 from audiorepro.runner.kinds.probe.measurements import Measurements, read_measurements
 from audiorepro.runner.kinds.probe.published import ProbePublished
 from audiorepro.runner.kinds.probe.records import (
+    TASK_METRICS,
     FamilyMeanRecord,
     LeaderRecord,
     MetricParity,
@@ -74,13 +75,6 @@ from audiorepro.specs.schema import distinct_file_names
 from audiorepro.specs.study import present
 
 IOU = ("0.1", "0.3", "0.5")
-#: Task kind -> (metric path inside a run's report section, label, higher is better)
-TASK_METRICS = {
-    "regression": ("normalized_mae", "normalized MAE", False),
-    "classification": ("balanced_accuracy", "balanced accuracy", True),
-    "events": ("iou/0.5/f1", "event F1 at IoU 0.5", True),
-    "vectors": ("mean_cosine", "mean cosine", True),
-}
 #: Task kinds whose values the tables show as percentages (accuracy and F1, as the published
 #: probe report shows them); the bundle keeps fractions.
 PERCENT_KINDS = ("classification", "events")

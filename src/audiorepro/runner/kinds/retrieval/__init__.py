@@ -32,7 +32,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -68,7 +68,6 @@ from audiorepro.core.io import JsonObject
 
 #: The numbers every table leads with; each carries a bootstrap interval.
 from audiorepro.core.progress import progress_bar
-from audiorepro.fetch.datasets import bundled_datasets, read_datasets
 from audiorepro.formats.dump import Dump, EmptyPolicy, load_dump
 from audiorepro.metrics.bootstrap import bootstrap_interval, paired_bootstrap
 from audiorepro.metrics.profile_registry import canonical_profile, float32_profile, is_canonical
@@ -90,14 +89,8 @@ from audiorepro.metrics.retrieval import (
     metric_by_name,
     metric_names,
 )
-from audiorepro.models.extract import merge
-from audiorepro.models.identity import IdentityBlock, compare, load_fixture
-from audiorepro.models.registry import load_registry, resolve_spec
 from audiorepro.render.html import render_report
 from audiorepro.render.tables import Column, Table, slug
-from audiorepro.runner.cache import extract_cell, extract_key
-from audiorepro.runner.executors.extraction import CellExtraction, ModelUse, StudyExtraction
-from audiorepro.runner.executors.local import extract_local
 from audiorepro.runner.kinds import (
     Better,
     BundlePart,
@@ -118,10 +111,18 @@ from audiorepro.runner.kinds.retrieval.records import (
     RetrievalBundle,
     RetrievalVerification,
 )
-from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy, parse_retrieval
 from audiorepro.runner.output.outputs import RETRIEVAL_BUNDLE
-from audiorepro.specs.selection import selection_record
 from audiorepro.specs.study import Cell, Published
+
+if TYPE_CHECKING:
+    from audiorepro.models.identity import IdentityBlock
+    from audiorepro.runner.executors.extraction import CellExtraction, StudyExtraction
+    from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy
+
+# A retrieval run's extraction (the cache, the executors, the model registry), its spec's
+# models, the datasets' registry and the identity check are imported by the steps that use
+# them: ``diff`` and ``verify OUT`` read a retrieval bundle with numbers/records/moves alone
+# (issue 48 item 4).
 
 HEADLINE = ("r@1", "r@5", "r@10", "map")
 T = TypeVar("T")
@@ -423,6 +424,10 @@ class RetrievalState(KindState):
 
 
 def _cell_extraction(cell: Cell) -> CellExtraction:
+    from audiorepro.models.extract import merge
+    from audiorepro.runner.cache import extract_cell, extract_key
+    from audiorepro.runner.executors.extraction import CellExtraction
+
     def write_part(shard: tuple[int, int], key: str, out: Path) -> None:
         extract_cell(cell, out, key, shard)
 
@@ -435,6 +440,8 @@ def _cell_extraction(cell: Cell) -> CellExtraction:
 def retrieval_extraction(study: RetrievalStudy) -> StudyExtraction:
     """Every extraction cell of a retrieval study (a dump-only cell extracts nothing), with
     the folders of its clips, captions and registries."""
+    from audiorepro.runner.executors.extraction import ModelUse, StudyExtraction
+
     cells = [c for c in study.cells if c.extract is not None]
     read_only = {study.source.parent.resolve()}
     for cell in cells:
@@ -459,15 +466,20 @@ def retrieval_extraction(study: RetrievalStudy) -> StudyExtraction:
 
 
 @register_kind
-class RetrievalKind(StudyKind[RetrievalStudy, RetrievalState]):
+class RetrievalKind(StudyKind["RetrievalStudy", RetrievalState]):  # the spec: imported to parse
     """Audio-text retrieval over dumps (given or extracted through the cache)."""
 
     name = "retrieval"
     bundle_schema = RETRIEVAL_BUNDLE
-    parse = staticmethod(parse_retrieval)  # its spec: .spec
     run_checks = "metric parity and identity checks"
     extracts = True
     table_progress = True
+
+    def parse(self, doc: dict[str, Any], source: Path, strict: bool) -> RetrievalStudy:
+        """Its spec: :mod:`.spec`."""
+        from audiorepro.runner.kinds.retrieval.spec import parse_retrieval
+
+        return parse_retrieval(doc, source, strict)
 
     def extraction(self, study: RetrievalStudy) -> StudyExtraction:
         return retrieval_extraction(study)
@@ -671,6 +683,8 @@ def _classify_rest(below: tuple[str | int, ...]) -> tuple[Better, NumberTier]:
 def load_cell(res: CellResult, cache: Path, *, empty_queries: EmptyPolicy | None = None) -> None:
     """Load (or extract) a cell's dump; a problem is recorded on the cell, not raised.
     ``empty_queries``: the study's policy for queries without a relevant item."""
+    from audiorepro.runner.executors.local import extract_local
+
     try:
         if res.cell.extract is not None:
             res.dump = extract_local(res.cell, cache)
@@ -734,6 +748,8 @@ def _fetch_hint(res: CellResult) -> str:
 @functools.cache
 def _fetchable() -> dict[str, str]:
     """The datasets ``audiorepro fetch`` prepares (the bundled registry): name -> kind."""
+    from audiorepro.fetch.datasets import bundled_datasets, read_datasets
+
     return {name: ds.kind for name, ds in read_datasets(bundled_datasets()).items()}
 
 
@@ -799,6 +815,9 @@ def golden_rows(
 
 
 def _identity(check: IdentityCheck) -> IdentityBlock:
+    from audiorepro.models.identity import compare, load_fixture
+    from audiorepro.models.registry import load_registry, resolve_spec
+
     registry = load_registry([check.registry] if check.registry else [])
     report = compare(
         resolve_spec(check.a, registry),
@@ -816,6 +835,8 @@ def _bundle(
     paired: list[PairedRecord],
     verification: RetrievalVerification,
 ) -> RetrievalBundle:
+    from audiorepro.specs.selection import selection_record
+
     cells = []
     for r in results:
         entry: BundleCell = {
