@@ -18,11 +18,12 @@ level is 0, ``12abc`` is 12). Blanks are C's ``isspace`` bytes; lines end at ``\
 Lines that are empty or whose first field starts with ``#`` are comments, in a run as
 trec_eval 10 reads its test runs, and in qrels too, where trec_eval 10 quits on such a line
 ("Malformed line") or crashes on a trailing comment (a divergence listed in docs/retrieval.md:
-the file's numbers are those of the same file without those lines). Everything else is strict: a wrong number of
-fields, a score that is not finite, a docno judged or retrieved twice for one query, a file
-with no line, a file that is not UTF-8 text (a NUL byte: a binary file), or a line longer
-than :data:`MAX_LINE_BYTES` is one :class:`UserError` naming the file, the line number and
-the field. ``-`` as a run path reads standard input (trec_eval's convention).
+the file's numbers are those of the same file without those lines). Everything else is
+strict: a wrong number of fields, a score that is not finite, a docno judged or retrieved
+twice for one query, a file with no line, a file that is not UTF-8 text (a NUL byte: a binary
+file), or a line longer than :data:`MAX_LINE_BYTES` is one :class:`UserError` naming the
+file, the line number and the field. ``-`` as a run path reads standard input (trec_eval's
+convention).
 """
 
 from __future__ import annotations
