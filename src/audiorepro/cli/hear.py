@@ -9,7 +9,7 @@ import click
 
 from audiorepro.cli.app import cli
 from audiorepro.cli.options import HEAR_PREDICTORS as PREDICTORS
-from audiorepro.cli.options import slurm_options, slurm_settings
+from audiorepro.cli.options import executor_options, slurm_settings
 
 
 @cli.command("hear")
@@ -47,25 +47,8 @@ from audiorepro.cli.options import slurm_options, slurm_settings
     required=True,
     help="Where each task's embeddings (heareval's layout) and test.predicted-scores.json go.",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "slurm"]),
-    default="local",
-    show_default=True,
-    help="Where the embeddings are computed: here, or one Slurm array task per task (submitit).",
-)
-@slurm_options
-@click.option(
-    "--slurm-folder",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="submitit's job files and logs (default: OUT/slurm).",
-)
-@click.option(
-    "--wait-timeout",
-    type=click.FloatRange(min=0),
-    default=None,
-    help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
+@executor_options(
+    "Where the embeddings are computed: here, or one Slurm array task per task (submitit)."
 )
 def hear(
     model: str,

@@ -144,6 +144,33 @@ def slurm_options(func: Any) -> Any:
     return func
 
 
+def executor_options(where: str) -> Any:
+    """``--executor local|slurm`` (``where``: what runs where), the scheduler options
+    (:func:`slurm_options`), ``--slurm-folder`` and ``--wait-timeout``: the options of every
+    command that may run its extraction as Slurm arrays (``reproduce``, ``hear``)."""
+
+    def decorate(func: Any) -> Any:
+        func = click.option(
+            "--wait-timeout",
+            type=click.FloatRange(min=0),
+            default=None,
+            help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
+        )(func)
+        func = click.option(
+            "--slurm-folder",
+            type=click.Path(path_type=Path, file_okay=False),
+            default=None,
+            help="submitit's job files and logs (default: OUT/slurm).",
+        )(func)
+        func = slurm_options(func)
+        return click.option(
+            "--executor", type=click.Choice(["local", "slurm"]), default="local",
+            show_default=True, help=where,
+        )(func)  # fmt: skip
+
+    return decorate
+
+
 def slurm_settings(kw: dict[str, Any], **extra: Any) -> SlurmOptions:
     """The :func:`slurm_options` a command was given, as the Slurm executor takes them."""
     from audiorepro.runner.executors.slurm import SlurmOptions

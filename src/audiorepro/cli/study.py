@@ -13,8 +13,8 @@ from audiorepro.cli.app import cli
 from audiorepro.cli.options import (
     PROBE_PUBLISHED_SCHEMA,
     cells_option,
+    executor_options,
     json_option,
-    slurm_options,
     slurm_settings,
     study_device_option,
 )
@@ -205,26 +205,7 @@ def _say_verdict(report: Summary, json_out: Path | None) -> None:
     default=None,
     help="Output folder (default: reproduce-<study name>).",
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "slurm"]),
-    default="local",
-    show_default=True,
-    help="Where extraction runs: here, or as Slurm job arrays (submitit).",
-)
-@slurm_options
-@click.option(
-    "--slurm-folder",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="submitit's job files and logs (default: OUT/slurm).",
-)
-@click.option(
-    "--wait-timeout",
-    type=click.FloatRange(min=0),
-    default=None,
-    help="Seconds to wait for the array tasks (default: --time plus ten minutes).",
-)
+@executor_options("Where extraction runs: here, or as Slurm job arrays (submitit).")
 @cells_option
 @study_device_option
 @click.option(
