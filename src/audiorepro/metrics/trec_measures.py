@@ -215,34 +215,25 @@ MEASURES: tuple[TrecMeasure, ...] = (
 BY_NAME = {m.name: m for m in MEASURES}
 #: trec_eval's ``all_prefs`` set, in its printing order.
 ALL_PREFS = ("runid", "num_q", *(m.name for m in MEASURES if m.judgements == PREFS))
+#: trec_eval's ``official`` set (its default without ``-m``), in its printing order.
+_OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
 NICKNAMES: dict[str, tuple[str, ...]] = {
-    "official": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
-    ),
+    "official": _OFFICIAL,
     "all_trec": (
-        "runid",
-        "num_q",
-        "num_ret",
-        "num_rel",
-        "num_rel_ret",
-        "map",
-        "gm_map",
-        "Rprec",
-        "bpref",
-        "recip_rank",
-        "iprec_at_recall",
-        "P",
+        *_OFFICIAL,
         "relstring",
         "recall",
         "unj",
