@@ -744,3 +744,22 @@ def test_a_fold_whose_score_is_undefined_is_left_out_of_the_mean_as_heareval_doe
     doc = json.loads((out / "sub" / "test.predicted-scores.json").read_text())
     assert doc["aggregated_scores"]["test_aucroc_mean"] == mean
     assert doc["aggregated_scores"]["test_aucroc_std"] == pytest.approx(std, rel=1e-15)
+
+
+def test_hear_table_tells_a_pair_never_run_from_an_undefined_score() -> None:
+    """fixed: hear-table said "Not recorded / undefined" both where no run holds the encoder
+    on the task and where a run found the score undefined (NaN, null in the bundle); a pair
+    never run is now a dash, no value by design, with the table's note saying why."""
+    from audiorepro.render.tables import MISSING_TEXT, NOT_APPLICABLE, to_markdown
+    from audiorepro.runner.hear_table import HearEntry, hear_tables
+
+    entries = [
+        HearEntry("hear:a", "words-v1-full", "top1_acc", 0.5, "o1", "ab", "c1", "w=1", 32),
+        HearEntry("hear:a", "events-v1-full", "event_onset_200ms_fms", None, "o1", "ab", "c2",
+                  "w=1", 32),
+        HearEntry("hear:b", "words-v1-full", "top1_acc", 0.25, "o2", "cd", "c1", "w=2", 16),
+    ]  # fmt: skip
+    table = hear_tables(entries)["hear"]
+    assert dict(table.rows) == {"hear:a": (None, 0.5), "hear:b": (NOT_APPLICABLE, 0.25)}
+    text = to_markdown(table)
+    assert text.count(MISSING_TEXT) == 1 and "no run of the encoder on the task" in text

@@ -28,7 +28,13 @@ from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import atomic_write_bytes
 from audiorepro.metrics.hear import HEAR_SCORE_DIRECTIONS
 from audiorepro.render.html import page, table_html
-from audiorepro.render.tables import Column, Table, write_table
+from audiorepro.render.tables import (
+    NOT_APPLICABLE,
+    NOT_APPLICABLE_NOTE,
+    Column,
+    Table,
+    write_table,
+)
 from audiorepro.runner.kinds.hear import HEAR_BUNDLE
 from audiorepro.runner.study import verify_output_dir
 
@@ -146,10 +152,13 @@ def hear_tables(entries: list[HearEntry]) -> dict[str, Table]:
     encoders = list(dict.fromkeys(e.encoder for e in entries))
     at = {(e.encoder, e.task): e for e in entries}
     columns = tuple(Column(f"{t} {s}", HEAR_SCORE_DIRECTIONS.get(s)) for t, s in tasks)
+    # a pair no run holds is no value by design (a dash), apart from a score a run found
+    # undefined (NaN: "Not recorded / undefined")
     rows = tuple(
-        (enc, tuple(at[(enc, t)].value if (enc, t) in at else None for t, _ in tasks))
+        (enc, tuple(at[(enc, t)].value if (enc, t) in at else NOT_APPLICABLE for t, _ in tasks))
         for enc in encoders
     )
+    unrun = any(NOT_APPLICABLE in cells for _, cells in rows)
     main = Table(
         title="HEAR: encoders x tasks",
         columns=columns,
@@ -158,6 +167,11 @@ def hear_tables(entries: list[HearEntry]) -> dict[str, Table]:
         notes=(
             "each task's first evaluation score (heareval 2021.1.3), the test split's or the "
             "mean over folds; the run of each number is in runs.csv",
+            *(
+                (NOT_APPLICABLE_NOTE.removesuffix(".") + ": no run of the encoder on the task.",)
+                if unrun
+                else ()
+            ),
         ),
     )
     names = ("task", "score", "value", "run", "bundle sha256", "cell", "weights sha256", "dim")
