@@ -19,7 +19,7 @@ from audiorepro.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from audiorepro.models.identity import IdentityBlock
+    from audiorepro.models.identity_block import IdentityBlock
 
 
 def _unrecorded_difference(block: IdentityBlock) -> str:

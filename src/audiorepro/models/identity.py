@@ -34,6 +34,7 @@ from audiorepro.formats.audio import SAMPLE_RATE, read_audio
 from audiorepro.formats.captions import load_inputs
 from audiorepro.formats.dump import Dump, load_dump, make_dump
 from audiorepro.models.embedder import Embedder, load_embedder, require_text
+from audiorepro.models.identity_block import IdentityBlock
 from audiorepro.models.mapping import is_hf_only
 from audiorepro.models.pipelines import Pipeline, configure_determinism
 from audiorepro.models.registry import ModelSpec
@@ -333,30 +334,6 @@ def compare(
         "determinism": determinism,
     }
     return {"checkpoint_identity": block, "passed": verdict == IDENTICAL}
-
-
-class IdentityBlock(TypedDict):
-    """One identity check (:func:`compare`): the fixture, both models, their embeddings'
-    agreement and the verdict, as ``verification.json``'s ``checkpoint_identity`` holds it."""
-
-    fixture: str
-    n: int
-    hf_checkpoint: str
-    control: str
-    audio_embedding_cosine_per_clip: list[float]
-    text_embedding_cosine_per_clip: list[float]
-    similarity_matrix_correlation: float | None
-    similarity_matrix_max_abs_diff: float | None
-    verdict: str  #: IDENTICAL, DIFFERENT or PREPROCESSING
-    #: the weights compared (:func:`weights_report`) and the embeddings' summary
-    weights: dict[str, Any]
-    embeddings: dict[str, Any]
-    diagnosis: dict[str, Any] | None  #: what differs, where the weights agree and embeddings not
-    a: dict[str, Any]  #: each side's embedder meta
-    b: dict[str, Any]
-    n_captions: int
-    clip_ids: list[str]
-    determinism: dict[str, Any]  #: the kernels' settings (models.pipelines)
 
 
 class IdentityReport(TypedDict):

@@ -23,6 +23,7 @@ from audiorepro.runner.kinds import (
     Context,
     hear,  # noqa: F401
     kind_named,
+    kind_spec_modules,  # noqa: F401  (the frame's way to the kinds' spec modules)
     linear_probe,  # noqa: F401
     probe,  # noqa: F401
     retrieval,  # noqa: F401

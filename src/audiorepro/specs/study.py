@@ -30,7 +30,6 @@ kind. Every problem is a :class:`~audiorepro.core.errors.UserError` naming the f
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,10 +354,9 @@ if not TYPE_CHECKING:
         imports written before it moved: looked up in the registered kinds' spec modules."""
         if name.startswith("__"):
             raise AttributeError(name)
-        importlib.import_module(KIND_REGISTRY)
-        for parse in list(_SPECS.values()):
-            module = sys.modules.get(getattr(parse, "__module__", ""))
-            if module is not None and name in vars(module):
+        registry = importlib.import_module(KIND_REGISTRY)
+        for module in registry.kind_spec_modules():
+            if name in vars(module):
                 return vars(module)[name]
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -31,6 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeAlias, TypeVar
 
 from typing_extensions import TypedDict
@@ -232,6 +233,21 @@ def register_kind(cls: KindT) -> KindT:
     if cls.parse is not StudyKind.parse:  # a kind that brings its own spec
         register_spec(cls.name, kind.parse)
     return cls
+
+
+def kind_spec_modules() -> list[ModuleType]:
+    """Every registered kind's module and its spec module (``<kind module>.spec``, imported
+    here: a kind whose ``parse`` is a method imports it only to parse), for the names that
+    moved from ``specs.study`` into a kind's spec (its module ``__getattr__``)."""
+    modules: list[ModuleType] = []
+    for kind in list(_KINDS.values()):
+        base = type(kind).__module__
+        for name in (base, f"{base}.spec"):
+            try:
+                modules.append(importlib.import_module(name))
+            except ModuleNotFoundError:
+                continue
+    return modules
 
 
 def unregister_kind(name: str) -> None:

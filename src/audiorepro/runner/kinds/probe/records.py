@@ -175,3 +175,14 @@ class ProbeBundle(TypedDict):
     #: study.json, the training normalization, the job records, the validation job's receipt
     files: NotRequired[dict[str, JsonValue]]
     verification: ProbeVerification
+
+
+def bind_deferred_types() -> None:
+    """Bind the names these records import for the type checker only (the metrics' report,
+    the measurements' models), so that pydantic can build their JSON Schemas
+    (:func:`audiorepro.specs.schema.json_schema` calls it); ``diff`` and ``verify OUT`` read
+    the records without importing them."""
+    from audiorepro.metrics.probe import ProbeReport
+    from audiorepro.runner.kinds.probe.measurements import Measurements
+
+    globals().update(ProbeReport=ProbeReport, Measurements=Measurements)

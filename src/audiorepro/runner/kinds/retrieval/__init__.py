@@ -115,7 +115,7 @@ from audiorepro.runner.output.outputs import RETRIEVAL_BUNDLE
 from audiorepro.specs.study import Cell, Published
 
 if TYPE_CHECKING:
-    from audiorepro.models.identity import IdentityBlock
+    from audiorepro.models.identity_block import IdentityBlock
     from audiorepro.runner.executors.extraction import CellExtraction, StudyExtraction
     from audiorepro.runner.kinds.retrieval.spec import IdentityCheck, RetrievalStudy
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -12,11 +12,9 @@ from audiorepro.checks.verify import Summary
 from audiorepro.core.io import JsonValue
 from audiorepro.formats.dump import EmptyPolicy, GainLevels
 from audiorepro.metrics.retrieval import TiePolicy, TieSummary
+from audiorepro.models.identity_block import IdentityBlock
 from audiorepro.runner.output.outputs import BootstrapRecord
 from audiorepro.specs.selection import SelectionRecord
-
-if TYPE_CHECKING:  # the identity check imports the model stack's embedders
-    from audiorepro.models.identity import IdentityBlock
 
 
 class RetrievalVerification(TypedDict):
