@@ -213,6 +213,7 @@ def test_onset_offset_score_equals_its_twin() -> None:
             for a, b in zip((fast.f_measure, fast.precision, fast.recall), slow, strict=True)
         ), seed
 
+
 # heareval 2021.1.3's own classes --------------------------------------------------------------
 
 
