@@ -19,9 +19,9 @@ A HEAR module is checked first, the way HEAR's ``hearvalidator`` checks a submis
 of ``[2, scene_embedding_size]`` with finite values (float32, or float64/float16: the
 validator asks float32, but heareval's embedding runner takes any and its
 ``memmap_embeddings`` casts each file to float32, which the kit does to the same rows).
-The first failed check is one line naming what is missing. The adapter embeds one clip per call (HEAR takes a ``[n, samples]``
-tensor: clips of different lengths are not padded) and converts the tensor to numpy (on the
-CPU); it adds no text tower.
+The first failed check is one line naming what is missing. The adapter embeds one clip
+per call (HEAR takes a ``[n, samples]`` tensor: clips of different lengths are not padded)
+and converts the tensor to numpy (on the CPU); it adds no text tower.
 """
 
 from __future__ import annotations
