@@ -134,3 +134,60 @@ predictor = "linear-v1"
     golden = json.loads((tmp_path / "o" / "verification.json").read_text())["golden"]
     assert [r["status"] for r in golden["rows"]] == ["PASS", "FAIL"]
     assert golden["rows"][0]["reproduced"] == got
+
+
+@pytest.mark.heareval
+@pytest.mark.slow
+def test_kit_scores_on_heareval_maestro_predictions_equal_heareval(
+    maestro_dir: Path, tmp_path: Path
+) -> None:
+    """heareval's own predictor (faster grid, one point) on the command's maestro-shaped
+    folder: the kit's two scores of heareval's cached test predictions equal heareval's score
+    classes to 1e-12 and its logged test.predicted-scores.json (float32) to float32."""
+    import pickle
+
+    import numpy as np
+    from heareval.score import available_scores
+
+    from audiorepro.formats.hear import HearEvent
+    from audiorepro.metrics import hear as m
+    from tests.hear_reference import heareval_predictions
+
+    _run(maestro_dir, tmp_path / "out", "linear-v1")
+    layout = tmp_path / "heareval" / "events-v1-full"
+    shutil.copytree(
+        tmp_path / "out" / "events-v1-full",
+        layout,
+        ignore=shutil.ignore_patterns("test.predicted-scores.json"),
+    )
+    heareval_predictions(layout)
+    logged = json.loads((layout / "test.predicted-scores.json").read_text())["test"]
+    pred = pickle.loads((layout / "test.predictions.pkl").read_bytes())  # this test's own file
+    events = {
+        kind: {
+            k: [HearEvent(str(e["label"]), float(e["start"]), float(e["end"])) for e in v]
+            for k, v in pred[f"{kind}_events"].items()
+        }
+        for kind in ("predicted", "target")
+    }
+    vocab = {
+        label: i for i, label in enumerate(read_task(maestro_dir / "events-v1-full").vocabulary)
+    }
+    ours = {
+        "event_onset_50ms_fms": m.event_onset_fms(
+            events["predicted"], events["target"], collar=0.05
+        ),
+        "event_onset_offset_50ms_20perc_fms": m.event_onset_offset_fms(
+            events["predicted"], events["target"]
+        ),
+    }
+    for name, score in ours.items():
+        theirs = dict(available_scores[name](label_to_idx=vocab)(
+            pred["predicted_events"], pred["target_events"]
+        ))  # fmt: skip
+        for key in ("f_measure", "precision", "recall"):
+            value = getattr(score, key)
+            assert abs(value - theirs[key]) <= 1e-12 or (
+                value != value and theirs[key] != theirs[key]
+            )
+            assert np.float32(value) == np.float32(logged[f"test_{name}_{key}"]) or value != value
