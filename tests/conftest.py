@@ -268,6 +268,7 @@ LAYERS = {
         "test_cli_startup.py",
         "test_hear_command.py",
         "test_hear_mlp.py",
+        "test_hear_maestro.py",
         "test_hear_networks.py",
         "test_hear_saved.py",
         "test_hear_cache.py",

@@ -61,6 +61,32 @@ class StandInModel:
         return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
 
+class Float64Model(StandInModel):
+    """The stand-in model computing in float64 and returning float64 arrays (a module whose
+    tensors are float64: heareval's runner saves them as they are)."""
+
+    def get_scene_embedding_as_numpy(self, audio: Any) -> np.ndarray:
+        return np.stack([scene_embedding64(a.numpy()) for a in audio])
+
+    def get_timestamp_embedding_as_numpy(self, audio: Any) -> tuple[np.ndarray, np.ndarray]:
+        pairs = [timestamp_embedding(a.numpy()) for a in audio]
+        return np.stack([frames64(a.numpy()) for a in audio]), np.stack([p[1] for p in pairs])
+
+
+def scene_embedding64(audio: np.ndarray) -> np.ndarray:
+    """:func:`scene_embedding` in float64 (values float32 cannot hold exactly)."""
+    x = np.asarray(audio, dtype=np.float64)
+    quarters = np.array_split(x * x, 4)
+    return np.asarray([np.mean(np.abs(x)), np.std(x), *[np.mean(q) for q in quarters]])
+
+
+def frames64(audio: np.ndarray) -> np.ndarray:
+    """:func:`timestamp_embedding`'s frames in float64."""
+    x = np.asarray(audio, dtype=np.float64)
+    frames = x[: len(x) // HOP * HOP].reshape(-1, HOP)
+    return np.stack([np.mean(np.abs(frames), 1) / 3.0, np.std(frames, 1), np.max(frames, 1)], 1)
+
+
 def import_task_embeddings() -> Any:
     """heareval.embeddings.task_embeddings, imported with a stand-in tensorflow."""
     if "tensorflow" not in sys.modules:
@@ -73,12 +99,14 @@ def import_task_embeddings() -> Any:
     return te
 
 
-def heareval_embeddings(task: HearTask, out: Path) -> None:
-    """heareval's own ``task_embeddings`` on ``task`` with the stand-in model."""
-    import_task_embeddings().task_embeddings(StandInModel(), task.path, out)
+def heareval_embeddings(task: HearTask, out: Path, *, float64: bool = False) -> None:
+    """heareval's own ``task_embeddings`` on ``task`` with the stand-in model (its float64
+    variant with ``float64``)."""
+    model = Float64Model() if float64 else StandInModel()
+    import_task_embeddings().task_embeddings(model, task.path, out)
 
 
-def kit_embeddings(task: HearTask, out: Path) -> None:
+def kit_embeddings(task: HearTask, out: Path, *, float64: bool = False) -> None:
     """The same embeddings through the kit's writer (audio read as heareval reads it)."""
     import soundfile
 
@@ -91,9 +119,11 @@ def kit_embeddings(task: HearTask, out: Path) -> None:
                 str(task.audio_dir(SAMPLE_RATE, split) / name), dtype=np.float32
             )
             if task.metadata.embedding_type == "scene":
-                embeddings[split][name] = scene_embedding(audio)
+                embeddings[split][name] = (scene_embedding64 if float64 else scene_embedding)(audio)
             else:
                 embeddings[split][name], stamps[split][name] = timestamp_embedding(audio)
+                if float64:
+                    embeddings[split][name] = frames64(audio)
     event = task.metadata.embedding_type == "event"
     write_embeddings(task, out, embeddings, stamps if event else None)
 

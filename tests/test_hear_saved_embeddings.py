@@ -89,12 +89,13 @@ def _break_nan(root: Path) -> str:
 
 def _break_shape(root: Path) -> str:
     np.save(root / "train" / "spk1_yes.wav.embedding.npy", np.zeros((2, 48), np.float32))
-    return "spk1_yes.wav.embedding.npy: expected a float32 embedding of 1 dimension(s)"
+    return "spk1_yes.wav.embedding.npy: expected a float32 (or float64, float16) embedding of 1"
 
 
 def _break_dtype(root: Path) -> str:
-    np.save(root / "train" / "spk1_yes.wav.embedding.npy", np.zeros(48, np.float64))
-    return "expected a float32 embedding of 1 dimension(s) for a scene task, got float64"
+    # float64 is read as heareval reads it (astype(np.float32)); integers are no embedding
+    np.save(root / "train" / "spk1_yes.wav.embedding.npy", np.zeros(48, np.int64))
+    return "embedding of 1 dimension(s) for a scene task, got int64"
 
 
 def _break_dim(root: Path) -> str:

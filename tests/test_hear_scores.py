@@ -168,6 +168,52 @@ def test_event_scores_equal_their_twin() -> None:
         assert _same(er, ref.segment_error_rate(_tuples(predicted), _tuples(reference), labels))
 
 
+def _offset_case(
+    seed: int,
+) -> tuple[dict[str, list[HearEvent]], dict[str, list[HearEvent]], list[str]]:
+    """:func:`_event_case` with each prediction's offset moved again, on a 10 ms grid, by up to
+    +-60 ms or by exactly 20% of a reference length (both tolerances' boundaries drawn)."""
+    predicted, reference, labels = _event_case(seed)
+    rng = np.random.default_rng(5000 + seed)
+    lengths = [e.end - e.start for v in reference.values() for e in v] or [100.0]
+    moved: dict[str, list[HearEvent]] = {}
+    for name, events in predicted.items():
+        out = []
+        for e in events:
+            if rng.random() < 0.5:
+                delta = float(10 * rng.integers(-6, 7))
+            else:
+                delta = float(rng.choice([-1, 1]) * 0.2 * float(rng.choice(lengths)))
+            out.append(HearEvent(e.label, e.start, max(e.start, e.end + delta)))
+        moved[name] = out
+    return moved, reference, labels
+
+
+def test_onset_offset_score_by_hand() -> None:
+    ev = HearEvent
+    reference = {"a.wav": [ev("dog", 100.0, 1100.0), ev("cat", 2000.0, 2100.0)]}
+    # dog: onset +50 ms (the collar's edge), offset +200 ms = 20% of 1 s (the length's edge):
+    # a hit. cat: onset exact, offset +51 ms > max(50 ms, 20% of 100 ms): a miss.
+    predicted = {"a.wav": [ev("dog", 150.0, 1300.0), ev("cat", 2000.0, 2151.0)]}
+    scores = kit.event_onset_offset_fms(predicted, reference)
+    assert (scores.f_measure, scores.precision, scores.recall) == (0.5, 0.5, 0.5)
+    assert ref.event_onset_offset_f(_tuples(predicted), _tuples(reference)) == (0.5, 0.5, 0.5)
+    # Onsets alone: both hit (the 50 ms score).
+    assert kit.event_onset_fms(predicted, reference, collar=0.05).f_measure == 1.0
+    assert kit.HEAR_SCORE_DIRECTIONS["event_onset_offset_50ms_20perc_fms"] is True
+
+
+def test_onset_offset_score_equals_its_twin() -> None:
+    for seed in range(80):
+        predicted, reference, _ = _offset_case(seed)
+        fast = kit.event_onset_offset_fms(predicted, reference)
+        slow = ref.event_onset_offset_f(_tuples(predicted), _tuples(reference))
+        assert all(
+            _same(a, b)
+            for a, b in zip((fast.f_measure, fast.precision, fast.recall), slow, strict=True)
+        ), seed
+
+
 # heareval 2021.1.3's own classes --------------------------------------------------------------
 
 
@@ -218,3 +264,25 @@ def test_event_scores_equal_heareval() -> None:
             assert _same(ours.recall, theirs["recall"]), (seed, name)
         (er,) = available_scores["segment_1s_er"](label_to_idx=vocab)(p, r)
         assert _same(kit.segment_error_rate(predicted, reference, labels), er[1]), seed
+
+
+@pytest.mark.heareval
+def test_onset_offset_score_equals_heareval() -> None:
+    """heareval's event_onset_offset_50ms_20perc_fms (maestro's second score: sed_eval with
+    t_collar=0.05, percentage_of_length=0.2, onsets and offsets) on the same events."""
+    from heareval.score import available_scores
+
+    name = "event_onset_offset_50ms_20perc_fms"
+    hits = 0
+    for seed in range(80):
+        predicted, reference, labels = _offset_case(seed)
+        vocab = {label: i for i, label in enumerate(labels)}
+        p, r = _heareval_events(predicted), _heareval_events(reference)
+        theirs = dict(available_scores[name](label_to_idx=vocab)(p, r))
+        ours = kit.event_onset_offset_fms(predicted, reference)
+        assert _same(ours.f_measure, theirs["f_measure"]), seed
+        assert _same(ours.precision, theirs["precision"]), seed
+        assert _same(ours.recall, theirs["recall"]), seed
+        onset_only = kit.event_onset_fms(predicted, reference, collar=0.05).f_measure
+        hits += ours.f_measure != onset_only
+    assert hits > 10  # the offsets decide in many cases, not only the onsets

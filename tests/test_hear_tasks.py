@@ -194,6 +194,32 @@ def test_kit_layout_is_heareval_runner_layout(tasks_dir: Path, tmp_path: Path, n
     ours, theirs = tmp_path / "kit" / name, tmp_path / "heareval" / name
     heareval_embeddings(task, theirs)
     kit_embeddings(task, ours)
+    _same_layout(task, ours, theirs)
+
+
+@pytest.mark.heareval
+@pytest.mark.parametrize("name", NAMES)
+def test_float64_embeddings_layout_is_heareval_runner_layout(
+    tasks_dir: Path, tmp_path: Path, name: str
+) -> None:
+    """A module returning float64 (hearvalidator asks float32; heareval's runner takes it):
+    heareval saves each file's float64 array as it is and casts the stacked rows to float32;
+    the kit writes the same files byte for byte, and reads them back as heareval's
+    memmap_embeddings does (float32)."""
+    task = read_task(tasks_dir / name)
+    ours, theirs = tmp_path / "kit" / name, tmp_path / "heareval" / name
+    heareval_embeddings(task, theirs, float64=True)
+    kit_embeddings(task, ours, float64=True)
+    _same_layout(task, ours, theirs)
+    split = task.metadata.splits[0]
+    first = task.files(split)[0]
+    saved = np.load(theirs / split / f"{first}.embedding.npy")
+    assert saved.dtype == np.float64 and not np.array_equal(saved, saved.astype(np.float32))
+    back = read_embeddings(task, theirs)[split].embeddings[first]
+    assert back.dtype == np.float32 and np.array_equal(back, saved.astype(np.float32))
+
+
+def _same_layout(task: Any, ours: Path, theirs: Path) -> None:
     a, b = _tree(ours), _tree(theirs)
     assert sorted(a) == sorted(b)
     for key in a:

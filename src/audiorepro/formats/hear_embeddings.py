@@ -91,13 +91,17 @@ def _raw_split(task: HearTask, split: str) -> dict[str, Any]:
     return data
 
 
-def _check_embedding(array: Any, kind: str, where: str) -> npt.NDArray[np.float32]:
+def _check_embedding(array: Any, kind: str, where: str) -> npt.NDArray[np.floating[Any]]:
+    """A file's embedding as given: float32, or float64/float16 as a module may return them
+    (heareval's runner saves them as they are and its ``memmap_embeddings`` casts every file
+    with ``astype(np.float32)``, so the stacked rows are float32 either way)."""
     arr = np.asarray(array)
     ndim = 1 if kind == "scene" else 2
-    if arr.dtype != np.float32 or arr.ndim != ndim or 0 in arr.shape:
+    floats = (np.float16, np.float32, np.float64)
+    if arr.dtype not in floats or arr.ndim != ndim or 0 in arr.shape:
         raise UserError(
-            f"expected a float32 embedding of {ndim} dimension(s) for a {kind} task, "
-            f"got {arr.dtype} of shape {arr.shape}",
+            f"expected a float32 (or float64, float16) embedding of {ndim} dimension(s) for a "
+            f"{kind} task, got {arr.dtype} of shape {arr.shape}",
             source=where,
         )
     return arr
@@ -236,7 +240,8 @@ def _read_file(
         emb = np.load(path, allow_pickle=False)
     except (ValueError, OSError) as exc:
         raise UserError(f"is not a .npy array ({exc})", source=path) from None
-    emb = _check_embedding(emb, kind, str(path))
+    # float32 as heareval's memmap_embeddings reads every file (astype(np.float32))
+    emb = _check_embedding(emb, kind, str(path)).astype(np.float32)
     dims.add(int(emb.shape[-1]))
     if len(dims) > 1:
         raise UserError(f"has dimension {emb.shape[-1]}, others {sorted(dims)}", source=path)

@@ -36,6 +36,7 @@ __all__ = [
     "chroma_accuracy_score",
     "d_prime_score",
     "event_onset_fms",
+    "event_onset_offset_fms",
     "mean_average_precision_score",
     "segment_error_rate",
     "top1_accuracy_score",
@@ -55,6 +56,7 @@ HEAR_SCORE_DIRECTIONS = {
     "aucroc": True,
     "event_onset_200ms_fms": True,
     "event_onset_50ms_fms": True,
+    "event_onset_offset_50ms_20perc_fms": True,
     "segment_1s_er": False,
 }
 
@@ -193,15 +195,26 @@ class EventScores:
     recall: float
 
 
-def _matched(ref: Sequence[HearEvent], est: Sequence[HearEvent], collar: float) -> int:
+def _offset_hit(r: HearEvent, e: HearEvent, collar: float, share: float | None) -> bool:
+    """sed_eval's ``validate_offset`` (always true when offsets are not evaluated)."""
+    if share is None:
+        return True
+    length = r.end / 1000.0 - r.start / 1000.0
+    return math.fabs(r.end / 1000.0 - e.end / 1000.0) <= max(collar, share * length)
+
+
+def _matched(
+    ref: Sequence[HearEvent], est: Sequence[HearEvent], collar: float, share: float | None = None
+) -> int:
     """The largest number of one-to-one pairs with equal labels and onsets within ``collar``
-    seconds (sed_eval's 'optimal' matching; any maximum matching has this size)."""
+    seconds (and, where ``share`` is given, offsets within ``max(collar, share * reference
+    length)``), sed_eval's 'optimal' matching; any maximum matching has this size."""
     if not ref or not est:
         return 0
     hits = np.array(
         [
             [r.label == e.label and math.fabs(r.start / 1000.0 - e.start / 1000.0) <= collar
-             for e in est]
+             and _offset_hit(r, e, collar, share) for e in est]
             for r in ref
         ]
     )  # fmt: skip
@@ -209,6 +222,22 @@ def _matched(ref: Sequence[HearEvent], est: Sequence[HearEvent], collar: float) 
         return 0
     match = maximum_bipartite_matching(csr_matrix(hits.astype(np.int8)), perm_type="column")
     return int(np.sum(match >= 0))
+
+
+def _event_fms(
+    predicted: Events, reference: Events, collar: float, share: float | None
+) -> EventScores:
+    tp = n_ref = n_sys = 0
+    for name, est in predicted.items():
+        ref = reference.get(name, ())
+        n_ref += len(ref)
+        n_sys += len(est)
+        tp += _matched(ref, est, collar, share)
+    precision = math.nan if n_sys == 0 else float(tp / float(n_sys))
+    recall = math.nan if n_ref == 0 else float(tp / float(n_ref))
+    if precision == 0 and recall == 0:
+        return EventScores(0.0, precision, recall)
+    return EventScores(float(2.0 * precision * recall / (precision + recall)), precision, recall)
 
 
 def event_onset_fms(predicted: Events, reference: Events, *, collar: float = 0.2) -> EventScores:
@@ -226,17 +255,33 @@ def event_onset_fms(predicted: Events, reference: Events, *, collar: float = 0.2
     ...                 {"a.wav": [ev("dog", 100.0, 500.0)]})
     EventScores(f_measure=0.6666666666666666, precision=0.5, recall=1.0)
     """
-    tp = n_ref = n_sys = 0
-    for name, est in predicted.items():
-        ref = reference.get(name, ())
-        n_ref += len(ref)
-        n_sys += len(est)
-        tp += _matched(ref, est, collar)
-    precision = math.nan if n_sys == 0 else float(tp / float(n_sys))
-    recall = math.nan if n_ref == 0 else float(tp / float(n_ref))
-    if precision == 0 and recall == 0:
-        return EventScores(0.0, precision, recall)
-    return EventScores(float(2.0 * precision * recall / (precision + recall)), precision, recall)
+    return _event_fms(predicted, reference, collar, None)
+
+
+def event_onset_offset_fms(
+    predicted: Events, reference: Events, *, collar: float = 0.05, share: float = 0.2
+) -> EventScores:
+    """heareval's ``event_onset_offset_50ms_20perc_fms`` (maestro's second score): sed_eval's
+    event-based F-measure on onsets and offsets (``t_collar=0.05``,
+    ``percentage_of_length=0.2``).
+
+    Formula: as :func:`event_onset_fms`, with a pair a hit when its labels are equal,
+    ``|onset_ref - onset_pred| <= collar`` and ``|offset_ref - offset_pred| <=
+    max(collar, share * (offset_ref - onset_ref))`` (seconds, ``ms / 1000.0`` each);
+    ``TP`` = the size of a maximum one-to-one matching of hits; ``P = TP / N_pred``,
+    ``R = TP / N_ref`` (NaN when the count is 0), ``F = 2 P R / (P + R)`` (0 when both are 0).
+    Higher is better.
+    Ties: none (the matching's size is unique); both boundaries count as hits.
+
+    >>> ev = lambda label, start, end: HearEvent(label, start, end)
+    >>> event_onset_offset_fms({"a.wav": [ev("dog", 120.0, 1150.0), ev("dog", 2000.0, 2100.0)]},
+    ...                        {"a.wav": [ev("dog", 100.0, 1100.0), ev("dog", 2010.0, 2500.0)]})
+    EventScores(f_measure=0.5, precision=0.5, recall=0.5)
+
+    (The first pair's offsets differ by 50 ms, within ``max(0.05, 0.2 * 1.0)`` s; the second's
+    by 400 ms, beyond ``max(0.05, 0.2 * 0.49)``: its onset alone would be a hit.)
+    """
+    return _event_fms(predicted, reference, collar, share)
 
 
 def _roll(events: Sequence[HearEvent], labels: Sequence[str], n: int, res: float) -> FloatArray:

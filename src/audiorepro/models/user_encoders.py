@@ -15,11 +15,13 @@ registry entry's recorded ``weights`` are checked then, before any clip is embed
 A HEAR module is checked first, the way HEAR's ``hearvalidator`` checks a submission
 (:func:`check_hear`): ``load_model`` and ``get_scene_embeddings`` are functions, the model's
 ``sample_rate`` is one of HEAR's rates and ``scene_embedding_size`` a positive int, and
-``get_scene_embeddings`` of two seeded one-second noise clips returns a float32 torch tensor
-of ``[2, scene_embedding_size]`` with finite values. The first failed check is one line
-naming what is missing. The adapter embeds one clip per call (HEAR takes a ``[n, samples]``
-tensor: clips of different lengths are not padded) and converts the tensor to numpy (on the
-CPU); it adds no text tower.
+``get_scene_embeddings`` of two seeded one-second noise clips returns a float torch tensor
+of ``[2, scene_embedding_size]`` with finite values (float32, or float64/float16: the
+validator asks float32, but heareval's embedding runner takes any and its
+``memmap_embeddings`` casts each file to float32, which the kit does to the same rows).
+The first failed check is one line naming what is missing. The adapter embeds one clip
+per call (HEAR takes a ``[n, samples]`` tensor: clips of different lengths are not padded)
+and converts the tensor to numpy (on the CPU); it adds no text tower.
 """
 
 from __future__ import annotations
@@ -304,8 +306,9 @@ def _hear_fail(spec: str, what: str) -> UserError:
 
 
 def scene_rows(out: Any, n: int, size: int, spec: str, what: str) -> Array:
-    """``get_scene_embeddings``' answer for ``n`` clips as numpy: a float32 torch tensor of
-    ``[n, size]`` with finite values, on a device that holds values (not torch's ``meta``),
+    """``get_scene_embeddings``' answer for ``n`` clips as float32 numpy: a float torch tensor
+    (float32, or float64/float16 cast as heareval's memmap casts them) of ``[n, size]`` with
+    finite values, on a device that holds values (not torch's ``meta``),
     else one line (``what``: which call, e.g. the clip's length)."""
     import torch
 
@@ -315,15 +318,17 @@ def scene_rows(out: Any, n: int, size: int, spec: str, what: str) -> Array:
     if out.device.type == "meta":
         raise _hear_fail(spec, f"get_scene_embeddings returned a tensor on torch's meta device "
                          f"{what} (it holds no values: load the model's weights)")  # fmt: skip
-    if out.dtype != torch.float32:
+    if out.dtype not in (torch.float32, torch.float64, torch.float16):
         raise _hear_fail(spec, f"get_scene_embeddings returned {out.dtype} {what}, "
-                         "expected float32")  # fmt: skip
+                         "expected float32 (or float64, float16)")  # fmt: skip
     if tuple(out.shape) != (n, size):
         raise _hear_fail(
             spec, f"get_scene_embeddings gave shape {tuple(out.shape)} {what}, "
             f"expected ({n}, {size}) (scene_embedding_size)",
         )  # fmt: skip
-    rows: Array = out.detach().to("cpu").numpy()
+    # heareval's runner takes any float tensor (hearvalidator's float32 rule is not applied)
+    # and its memmap_embeddings casts each file with astype(np.float32): the same rows here
+    rows: Array = out.detach().to("cpu").numpy().astype(np.float32)
     if not np.all(np.isfinite(rows)):
         raise _hear_fail(spec, f"get_scene_embeddings returned NaN or infinite values {what}")
     return rows

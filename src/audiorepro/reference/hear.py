@@ -139,6 +139,38 @@ def event_onset_f(
     return 2 * precision * recall / (precision + recall), precision, recall
 
 
+def _both_ends_hit(r: Event, e: Event, collar: float, length_share: float) -> bool:
+    """Same label, onsets within ``collar`` s and offsets within the larger of ``collar`` and
+    ``length_share`` of the reference event's length (s)."""
+    if r[0] != e[0] or abs(r[1] / 1000.0 - e[1] / 1000.0) > collar:
+        return False
+    allowed = max(collar, length_share * (r[2] / 1000.0 - r[1] / 1000.0))
+    return abs(r[2] / 1000.0 - e[2] / 1000.0) <= allowed
+
+
+def event_onset_offset_f(
+    predicted: dict[str, list[Event]],
+    reference: dict[str, list[Event]],
+    collar: float = 0.05,
+    length_share: float = 0.2,
+) -> tuple[float, float, float]:
+    """(F, precision, recall) over the files of ``predicted``, a hit needing both ends."""
+    hits = total_ref = total_est = 0
+    for name, est in predicted.items():
+        ref = reference.get(name, [])
+        adj = [[i for i, e in enumerate(est) if _both_ends_hit(r, e, collar, length_share)]
+               for r in ref]  # fmt: skip
+        owner: dict[int, int] = {}
+        hits += sum(_augment(r, adj, owner, set()) for r in range(len(ref)))
+        total_ref += len(ref)
+        total_est += len(est)
+    p = hits / total_est if total_est else math.nan
+    r_ = hits / total_ref if total_ref else math.nan
+    if p == 0 and r_ == 0:
+        return 0.0, p, r_
+    return 2 * p * r_ / (p + r_), p, r_
+
+
 def _active(events: list[Event], label: str, k: int, res: float) -> bool:
     """Whether segment ``k`` (``[k res, (k+1) res)`` s) is in an event of ``label``: segments
     from ``floor(onset/res)`` up to but excluding ``ceil(offset/res)``."""

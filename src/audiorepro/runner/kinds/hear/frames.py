@@ -34,7 +34,12 @@ from audiorepro.metrics.linear_probe import fit_linear_v1
 from audiorepro.models.user_encoders import call_user, call_user_error
 from audiorepro.reference import hear as twin
 
-EVENT_SCORES = ("event_onset_200ms_fms", "event_onset_50ms_fms", "segment_1s_er")
+EVENT_SCORES = (
+    "event_onset_200ms_fms",
+    "event_onset_50ms_fms",
+    "event_onset_offset_50ms_20perc_fms",
+    "segment_1s_er",
+)
 Events = Mapping[str, list[HearEvent]]
 
 
@@ -42,6 +47,8 @@ def _event_score(name: str, predicted: Events, task: HearTask, split: tuple[str,
     reference = {n: list(task.events[s][n]) for s in split for n in task.files(s)}
     if name == "segment_1s_er":
         return scores.segment_error_rate(predicted, reference, task.vocabulary)
+    if name == "event_onset_offset_50ms_20perc_fms":
+        return scores.event_onset_offset_fms(predicted, reference).f_measure
     collar = 0.2 if name == "event_onset_200ms_fms" else 0.05
     return scores.event_onset_fms(predicted, reference, collar=collar).f_measure
 
@@ -53,6 +60,8 @@ def _twin_score(name: str, predicted: Events, task: HearTask, split: tuple[str, 
     reference = {n: task.events[s][n] for s in split for n in task.files(s)}
     if name == "segment_1s_er":
         return twin.segment_error_rate(tuples(predicted), tuples(reference), list(task.vocabulary))
+    if name == "event_onset_offset_50ms_20perc_fms":
+        return twin.event_onset_offset_f(tuples(predicted), tuples(reference))[0]
     collar = 0.2 if name == "event_onset_200ms_fms" else 0.05
     return twin.event_onset_f(tuples(predicted), tuples(reference), collar)[0]
 
