@@ -593,7 +593,9 @@ def test_a_hear_study_with_an_event_task_on_slurm_is_byte_identical_to_local(
     mods.mkdir()
     (mods / f"{MODULE}.py").write_text(COUNTING_MODULE)
     monkeypatch.syspath_prepend(str(mods))  # here, and on the node (sbatch passes PYTHONPATH)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(mods), os.environ["PYTHONPATH"]]))
+    # the package may be installed (tox: no PYTHONPATH) or a checkout's src (PYTHONPATH=src)
+    path = [str(mods), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path))
     study = tmp_path / "hear.toml"
     cells = "".join(
         f'[[cell]]\nid = "{task}"\nmodel = "hear:{MODULE}"\ntasks_dir = "{tasks}"\n'
