@@ -295,3 +295,39 @@ def test_an_event_cell_without_frames_is_one_line_before_any_array_task(
     assert extraction is not None
     with pytest.raises(UserError, match="get_timestamp_embeddings"):
         extraction.keys()
+
+
+def test_a_computed_cell_reads_each_clip_once_before_it_embeds(
+    tasks_dir: Path, module: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load's check reads each clip's header and hashes its bytes from one open file; the
+    cache key and the cell's ``audio_sha256`` are made from those hashes (they hashed every
+    clip twice more). Python opens each clip once per run, on a cache miss (the decoding is
+    libsndfile's own open) and on a hit, and ``audio_sha256`` is still one SHA-256 over a line
+    ``<split>/<file> <SHA-256 of its bytes>`` per clip."""
+    import builtins
+
+    task = read_task(tasks_dir / "words-v1-full")
+    clips = [
+        (s, n, task.audio_dir(16000, s) / n) for s in task.metadata.splits for n in task.files(s)
+    ]
+    opened: list[Path] = []
+    real_open = builtins.open
+
+    def counting_open(file: object, *args: object, **kwargs: object) -> object:
+        if isinstance(file, str | Path) and Path(file).suffix == ".wav":
+            opened.append(Path(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setenv("AUDIOREPRO_EMBEDDING_CACHE", "off")
+    monkeypatch.setattr(builtins, "open", counting_open)
+    out = tmp_path / "out"
+    for run in ("miss", "hit"):
+        opened.clear()
+        calls = _hear(tasks_dir, out, "words-v1-full")
+        assert bool(calls) == (run == "miss"), run
+        assert sorted(opened) == sorted(p for _, _, p in clips), run
+    monkeypatch.undo()
+    bundle = json.loads(gzip.decompress((out / "bundle.json.gz").read_bytes()))
+    lines = "".join(f"{s}/{n} {_sha(p)}\n" for s, n, p in clips)
+    assert bundle["cells"][0]["audio_sha256"] == hashlib.sha256(lines.encode()).hexdigest()

@@ -5,6 +5,7 @@ the one registration, and a study loads from a fresh process with only the frame
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,26 @@ def test_a_spec_part_only_one_kind_imports_is_found() -> None:
         "audiorepro.specs.content",
         "audiorepro.specs.gates",
     ]
+
+
+def test_the_probe_records_resolve_without_their_computation() -> None:
+    """The probe bundle's records import their field types for real, from light modules
+    (``metrics/probe_records.py``: the report; ``runner/kinds/probe/measured.py``: a saved
+    file as read): in a fresh process every annotation of a run's records resolves and the
+    bundle's JSON Schema builds with no hook bound first, and neither the saved files' reading
+    (its pydantic models) nor the metrics that compute a report are imported for it."""
+    out = _fresh(
+        "import json, sys, typing\n"
+        "from pydantic import TypeAdapter\n"
+        "from audiorepro.runner.kinds.probe import records\n"
+        "hints = {n: sorted(typing.get_type_hints(getattr(records, n)))\n"
+        "         for n in ('ProbeRun', 'ProbeRunRecord')}\n"
+        "schema = TypeAdapter(records.ProbeBundle).json_schema()\n"
+        "reading = 'audiorepro.runner.kinds.probe.measurements' in sys.modules\n"
+        "print(json.dumps({'hints': hints, 'defs': sorted(schema['$defs']), 'reading': reading}))\n"
+    )
+    got = json.loads(out)
+    assert {"report", "documents"} <= set(got["hints"]["ProbeRun"])
+    assert "report" in got["hints"]["ProbeRunRecord"]
+    assert {"ProbeReport", "RegressionReport", "HumanCutReport"} <= set(got["defs"])
+    assert got["reading"] is False

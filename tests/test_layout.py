@@ -85,9 +85,6 @@ LAZY = {
     "audiorepro.runner.kinds.probe.runs",
     "audiorepro.runner.kinds.probe.saved",
     "audiorepro.runner.kinds.probe.spec",
-    # the probe records' field types bound for a JSON Schema only (bind_deferred_types)
-    "audiorepro.metrics.probe",
-    "audiorepro.runner.kinds.probe.measurements",
     # ... and the retrieval kind's: its extraction (the cache, the executors, the model
     # registry), its spec, the datasets' registry, the identity check, the caption selection.
     "audiorepro.models.extract",

@@ -8,13 +8,12 @@ predictions are given as classes. Means over classes are exact fractions rounded
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypedDict
 
 from audiorepro.metrics.bootstrap import percentile_interval
+from audiorepro.metrics.probe_records import ClassificationReport
 
 IntArray = npt.NDArray[np.int64]
 
@@ -139,24 +138,6 @@ def group_bootstrap_accuracy_ci(
     draws = rng.integers(0, len(names), size=(n_resamples, len(names)))
     acc = correct[draws].sum(axis=1) / counts[draws].sum(axis=1)
     return percentile_interval(acc, level)
-
-
-class ClassScores(TypedDict):
-    recall: float | None
-    precision: float | None
-
-
-class ClassificationReport(TypedDict):
-    """Every classification metric of one set of predictions (:func:`classification_report`)."""
-
-    n: int
-    accuracy: float | None
-    balanced_accuracy: float | None
-    macro_f1: float | None
-    per_class: dict[str, ClassScores]  #: class name -> recall and precision
-    confusion_matrix: list[list[int]]  #: [true][predicted] counts
-    #: with groups: the group-bootstrap 95% interval of the accuracy (None: undefined)
-    accuracy_ci95_group_bootstrap: NotRequired[list[float] | None]
 
 
 def classification_report(

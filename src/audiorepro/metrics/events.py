@@ -14,11 +14,12 @@ stands, which is deterministic for the same input.
 from __future__ import annotations
 
 import math
-from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
+
+from audiorepro.metrics.probe_records import EventsReport
 
 FloatArray = npt.NDArray[np.float64]
 IOU_THRESHOLDS = (0.1, 0.3, 0.5)
@@ -103,35 +104,6 @@ def decode_events(
     return np.asarray(np.stack([starts * hop_s, ends * hop_s], axis=1), dtype=np.float64).reshape(
         -1, 2
     )
-
-
-class IouScores(TypedDict):
-    """Event detection at one IoU threshold."""
-
-    matched: int
-    precision: float | None
-    recall: float | None
-    f1: float | None
-
-
-class ClassSpan(TypedDict):
-    """One event class: its reference spans and the oracle-span accuracy over them."""
-
-    support: int
-    oracle_span_accuracy: float | None
-
-
-class EventsReport(TypedDict):
-    """The events section of a probe report: :func:`event_scores`, then what the probe
-    report adds from the frame and class arrays it has."""
-
-    iou: dict[str, IouScores]  #: IoU threshold (as a string) -> scores
-    start_mae_s: float | None
-    end_mae_s: float | None
-    frame_f1: NotRequired[float | None]
-    oracle_span_class_accuracy: NotRequired[float | None]
-    classes: NotRequired[dict[str, ClassSpan]]  #: class index -> support and accuracy
-    detected_span_class_accuracy: NotRequired[float | None]
 
 
 def event_scores(

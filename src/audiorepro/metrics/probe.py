@@ -9,52 +9,27 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, NotRequired
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypedDict
 
 from audiorepro.core.hashing import sha256_file
 from audiorepro.formats.predictions import load_predictions, speaker_sets
-from audiorepro.metrics.classification import ClassificationReport, classification_report
+from audiorepro.metrics.classification import classification_report
 from audiorepro.metrics.events import (
-    EventsReport,
     detected_span_class_accuracy,
     event_scores,
     frame_f1,
     span_class_accuracy,
     span_class_support,
 )
-from audiorepro.metrics.probe_human import HumanCutReport, human_benchmark_report
-from audiorepro.metrics.regression import RegressionReport, regression_report
+from audiorepro.metrics.probe_human import human_benchmark_report
+from audiorepro.metrics.probe_records import HumanReport, ProbeReport
+from audiorepro.metrics.regression import regression_report
 from audiorepro.metrics.vectors import mean_cosine
 
 SCHEMA = "audiorepro.probe/1"
-
-#: benchmark -> label cut (``all`` and each named cut) -> its numbers
-HumanReport = dict[str, dict[str, HumanCutReport]]
-
-
-class VectorsReport(TypedDict):
-    """Speaker vectors: the valid pairs and their mean cosine."""
-
-    n: int
-    mean_cosine: float | None
-
-
-class ProbeReport(TypedDict):
-    """The ``audiorepro.probe/1`` document: a section for each kind of array the file has."""
-
-    schema: str
-    source: str
-    sha256: str | None
-    regression: NotRequired[dict[str, RegressionReport]]  #: target -> its metrics
-    classification: NotRequired[ClassificationReport]
-    events: NotRequired[EventsReport]
-    human: NotRequired[HumanReport]
-    vectors: NotRequired[VectorsReport]
-    speaker_sets: NotRequired[dict[str, VectorsReport]]  #: named speaker-vector set -> cosine
 
 
 def probe_report(

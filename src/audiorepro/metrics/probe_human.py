@@ -21,13 +21,12 @@ selected items, reported as separate rows.
 from __future__ import annotations
 
 import math
-from typing import NotRequired
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypedDict
 
 from audiorepro.core.errors import param_error
+from audiorepro.metrics.probe_records import HumanCutReport
 from audiorepro.metrics.regression import spearman_rho
 
 FOLDS = 5
@@ -206,37 +205,6 @@ def heldout_threshold_balanced_accuracy(
         return None
     tp, tn = int((yy & pp).sum()), int((~yy & ~pp).sum())
     return (tp * n + tn * p) / (2 * p * n)
-
-
-class PromptReport(TypedDict):
-    """One prompt of a human-benchmark cut."""
-
-    n: int
-    spearman: float | None
-    balanced_accuracy_oracle: float | None
-
-
-class DimensionReport(TypedDict):
-    """One dimension of a human-benchmark cut (its prompts alone)."""
-
-    n: int
-    prompts: int
-    mean_prompt_spearman: float | None
-    balanced_accuracy_oracle_per_prompt: float | None
-
-
-class HumanCutReport(TypedDict):
-    """Every human-benchmark number of one label cut (:func:`human_benchmark_report`)."""
-
-    n: int
-    prompts: int
-    positive_rate: float | None
-    mean_prompt_spearman: float | None
-    balanced_accuracy_oracle_per_prompt: float | None
-    balanced_accuracy_oracle_overall: float | None
-    balanced_accuracy_5fold_clip_grouped: float | None
-    per_prompt: dict[str, PromptReport]  #: prompt -> its numbers (first-seen order)
-    per_dimension: NotRequired[dict[str, DimensionReport]]  #: with the items' dimensions
 
 
 def human_benchmark_report(

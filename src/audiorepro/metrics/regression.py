@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypedDict
+
+from audiorepro.metrics.probe_records import RegressionReport
 
 FloatArray = npt.NDArray[np.float64]
 MIN_PAIRS_CORRELATION = 3
@@ -146,17 +147,6 @@ def spearman_rho(pred: npt.ArrayLike, true: npt.ArrayLike) -> float | None:
     if p.size < MIN_PAIRS_CORRELATION:
         return None
     return _pearson(average_ranks(p), average_ranks(t))
-
-
-class RegressionReport(TypedDict):
-    """Every regression metric of one target (:func:`regression_report`)."""
-
-    n: int
-    mae: float | None
-    normalized_mae: float | None
-    rmse: float | None
-    pearson: float | None
-    spearman: float | None
 
 
 def regression_report(

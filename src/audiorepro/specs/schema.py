@@ -19,7 +19,6 @@ unique) stays in each format's loader, with the same error style.
 
 from __future__ import annotations
 
-import sys
 import types
 import typing
 from typing import Any, TypeVar
@@ -273,13 +272,7 @@ def distinct_file_names(items: list[tuple[str, str]], *, source: str, what: str)
 
 
 def json_schema(model: Any, *, title: str, schema_id: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a format: a model, or a union of models. A records
-    module that imports some of its field types for the type checker only (to be read light)
-    binds them first (its ``bind_deferred_types``)."""
-    for module in list(sys.modules.values()):
-        bind = getattr(module, "bind_deferred_types", None)
-        if callable(bind) and getattr(module, "__name__", "").startswith("audiorepro."):
-            bind()
+    """The JSON Schema (draft 2020-12) of a format: a model, or a union of models."""
     adapter: TypeAdapter[Any] = TypeAdapter(model)
     doc = adapter.json_schema()
     return {

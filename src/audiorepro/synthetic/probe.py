@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from audiorepro.core.io import atomic_write_bytes, json_dumps, npz_bytes
-from audiorepro.metrics.probe import ProbeReport, probe_report
+from audiorepro.metrics.probe import probe_report
+from audiorepro.metrics.probe_records import ProbeReport
 
 #: (run id prefix, model label, family, noise level)
 MODELS = (

@@ -32,7 +32,6 @@ the same cell reads the entry and computes nothing. Its SHA-256 is the cell's ``
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import math
@@ -59,7 +58,6 @@ from audiorepro.checks.moves import (
 )
 from audiorepro.checks.verify import Summary, ValueRow, summarize, value_rows
 from audiorepro.core.errors import UserError
-from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonObject, JsonValue, atomic_write_bytes, slug
 from audiorepro.formats.hear import (
     HearTask,
@@ -91,6 +89,8 @@ from audiorepro.runner.kinds import (
     rest_records,
 )
 from audiorepro.runner.kinds.hear.entry import (
+    ClipHash,
+    audio_sha256,
     cell_embeddings,
     check_clips,
     hear_extraction,
@@ -256,7 +256,7 @@ class HearBundleCell(TypedDict):
     task_name: str
     predictor: str
     task_files_sha256: dict[str, str]  #: task_metadata.json, labelvocabulary.csv, <split>.json
-    #: the clips read (:func:`_audio_sha256`); None where none is (saved predictions)
+    #: the clips read (:func:`~.entry.audio_sha256`); None where none is (saved predictions)
     audio_sha256: str | None
     clips: int
     embedding_size: int
@@ -319,6 +319,9 @@ class CellInputs:
     loaded: Loaded | None  #: None: a submission's saved embeddings stand for the model
     rate: int  #: the module's sample rate (0 for saved embeddings: no audio is read)
     saved: SavedEmbeddings | None = None
+    #: every clip's SHA-256, as the load's check read it (:func:`~.entry.check_clips`): the
+    #: cache key's and the cell's ``audio_sha256`` (empty for saved embeddings)
+    clips: tuple[ClipHash, ...] = ()
 
 
 @dataclass
@@ -371,20 +374,8 @@ def _load(state: HearState, cells: tuple[HearCell, ...]) -> None:
             if tasks[cell.id].metadata.embedding_type == "event":
                 frame_source(loaded.encoder)  # frames or one line, before any clip is read
             check_task_audio(tasks[cell.id], rate)
-            check_clips(tasks[cell.id], rate)
-            state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate)
-
-
-def _audio_sha256(task: HearTask, rate: int) -> str:
-    """One SHA-256 over every clip the cell reads at ``rate``: a line ``<split>/<file>
-    <SHA-256 of its bytes>`` per clip, splits in metadata order, files in split order. A clip
-    changed in place moves the cell's numbers; diff must be able to name it as the cause."""
-    lines = "".join(
-        f"{split}/{name} {sha256_file(task.audio_dir(rate, split) / name)}\n"
-        for split in task.metadata.splits
-        for name in task.files(split)
-    )
-    return hashlib.sha256(lines.encode()).hexdigest()
+            clips = check_clips(tasks[cell.id], rate)
+            state.inputs[cell.id] = CellInputs(tasks[cell.id], loaded, rate, clips=clips)
 
 
 def _finite(value: float) -> float | None:
@@ -417,7 +408,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
     if inputs.saved is not None:  # a submission's saved embeddings, read in load
         emb, stamps = inputs.saved.embeddings, inputs.saved.timestamps
     else:
-        entry = cell_embeddings(cell, cache)
+        entry = cell_embeddings(cell, cache, inputs.clips)
         dump_sha256 = entry.sha256
         # each split's files in <split>.json's order (the entry's members are sorted by name)
         emb = {s: {n: entry.embeddings[s][n] for n in task.files(s)} for s in task.metadata.splits}
@@ -454,7 +445,7 @@ def compute_cell(cell: HearCell, inputs: CellInputs, out: Path | None, cache: Pa
         "task_name": task.name,
         "predictor": cell.predictor,
         "task_files_sha256": task_files(task),
-        "audio_sha256": None if inputs.saved is not None else _audio_sha256(task, inputs.rate),
+        "audio_sha256": None if inputs.saved is not None else audio_sha256(inputs.clips),
         "clips": sum(len(v) for v in emb.values()),
         "embedding_size": int(first.shape[-1]),
         "sample_rate": inputs.rate,

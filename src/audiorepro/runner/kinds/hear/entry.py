@@ -70,8 +70,11 @@ from audiorepro.runner.kinds.hear.spec import HearCell, HearStudy
 
 __all__ = [
     "HEAR_ENTRY",
+    "ClipHash",
     "HearEntry",
+    "audio_sha256",
     "cached_embeddings",
+    "check_clips",
     "hear_extraction",
     "hear_key",
     "load_model",
@@ -85,6 +88,7 @@ _META: Final = "entry_json"
 _PART: Final = "part_json"
 
 Clip = tuple[str, str]  #: (split, file)
+ClipHash = tuple[str, str, str]  #: (split, file, the SHA-256 of its bytes)
 Batch = tuple[str, tuple[str, ...]]  #: (split, files): one encoder call
 Arrays = dict[str, npt.NDArray[Any]]
 
@@ -118,18 +122,32 @@ def read_clip(path: Path, rate: int) -> npt.NDArray[np.float32]:
     return np.asarray(audio, dtype=np.float32)
 
 
-def check_clips(task: HearTask, rate: int) -> None:
-    """Every clip's header as :func:`read_clip` will want it (mono, ``rate``, not empty): read
-    when the study is loaded, so that a bad clip of a later cell is one line before any cell's
-    embeddings are computed and written (headers only: the samples are read once, later)."""
+def check_clips(task: HearTask, rate: int) -> tuple[ClipHash, ...]:
+    """Every clip's header as :func:`read_clip` will want it (mono, ``rate``, not empty) and the
+    SHA-256 of its bytes, in one read of each file: done when the study is loaded, so that a
+    bad clip of a later cell is one line before any cell's embeddings are computed and written;
+    the hashes are the cache key's (:func:`hear_key`) and the cell's ``audio_sha256``
+    (:func:`audio_sha256`), so a computed cell reads each clip's bytes twice in all (here, and
+    when :func:`read_clip` decodes it on a cache miss)."""
+    return tuple(
+        (split, name, _check_clip(task.audio_dir(rate, split) / name, rate))
+        for split, name in _clips(task)
+    )
+
+
+def _check_clip(path: Path, rate: int) -> str:
+    """One clip's header checked (:func:`check_clips`) and its bytes' SHA-256, from one open
+    file: libsndfile reads the header through it, then the file is hashed from its start."""
     import soundfile
 
-    for split, name in _clips(task):
-        path = task.audio_dir(rate, split) / name
-        check_regular_file(path, what="a HEAR task's audio clip")
+    check_regular_file(path, what="a HEAR task's audio clip")
+    with open(path, "rb") as f:
         try:
-            info = soundfile.info(str(path))
-        except (RuntimeError, soundfile.LibsndfileError, TypeError, ValueError) as exc:
+            info = soundfile.info(f)
+        except soundfile.LibsndfileError as exc:  # said as soundfile.info(path) says it
+            reason = f"Error opening {str(path)!r}: {exc.error_string}"
+            raise UserError(f"cannot be decoded ({reason})", source=path) from None
+        except (RuntimeError, TypeError, ValueError) as exc:
             raise UserError(f"cannot be decoded ({exc})", source=path) from None
         if info.samplerate != rate or info.channels != 1 or info.frames == 0:
             raise UserError(
@@ -137,6 +155,22 @@ def check_clips(task: HearTask, rate: int) -> None:
                 f"samples; expected mono audio at {rate} Hz",
                 source=path,
             )
+        f.seek(0)
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def audio_sha256(clips: Iterable[ClipHash]) -> str:
+    """One SHA-256 over every clip a cell reads (:func:`check_clips`' hashes): a line
+    ``<split>/<file> <SHA-256 of its bytes>`` per clip, splits in metadata order, files in split
+    order. A clip changed in place moves the cell's numbers; diff must be able to name it as the
+    cause.
+
+    >>> audio_sha256([("test", "a.wav", "0" * 64)]) == hashlib.sha256(
+    ...     f"test/a.wav {'0' * 64}\\n".encode()).hexdigest()
+    True
+    """
+    lines = "".join(f"{split}/{name} {sha}\n" for split, name, sha in clips)
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def _clips(task: HearTask) -> list[Clip]:
@@ -149,26 +183,26 @@ def task_files(task: HearTask) -> dict[str, str]:
     return {n: sha256_file(task.path / n) for n in names}
 
 
-def hear_key(cell: HearCell) -> str:
+def hear_key(cell: HearCell, clips: tuple[ClipHash, ...] | None = None) -> str:
     """The cache key of a cell's embeddings (module docstring): the same on the submitting
-    host and on the node that computes them, else the array task writes nothing."""
+    host and on the node that computes them, else the array task writes nothing. ``clips``:
+    the hashes :func:`check_clips` gave when the study was loaded (its checks done there);
+    None: checked and hashed here (an executor's key, before any array task is submitted)."""
     assert cell.task_path is not None
     task = read_task(cell.task_path)
     loaded = load_model(cell.model)
     rate = int(loaded.encoder.sample_rate)
-    # what the key reads must be there (one line, before any array task is submitted)
-    check_task_audio(task, rate)
-    if task.metadata.embedding_type == "event":
-        frame_source(loaded.encoder)
+    if clips is None:
+        # what the key reads must be there (one line, before any array task is submitted)
+        check_task_audio(task, rate)
+        if task.metadata.embedding_type == "event":
+            frame_source(loaded.encoder)
+        clips = check_clips(task, rate)
     spec = resolve_spec(cell.model, load_registry([]))
-    clips = [
-        [split, name, sha256_file(task.audio_dir(rate, split) / name)]
-        for split, name in _clips(task)
-    ]
     key = {
         "kind": HEAR_ENTRY,
         **model_key(cell.model, spec, {}, "cpu"),
-        "task": {"files": task_files(task), "clips": clips},
+        "task": {"files": task_files(task), "clips": [list(c) for c in clips]},
         "embedding_type": task.metadata.embedding_type,
         "sample_rate": rate,
     }
@@ -349,10 +383,10 @@ def cached_embeddings(cache: Path, key: str) -> HearEntry | None:
     return entry
 
 
-def cell_embeddings(cell: HearCell, cache: Path) -> HearEntry:
+def cell_embeddings(cell: HearCell, cache: Path, clips: tuple[ClipHash, ...]) -> HearEntry:
     """The cell's embeddings: from the cache, or computed here into it (every clip, the
-    bytes the merged parts of an array give)."""
-    key = hear_key(cell)
+    bytes the merged parts of an array give); ``clips``: the load's :func:`check_clips`."""
+    key = hear_key(cell, clips)
     entry = cached_embeddings(cache, key)
     if entry is not None:
         return entry

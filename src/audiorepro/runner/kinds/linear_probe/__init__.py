@@ -53,7 +53,6 @@ from audiorepro.formats.probe_inputs import (
     read_labels,
 )
 from audiorepro.metrics.classification import (
-    ClassificationReport,
     classification_report,
     group_bootstrap_accuracy_ci,
 )
@@ -71,6 +70,7 @@ from audiorepro.metrics.linear_probe import (
     top_two_margin,
 )
 from audiorepro.metrics.probe import probe_report_file
+from audiorepro.metrics.probe_records import ClassificationReport
 from audiorepro.reference.linear_probe import reference_linear_v1
 from audiorepro.render.html import kind_report
 from audiorepro.render.tables import Column, Table, published_table

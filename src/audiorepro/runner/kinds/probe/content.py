@@ -776,7 +776,7 @@ def _note_tables(
 
 def read_key_paths(study: ProbeStudy, documents: Mapping[str, Any]) -> list[str]:
     """The ``<split>:<key path>`` s this module reads of a run's files (``documents``: split ->
-    :class:`~audiorepro.runner.kinds.probe.measurements.Measurements`), so that the report's list of
+    :class:`~audiorepro.runner.kinds.probe.measured.Measurements`), so that the report's list of
     unused keys leaves them out."""
     c = study.content
     paths = [

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.io import parse_json, read_text
-from audiorepro.formats.keypath import KeyPathError, format_path, locate
+from audiorepro.formats.keypath import KeyPathError, locate
+from audiorepro.runner.kinds.probe.measured import Measurements
 from audiorepro.specs.schema import KeyProblem, validate
 
 
@@ -314,24 +314,6 @@ def _unknown(
         for i, (value, part) in enumerate(zip(doc, shape, strict=True)):
             out += _unknown(value, part, (*where, i))
     return out
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """One saved file, read as it is."""
-
-    #: the split's shape (what the tables read); None for a JSONL file, which has none
-    shape: dict[str, Any] | None
-    #: the whole parsed document (a JSONL file: the list of its lines)
-    document: Any
-    #: where the document holds what the shape does not know (keys and indexes)
-    unknown: tuple[tuple[int | str, ...], ...]
-    #: the file it was read from (named in every problem with a number of it)
-    source: str = ""
-
-    def unknown_paths(self) -> list[str]:
-        """The unknown locations as key paths (:func:`audiorepro.formats.keypath.format_path`)."""
-        return [format_path(self.document, where) or "(the whole file)" for where in self.unknown]
 
 
 def _jsonl(text: str, path: Path) -> list[Any]:

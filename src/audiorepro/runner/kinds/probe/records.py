@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, NotRequired
+from typing import Any, Final, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
 from audiorepro.checks.verify import Summary
 from audiorepro.core.io import JsonValue
-from audiorepro.runner.output.outputs import ParityCell
 
-if TYPE_CHECKING:  # the metrics and the measurements' models: loaded to run, not to diff
-    from audiorepro.metrics.probe import ProbeReport
-    from audiorepro.runner.kinds.probe.measurements import Measurements
+# the report's and the saved file's records alone (light): not the metrics nor the reading
+from audiorepro.metrics.probe_records import ProbeReport
+from audiorepro.runner.kinds.probe.measured import Measurements
+from audiorepro.runner.output.outputs import ParityCell
 
 #: Task kind -> (metric path inside a run's report section, label, higher is better). Here,
 #: with the records, because ``diff`` reads the directions and imports none of the runs' code.
@@ -175,14 +175,3 @@ class ProbeBundle(TypedDict):
     #: study.json, the training normalization, the job records, the validation job's receipt
     files: NotRequired[dict[str, JsonValue]]
     verification: ProbeVerification
-
-
-def bind_deferred_types() -> None:
-    """Bind the names these records import for the type checker only (the metrics' report,
-    the measurements' models), so that pydantic can build their JSON Schemas
-    (:func:`audiorepro.specs.schema.json_schema` calls it); ``diff`` and ``verify OUT`` read
-    the records without importing them."""
-    from audiorepro.metrics.probe import ProbeReport
-    from audiorepro.runner.kinds.probe.measurements import Measurements
-
-    globals().update(ProbeReport=ProbeReport, Measurements=Measurements)

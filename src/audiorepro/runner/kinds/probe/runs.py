@@ -38,9 +38,8 @@ from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import sha256_file
 from audiorepro.core.io import JsonValue, atomic_write_bytes, parse_json, read_text
 from audiorepro.formats.predictions import load_predictions
-from audiorepro.metrics.events import ClassSpan
-from audiorepro.metrics.probe import ProbeReport, probe_report
-from audiorepro.metrics.regression import RegressionReport
+from audiorepro.metrics.probe import probe_report
+from audiorepro.metrics.probe_records import ClassSpan, ProbeReport, RegressionReport
 from audiorepro.render.markdown import markdown_html
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
@@ -51,7 +50,8 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.gates import GateResult
-from audiorepro.runner.kinds.probe.measurements import Measurements, read_measurements
+from audiorepro.runner.kinds.probe.measured import Measurements
+from audiorepro.runner.kinds.probe.measurements import read_measurements
 from audiorepro.runner.kinds.probe.published import ProbePublished
 from audiorepro.runner.kinds.probe.records import (
     TASK_METRICS,

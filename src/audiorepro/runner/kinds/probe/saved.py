@@ -43,8 +43,8 @@ import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.formats.keypath import KeyPathError, locate
-from audiorepro.metrics.probe import ProbeReport, family_mean
-from audiorepro.metrics.probe_human import HumanCutReport
+from audiorepro.metrics.probe import family_mean
+from audiorepro.metrics.probe_records import HumanCutReport, ProbeReport
 from audiorepro.reference import probe as ref
 from audiorepro.render.tables import (
     NOT_APPLICABLE,
@@ -55,7 +55,8 @@ from audiorepro.render.tables import (
     slug,
 )
 from audiorepro.runner.kinds.probe.content import read_key_paths
-from audiorepro.runner.kinds.probe.measurements import Measurements, number_at
+from audiorepro.runner.kinds.probe.measured import Measurements
+from audiorepro.runner.kinds.probe.measurements import number_at
 from audiorepro.runner.kinds.probe.records import (
     MetricParity,
     ProbeRun,
