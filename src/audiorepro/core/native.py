@@ -108,6 +108,29 @@ def _build_in_place() -> None:
         )
 
 
+def build_in_place(program: str) -> None:
+    """Build the native trec-eval program (``program``, beside this module) in a source
+    checkout, with the kernels (``setup.py build_ext --inplace`` builds both), under the same
+    lock as the library: parallel first calls build it once. Nothing where the checkout is not
+    writable or the build fails: the caller then takes the Python path."""
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    if not checkout or not os.access(HERE, os.W_OK):
+        return
+    sources = [HERE / name for name in ("_trec.c", "_trec_main.c", "_trec.h")]
+    with open(HERE / ".trec-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            built = Path(program).stat().st_mtime
+            if built >= max(s.stat().st_mtime for s in sources):
+                return  # built by another process while this one waited
+        except OSError:
+            pass
+        subprocess.run(
+            [sys.executable, str(SETUP), "-q", "build_ext", "--inplace"],
+            cwd=SETUP.parent, capture_output=True, check=False, timeout=300,
+        )  # fmt: skip
+
+
 def library() -> ctypes.CDLL:
     """The loaded kernels (built in place first in a source checkout; see the module)."""
     global _LIB
