@@ -92,17 +92,21 @@ def test_the_wheel_carries_the_kernels_and_a_fresh_install_runs_them(tmp_path: P
     names = zipfile.ZipFile(wheel).namelist()
     assert "audiorepro/core/_trec.cpython-311-x86_64-linux-gnu.so" in names
     assert "audiorepro/metrics/_rankcount.cpython-311-x86_64-linux-gnu.so" in names
+    # The native trec-eval program, with its exec bit (a zip entry's Unix mode, high bits).
+    mode = zipfile.ZipFile(wheel).getinfo("audiorepro/core/trec-eval").external_attr >> 16
+    assert mode & 0o111 == 0o111, oct(mode)
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
                     str(site), str(wheel)], check=True, capture_output=True)  # fmt: skip
     package = site / "audiorepro"
     before = sorted(p.relative_to(site) for p in package.rglob("*") if "__pycache__" not in p.parts)
-    for path in package.rglob("*"):  # an installed tree that cannot be written to
-        path.chmod(0o555 if path.is_dir() else 0o444)
+    for path in package.rglob("*"):  # an installed tree that cannot be written to (the
+        path.chmod(0o555 if path.is_dir() else path.stat().st_mode & 0o555)  # exec bits kept
     qrels, run, cache = _inputs(tmp_path / "inputs")
     env = {**os.environ, "PYTHONPATH": str(site), "NUMBA_CACHE_DIR": str(cache),
            "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
-    code = f"import audiorepro; assert audiorepro.__file__.startswith({str(site)!r})\n" + PROBE
+    located = f"import audiorepro; assert audiorepro.__file__.startswith({str(site)!r})\n"
+    code = located + PROBE
     proc = subprocess.run([sys.executable, "-c", code, str(qrels), str(run)], env=env,
                           capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
     report = _report(proc)
@@ -115,8 +119,35 @@ def test_the_wheel_carries_the_kernels_and_a_fresh_install_runs_them(tmp_path: P
     proc = subprocess.run([sys.executable, "-c", metrics, str(dump)], env=env,
                           capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
     assert _report(proc)["jit"] == [] and "r@1 ^" in proc.stdout
+    # A real command line execs the installed program (main never returns).
+    native = subprocess.run([sys.executable, "-c", "import sys\n" + located + EXEC_PROBE,
+                             "-m", "map", "-m", "ndcg_cut.10", str(qrels), str(run)], env=env,
+                            capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+    assert (native.stdout, native.stderr) == (EXPECTED, "")
     after = sorted(p.relative_to(site) for p in package.rglob("*") if "__pycache__" not in p.parts)
     assert after == before and list(cache.iterdir()) == []
+    _console_command_in_a_fresh_venv(tmp_path / "venv", wheel, qrels, run)
+
+
+def _console_command_in_a_fresh_venv(venv: Path, wheel: Path, qrels: Path, run: Path) -> None:
+    """The wheel in a fresh virtualenv with nothing else: its console command ``audiorepro
+    trec-eval`` answers through the native program (no dependency is needed for that) and its
+    peak memory is the program's, not the Python path's."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
+                    "install", "--no-deps", "-q", str(wheel)], check=True, capture_output=True,
+                   timeout=300)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUDIOREPRO_TREC_NATIVE")}
+    argv = [str(venv / "bin" / "audiorepro"), "trec-eval", "-m", "map", "-m", "ndcg_cut.10",
+            str(qrels), str(run)]  # fmt: skip
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, EXPECTED, "")
+    probe = EXEC_PROBE.replace("import sys\n", "import sys\nassert 'numpy' not in sys.modules\n")
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", probe, "-m", "map", "-m",
+                           "ndcg_cut.10", str(qrels), str(run)], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert (proc.stdout, proc.stderr) == (EXPECTED, "")  # exec'ed: main never returned
 
 
 def test_a_checkout_builds_the_kernels_in_place_once(tmp_path: Path) -> None:
@@ -183,6 +214,15 @@ def test_a_first_trec_eval_in_the_emulated_sif_compiles_nothing(tmp_path: Path) 
     report = _report(proc)
     assert proc.stdout == EXPECTED and report["jit"] == []
     assert list(cache.iterdir()) == []
+    # A real command line in the image execs its native program (main never returns).
+    (tmp_path / "data" / "exec_probe.py").write_text(EXEC_PROBE)
+    proc = subprocess.run(
+        [str(STANDINS / "apptainer"), "exec", "--containall", "--cleanenv",
+         "--bind", f"{tmp_path / 'data'}:/data:ro", str(image), "python", "/data/exec_probe.py",
+         "-m", "map", "-m", "ndcg_cut.10", "/data/qrels", "/data/run"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert (proc.stdout, proc.stderr) == (EXPECTED, "")
 
 
 def test_the_trec_benchmark_runs_every_format_beside_trec_eval(tmp_path: Path) -> None:
