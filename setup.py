@@ -57,7 +57,13 @@ class StampedBuildPy(build_py):
 #: contraction), no debug information.
 C_FLAGS = ["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"]
 #: The native trec-eval program: its sources and its name in the package folder.
-TREC_PROGRAM_SOURCES = ["src/audiorepro/core/_trec.c", "src/audiorepro/core/_trec_main.c"]
+#: core/_trec_prefs.c (the preference measures) is linked where it exists; without it the
+#: program hands -R prefs and qrels_prefs to the Python path.
+TREC_PROGRAM_SOURCES = [
+    f"src/audiorepro/core/{name}.c"
+    for name in ("_trec", "_trec_main", "_trec_prefs")
+    if (ROOT / "src" / "audiorepro" / "core" / f"{name}.c").is_file()
+]
 TREC_PROGRAM = "trec-eval"
 
 

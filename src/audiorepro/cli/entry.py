@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 #: ``0`` turns the native trec-eval program off (the Python path answers; tests compare both).
 NATIVE_ENV = "AUDIOREPRO_TREC_NATIVE"
 #: The sources the program is built from (a checkout rebuilds it when one is newer).
-PROGRAM_SOURCES = ("_trec.c", "_trec_main.c", "_trec.h")
+PROGRAM_SOURCES = ("_trec.c", "_trec_main.c", "_trec_prefs.c", "_trec.h")
 
 
 def native_program() -> str | None:
@@ -41,11 +41,9 @@ def native_program() -> str | None:
     if os.path.basename(os.path.dirname(os.path.dirname(core))) == "src" and os.path.isfile(
         os.path.join(root, "setup.py")
     ):
-        try:
-            built = os.stat(program).st_mtime
-            newest = max(os.stat(os.path.join(core, s)).st_mtime for s in PROGRAM_SOURCES)
-        except OSError:
-            built, newest = 0.0, 1.0
+        sources = [os.path.join(core, name) for name in PROGRAM_SOURCES]
+        newest = max(os.stat(s).st_mtime for s in sources if os.path.exists(s))
+        built = os.stat(program).st_mtime if os.path.exists(program) else 0.0
         if newest > built:
             from audiorepro.core.native import build_in_place
 

@@ -49,6 +49,11 @@ int64_t atr_evaluate(const uint8_t *rdata, const int64_t *rstart, const int32_t 
                      int64_t npairs, int64_t ndocs, int64_t nvalues, double *out,
                      uint8_t *relstr, int64_t relsize, int64_t *rel_len);
 
+/* -R prefs and qrels_prefs (core/_trec_prefs.c): declared weak, so that a program linked
+ * without that file (setup.py links it where it exists) sees NULL and hands those formats to
+ * the Python path. */
+#pragma weak atr_prefs_evaluate
+
 /* As formats/trec_light.py's MAX_LINE_BYTES and MAX_LEVEL. */
 #define MAX_LINE_BYTES (1 << 16)
 #define MAX_LEVEL 1000000.0
@@ -115,7 +120,7 @@ typedef struct {
     const char *files[2];
     const char *specs[4096];
     int nspecs;
-    int rel_format; /* 0 qrels, 1 qrels_jg; others fall back */
+    int rel_format; /* 0 qrels, 1 qrels_jg, 2 prefs, 3 qrels_prefs; -1 other (falls back) */
 } Command;
 
 /* click's INT where cli/trec_fast._value reads it: -?[0-9]{1,18} */
@@ -163,7 +168,9 @@ static int valued_option(Command *c, char letter, const char *text) {
     case 'R':
         if (strcmp(text, "qrels") == 0) c->rel_format = 0;
         else if (strcmp(text, "qrels_jg") == 0) c->rel_format = 1;
-        else c->rel_format = -1; /* prefs, qrels_prefs, unknown: the Python path */
+        else if (strcmp(text, "prefs") == 0) c->rel_format = 2;
+        else if (strcmp(text, "qrels_prefs") == 0) c->rel_format = 3;
+        else c->rel_format = -1; /* unknown: the Python path refuses it */
         return ATR_OK;
     case 'T':
         return strcmp(text, "trec_results") == 0 ? ATR_OK : ATR_FALLBACK;
@@ -493,7 +500,7 @@ static int parse_measures(const Command *cmd, Chosen **out, int *nout) {
     for (int s = 0; s < cmd->nspecs; s++)
         if (mark_spec(cmd->specs[s], marked, first) != ATR_OK) return ATR_FALLBACK;
     Chosen *chosen = alloc(NMEASURES, sizeof(Chosen));
-    int n = 0, wanted = cmd->rel_format == 1 ? J_JG : J_QRELS;
+    int n = 0, wanted = cmd->rel_format == 1 ? J_JG : cmd->rel_format >= 2 ? J_PREFS : J_QRELS;
     for (int i = 0; i < NMEASURES; i++) {
         if (!marked[i]) continue;
         if (MEASURES[i].kind > -3 && MEASURES[i].kind < 0) { /* runid, num_q: any format */
@@ -940,6 +947,15 @@ static void evaluation_of(const Command *cmd, AtrTable *qt, AtrTable *rt, AtrEva
     check(parse_measures(cmd, &chosen, &nchosen));
     AtrMeasures plan, plain;
     plan_of(chosen, nchosen, 0, &plan);
+    if (cmd->rel_format >= 2) { /* the preference formats: their own reader of the judgements */
+        if (atr_prefs_evaluate == NULL) fallback();
+        memset(qt, 0, sizeof *qt);
+        check(read_light(cmd->files[1], 1, 0, rt));
+        e->run_id = rt->tag, e->ncolumns = plan.ncolumns, e->names = plan.names;
+        e->owners = plan.owners, e->count = plan.count;
+        check(atr_prefs_evaluate(rt, cmd->files[0], cmd->rel_format == 3, &plan, &cmd->o, e));
+        return;
+    }
     int jg = cmd->rel_format == 1;
     if (jg) {
         for (int i = 0; i < nchosen; i++) {

@@ -116,7 +116,8 @@ def build_in_place(program: str) -> None:
     checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
     if not checkout or not os.access(HERE, os.W_OK):
         return
-    sources = [HERE / name for name in ("_trec.c", "_trec_main.c", "_trec.h")]
+    names = ("_trec.c", "_trec_main.c", "_trec_prefs.c", "_trec.h")
+    sources = [HERE / name for name in names if (HERE / name).is_file()]
     with open(HERE / ".trec-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
