@@ -855,9 +855,7 @@ static int evaluate_groups(const AtrTable *qt, const AtrTable *rt, const AtrMeas
         qrels_of[items++] = k;
     }
     double *grid = alloc((size_t)(items * plain->ncolumns), sizeof(double));
-    AtrOptions plain_options = *o;
-    status = evaluate_pairs(qt, rt, run_of, qrels_of, items, plain, &plain_options, 0, grid,
-                            NULL);
+    status = evaluate_pairs(qt, rt, run_of, qrels_of, items, plain, o, 0, grid, NULL);
     /* each plain column's output column: the families' names are the output names */
     int64_t *col = alloc((size_t)plain->ncolumns, 8);
     for (int64_t j = 0; j < plain->ncolumns; j++)
