@@ -133,12 +133,13 @@ def _console_command_in_a_fresh_venv(venv: Path, wheel: Path, qrels: Path, run: 
     """The wheel in a fresh virtualenv with nothing else: its console command ``audiorepro
     trec-eval`` answers through the native program (no dependency is needed for that) and its
     peak memory is the program's, not the Python path's."""
+    # Nothing of the checkout on the path (pip would take src/'s egg-info for an install).
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUDIOREPRO_TREC_NATIVE")}
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=120)  # fmt: skip
+                   timeout=120, env=env)  # fmt: skip
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
                     "install", "--no-deps", "-q", str(wheel)], check=True, capture_output=True,
-                   timeout=300)  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUDIOREPRO_TREC_NATIVE")}
+                   timeout=300, env=env)  # fmt: skip
     argv = [str(venv / "bin" / "audiorepro"), "trec-eval", "-m", "map", "-m", "ndcg_cut.10",
             str(qrels), str(run)]  # fmt: skip
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
