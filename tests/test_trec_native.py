@@ -335,8 +335,8 @@ def _native(program: str, argv: list[str], python: str = NO_PYTHON,
             **kw: Any) -> subprocess.CompletedProcess[bytes]:  # fmt: skip
     env = {**os.environ, "AUDIOREPRO_PYTHON": python}
     env.pop("AUDIOREPRO_TREC_NATIVE", None)
-    return subprocess.run([program, *argv], env=env, capture_output=True, check=False,
-                          timeout=120, **kw)  # fmt: skip
+    streams = {"stdout": kw.pop("stdout", subprocess.PIPE), "stderr": subprocess.PIPE}
+    return subprocess.run([program, *argv], env=env, check=False, timeout=120, **streams, **kw)
 
 
 def _python_path(argv: list[str]) -> tuple[int, str, str]:
@@ -573,3 +573,22 @@ def test_a_checkout_builds_the_program_in_place_and_again_after_an_edit(tmp_path
     again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert (again.stdout, again.stderr) == (EXPECTED, "")
     assert (core / "trec-eval").stat().st_mtime_ns > built
+
+
+def test_an_output_that_cannot_be_written_is_one_line_as_on_the_python_path(
+    tmp_path: Path, program: str
+) -> None:
+    """Standard output on a full device (/dev/full): the program's one line and exit code are
+    the Python path's (a large output, written in several blocks, and a small one)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    qrels, run = SEEDED / "runs-01" / "qrels", SEEDED / "runs-01" / "run"
+    for argv in (["-q", "-m", "all_trec", str(qrels), str(run)], [str(qrels), str(run)]):
+        with open("/dev/full", "wb") as full:
+            native = _native(program, argv, stdout=full)
+        env = {**os.environ, "AUDIOREPRO_TREC_NATIVE": "0"}
+        with open("/dev/full", "wb") as full:
+            cmd = [sys.executable, "-m", "audiorepro", "trec-eval", *argv]
+            python = subprocess.run(cmd, env=env, stdout=full, stderr=subprocess.PIPE, timeout=120)
+        assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
+        assert native.stderr.count(b"\n") == 1 and native.returncode == 2
