@@ -209,18 +209,22 @@ static int read_prefs(const char *path, int qrels_form, Prefs *p) {
 
 /* ---------------------------------------------------------- judgement groups ---- */
 
-/* One query's scratch: its lines (sorted by group), each line's document number, the n x n
- * counts (groups preferring i to j) and the marks of the group checks. */
+/* One query: its lines in query_prefs' order (jg, jsg, level descending, number), as the
+ * codes of their groups and sub-groups (byte order of the names), levels and document
+ * numbers; the n x n counts (groups preferring i to j) and the marks of the group checks. */
 typedef struct {
-    const Prefs *p;
-    int64_t *lines; /* line indices, by_group order */
     int64_t nl, n, m;
-    int64_t *ids;   /* ids[k]: number of lines[k] */
+    const int64_t *jg, *jsg, *ids;
+    const double *level;
+    int64_t error[3]; /* the refusal: kind (ERR_*), then what names it */
     int64_t *counts;
     int64_t *mark, *cls; /* n each: the last group and class a document was seen in */
     int64_t *local;      /* n: a document's index in a matrix group, -1 outside */
     int want_rnonrel;
 } Query;
+
+/* Why a query's groups are refused (error[0]); the Python path words the message. */
+enum { ERR_TWO_LEVELS = 1, ERR_ZERO_AND_ABOVE, ERR_CYCLE };
 
 /* For each ranked document of a (ascending, the first a_ret ranked), the documents of b
  * (ascending, nb) numbered above it: the ranking fulfils those pairs. */
@@ -273,14 +277,14 @@ static void recount_classes(const Query *q, const int64_t *cs, int64_t ncls, int
 /* _class_group: lines[gs:ge] (one sub-group), its levels as classes; ATR_FALLBACK for a
  * document at two levels. `gid` stamps the marks. */
 static int class_group(Query *q, int64_t gs, int64_t ge, int64_t gid, Group *g) {
-    const Line *L = q->p->lines;
     int64_t *cs = malloc((size_t)(ge - gs + 1) * sizeof *cs), ncls = 0;
     if (!cs) return ATR_NOMEM;
     for (int64_t k = gs; k < ge; k++) {
-        if (k == gs || L[q->lines[k]].level != L[q->lines[k - 1]].level) cs[ncls++] = k;
+        if (k == gs || q->level[k] != q->level[k - 1]) cs[ncls++] = k;
         int64_t d = q->ids[k];
         if (q->mark[d] == gid && q->cls[d] != ncls) {
             free(cs);
+            q->error[0] = ERR_TWO_LEVELS, q->error[1] = q->jg[gs];
             return ATR_FALLBACK; /* "has two levels in one sub-group" */
         }
         q->mark[d] = gid, q->cls[d] = ncls;
@@ -294,7 +298,7 @@ static int class_group(Query *q, int64_t gs, int64_t ge, int64_t gid, Group *g) 
     g->ful_ret = tally[0], g->poss_ret = tally[1], g->ful_imp = tally[2];
     g->poss_imp = tally[3], g->notoccur = tally[4];
     for (int64_t i = 0; i < ncls; i++) {
-        int rel = L[q->lines[cs[i]]].level > 0.0; /* the class's first level, as groupby */
+        int rel = q->level[cs[i]] > 0.0; /* the class's first level, as groupby's key */
         for (int64_t k = cs[i]; k < cs[i + 1]; k++) {
             *(rel ? &g->num_rel : &g->num_nonrel) += 1;
             *(rel ? &g->num_rel_ret : &g->num_nonrel_ret) += q->ids[k] < q->m;
@@ -340,24 +344,19 @@ static int matrix_docs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
 /* Each sub-group's pairs (a line above every later line of a lower level: lines are sorted
  * by level descending), and the level check of _matrix_group. */
 static int matrix_pairs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
-    const Prefs *p = q->p;
-    const Line *L = p->lines;
     for (int64_t s = gs, e; s < ge; s = e) {
-        const Line *first = L + q->lines[s];
-        for (e = s + 1; e < ge; e++) {
-            const Line *y = L + q->lines[e];
-            if (span_cmp(p->data + y->jsg, y->jsg_len, p->data + first->jsg, first->jsg_len))
-                break;
-        }
+        for (e = s + 1; e < ge && q->jsg[e] == q->jsg[s]; e++) continue;
         for (int64_t k = s; k < e; k++) {
-            double v = L[q->lines[k]].level, *old = x->level + q->local[q->ids[k]];
-            if ((*old > 0.0 && v == 0.0) || (*old == 0.0 && v > 0.0))
+            double v = q->level[k], *old = x->level + q->local[q->ids[k]];
+            if ((*old > 0.0 && v == 0.0) || (*old == 0.0 && v > 0.0)) {
+                q->error[0] = ERR_ZERO_AND_ABOVE, q->error[1] = k;
                 return ATR_FALLBACK; /* "is at level 0 and above 0" */
+            }
             *old = v;
         }
         for (int64_t i = s; i < e; i++)
             for (int64_t j = i + 1; j < e; j++)
-                if (L[q->lines[i]].level > L[q->lines[j]].level)
+                if (q->level[i] > q->level[j])
                     x->prefers[q->local[q->ids[i]] * x->g + q->local[q->ids[j]]] = 1;
     }
     return ATR_OK;
@@ -365,7 +364,7 @@ static int matrix_pairs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
 
 /* The transitive closure (Warshall's, in place: row and column k do not change in step k);
  * ATR_FALLBACK when two documents are each preferred to the other. */
-static int close_matrix(Matrix *x) {
+static int close_matrix(Matrix *x, int64_t *error) {
     int64_t g = x->g;
     uint8_t *P = x->prefers;
     for (int64_t i = 0; i < g; i++) P[i * g + i] = 1;
@@ -376,7 +375,10 @@ static int close_matrix(Matrix *x) {
     for (int64_t i = 0; i < g; i++) P[i * g + i] = 0;
     for (int64_t i = 0; i < g; i++)
         for (int64_t j = i + 1; j < g; j++)
-            if (P[i * g + j] && P[j * g + i]) return ATR_FALLBACK; /* "each preferred" */
+            if (P[i * g + j] && P[j * g + i]) {
+                error[0] = ERR_CYCLE, error[1] = x->glob[i], error[2] = x->glob[j];
+                return ATR_FALLBACK; /* "each preferred to the other" */
+            }
     return ATR_OK;
 }
 
@@ -427,7 +429,7 @@ static int matrix_group(Query *q, int64_t gs, int64_t ge, Group *g) {
     Matrix x = {0, NULL, NULL, NULL};
     int status = matrix_docs(q, gs, ge, &x);
     if (status == ATR_OK) status = matrix_pairs(q, gs, ge, &x);
-    if (status == ATR_OK) status = close_matrix(&x);
+    if (status == ATR_OK) status = close_matrix(&x, q->error);
     if (status == ATR_OK) {
         matrix_counts(q, &x, g);
         if (q->want_rnonrel && g->num_rel < g->num_nonrel)
@@ -594,21 +596,13 @@ static double family_value(const Group *gs, int64_t ng, const double *sums,
 /* The groups of q->lines (by_group order): runs of one jg; several sub-groups make a matrix
  * group (the lines of a jg are in jsg order: first and last differ). */
 static int query_groups(Query *q, Group *gs, int64_t *ng) {
-    const Prefs *p = q->p;
-    const Line *L = p->lines;
     int status = ATR_OK;
     *ng = 0;
     for (int64_t s = 0, e; status == ATR_OK && s < q->nl; s = e) {
-        const Line *first = L + q->lines[s], *last;
-        for (e = s + 1; e < q->nl; e++) {
-            const Line *y = L + q->lines[e];
-            if (span_cmp(p->data + y->jg, y->jg_len, p->data + first->jg, first->jg_len)) break;
-        }
-        last = L + q->lines[e - 1];
+        for (e = s + 1; e < q->nl && q->jg[e] == q->jg[s]; e++) continue;
         Group *g = gs + (*ng)++;
         memset(g, 0, sizeof *g);
-        if (span_cmp(p->data + last->jsg, last->jsg_len, p->data + first->jsg, first->jsg_len))
-            status = matrix_group(q, s, e, g);
+        if (q->jsg[e - 1] != q->jsg[s]) status = matrix_group(q, s, e, g);
         else status = class_group(q, s, e, *ng, g);
     }
     return status;
@@ -623,23 +617,54 @@ typedef struct {
     int want_pairs, want_rnonrel;
 } Job;
 
-static int query_scratch(Query *q, int want_pairs) {
-    int64_t n = q->n, nl = q->nl;
-    q->ids = malloc((size_t)nl * sizeof *q->ids);
-    q->mark = malloc((size_t)n * sizeof *q->mark);
-    q->cls = malloc((size_t)n * sizeof *q->cls);
-    q->local = malloc((size_t)n * sizeof *q->local);
-    /* the n x n counts only for the prefs_pair families (the only readers) */
-    q->counts = want_pairs ? calloc((size_t)(n * n), sizeof *q->counts) : NULL;
-    if (!q->ids || !q->mark || !q->cls || !q->local || (want_pairs && !q->counts))
-        return ATR_NOMEM;
-    for (int64_t k = 0; k < n; k++) q->mark[k] = -1, q->local[k] = -1;
-    for (int64_t k = 0; k < nl; k++) q->ids[k] = q->p->lines[q->lines[k]].number;
-    return ATR_OK;
+static void free_query(Query *q) {
+    free(q->mark), free(q->cls), free(q->local), free(q->counts);
+    q->mark = q->cls = q->local = q->counts = NULL;
 }
 
-static void free_query(Query *q) {
-    free(q->ids), free(q->mark), free(q->cls), free(q->local), free(q->counts);
+/* A query's groups (gs: nl entries) and every family's value (vals: NFAMILIES; the
+ * prefs_pair sums and sizes with want_pairs, else 0), its sorted arrays set in q. */
+static int query_values(Query *q, int want_pairs, Group *gs, int64_t *ng, double *vals,
+                        double *sums, int64_t *sizes) {
+    int64_t n = q->n;
+    q->mark = malloc((size_t)(n + 1) * sizeof *q->mark);
+    q->cls = malloc((size_t)(n + 1) * sizeof *q->cls);
+    q->local = malloc((size_t)(n + 1) * sizeof *q->local);
+    /* the n x n counts only for the prefs_pair families (their only reader) */
+    q->counts = want_pairs ? calloc((size_t)(n * n + 1), sizeof *q->counts) : NULL;
+    int status = ATR_OK;
+    if (!q->mark || !q->cls || !q->local || (want_pairs && !q->counts)) status = ATR_NOMEM;
+    for (int64_t k = 0; status == ATR_OK && k < n; k++) q->mark[k] = -1, q->local[k] = -1;
+    if (status == ATR_OK) status = query_groups(q, gs, ng);
+    sums[0] = sums[1] = 0.0, sizes[0] = sizes[1] = sizes[2] = 0;
+    if (status == ATR_OK && want_pairs) atr_pair_sums(q->counts, q->n, q->m, sums, sizes);
+    for (int f = 0; status == ATR_OK && f < NFAMILIES; f++)
+        vals[f] = family_value(gs, *ng, sums, sizes, f);
+    free_query(q);
+    return status;
+}
+
+/* The sorted lines' arrays of a query read from the file: group and sub-group codes (a new
+ * code where the name changes: equal codes, equal names), levels, numbers. */
+static int64_t *line_arrays(const Prefs *p, const int64_t *lines, int64_t nl, Query *q) {
+    int64_t *block = malloc((size_t)(3 * nl + 1) * sizeof *block);
+    double *level = malloc((size_t)(nl + 1) * sizeof *level);
+    if (!block || !level) {
+        free(block), free(level);
+        return NULL;
+    }
+    int64_t *jg = block, *jsg = block + nl, *ids = block + 2 * nl;
+    for (int64_t k = 0; k < nl; k++) {
+        const Line *x = p->lines + lines[k], *y = k ? p->lines + lines[k - 1] : NULL;
+        int new_jg = !y || span_cmp(p->data + x->jg, x->jg_len, p->data + y->jg, y->jg_len);
+        int new_jsg = new_jg || span_cmp(p->data + x->jsg, x->jsg_len, p->data + y->jsg,
+                                         y->jsg_len);
+        jg[k] = k ? jg[k - 1] + new_jg : 0;
+        jsg[k] = k ? jsg[k - 1] + new_jsg : 0;
+        level[k] = x->level, ids[k] = x->number;
+    }
+    q->jg = jg, q->jsg = jsg, q->ids = ids, q->level = level;
+    return block;
 }
 
 /* query_prefs and every chosen family: the query's row of values. lines: its line indices
@@ -648,25 +673,80 @@ static int evaluate_query(const Job *job, int64_t *lines, int64_t nl, int64_t rq
     const Prefs *p = job->p;
     Query q;
     memset(&q, 0, sizeof q);
-    q.p = p, q.lines = lines, q.nl = nl, q.want_rnonrel = job->want_rnonrel;
-    int64_t *tmp = malloc((size_t)nl * sizeof *tmp);
+    q.nl = nl, q.want_rnonrel = job->want_rnonrel;
+    int64_t *tmp = malloc((size_t)nl * sizeof *tmp), *block = NULL;
     Group *gs = malloc((size_t)nl * sizeof *gs);
     int status = tmp && gs ? ATR_OK : ATR_NOMEM;
-    int64_t ng = 0, sizes[3] = {0, 0, 0};
-    double sums[2] = {0.0, 0.0};
+    int64_t ng = 0, sizes[3];
+    double sums[2], vals[NFAMILIES];
     if (status == ATR_OK)
         status = number_documents(p, job->run, rq, job->o->max_ret, lines, nl, tmp, &q.n, &q.m);
     if (status == ATR_OK) {
         merge_sort(lines, tmp, nl, by_group, p);
-        status = query_scratch(&q, job->want_pairs);
+        block = line_arrays(p, lines, nl, &q);
+        if (!block) status = ATR_NOMEM;
     }
-    if (status == ATR_OK) status = query_groups(&q, gs, &ng);
-    if (status == ATR_OK && job->want_pairs) atr_pair_sums(q.counts, q.n, q.m, sums, sizes);
+    if (status == ATR_OK) status = query_values(&q, job->want_pairs, gs, &ng, vals, sums, sizes);
     for (int64_t j = 0; status == ATR_OK && j < job->ncolumns; j++)
-        if (job->family[j] >= 0) row[j] = family_value(gs, ng, sums, sizes, job->family[j]);
-    free_query(&q);
-    free(tmp), free(gs);
+        if (job->family[j] >= 0) row[j] = vals[job->family[j]];
+    free(block), free((void *)q.level), free(tmp), free(gs);
     return status;
+}
+
+/* ---------------------------------------------------------- one query from Python ---- */
+
+typedef struct {
+    const int64_t *jg, *jsg, *ids;
+    const double *level;
+} Keys;
+
+static int by_keys(const void *ctx, int64_t a, int64_t b) {
+    const Keys *k = ctx;
+    if (k->jg[a] != k->jg[b]) return k->jg[a] < k->jg[b] ? -1 : 1;
+    if (k->jsg[a] != k->jsg[b]) return k->jsg[a] < k->jsg[b] ? -1 : 1;
+    if (k->level[a] != k->level[b]) return k->level[a] > k->level[b] ? -1 : 1;
+    return k->ids[a] < k->ids[b] ? -1 : k->ids[a] > k->ids[b];
+}
+
+/* metrics/trec_prefs.query_prefs: a query's nl lines as group and sub-group codes (ordered
+ * as their names), document numbers (n judged, the first m ranked) and levels. Out: every
+ * family's value (NFAMILIES), each group's 9 counts (Group's order), the prefs_pair sizes
+ * and sums. Returns the number of groups; -1 refused (error: kind, then the group's code
+ * (two levels), the line (level 0 and above) or the two numbers (cycle)); -2 no memory. */
+int64_t atr_prefs_query(const int64_t *jg, const int64_t *jsg, const int64_t *ids,
+                        const double *level, int64_t nl, int64_t n, int64_t m, double *values,
+                        int64_t *tallies, int64_t *sizes, double *sums, int64_t *error) {
+    Keys keys = {jg, jsg, ids, level};
+    int64_t *idx = malloc((size_t)(nl + 1) * sizeof *idx), *tmp = malloc((size_t)(nl + 1) * 8);
+    int64_t *block = malloc((size_t)(3 * nl + 1) * sizeof *block);
+    double *lv = malloc((size_t)(nl + 1) * sizeof *lv);
+    Group *gs = malloc((size_t)(nl + 1) * sizeof *gs);
+    Query q;
+    memset(&q, 0, sizeof q);
+    int64_t ng = -2;
+    if (idx && tmp && block && lv && gs) {
+        for (int64_t k = 0; k < nl; k++) idx[k] = k;
+        merge_sort(idx, tmp, nl, by_keys, &keys);
+        for (int64_t k = 0; k < nl; k++) {
+            block[k] = jg[idx[k]], block[nl + k] = jsg[idx[k]];
+            block[2 * nl + k] = ids[idx[k]], lv[k] = level[idx[k]];
+        }
+        q.nl = nl, q.n = n, q.m = m, q.want_rnonrel = 1;
+        q.jg = block, q.jsg = block + nl, q.ids = block + 2 * nl, q.level = lv;
+        int status = query_values(&q, 1, gs, &ng, values, sums, sizes);
+        if (status == ATR_FALLBACK && q.error[0] == ERR_ZERO_AND_ABOVE)
+            q.error[1] = idx[q.error[1]]; /* the caller's line */
+        memcpy(error, q.error, sizeof q.error);
+        ng = status == ATR_OK ? ng : status == ATR_FALLBACK ? -1 : -2;
+        for (int64_t g = 0; g < ng; g++) {
+            const Group *x = gs + g;
+            int64_t row[9] = {x->ful_ret, x->poss_ret, x->ful_imp, x->poss_imp, x->notoccur,
+                              x->num_rel, x->num_rel_ret, x->num_nonrel, x->num_nonrel_ret};
+            memcpy(tallies + 9 * g, row, sizeof row);
+        }
+    }
+    free(idx), free(tmp), free(block), free(lv), free(gs);
+    return ng;
 }
 
 /* ------------------------------------------------------------ the evaluation ---- */
