@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audiorepro.cli import trec_fast
+from audiorepro.cli import main, trec_fast, trec_work
 from audiorepro.core.errors import UserError
 from audiorepro.core.native import AtrEval, AtrMeasures, AtrOptions, AtrTable, library
 from audiorepro.formats.c_numbers import c_atof
@@ -66,6 +66,11 @@ def _measures(chosen: dict[str, Any], keep: list[Any]) -> AtrMeasures:
                        0, None, 0, None, 0)  # fmt: skip
 
 
+def _only(debug: str | None) -> str | None:
+    """-D's query (``LEVEL.QID``), as cli/trec_work reads it."""
+    return None if debug is None else debug.partition(".")[2] or None
+
+
 def c_evaluate(
     argv: list[str], judgements: str | None = None
 ) -> tuple[int, list[str], Any, list[float]]:
@@ -77,7 +82,7 @@ def c_evaluate(
     keep: list[Any] = []
     run = read_light(options["run"], run=True)
     table, measures = _table(run, keep), _measures(chosen, keep)
-    only = options["debug"]
+    only = _only(options["debug"])
     max_ret = options["max_ret"]
     opts = AtrOptions(int(options["per_query"]), int(options["complete"]), 0, 0,
                       -1 if max_ret is None else max_ret, 1, 0,
@@ -110,7 +115,7 @@ def numpy_evaluate(argv: list[str]) -> Any:
                        number=c_atof)  # fmt: skip
     return oracle.evaluate_prefs(prefs, read_table(options["run"], run=True), measures=chosen,
                                  max_ret=options["max_ret"], complete=options["complete"],
-                                 only_query=options["debug"])  # fmt: skip
+                                 only_query=_only(options["debug"]))  # fmt: skip
 
 
 def _same(a: float, b: float) -> bool:
@@ -197,7 +202,7 @@ def command(draw: st.DrawFn, consistent: bool) -> tuple[str, str, list[str]]:
     if draw(st.booleans()):
         options.append("-c")
     if draw(st.integers(0, 4)) == 0:
-        options += ["-D", draw(st.sampled_from([*qids, "7"]))]
+        options += ["-D", "1." + draw(st.sampled_from([*qids, "7"]))]
     return text, run, options
 
 
@@ -243,7 +248,7 @@ REFUSED = {
     "level 0 and above 0": ("1 u s a 2\n1 u s b 0\n1 u t b 1\n1 u t c 0\n", "prefs", []),
     "cyclic preferences": ("1 u s a 2\n1 u s b 1\n1 u t b 2\n1 u t a 1\n", "prefs", []),
     "no query in common": ("5 u s a 2\n5 u s b 1\n", "prefs", []),
-    "no query under -D": ("1 u s a 2\n1 u s b 1\n", "prefs", ["-D", "9"]),
+    "no query under -D": ("1 u s a 2\n1 u s b 1\n", "prefs", ["-D", "1.9"]),
 }
 #: Inputs the Python path reads and the C leaves to it (its reader's rules beyond ASCII, C's
 #: atof beyond the exact decimals, standard input).
@@ -284,3 +289,42 @@ def test_standard_input_and_a_missing_file_fall_back(tmp_path: Path) -> None:
     for path in ("-", str(tmp_path / "missing")):
         argv = ["-R", "prefs", "-m", "prefs", str(tmp_path / "run"), str(tmp_path / "run")]
         assert c_evaluate(argv, judgements=path)[0] == ATR_FALLBACK
+
+
+@pytest.mark.parametrize(("name", "argv"), PREFS_CASES, ids=[c[0] for c in PREFS_CASES])
+def test_trec_eval_takes_the_compiled_path_with_the_same_bytes(
+    name: str, argv: list[str], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    taken: list[bool] = []
+    light = trec_work._light_prefs
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = light(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(trec_work, "_light_prefs", spy)
+    assert main(["trec-eval", *argv]) == 0
+    fast = capsys.readouterr().out
+    monkeypatch.setattr(trec_work, "LIGHT", False)
+    assert main(["trec-eval", *argv]) == 0
+    assert fast == capsys.readouterr().out
+    assert taken == [True]
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_trec_eval_words_a_refusal_as_before(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, rel_format, options = REFUSED[case]
+    (tmp_path / "prefs").write_bytes(text.encode("latin-1"))
+    (tmp_path / "run").write_text(RUN)
+    argv = ["trec-eval", "-R", rel_format, "-m", "all_prefs", *options,
+            str(tmp_path / "prefs"), str(tmp_path / "run")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    try:
+        numpy_evaluate(argv[1:])
+    except UserError as exc:
+        assert err == f"audiorepro: error: {exc}\n"
