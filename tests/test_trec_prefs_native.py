@@ -4,7 +4,9 @@ through ctypes with the records of ``core/_trec.h`` built from ``read_light``'s 
 (``tests/trec_prefs_numpy.py``: main's ``metrics/trec_prefs.py`` before the C, kept as the
 oracle): on every recorded ``-R prefs``/``qrels_prefs`` case (trec_eval's test folder and the
 seeded recordings), on generated judgement files, and every input the Python path refuses with
-its message is ``ATR_FALLBACK`` (the C prints nothing)."""
+its message is ``ATR_FALLBACK`` (the C prints nothing). The package's Python path
+(``metrics/trec_prefs.py``, now ``atr_prefs_query`` per query) gives the oracle's values and
+messages on the generated files too, and ``audiorepro trec-eval`` the same bytes by both."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from audiorepro.formats.c_numbers import c_atof
 from audiorepro.formats.trec import read_table
 from audiorepro.formats.trec_light import LightTable, address, read_light
 from audiorepro.formats.trec_prefs import read_prefs
+from audiorepro.metrics import trec_prefs
 from audiorepro.metrics.trec_measures import check_judgements, parse_measures, plan_of
 from tests import trec_prefs_numpy as oracle
 from tests.test_trec_eval_binary import RECORD, SEEDED
@@ -105,17 +108,19 @@ def c_evaluate(
     return status, qids, values, summary
 
 
-def numpy_evaluate(argv: list[str]) -> Any:
-    """The numpy implementation's Evaluation of the same command line."""
+def numpy_evaluate(argv: list[str], implementation: Any = oracle) -> Any:
+    """The numpy implementation's Evaluation of the same command line (``implementation``:
+    another module's ``evaluate_prefs``, as the package's)."""
     options = trec_fast.parse(["trec-eval", *argv])
     assert options is not None
     chosen = parse_measures(list(options["measures"]))
     check_judgements(chosen, options["rel_format"])
     prefs = read_prefs(options["qrels"], qrels_form=options["rel_format"] == "qrels_prefs",
                        number=c_atof)  # fmt: skip
-    return oracle.evaluate_prefs(prefs, read_table(options["run"], run=True), measures=chosen,
-                                 max_ret=options["max_ret"], complete=options["complete"],
-                                 only_query=_only(options["debug"]))  # fmt: skip
+    run = read_table(options["run"], run=True)
+    return implementation.evaluate_prefs(prefs, run, measures=chosen, max_ret=options["max_ret"],
+                                         complete=options["complete"],
+                                         only_query=_only(options["debug"]))  # fmt: skip
 
 
 def _same(a: float, b: float) -> bool:
@@ -215,10 +220,16 @@ def check_command(tmp: Path, case: tuple[str, str, list[str]]) -> None:
     argv = [*options, str(tmp / "prefs"), str(tmp / "run")]
     try:
         numpy_evaluate(argv)
-    except UserError:
+    except UserError as exc:
         assert c_evaluate(argv)[0] == ATR_FALLBACK
+        with pytest.raises(UserError) as ours:  # the package's path: the same message
+            numpy_evaluate(argv, trec_prefs)
+        assert str(ours.value) == str(exc)
         return
     assert_same(argv)
+    ours, theirs = numpy_evaluate(argv, trec_prefs), numpy_evaluate(argv)
+    assert ours.qids == theirs.qids and ours.summary == theirs.summary
+    assert np.array_equal(ours.values, theirs.values, equal_nan=True)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

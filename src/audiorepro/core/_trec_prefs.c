@@ -216,7 +216,7 @@ typedef struct {
     int64_t nl, n, m;
     const int64_t *jg, *jsg, *ids;
     const double *level;
-    int64_t error[3]; /* the refusal: kind (ERR_*), then what names it */
+    int64_t error[4]; /* the refusal: kind (ERR_*), the group's code, what names it */
     int64_t *counts;
     int64_t *mark, *cls; /* n each: the last group and class a document was seen in */
     int64_t *local;      /* n: a document's index in a matrix group, -1 outside */
@@ -284,7 +284,7 @@ static int class_group(Query *q, int64_t gs, int64_t ge, int64_t gid, Group *g) 
         int64_t d = q->ids[k];
         if (q->mark[d] == gid && q->cls[d] != ncls) {
             free(cs);
-            q->error[0] = ERR_TWO_LEVELS, q->error[1] = q->jg[gs];
+            q->error[0] = ERR_TWO_LEVELS;
             return ATR_FALLBACK; /* "has two levels in one sub-group" */
         }
         q->mark[d] = gid, q->cls[d] = ncls;
@@ -349,7 +349,7 @@ static int matrix_pairs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
         for (int64_t k = s; k < e; k++) {
             double v = q->level[k], *old = x->level + q->local[q->ids[k]];
             if ((*old > 0.0 && v == 0.0) || (*old == 0.0 && v > 0.0)) {
-                q->error[0] = ERR_ZERO_AND_ABOVE, q->error[1] = k;
+                q->error[0] = ERR_ZERO_AND_ABOVE, q->error[2] = k;
                 return ATR_FALLBACK; /* "is at level 0 and above 0" */
             }
             *old = v;
@@ -376,7 +376,7 @@ static int close_matrix(Matrix *x, int64_t *error) {
     for (int64_t i = 0; i < g; i++)
         for (int64_t j = i + 1; j < g; j++)
             if (P[i * g + j] && P[j * g + i]) {
-                error[0] = ERR_CYCLE, error[1] = x->glob[i], error[2] = x->glob[j];
+                error[0] = ERR_CYCLE, error[2] = x->glob[i], error[3] = x->glob[j];
                 return ATR_FALLBACK; /* "each preferred to the other" */
             }
     return ATR_OK;
@@ -604,6 +604,7 @@ static int query_groups(Query *q, Group *gs, int64_t *ng) {
         memset(g, 0, sizeof *g);
         if (q->jsg[e - 1] != q->jsg[s]) status = matrix_group(q, s, e, g);
         else status = class_group(q, s, e, *ng, g);
+        q->error[1] = q->jg[s]; /* read only with a refusal: the group's */
     }
     return status;
 }
@@ -711,8 +712,8 @@ static int by_keys(const void *ctx, int64_t a, int64_t b) {
 /* metrics/trec_prefs.query_prefs: a query's nl lines as group and sub-group codes (ordered
  * as their names), document numbers (n judged, the first m ranked) and levels. Out: every
  * family's value (NFAMILIES), each group's 9 counts (Group's order), the prefs_pair sizes
- * and sums. Returns the number of groups; -1 refused (error: kind, then the group's code
- * (two levels), the line (level 0 and above) or the two numbers (cycle)); -2 no memory. */
+ * and sums. Returns the number of groups; -1 refused (error: kind, the group's code, then
+ * the line (level 0 and above) or the two numbers (cycle)); -2 no memory. */
 int64_t atr_prefs_query(const int64_t *jg, const int64_t *jsg, const int64_t *ids,
                         const double *level, int64_t nl, int64_t n, int64_t m, double *values,
                         int64_t *tallies, int64_t *sizes, double *sums, int64_t *error) {
@@ -735,7 +736,7 @@ int64_t atr_prefs_query(const int64_t *jg, const int64_t *jsg, const int64_t *id
         q.jg = block, q.jsg = block + nl, q.ids = block + 2 * nl, q.level = lv;
         int status = query_values(&q, 1, gs, &ng, values, sums, sizes);
         if (status == ATR_FALLBACK && q.error[0] == ERR_ZERO_AND_ABOVE)
-            q.error[1] = idx[q.error[1]]; /* the caller's line */
+            q.error[2] = idx[q.error[2]]; /* the caller's line */
         memcpy(error, q.error, sizeof q.error);
         ng = status == ATR_OK ? ng : status == ATR_FALLBACK ? -1 : -2;
         for (int64_t g = 0; g < ng; g++) {

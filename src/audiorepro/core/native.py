@@ -69,6 +69,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     # (run AtrTable*, judgements path, qrels_form, AtrMeasures*, AtrOptions*, AtrEval* out)
     "atr_prefs_evaluate": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int, _P, _P, _P]),
     "atr_prefs_free": (None, [_P]),
+    # one query's codes, numbers and levels (nl, n, m) -> values, groups, pair sums, error
+    "atr_prefs_query": (_I, [_P, _P, _P, _P, _I, _I, _I, _P, _P, _P, _P, _P]),
     "atr_evaluate": (
         _I,
         [*[_P] * 16, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _I, _I, _I, _P, _P, _I, _P],
