@@ -91,7 +91,10 @@ class BuildExtWithProgram(build_ext):
 
 TREC_KERNELS = Extension(
     "audiorepro.core._trec",
-    sources=["src/audiorepro/core/_trec.c"],
+    # _trec_prefs.c: the preference measures (-R prefs, qrels_prefs), one library with the
+    # kernels it calls; core/native.py loads both.
+    sources=["src/audiorepro/core/_trec.c", "src/audiorepro/core/_trec_prefs.c"],
+    depends=["src/audiorepro/core/_trec.h"],
     # -g0: no debug information, so the library's bytes do not depend on the build folder.
     extra_compile_args=C_FLAGS,
     libraries=["m"],
