@@ -11,7 +11,7 @@
    flag only, and is left out when the build does not run in a git checkout (an sdist).
 3. The compiled exact rank counts of the retrieval metrics (``metrics/_rankcount.c``, loaded by
    ``audiorepro.metrics._exact_kernels``), built as 1. and with the same flags.
-4. The native ``trec-eval`` program (``core/_trec_main.c`` with the kernels of 1.), linked as
+4. The native ``trec-eval`` program (``core/_trec_main.c`` with the sources of 1.), linked as
    an executable into the package folder (``audiorepro/core/trec-eval``, exec bit kept in the
    wheel): ``audiorepro trec-eval`` execs it (``cli/entry.py``), so a plain run holds no
    Python interpreter (trec_eval's own peak memory is below CPython's floor on 100 queries).
@@ -56,13 +56,12 @@ class StampedBuildPy(build_py):
 #: The flags of every compiled part: floating point as trec_eval's (no fast-math, no FMA
 #: contraction), no debug information.
 C_FLAGS = ["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"]
-#: The native trec-eval program: its sources and its name in the package folder.
-#: core/_trec_prefs.c (the preference measures) is linked where it exists; without it the
-#: program hands -R prefs and qrels_prefs to the Python path.
+#: The native trec-eval program: its sources (the library's and its main) and its name in
+#: the package folder.
 TREC_PROGRAM_SOURCES = [
-    f"src/audiorepro/core/{name}.c"
-    for name in ("_trec", "_trec_main", "_trec_prefs")
-    if (ROOT / "src" / "audiorepro" / "core" / f"{name}.c").is_file()
+    "src/audiorepro/core/_trec.c",
+    "src/audiorepro/core/_trec_prefs.c",
+    "src/audiorepro/core/_trec_main.c",
 ]
 TREC_PROGRAM = "trec-eval"
 

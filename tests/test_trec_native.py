@@ -298,11 +298,8 @@ RECORDED = [(name, argv) for name, argv in CASES] + [
             str(SEEDED / path.split("/")[0] / argv[-1])])
     for path, _, argv in RECORD
 ]  # fmt: skip
-#: Whether the program links the preference measures (setup.py links core/_trec_prefs.c
-#: where it exists; without it -R prefs and qrels_prefs go to the Python path).
-PREFS_LINKED = (ROOT / "src" / "audiorepro" / "core" / "_trec_prefs.c").is_file()
 #: What the program leaves to the Python path among them (nothing else may fall back).
-FALLS_BACK = ("-Z",) + (() if PREFS_LINKED else ("prefs", "qrels_prefs"))
+FALLS_BACK = ("-Z",)
 #: A Python that does not exist: a run that falls back says so (exit 2) instead of answering.
 NO_PYTHON = "/nonexistent/python-for-the-fallback"
 #: A real command line in a fresh process: says on stderr whether main() returned (the

@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,11 +49,6 @@ int64_t atr_evaluate(const uint8_t *rdata, const int64_t *rstart, const int32_t 
                      const double *params, int64_t nparams, const double *pairs,
                      int64_t npairs, int64_t ndocs, int64_t nvalues, double *out,
                      uint8_t *relstr, int64_t relsize, int64_t *rel_len);
-
-/* -R prefs and qrels_prefs (core/_trec_prefs.c): declared weak, so that a program linked
- * without that file (setup.py links it where it exists) sees NULL and hands those formats to
- * the Python path. */
-#pragma weak atr_prefs_evaluate
 
 /* As formats/trec_light.py's MAX_LINE_BYTES and MAX_LEVEL. */
 #define MAX_LINE_BYTES (1 << 16)
@@ -945,8 +941,7 @@ static void evaluation_of(const Command *cmd, AtrTable *qt, AtrTable *rt, AtrEva
     check(parse_measures(cmd, &chosen, &nchosen));
     AtrMeasures plan, plain;
     plan_of(chosen, nchosen, 0, &plan);
-    if (cmd->rel_format >= 2) { /* the preference formats: their own reader of the judgements */
-        if (atr_prefs_evaluate == NULL) fallback();
+    if (cmd->rel_format >= 2) { /* -R prefs, qrels_prefs: core/_trec_prefs.c reads them */
         memset(qt, 0, sizeof *qt);
         check(read_light(cmd->files[1], 1, 0, rt));
         e->run_id = rt->tag, e->ncolumns = plan.ncolumns, e->names = plan.names;
@@ -978,6 +973,10 @@ static void evaluation_of(const Command *cmd, AtrTable *qt, AtrTable *rt, AtrEva
 
 int main(int argc, char **argv) {
     g_argc = argc, g_argv = argv;
+    /* A fixed threshold: glibc raises it to the size of each mapped block freed, after which
+     * the large buffers (the scanner's per-line slots, mostly never written, calloc'ed for
+     * that) would come from the heap, zeroed by hand, every page resident. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     Command cmd;
     check(parse_command(argc, argv, &cmd));
     AtrTable qt, rt;
