@@ -1,15 +1,17 @@
 /* The native `audiorepro trec-eval`: the executable the console command execs (cli/entry.py)
- * for a plain trec-eval command line, built by setup.py from this file and core/_trec.c.
+ * for a plain trec-eval command line, built by setup.py from this file and the library's
+ * sources (core/_trec.c, core/_trec_prefs.c).
  *
  * Why a separate program: a process that starts CPython holds ~9-17 MB before reading a byte,
  * where trec_eval evaluates 100 queries in ~10 MB; the bound (1.2x trec_eval's peak) can only
  * be met without the interpreter. It computes exactly what the numpy-free Python path computes
  * (cli/trec_work.py over formats/trec_light.py and metrics/trec_light.py), through the same
- * kernels (atr_scan, atr_group_order, atr_sort_by_docno, atr_evaluate), so every double and
- * every printed byte is the same; tests/test_trec_native.py holds the two to the same bytes.
+ * kernels (atr_scan, atr_group_order, atr_sort_by_docno, atr_evaluate; atr_prefs_evaluate
+ * for -R prefs and qrels_prefs), so every double and every printed byte is the same;
+ * tests/test_trec_native.py holds the two to the same bytes.
  *
  * It takes the success path only. Whatever the Python path would refuse, or read by its numpy
- * path (an unusual file, -Z, --tie-bounds, stdin, -R prefs...), is handed to it: before
+ * path (an unusual file, -Z, --tie-bounds, stdin...), is handed to it: before
  * printing anything, the program execs `$AUDIOREPRO_PYTHON -m audiorepro trec-eval ARGS` with
  * AUDIOREPRO_TREC_NATIVE=0 (so the launcher does not exec this program again), and the Python
  * path prints its own message. Its only messages are for what Python would also stop on:
