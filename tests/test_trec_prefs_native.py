@@ -11,7 +11,10 @@ messages on the generated files too, and ``audiorepro trec-eval`` the same bytes
 from __future__ import annotations
 
 import ctypes
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +342,27 @@ def test_trec_eval_words_a_refusal_as_before(
         numpy_evaluate(argv[1:])
     except UserError as exc:
         assert err == f"audiorepro: error: {exc}\n"
+
+
+_PROBE = (
+    "import json, sys\n"
+    "from audiorepro.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+)
+
+
+@pytest.mark.parametrize("rel_format", ["prefs", "qrels_prefs"])
+def test_a_prefs_run_imports_no_numpy(rel_format: str) -> None:
+    """A whole ``-R prefs``/``qrels_prefs`` run in a fresh process: no numpy, numba, scipy,
+    click or dataclasses imported; the recorded output."""
+    folder, out = SEEDED / "prefs-03", "out.00" if rel_format == "prefs" else "out.03"
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "trec-eval", "-q", "-m", "all_prefs", "-R", rel_format,
+         str(folder / rel_format), str(folder / "run")],
+        capture_output=True, text=True, check=True, timeout=120,
+    )  # fmt: skip
+    modules = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    heavy = ("numpy", "numba", "scipy", "click", "dataclasses")
+    assert sorted(m for m in modules if m.split(".")[0] in heavy) == []
+    assert done.stdout == (folder / out).read_text()

@@ -318,12 +318,23 @@ static int by_number(const void *a, const void *b) {
 }
 
 /* A matrix group's documents (ascending numbers: local order is number order), its closed
- * preferences (g x g, local indices) and each document's level (-1: none yet). */
+ * preferences (g rows of `words` 64-bit words, bit j of row i: i preferred to j; bits, so
+ * that the closure ORs 64 columns at once) and each document's level (-1: none yet). */
 typedef struct {
-    int64_t g, *glob;
-    uint8_t *prefers;
+    int64_t g, words, *glob;
+    uint64_t *prefers;
     double *level;
 } Matrix;
+
+static inline int prefers(const Matrix *x, int64_t i, int64_t j) {
+    return (int)((x->prefers[i * x->words + (j >> 6)] >> (j & 63)) & 1u);
+}
+
+static inline void set_prefers(Matrix *x, int64_t i, int64_t j, int on) {
+    uint64_t bit = (uint64_t)1 << (j & 63);
+    uint64_t *w = x->prefers + i * x->words + (j >> 6);
+    *w = on ? *w | bit : *w & ~bit;
+}
 
 /* The group's documents of lines[gs:ge], numbered locally; q->local set for them. */
 static int matrix_docs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
@@ -334,7 +345,8 @@ static int matrix_docs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
         if (q->local[q->ids[k]] < 0) q->local[q->ids[k]] = 0, x->glob[x->g++] = q->ids[k];
     qsort(x->glob, (size_t)x->g, sizeof *x->glob, by_number);
     for (int64_t i = 0; i < x->g; i++) q->local[x->glob[i]] = i;
-    x->prefers = calloc((size_t)(x->g * x->g), 1);
+    x->words = (x->g + 63) / 64;
+    x->prefers = calloc((size_t)(x->g * x->words + 1), sizeof *x->prefers);
     x->level = malloc((size_t)x->g * sizeof *x->level);
     if (!x->prefers || !x->level) return ATR_NOMEM;
     for (int64_t i = 0; i < x->g; i++) x->level[i] = -1.0;
@@ -357,7 +369,7 @@ static int matrix_pairs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
         for (int64_t i = s; i < e; i++)
             for (int64_t j = i + 1; j < e; j++)
                 if (q->level[i] > q->level[j])
-                    x->prefers[q->local[q->ids[i]] * x->g + q->local[q->ids[j]]] = 1;
+                    set_prefers(x, q->local[q->ids[i]], q->local[q->ids[j]], 1);
     }
     return ATR_OK;
 }
@@ -365,17 +377,18 @@ static int matrix_pairs(Query *q, int64_t gs, int64_t ge, Matrix *x) {
 /* The transitive closure (Warshall's, in place: row and column k do not change in step k);
  * ATR_FALLBACK when two documents are each preferred to the other. */
 static int close_matrix(Matrix *x, int64_t *error) {
-    int64_t g = x->g;
-    uint8_t *P = x->prefers;
-    for (int64_t i = 0; i < g; i++) P[i * g + i] = 1;
-    for (int64_t k = 0; k < g; k++)
+    int64_t g = x->g, w = x->words;
+    for (int64_t i = 0; i < g; i++) set_prefers(x, i, i, 1);
+    for (int64_t k = 0; k < g; k++) {
+        const uint64_t *row_k = x->prefers + k * w;
         for (int64_t i = 0; i < g; i++)
-            if (P[i * g + k])
-                for (int64_t j = 0; j < g; j++) P[i * g + j] |= P[k * g + j];
-    for (int64_t i = 0; i < g; i++) P[i * g + i] = 0;
+            if (prefers(x, i, k))
+                for (int64_t v = 0; v < w; v++) x->prefers[i * w + v] |= row_k[v];
+    }
+    for (int64_t i = 0; i < g; i++) set_prefers(x, i, i, 0);
     for (int64_t i = 0; i < g; i++)
         for (int64_t j = i + 1; j < g; j++)
-            if (P[i * g + j] && P[j * g + i]) {
+            if (prefers(x, i, j) && prefers(x, j, i)) {
                 error[0] = ERR_CYCLE, error[2] = x->glob[i], error[3] = x->glob[j];
                 return ATR_FALLBACK; /* "each preferred to the other" */
             }
@@ -395,7 +408,7 @@ static void recount_matrix(const Matrix *x, int64_t n, int64_t m, int64_t keep, 
         if ((gi >= first_out && x->level[i] == 0.0) || (ranked_only && gi >= m)) continue;
         for (int64_t j = 0; j < x->g; j++) {
             int64_t gj = x->glob[j];
-            if (!x->prefers[i * x->g + j]) continue;
+            if (!prefers(x, i, j)) continue;
             if ((gj >= first_out && x->level[j] == 0.0) || (ranked_only && gj >= m)) continue;
             poss++;
             ful += gi < m && (gj >= m || gi < gj);
@@ -410,7 +423,7 @@ static void matrix_counts(Query *q, const Matrix *x, Group *g) {
     for (int64_t i = 0; i < x->g; i++) {
         int64_t gi = x->glob[i];
         for (int64_t j = 0; j < x->g; j++) {
-            if (!x->prefers[i * x->g + j]) continue;
+            if (!prefers(x, i, j)) continue;
             int64_t gj = x->glob[j];
             if (q->counts) q->counts[gi * q->n + gj] += 1;
             if (gi < m && gj < m) g->poss_ret++, g->ful_ret += gi < gj;
@@ -426,7 +439,7 @@ static void matrix_counts(Query *q, const Matrix *x, Group *g) {
 
 /* _matrix_group: lines[gs:ge], several sub-groups, closed under transitivity. */
 static int matrix_group(Query *q, int64_t gs, int64_t ge, Group *g) {
-    Matrix x = {0, NULL, NULL, NULL};
+    Matrix x = {0, 0, NULL, NULL, NULL};
     int status = matrix_docs(q, gs, ge, &x);
     if (status == ATR_OK) status = matrix_pairs(q, gs, ge, &x);
     if (status == ATR_OK) status = close_matrix(&x, q->error);
