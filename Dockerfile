@@ -100,7 +100,8 @@ LABEL org.opencontainers.image.title="audiorepro" \
 
 ENV AUDIOREPRO_REVISION=${REVISION}
 
-# audiorepro itself: the wheel of stage 1 (its compiled trec-eval kernels included).
+# audiorepro itself: the wheel of stage 1 (its compiled trec-eval kernels and native trec-eval
+# program included; pip keeps the program's exec bit).
 COPY --from=wheel /opt/audiorepro-build/wheels /opt/audiorepro/wheels
 RUN pip install --no-deps /opt/audiorepro/wheels/audiorepro-*.whl \
     && rm -rf /opt/audiorepro/wheels

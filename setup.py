@@ -10,7 +10,13 @@
    (``audiorepro.runner.output.manifest``). Deterministic: the file holds the commit and the
    flag only, and is left out when the build does not run in a git checkout (an sdist).
 3. The compiled exact rank counts of the retrieval metrics (``metrics/_rankcount.c``, loaded by
-   ``audiorepro.metrics._exact_kernels``), built as 1. and with the same flags."""
+   ``audiorepro.metrics._exact_kernels``), built as 1. and with the same flags.
+4. The native ``trec-eval`` program (``core/_trec_main.c`` with the sources of 1.), linked as
+   an executable into the package folder (``audiorepro/core/trec-eval``, exec bit kept in the
+   wheel): ``audiorepro trec-eval`` execs it (``cli/entry.py``), so a plain run holds no
+   Python interpreter (trec_eval's own peak memory is below CPython's floor on 100 queries).
+   Same compiler and flags as 1. (``-g0``: the bytes do not depend on the build folder). Built
+   by ``build_ext``, so ``python setup.py build_ext --inplace`` builds it in a checkout too."""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import subprocess
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -46,11 +53,49 @@ class StampedBuildPy(build_py):
         target.write_text(json.dumps(info, sort_keys=True) + "\n")
 
 
+#: The flags of every compiled part: floating point as trec_eval's (no fast-math, no FMA
+#: contraction), no debug information.
+C_FLAGS = ["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"]
+#: The native trec-eval program: its sources (the library's and its main) and its name in
+#: the package folder.
+TREC_PROGRAM_SOURCES = [
+    "src/audiorepro/core/_trec.c",
+    "src/audiorepro/core/_trec_prefs.c",
+    "src/audiorepro/core/_trec_main.c",
+]
+TREC_PROGRAM = "trec-eval"
+
+
+class BuildExtWithProgram(build_ext):
+    """The Extensions, then the native trec-eval program beside the kernels' library (in the
+    build folder for a wheel, in the source folder with ``--inplace``)."""
+
+    def run(self) -> None:
+        super().run()
+        library = Path(self.get_ext_fullpath("audiorepro.core._trec"))
+        objects = self.compiler.compile(
+            TREC_PROGRAM_SOURCES,
+            output_dir=self.build_temp,
+            extra_postargs=C_FLAGS,
+            depends=["src/audiorepro/core/_trec.h"],
+        )
+        self.compiler.link_executable(
+            objects, TREC_PROGRAM, output_dir=str(library.parent), libraries=["m"]
+        )
+
+    def get_outputs(self) -> list[str]:
+        library = Path(self.get_ext_fullpath("audiorepro.core._trec"))
+        return [*super().get_outputs(), str(library.parent / TREC_PROGRAM)]
+
+
 TREC_KERNELS = Extension(
     "audiorepro.core._trec",
-    sources=["src/audiorepro/core/_trec.c"],
+    # _trec_prefs.c: the preference measures (-R prefs, qrels_prefs), one library with the
+    # kernels it calls; core/native.py loads both.
+    sources=["src/audiorepro/core/_trec.c", "src/audiorepro/core/_trec_prefs.c"],
+    depends=["src/audiorepro/core/_trec.h"],
     # -g0: no debug information, so the library's bytes do not depend on the build folder.
-    extra_compile_args=["-O2", "-g0", "-std=c99", "-fno-fast-math", "-ffp-contract=off"],
+    extra_compile_args=C_FLAGS,
     libraries=["m"],
 )
 
@@ -63,4 +108,7 @@ RANK_COUNT_KERNELS = Extension(
     libraries=["m", "pthread"],
 )
 
-setup(cmdclass={"build_py": StampedBuildPy}, ext_modules=[TREC_KERNELS, RANK_COUNT_KERNELS])
+setup(
+    cmdclass={"build_py": StampedBuildPy, "build_ext": BuildExtWithProgram},
+    ext_modules=[TREC_KERNELS, RANK_COUNT_KERNELS],
+)

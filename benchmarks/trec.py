@@ -2,7 +2,10 @@
 with its default ``make``) on the same seeded files, every judgement format (``-R qrels``,
 ``prefs``, ``qrels_prefs``, ``qrels_jg``) at every size, in one run: each tool in its own fresh
 process, its wall time (start-up included), CPU seconds (user + system) and peak memory (max
-RSS), the ratios, and whether the two outputs are the same bytes.
+RSS), the ratios, and whether the two outputs are the same bytes. audiorepro is timed as users
+call it, both ways: the console command ``audiorepro trec-eval`` (the script beside this
+Python) and ``python -m audiorepro trec-eval``; each execs the native trec-eval program where
+it can (docs/architecture.md, "Compiled kernels"), so both start-ups are in the figures.
 
     python benchmarks/trec.py --trec-eval-src PATH/trec_eval   # or --trec-eval PATH/binary
 
@@ -180,32 +183,50 @@ def bytecode() -> str:
     return package
 
 
+def commands() -> dict[str, list[str]]:
+    """audiorepro's two command lines as users type them: the console script installed beside
+    this Python (``audiorepro``) and ``python -m audiorepro``."""
+    script = Path(sys.executable).parent / "audiorepro"
+    found = shutil.which("audiorepro")
+    console = str(script) if script.is_file() else found
+    if console is None:
+        raise SystemExit("the console command audiorepro is not installed beside this Python")
+    return {"`audiorepro`": [console], "`python -m audiorepro`": [sys.executable, "-m",
+                                                                    "audiorepro"]}  # fmt: skip
+
+
+def _mib(rss: int) -> str:
+    return f"{rss / 2**20:.1f} MiB"
+
+
 def table(args: argparse.Namespace, trec_eval: Path, folder: Path) -> int:
-    """Every size and format, both tools side by side; 1 when an output differs."""
+    """Every size and format, both tools side by side (audiorepro each way it is called); 1
+    when an output differs."""
     differs = 0
     print(f"audiorepro: {bytecode()} (bytecode compiled)")
     print(f"load average: {os.getloadavg()[0]:.2f}; {args.docs} documents per query; "
           f"median of {args.repeat} run(s); trec_eval: {trec_eval}")  # fmt: skip
-    print("| queries | judgements, measures | trec_eval wall s | audiorepro wall s | wall ratio "
-          "| trec_eval CPU s | audiorepro CPU s | trec_eval peak | audiorepro peak "
+    print("| queries | judgements, measures | command | trec_eval wall s | audiorepro wall s "
+          "| wall ratio | trec_eval CPU s | audiorepro CPU s | trec_eval peak | audiorepro peak "
           "| memory ratio | same output |")  # fmt: skip
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for queries in args.sizes:
         files = make_files(folder / f"{queries}x{args.docs}", queries, args.docs)
         for name, judgements, flags in CASES:
             if args.formats and judgements not in args.formats:
                 continue
             paths = [str(files / judgements), str(files / "run")]
-            ours = [sys.executable, "-m", "audiorepro", "trec-eval", *flags, *paths]
             theirs = [str(trec_eval), *flags, *paths]
             te = median([measured(theirs) for _ in range(args.repeat)])
-            ar = median([measured(ours) for _ in range(args.repeat)])
-            same = te.output == ar.output
-            differs += not same
-            print(f"| {queries:,} | {name} | {te.wall:.2f} | {ar.wall:.2f} | "
-                  f"{ar.wall / te.wall:.2f}x | {te.cpu:.2f} | {ar.cpu:.2f} | "
-                  f"{te.rss / 2**20:.0f} MiB | {ar.rss / 2**20:.0f} MiB | "
-                  f"{ar.rss / te.rss:.2f}x | {'yes' if same else 'NO'} |", flush=True)  # fmt: skip
+            for command, start in commands().items():
+                ours = [*start, "trec-eval", *flags, *paths]
+                ar = median([measured(ours) for _ in range(args.repeat)])
+                same = te.output == ar.output
+                differs += not same
+                print(f"| {queries:,} | {name} | {command} | {te.wall:.2f} | {ar.wall:.2f} | "
+                      f"{ar.wall / te.wall:.2f}x | {te.cpu:.2f} | {ar.cpu:.2f} | {_mib(te.rss)} "
+                      f"| {_mib(ar.rss)} | {ar.rss / te.rss:.2f}x | {'yes' if same else 'NO'} |",
+                      flush=True)  # fmt: skip
             if args.peers and judgements == "qrels":
                 for row in peer_rows(files, queries, name, flags, args.repeat):
                     print(row, flush=True)

@@ -234,7 +234,7 @@ LAYERS = {
         "test_retrieval_fuzz.py", "test_schemas.py", "test_schema_agreement.py", "test_study.py",
         "test_tables.py",
         "test_trec_oracle.py", "test_trec_eval.py", "test_tiers.py", "test_profile_dcase.py",
-        "test_trec_prefs.py",
+        "test_trec_prefs.py", "test_trec_prefs_native.py",
         "test_zeroshot_metrics.py", "test_engine_stats.py", "test_tie_averaged_ndcg.py",
         "test_verification.py", "test_speech_fixtures.py", "test_code_identity_speed.py",
         "test_hear_scores.py", "test_hear_tasks.py", "test_hear_events.py",

@@ -531,6 +531,20 @@ def test_a_trec_eval_array_task_compiles_nothing(slurm: Path, tmp_path: Path) ->
         report = json.loads((tmp_path / f"{task_id}.err").read_text().splitlines()[-1])
         assert report["code"] == 0 and report["jit"] == []
     assert list(cache.iterdir()) == []
+    # A real command line in an array task execs the native program (main never returns).
+    from tests.test_trec_native import EXEC_PROBE
+
+    native = tmp_path / "native"
+    native.mkdir()
+    (tmp_path / "data" / "exec_probe.py").write_text(EXEC_PROBE)
+    task = f"{sys.executable} {tmp_path / 'data' / 'exec_probe.py'} -m map -m ndcg_cut.10 "
+    task += f"{qrels} {run}"
+    cmd = ["sbatch", "--wait", "--array=0-1", "--cpus-per-task=1", f"--output={native}/%a.out",
+           f"--error={native}/%a.err", "--wrap", task]  # fmt: skip
+    subprocess.run(cmd, check=True, timeout=600, capture_output=True)
+    for task_id in (0, 1):
+        assert (native / f"{task_id}.out").read_text() == EXPECTED
+        assert (native / f"{task_id}.err").read_text() == ""
 
 
 def test_the_documented_hear_slurm_lines_as_written(slurm: Path, tmp_path: Path) -> None:

@@ -22,7 +22,10 @@ Steps of ``check`` (each printed with its time):
    "emulated, not an apptainer build".
 5. **trec-eval**: in the same emulated SIF, the first ``trec-eval`` of a fresh container answers
    from the kernels compiled into the image's wheel: numba is never imported and its cache (an
-   empty read-only bind) stays empty; the CPU seconds are printed (issue 48).
+   empty read-only bind) stays empty; the CPU seconds are printed (issue 48). The image's
+   ``audiorepro trec-eval`` command line execs the native program installed by its wheel
+   (``audiorepro/core/trec-eval``): the answer comes from it, and the Python path never
+   returns (a probe after ``main()`` prints nothing).
 
 How the CI image differs from the real one: only in its base. The real base (Dockerfile's
 ``BASE_IMAGE``) is a CUDA PyTorch image that already holds the torch trio the lock pins; the
@@ -310,6 +313,35 @@ def first_trec_eval() -> None:
         print(f"first trec-eval in a fresh container: {report['cpu']} s CPU, numba not imported")
 
 
+#: A real ``audiorepro trec-eval`` command line: the native program replaces the process, so
+#: the line after ``main()`` is printed only where it did not run.
+NATIVE_PROBE = """\
+import sys
+sys.argv = ["audiorepro", "trec-eval", "-m", "map", "-m", "ndcg_cut.10", "/data/qrels", "/data/run"]
+from audiorepro.cli import main
+code = main()
+print("the Python path answered", code, file=sys.stderr)
+"""
+
+
+def native_trec_eval() -> None:
+    """The image's trec-eval command line execs the native program of its wheel."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp)
+        (data / "qrels").write_text("1 0 a 1\n1 0 b 0\n2 0 c 2\n")
+        (data / "run").write_text("1 Q0 a 1 0.5 r\n1 Q0 b 2 0.9 r\n2 Q0 c 1 1.0 r\n")
+        (data / "probe.py").write_text(NATIVE_PROBE)
+        for path in (data, *data.iterdir()):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        cmd = ["podman", "run", "--rm", *APPTAINER_LIKE, "--volume", f"{data}:/data:ro"]
+        cmd += ["--entrypoint", "python", EMULATED, "/data/probe.py"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode or proc.stdout != TREC_EXPECTED or proc.stderr:
+            raise Failed(f"the image's trec-eval did not exec its native program: "
+                         f"{proc.stdout!r} {proc.stderr[-400:]}")  # fmt: skip
+        print("trec-eval in a fresh container: answered by the native program")
+
+
 def _bench_python() -> str:
     """A Python with audiorepro's dependencies, for the benchmark's host side (this tox env
     installs nothing): ``AUDIOREPRO_CONTAINER_BENCH_PYTHON``, else tox's py311 env, which
@@ -382,6 +414,7 @@ def check() -> int:
         # runs the same selfcheck in a fresh container (unknown uid, read-only root).
         timed("apptainer", emulate_apptainer_in_tmp)
         timed("trec-eval", first_trec_eval)
+        timed("native trec-eval", native_trec_eval)
         timed("start-up benchmark", startup_benchmark)
     except (Failed, apptainer_def.DefinitionError) as exc:
         print(f"container check FAILED: {exc}", file=sys.stderr)

@@ -8,7 +8,11 @@ The Python API (:mod:`audiorepro.api`) is available from the package itself:
 
 from __future__ import annotations
 
-from typing import Any
+# typing is imported for the type checker only: it costs a megabyte of memory and 7 ms,
+# and `audiorepro trec-eval` execs its native program from here (cli/entry.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

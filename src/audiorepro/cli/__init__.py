@@ -10,9 +10,13 @@ several commands share.
 
 from __future__ import annotations
 
-from typing import Any
-
 from audiorepro.cli.entry import group_attribute, main
+
+# typing is imported for the type checker only: it costs a megabyte of memory and 7 ms,
+# and `audiorepro trec-eval` execs its native program from here (cli/entry.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["cli", "main"]
 

@@ -237,6 +237,12 @@ def _other_evaluation(
                               only_query=only)  # fmt: skip
         if light is not None:
             return light
+    if rel_format != "qrels_jg" and LIGHT and zscores is None and str(run) != "-":
+        light = _light_prefs(qrels, run, qrels_form=rel_format == "qrels_prefs",
+                             measures=chosen, max_ret=max_ret, complete=complete,
+                             only_query=only)  # fmt: skip
+        if light is not None:
+            return light
     from audiorepro.formats.trec import read_table
     from audiorepro.formats.trec_prefs import read_prefs, read_qrels_jg
     from audiorepro.metrics.trec_groups import evaluate_groups
@@ -251,6 +257,19 @@ def _other_evaluation(
     ranked = read_table(run, run=True)
     return evaluate_prefs(prefs, ranked, measures=chosen, max_ret=max_ret, complete=complete,
                           only_query=only, zscores=zscores)  # fmt: skip
+
+
+def _light_prefs(qrels: Path, run: Path, **options: Any) -> Evaluation | None:
+    """``-R prefs`` and ``qrels_prefs`` by the compiled preference measures (the judgements
+    read by the C), or None (as :func:`_light_evaluations`)."""
+    from audiorepro.formats.trec_light import Unusual, read_light
+    from audiorepro.metrics.trec_light import evaluate_prefs_light
+
+    try:
+        ranked = read_light(run, run=True)
+    except Unusual:
+        return None
+    return evaluate_prefs_light(str(qrels), ranked, **options)
 
 
 def _light_evaluations(

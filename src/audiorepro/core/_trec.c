@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABI_VERSION 3
+#define ABI_VERSION 4
 
 enum {
     NUM_RET, NUM_REL, NUM_REL_RET, MAP, GM_MAP, RPREC, BPREF, RECIP_RANK,
@@ -1113,12 +1113,13 @@ int64_t atr_evaluate(const uint8_t *rdata, const int64_t *rstart, const int32_t 
 
 /* One pair of a single-sub-group judgement group's classes: class a (higher level) over class
    b, both ascending document numbers (ranked documents are numbered first, below m). Adds 1
-   to counts[i][j] for every i of a and j of b (a document listed twice counts twice), and to
+   to counts[i][j] for every i of a and j of b (a document listed twice counts twice; counts NULL:
+   not kept, no prefs_pair family chosen), and to
    tally: ful_ret (ranked pairs with a ranked above b), poss_ret, ful_imp, poss_imp, notoccur. */
 void atr_class_pair(int64_t *counts, int64_t n, int64_t m, const int64_t *a, int64_t na,
                     const int64_t *b, int64_t nb, int64_t *tally) {
     int64_t a_ret = 0, b_ret = 0;
-    for (int64_t i = 0; i < na; i++) {
+    for (int64_t i = 0; counts && i < na; i++) {
         int64_t *row = counts + a[i] * n;
         for (int64_t j = 0; j < nb; j++)
             row[b[j]] += 1;

@@ -33,9 +33,11 @@ if TYPE_CHECKING:  # no numpy at run time: trec-eval's numpy-free path loads thi
     import numpy.typing as npt
 
 #: The library's ``atr_abi()``: raised whenever a function's arguments change.
-ABI_VERSION = 3
+ABI_VERSION = 4
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_trec.c"
+#: Every file the library is built from (a checkout rebuilds it when one is newer).
+SOURCES = (SOURCE, HERE / "_trec_prefs.c", HERE / "_trec.h")
 #: A checkout's build script (absent in an installed wheel).
 SETUP = HERE.parent.parent.parent / "setup.py"
 BUILD_HINT = (
@@ -64,11 +66,59 @@ SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "atr_levels": (_I, [_P, _I, _D, _P]),
     "atr_class_pair": (None, [_P, _I, _I, _P, _I, _P, _I, _P]),
     "atr_pair_sums": (None, [_P, _I, _I, _P, _P]),
+    # (run AtrTable*, judgements path, qrels_form, AtrMeasures*, AtrOptions*, AtrEval* out)
+    "atr_prefs_evaluate": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int, _P, _P, _P]),
+    "atr_prefs_free": (None, [_P]),
+    # one query's codes, numbers and levels (nl, n, m) -> values, groups, pair sums, error
+    "atr_prefs_query": (_I, [_P, _P, _P, _P, _I, _I, _I, _P, _P, _P, _P, _P]),
     "atr_evaluate": (
         _I,
         [*[_P] * 16, _I, _I, _I, _I, _I, _P, _I, _P, _I, _P, _I, _I, _I, _P, _P, _I, _P],
     ),
 }
+
+
+class AtrTable(ctypes.Structure):
+    """``core/_trec.h``'s AtrTable: a read run or qrels (formats/trec_light.LightTable)."""
+
+    _fields_ = [
+        ("data", _P), ("size", _I), ("n", _I), ("doc_start", _P), ("doc_len", _P),
+        ("value", _P), ("levels", _P), ("nq", _I), ("qids", ctypes.POINTER(ctypes.c_char_p)),
+        ("start", _P), ("stop", _P), ("order", _P), ("tag", ctypes.c_char_p),
+    ]  # fmt: skip
+
+
+class AtrMeasures(ctypes.Structure):
+    """``core/_trec.h``'s AtrMeasures: the chosen measures' columns and kernel plan."""
+
+    _fields_ = [
+        ("ncolumns", _I), ("names", ctypes.POINTER(ctypes.c_char_p)),
+        ("owners", ctypes.POINTER(ctypes.c_char_p)), ("count", _P), ("geometric", _P),
+        ("nrows", _I), ("rows", _P), ("nparams", _I), ("params", _P), ("npairs", _I),
+        ("pairs", _P), ("relstring", _I),
+    ]  # fmt: skip
+
+
+class AtrEval(ctypes.Structure):
+    """``core/_trec.h``'s AtrEval: per-query values (nq x ncolumns) and the all line."""
+
+    _fields_ = [
+        ("run_id", ctypes.c_char_p), ("nq", _I), ("qids", ctypes.POINTER(ctypes.c_char_p)),
+        ("ncolumns", _I), ("names", ctypes.POINTER(ctypes.c_char_p)),
+        ("owners", ctypes.POINTER(ctypes.c_char_p)), ("count", _P),
+        ("values", ctypes.POINTER(_D)), ("summary", ctypes.POINTER(_D)),
+        ("relstrings", ctypes.POINTER(ctypes.c_char_p)),
+    ]  # fmt: skip
+
+
+class AtrOptions(ctypes.Structure):
+    """``core/_trec.h``'s AtrOptions: a plain trec-eval command line's options."""
+
+    _fields_ = [
+        ("per_query", ctypes.c_int), ("complete", ctypes.c_int), ("no_summary", ctypes.c_int),
+        ("judged_only", ctypes.c_int), ("max_ret", _I), ("level", _I), ("num_docs", _I),
+        ("only_query", ctypes.c_char_p),
+    ]  # fmt: skip
 
 
 def library_path() -> Path | None:
@@ -86,7 +136,8 @@ def _stale(path: Path | None) -> bool:
     if path is None:
         return True
     checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
-    return checkout and SOURCE.stat().st_mtime > path.stat().st_mtime
+    newest = max(source.stat().st_mtime for source in SOURCES if source.is_file())
+    return checkout and newest > path.stat().st_mtime
 
 
 def _build_in_place() -> None:
@@ -106,6 +157,30 @@ def _build_in_place() -> None:
             check=False,
             timeout=300,
         )
+
+
+def build_in_place(program: str) -> None:
+    """Build the native trec-eval program (``program``, beside this module) in a source
+    checkout, with the kernels (``setup.py build_ext --inplace`` builds both), under the same
+    lock as the library: parallel first calls build it once. Nothing where the checkout is not
+    writable or the build fails: the caller then takes the Python path."""
+    checkout = HERE.parent.parent.name == "src" and SETUP.is_file() and SOURCE.is_file()
+    if not checkout or not os.access(HERE, os.W_OK):
+        return
+    names = ("_trec.c", "_trec_main.c", "_trec_prefs.c", "_trec.h")
+    sources = [HERE / name for name in names if (HERE / name).is_file()]
+    with open(HERE / ".trec-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            built = Path(program).stat().st_mtime
+            if built >= max(s.stat().st_mtime for s in sources):
+                return  # built by another process while this one waited
+        except OSError:
+            pass
+        subprocess.run(
+            [sys.executable, str(SETUP), "-q", "build_ext", "--inplace"],
+            cwd=SETUP.parent, capture_output=True, check=False, timeout=300,
+        )  # fmt: skip
 
 
 def library() -> ctypes.CDLL:

@@ -4,14 +4,16 @@ over the tables of :mod:`audiorepro.formats.trec_light`, through the same compil
 are summed in query order, one value after the other, as numpy's ``cumsum`` there does.
 ``audiorepro trec-eval`` takes this path unless it needs what only the numpy one does (``-Z``,
 the other judgement formats, an unusual file: see ``cli/trec_work.py``); tests compare the two
-on every recorded case.
+on every recorded case. :func:`evaluate_prefs_light`: ``-R prefs`` and ``qrels_prefs`` by the
+compiled preference measures (``core/_trec_prefs.c``), which read the judgements themselves.
 """
 
 from __future__ import annotations
 
+import ctypes
 from array import array
 
-from audiorepro.core.native import library
+from audiorepro.core.native import AtrEval, AtrMeasures, AtrOptions, AtrTable, library
 from audiorepro.formats.trec_light import LightTable, address
 from audiorepro.metrics.trec_measures import (
     BY_NAME,
@@ -155,3 +157,70 @@ def evaluate_groups_light(
     summary = [float(len(qids)) if owner == "num_q" else out.column_total(j) / len(qids)
                for j, owner in enumerate(owners)]  # fmt: skip
     return Evaluation(rt.tag, qids, names, owners, out, summary, counts=frozenset({"num_q"}))
+
+
+#: ``atr_prefs_evaluate``'s statuses (``core/_trec.h``).
+ATR_OK, ATR_FALLBACK = 0, 1
+
+
+def _texts(texts: list[str]) -> ctypes.Array[ctypes.c_char_p]:
+    return (ctypes.c_char_p * max(len(texts), 1))(*[t.encode() for t in texts])
+
+
+def _prefs_records(
+    rt: LightTable, measures: dict[str, Chosen], keep: list[object]
+) -> tuple[AtrTable, AtrMeasures]:
+    """The run and the chosen measures as ``core/_trec.h``'s records (buffers kept alive in
+    ``keep`` until the call returns)."""
+    plan = plan_of(measures)
+    qids, names, owners = _texts(rt.qids), _texts(plan.names), _texts(plan.owners)
+    count = array("B", [int(BY_NAME[o].count) for o in plan.owners] or [0])
+    keep.extend([qids, names, owners, count])
+    table = AtrTable(
+        address(rt.data), len(rt.data), len(rt.value), address(rt.doc_start),
+        address(rt.doc_len), address(rt.value), None, len(rt.qids), qids, address(rt.start),
+        address(rt.stop), address(rt.order), rt.tag.encode(),
+    )  # fmt: skip
+    chosen = AtrMeasures(len(plan.names), names, owners, address(count), None, 0, None, 0, None,
+                         0, None, 0)  # fmt: skip
+    return table, chosen
+
+
+def evaluate_prefs_light(
+    judgements: str,
+    rt: LightTable,
+    *,
+    qrels_form: bool,
+    measures: dict[str, Chosen],
+    max_ret: int | None,
+    complete: bool,
+    only_query: str | None,
+) -> Evaluation | None:
+    """:func:`audiorepro.metrics.trec_prefs.evaluate_prefs` (no ``zscores``) of the judgements
+    file ``judgements`` (``qrels_form``: ``-R qrels_prefs``) against a run, by
+    ``atr_prefs_evaluate``; None where the C leaves the input to the Python path (it refuses
+    it with its message, or reads what the C does not)."""
+    keep: list[object] = []
+    table, chosen = _prefs_records(rt, measures, keep)
+    options = AtrOptions(0, int(complete), 0, 0, -1 if max_ret is None else max_ret, 1, 0,
+                         None if only_query is None else only_query.encode())  # fmt: skip
+    out = AtrEval()
+    lib = library()
+    status = lib.atr_prefs_evaluate(ctypes.addressof(table), judgements.encode(),
+                                    int(qrels_form), ctypes.addressof(chosen),
+                                    ctypes.addressof(options), ctypes.addressof(out))  # fmt: skip
+    if status == ATR_FALLBACK:
+        return None
+    if status != ATR_OK:
+        raise MemoryError("trec-eval's preference measures")
+    try:
+        width, nq = out.ncolumns, out.nq
+        qids = [out.qids[k].decode("ascii") for k in range(nq)]
+        values = array("d", ctypes.string_at(out.values, 8 * nq * width))
+        summary = list(array("d", ctypes.string_at(out.summary, 8 * width)))
+    finally:
+        lib.atr_prefs_free(ctypes.addressof(out))
+    plan = plan_of(measures)
+    counts = frozenset(o for o in plan.owners if BY_NAME[o].count)
+    return Evaluation(rt.tag, qids, plan.names, plan.owners, Grid(values, width), summary,
+                      counts=counts)  # fmt: skip

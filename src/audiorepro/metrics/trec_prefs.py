@@ -26,19 +26,23 @@ Per group: ``ful_ret``, ``poss_ret``, ``ful_imp``, ``poss_imp`` and ``notoccur``
 queries. The definitions are written from trec_eval's sources (``form_prefs_counts.c``,
 ``m_prefs_*.c``) read as a specification, its quirks kept (they are named in the families'
 docstrings); no code is taken from it.
+
+**One implementation.** The groups, their counts and every family's value are computed by
+``core/_trec_prefs.c`` (``atr_prefs_query`` for :func:`query_prefs`; ``atr_prefs_evaluate``,
+the same code, for ``audiorepro trec-eval`` and the native program), with the operations of
+the definitions below in their order: each function here documents its family and returns the
+C's value. The refusals (a document at two levels, level 0 and above, cyclic preferences) are
+worded here from what the C reports.
 """
 
 from __future__ import annotations
 
-import math
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import groupby
-from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from audiorepro.core.errors import UserError
 from audiorepro.core.native import library
@@ -46,22 +50,16 @@ from audiorepro.formats.trec import Run, TrecTable
 from audiorepro.formats.trec_prefs import PrefJudgement
 from audiorepro.metrics.trec import Chosen, Evaluation, to_zscores
 
-Array = npt.NDArray[Any]
-
 #: trec_eval's stand-in document of a query the run lacks (``-c``).
 STAND_IN = "ceci_nest_pas_un_docno"
 
 
 @dataclass(frozen=True)
 class Group:
-    """One judgement group: its equivalence classes (``classes``: level and judged-document
-    numbers, ascending, levels descending) or, with several sub-groups, its closed preference
-    matrix ``prefers`` and each document's level (``levels``, -1 where the group has none),
-    and its counts (see the module docstring)."""
+    """One judgement group's counts (see the module docstring): its preferences fulfilled and
+    possible among ranked documents, implied and not occurring, and its relevant (level above
+    0) and non-relevant documents, all and ranked."""
 
-    classes: tuple[tuple[float, Array], ...]
-    prefers: Array | None
-    levels: Array | None
     ful_ret: int
     poss_ret: int
     ful_imp: int
@@ -76,31 +74,40 @@ class Group:
 @dataclass(frozen=True)
 class QueryPrefs:
     """A query's preferences against a ranking: its groups, the number of judged documents,
-    how many of them are ranked (numbered first), and ``counts`` (groups preferring i to j)."""
+    how many of them are ranked (numbered first), every family's value (``values``, in
+    :data:`PREFS_FAMILIES`' order) and ``pair_sums``.
+
+    ``pair_sums``, for the ``prefs_pair`` families: the numbers of document pairs i < j with
+    a preference either way, both ranked, one ranked (i ranked, j not) and neither; and the
+    sums of their shares ``counts[i, j] / (counts[i, j] + counts[j, i])``, pairs taken row by
+    row, the ranked ones first, in one running sum: the ranked pairs' sum, then the ranked and
+    implied ones' (``atr_pair_sums`` in ``core/_trec.c``).
+
+    >>> q = query_prefs(judgements("u s a 1; u s b 0; v s a 0; v s b 1"), ["a", "b"])
+    >>> q.pair_sums
+    ((1, 0, 0), (0.5, 0.5))
+    """
 
     groups: tuple[Group, ...]
     num_judged: int
     num_judged_ret: int
-    counts: Array
+    values: tuple[float, ...]
+    pair_sums: tuple[tuple[int, int, int], tuple[float, float]]
 
-    @cached_property
-    def pair_sums(self) -> tuple[tuple[int, int, int], tuple[float, float]]:
-        """For the ``prefs_pair`` families: the numbers of document pairs i < j with a
-        preference either way, both ranked, one ranked (i ranked, j not) and neither; and the
-        sums of their shares ``counts[i, j] / (counts[i, j] + counts[j, i])``, pairs taken row
-        by row, the ranked ones first, in one running sum: the ranked pairs' sum, then the
-        ranked and implied ones' (compiled: ``atr_pair_sums`` in ``core/_trec.c``).
 
-        >>> q = query_prefs(judgements("u s a 1; u s b 0; v s a 0; v s b 1"), ["a", "b"])
-        >>> q.pair_sums
-        ((1, 0, 0), (0.5, 0.5))
-        """
-        counts = np.ascontiguousarray(self.counts, np.int64)
-        sums, sizes = np.zeros(2), np.zeros(3, np.int64)
-        library().atr_pair_sums(counts.ctypes.data, counts.shape[0], self.num_judged_ret,
-                                sums.ctypes.data, sizes.ctypes.data)  # fmt: skip
-        ranked, implied, unranked = (int(x) for x in sizes.tolist())
-        return (ranked, implied, unranked), (float(sums[0]), float(sums[1]))
+#: The families in trec_eval's printing order (``core/_trec_prefs.c``'s, :data:`PREFS_FAMILIES`'):
+#: ``QueryPrefs.values`` holds their values in this order.
+FAMILY_ORDER = (
+    "prefs_num_prefs_poss", "prefs_num_prefs_ful", "prefs_num_prefs_ful_ret", "prefs_simp",
+    "prefs_pair", "prefs_avgjg", "prefs_avgjg_Rnonrel", "prefs_simp_ret", "prefs_pair_ret",
+    "prefs_avgjg_ret", "prefs_avgjg_Rnonrel_ret", "prefs_simp_imp", "prefs_pair_imp",
+    "prefs_avgjg_imp",
+)  # fmt: skip
+
+
+def _value(q: QueryPrefs, family: str) -> float:
+    """The C's value of ``family`` for the query."""
+    return q.values[FAMILY_ORDER.index(family)]
 
 
 def judgements(text: str) -> list[PrefJudgement]:
@@ -154,7 +161,10 @@ def table_ranking(run: TrecTable, index: int | None, max_ret: int | None = None)
 
 
 def query_prefs(lines: Sequence[PrefJudgement], ranked: Sequence[str], qid: str = "") -> QueryPrefs:
-    """A query's judgement groups and their counts against the ranked docnos ``ranked``.
+    """A query's judgement groups and their counts against the ranked docnos ``ranked``
+    (compiled: ``atr_prefs_query`` in ``core/_trec_prefs.c``). Documents are numbered by
+    rank, the unranked judged ones after them in docno order; lines are taken by group,
+    sub-group, level descending and number.
 
     >>> q = query_prefs(judgements("u s a 2; u s b 1; u s c 0"), ["b", "a"])
     >>> q.num_judged, q.num_judged_ret, [(g.ful_ret, g.poss_ret, g.ful_imp, g.poss_imp)
@@ -166,49 +176,49 @@ def query_prefs(lines: Sequence[PrefJudgement], ranked: Sequence[str], qid: str 
     seen = set(ranked_judged)
     rest = sorted(d for d in judged if d not in seen)  # code point order: byte order
     number = {d: i for i, d in enumerate(ranked_judged + rest)}
-    n, m = len(number), len(ranked_judged)
-    counts = np.zeros((n, n), np.int64)
-    rows = sorted(lines, key=lambda x: (x.jg, x.jsg, -x.level, number[x.docno]))
-    groups = []
-    for jg, members in groupby(rows, key=lambda x: x.jg):
-        group = list(members)
-        where = f"query {qid!r}, judgement group {jg!r}"
-        if len({x.jsg for x in group}) > 1:
-            groups.append(_matrix_group(group, number, m, counts, where))
-        else:
-            groups.append(_class_group(group, number, m, counts, where))
-    return QueryPrefs(tuple(groups), n, m, counts)
+    n, m, nl = len(number), len(ranked_judged), len(lines)
+    # groups and sub-groups as codes in the order of their names (the C sorts by them)
+    jg_code = {g: i for i, g in enumerate(sorted({x.jg for x in lines}))}
+    jsg_code = {g: i for i, g in enumerate(sorted({x.jsg for x in lines}))}
+    jg = array("q", [jg_code[x.jg] for x in lines] or [0])
+    jsg = array("q", [jsg_code[x.jsg] for x in lines] or [0])
+    ids = array("q", [number[x.docno] for x in lines] or [0])
+    level = array("d", [x.level for x in lines] or [0.0])
+    values, tallies = array("d", bytes(8 * len(FAMILY_ORDER))), array("q", bytes(72 * nl + 8))
+    sizes, sums, error = array("q", bytes(24)), array("d", bytes(16)), array("q", bytes(32))
+    ng = library().atr_prefs_query(*(a.buffer_info()[0] for a in (jg, jsg, ids, level)), nl, n,
+                                   m, *(a.buffer_info()[0] for a in (values, tallies, sizes,
+                                                                     sums, error)))  # fmt: skip
+    if ng == -2:
+        raise MemoryError("trec-eval's preference groups")
+    if ng < 0:
+        _refuse(lines, list(error), number, qid)
+    groups = tuple(Group(*tallies[9 * g : 9 * g + 9]) for g in range(ng))
+    pair_sums = ((sizes[0], sizes[1], sizes[2]), (sums[0], sums[1]))
+    return QueryPrefs(groups, n, m, tuple(values), pair_sums)
 
 
-def _class_group(
-    group: list[PrefJudgement], number: dict[str, int], m: int, counts: Array, where: str
-) -> Group:
-    """A group of one sub-group: its levels as classes (lines sorted by level descending)."""
-    members = [sorted(number[x.docno] for x in items)
-               for _, items in groupby(group, key=lambda x: x.level)]  # fmt: skip
-    levels = [level for level, _ in groupby(group, key=lambda x: x.level)]
-    if len(set().union(*members)) < sum(len(set(ids)) for ids in members):
+def _refuse(
+    lines: Sequence[PrefJudgement], error: list[int], number: dict[str, int], qid: str
+) -> None:
+    """The error of a query's groups, as the C reports it: its kind, the group's code, then
+    a line (level 0 and above) or two document numbers (each preferred to the other)."""
+    kind, jg = error[0], sorted({x.jg for x in lines})[error[1]]
+    where = f"query {qid!r}, judgement group {jg!r}"
+    if kind == 1:  # a document at two levels of a group of one sub-group
+        group = sorted((x for x in lines if x.jg == jg), key=lambda x: (-x.level, number[x.docno]))
+        members = [sorted(number[x.docno] for x in items)
+                   for _, items in groupby(group, key=lambda x: x.level)]  # fmt: skip
         _two_levels(members, number, where)
-    classes = tuple((v, np.array(ids, np.int64)) for v, ids in zip(levels, members, strict=True))
-    # Per pair of classes (a above b): counts[i, j] += 1 for each i of a and j of b, and the
-    # five tallies (compiled: ``atr_class_pair`` in ``core/_trec.c``).
-    tally = np.zeros(5, np.int64)
-    lib, n = library(), counts.shape[0]
-    for i, (_, a) in enumerate(classes):
-        for _, b in classes[i + 1 :]:
-            lib.atr_class_pair(counts.ctypes.data, n, m, a.ctypes.data, a.size,
-                               b.ctypes.data, b.size, tally.ctypes.data)  # fmt: skip
-    names = ("ful_ret", "poss_ret", "ful_imp", "poss_imp", "notoccur")
-    tallies = dict(zip(names, (int(x) for x in tally.tolist()), strict=True))
-    rel = [c for c in classes if c[0] > 0.0]
-    nonrel = [c for c in classes if not c[0] > 0.0]
-    return Group(
-        classes, None, None, **tallies,
-        num_rel=sum(c.size for _, c in rel),
-        num_rel_ret=sum(int(np.count_nonzero(c < m)) for _, c in rel),
-        num_nonrel=sum(c.size for _, c in nonrel),
-        num_nonrel_ret=sum(int(np.count_nonzero(c < m)) for _, c in nonrel),
-    )  # fmt: skip
+    if kind == 2:
+        raise UserError(f"{where}: document {lines[error[2]].docno!r} is at level 0 and above "
+                        "0; expected one of the two in a group", key="-R")  # fmt: skip
+    doc = {k: d for d, k in number.items()}
+    raise UserError(
+        f"{where}: documents {doc[error[2]]!r} and {doc[error[3]]!r} are each preferred to the "
+        "other; expected consistent preferences in a group",
+        key="-R",
+    )
 
 
 def _two_levels(members: list[list[int]], number: dict[str, int], where: str) -> None:
@@ -223,69 +233,6 @@ def _two_levels(members: list[list[int]], number: dict[str, int], where: str) ->
                                 "expected one level per document", key="-R")  # fmt: skip
 
 
-def _matrix_group(
-    group: list[PrefJudgement], number: dict[str, int], m: int, counts: Array, where: str
-) -> Group:
-    """A group of several sub-groups: the transitive closure of its sub-groups' pairs."""
-    n = counts.shape[0]
-    prefers = np.zeros((n, n), bool)
-    levels = np.full(n, -1.0)
-    for _, members in groupby(group, key=lambda x: x.jsg):
-        sub = list(members)
-        for x in sub:
-            k, old = number[x.docno], levels[number[x.docno]]
-            if (old > 0.0 and x.level == 0.0) or (old == 0.0 and x.level > 0.0):
-                raise UserError(f"{where}: document {x.docno!r} is at level 0 and above 0; "
-                                "expected one of the two in a group", key="-R")  # fmt: skip
-            levels[k] = x.level
-        ids = np.array([number[x.docno] for x in sub], np.int64)
-        lv = np.array([x.level for x in sub])
-        above, below = np.nonzero(lv[:, None] > lv[None, :])
-        prefers[ids[above], ids[below]] = True
-    np.fill_diagonal(prefers, True)
-    for k in range(n):
-        prefers |= np.outer(prefers[:, k], prefers[k, :])
-    np.fill_diagonal(prefers, False)
-    both = np.argwhere(prefers & prefers.T)
-    if both.size:
-        doc = {k: d for d, k in number.items()}
-        a, b = int(both[0][0]), int(both[0][1])
-        raise UserError(
-            f"{where}: documents {doc[a]!r} and {doc[b]!r} are each preferred to the other; "
-            "expected consistent preferences in a group",
-            key="-R",
-        )
-    counts += prefers
-    ret = prefers[:m, :m]
-    ful_imp = int(np.count_nonzero(prefers[:m, m:]))
-    return Group(
-        (), prefers, levels,
-        ful_ret=int(np.count_nonzero(np.triu(ret, 1))),
-        poss_ret=int(np.count_nonzero(ret)),
-        ful_imp=ful_imp,
-        poss_imp=ful_imp + int(np.count_nonzero(prefers[m:, :m])),
-        notoccur=int(np.count_nonzero(prefers[m:, m:])),
-        num_rel=int(np.count_nonzero(levels > 0.0)),
-        num_rel_ret=int(np.count_nonzero(levels[:m] > 0.0)),
-        num_nonrel=int(np.count_nonzero(levels == 0.0)),
-        num_nonrel_ret=int(np.count_nonzero(levels[:m] == 0.0)),
-    )  # fmt: skip
-
-
-def _ratio(ful: int, poss: int) -> float:
-    """C's ``(double) ful / (double) poss``: 0/0 is NaN."""
-    return ful / poss if poss else math.nan
-
-
-def _mean_of_groups(q: QueryPrefs, ratio: Callable[[Group], float]) -> float:
-    """trec_eval's group average: the sum of the groups' ratios over the number of groups,
-    0 unless that sum is above 0 (a NaN ratio makes it 0)."""
-    total = 0.0
-    for g in q.groups:
-        total += ratio(g)
-    return total / len(q.groups) if total > 0.0 else 0.0
-
-
 def prefs_num_prefs_poss(q: QueryPrefs) -> float:
     """Possible preferences: sum over groups of ``poss_ret + poss_imp + notoccur`` (every
     preference, ranked or not). A count: ``all`` is the sum. Tie rule: independent of the
@@ -295,7 +242,7 @@ def prefs_num_prefs_poss(q: QueryPrefs) -> float:
     >>> prefs_num_prefs_poss(q)  # a>b, a>c, b>c
     3.0
     """
-    return float(sum(g.poss_ret + g.poss_imp + g.notoccur for g in q.groups))
+    return _value(q, "prefs_num_prefs_poss")
 
 
 def prefs_num_prefs_ful(q: QueryPrefs) -> float:
@@ -306,7 +253,7 @@ def prefs_num_prefs_ful(q: QueryPrefs) -> float:
     >>> prefs_num_prefs_ful(q)  # a>c and b>c implied (c not ranked); a>b failed
     2.0
     """
-    return float(sum(g.ful_ret + g.ful_imp for g in q.groups))
+    return _value(q, "prefs_num_prefs_ful")
 
 
 def prefs_num_prefs_ful_ret(q: QueryPrefs) -> float:
@@ -317,7 +264,7 @@ def prefs_num_prefs_ful_ret(q: QueryPrefs) -> float:
     >>> prefs_num_prefs_ful_ret(q)
     1.0
     """
-    return float(sum(g.ful_ret for g in q.groups))
+    return _value(q, "prefs_num_prefs_ful_ret")
 
 
 def prefs_simp(q: QueryPrefs) -> float:
@@ -329,9 +276,7 @@ def prefs_simp(q: QueryPrefs) -> float:
     >>> prefs_simp(q)  # 2 of 3
     0.6666666666666666
     """
-    ful = sum(g.ful_ret + g.ful_imp for g in q.groups)
-    poss = sum(g.poss_ret + g.poss_imp + g.notoccur for g in q.groups)
-    return ful / poss if poss else 0.0
+    return _value(q, "prefs_simp")
 
 
 def prefs_simp_ret(q: QueryPrefs) -> float:
@@ -342,9 +287,7 @@ def prefs_simp_ret(q: QueryPrefs) -> float:
     >>> prefs_simp_ret(q)  # a>b only, failed
     0.0
     """
-    ful = sum(g.ful_ret for g in q.groups)
-    poss = sum(g.poss_ret for g in q.groups)
-    return ful / poss if poss else 0.0
+    return _value(q, "prefs_simp_ret")
 
 
 def prefs_simp_imp(q: QueryPrefs) -> float:
@@ -355,20 +298,7 @@ def prefs_simp_imp(q: QueryPrefs) -> float:
     >>> prefs_simp_imp(q)  # a>b, a>c, a>d fulfilled by implication; b>c, b>d left out
     1.0
     """
-    ful = sum(g.ful_ret + g.ful_imp for g in q.groups)
-    poss = sum(g.poss_ret + g.poss_imp for g in q.groups)
-    return ful / poss if poss else 0.0
-
-
-def _pair_ratios(q: QueryPrefs, blocks: str) -> float:
-    """Mean over document pairs with a preference (either way, any group) of the share of
-    the pair's preferences that the ranking fulfils; ``blocks``: ``r`` both ranked, ``i`` one
-    ranked, ``n`` neither (counted, contributing 0). Sums run row by row, ranked pairs first."""
-    (ranked, implied, unranked), (ranked_sum, both_sum) = q.pair_sums
-    pairs = ranked + (implied if "i" in blocks else 0) + (unranked if "n" in blocks else 0)
-    if not pairs:
-        return 0.0
-    return (both_sum if "i" in blocks else ranked_sum) / pairs
+    return _value(q, "prefs_simp_imp")
 
 
 def prefs_pair(q: QueryPrefs) -> float:
@@ -382,7 +312,7 @@ def prefs_pair(q: QueryPrefs) -> float:
     >>> prefs_pair(query_prefs(lines, ["a", "b", "c"]))  # (a, b): 1/2; (a, c): 1
     0.75
     """
-    return _pair_ratios(q, "rin")
+    return _value(q, "prefs_pair")
 
 
 def prefs_pair_ret(q: QueryPrefs) -> float:
@@ -393,7 +323,7 @@ def prefs_pair_ret(q: QueryPrefs) -> float:
     >>> prefs_pair_ret(query_prefs(lines, ["a", "b"]))  # (a, b) only: 1/2
     0.5
     """
-    return _pair_ratios(q, "r")
+    return _value(q, "prefs_pair_ret")
 
 
 def prefs_pair_imp(q: QueryPrefs) -> float:
@@ -404,7 +334,7 @@ def prefs_pair_imp(q: QueryPrefs) -> float:
     >>> prefs_pair(query_prefs(lines, [])), prefs_pair_imp(query_prefs(lines, ["c"]))
     (0.0, 0.0)
     """
-    return _pair_ratios(q, "ri")
+    return _value(q, "prefs_pair_imp")
 
 
 def prefs_avgjg(q: QueryPrefs) -> float:
@@ -417,12 +347,7 @@ def prefs_avgjg(q: QueryPrefs) -> float:
     >>> prefs_avgjg(query_prefs(lines, ["a", "d", "e"]))  # u: 1 of 1; v: d>e of 3
     0.6666666666666666
     """
-
-    def one(g: Group) -> float:
-        poss = g.poss_ret + g.poss_imp + g.notoccur
-        return (g.ful_ret + g.ful_imp) / poss if poss else 0.0
-
-    return _mean_of_groups(q, one)
+    return _value(q, "prefs_avgjg")
 
 
 def prefs_avgjg_ret(q: QueryPrefs) -> float:
@@ -434,7 +359,7 @@ def prefs_avgjg_ret(q: QueryPrefs) -> float:
     >>> prefs_avgjg_ret(query_prefs(lines, ["a", "d", "e"]))  # u: none, counts 0; v: 1 of 1
     0.5
     """
-    return _mean_of_groups(q, lambda g: g.ful_ret / g.poss_ret if g.poss_ret else 0.0)
+    return _value(q, "prefs_avgjg_ret")
 
 
 def prefs_avgjg_imp(q: QueryPrefs) -> float:
@@ -445,12 +370,7 @@ def prefs_avgjg_imp(q: QueryPrefs) -> float:
     >>> prefs_avgjg_imp(query_prefs(lines, ["a", "d", "e"]))  # u: 1 of 1; v: d>e of 3
     0.6666666666666666
     """
-
-    def one(g: Group) -> float:
-        poss = g.poss_ret + g.poss_imp
-        return (g.ful_ret + g.ful_imp) / poss if poss else 0.0
-
-    return _mean_of_groups(q, one)
+    return _value(q, "prefs_avgjg_imp")
 
 
 def prefs_avgjg_Rnonrel(q: QueryPrefs) -> float:
@@ -471,16 +391,7 @@ def prefs_avgjg_Rnonrel(q: QueryPrefs) -> float:
     >>> prefs_avgjg_Rnonrel(query_prefs(lines, ["a", "b", "c"]))  # a > b: 1 of 4
     0.25
     """
-
-    def one(g: Group) -> float:
-        big_r, big_n = g.num_rel, g.num_nonrel
-        if big_r >= big_n:
-            ful = g.ful_ret + g.ful_imp + g.num_rel_ret * (big_r - big_n)
-            poss = g.poss_ret + g.poss_imp + g.notoccur + g.num_rel * (big_r - big_n)
-            return _ratio(ful, poss)
-        return _ratio(*_recount(g, q.num_judged_ret, g.num_rel, ranked_only=False))
-
-    return _mean_of_groups(q, one)
+    return _value(q, "prefs_avgjg_Rnonrel")
 
 
 def prefs_avgjg_Rnonrel_ret(q: QueryPrefs) -> float:
@@ -495,51 +406,7 @@ def prefs_avgjg_Rnonrel_ret(q: QueryPrefs) -> float:
     >>> prefs_avgjg_Rnonrel_ret(query_prefs(lines, ["a", "b", "c"]))  # a > b; b, c vs b
     0.3333333333333333
     """
-
-    def one(g: Group) -> float:
-        big_r, big_n = g.num_rel_ret, g.num_nonrel_ret
-        if big_r >= big_n:
-            ful = g.ful_ret + g.num_rel_ret * (big_r - big_n)
-            poss = g.poss_ret + g.num_rel * (big_r - big_n)
-            return _ratio(ful, poss)
-        keep = g.num_rel_ret if g.prefers is None else g.num_rel
-        return _ratio(*_recount(g, q.num_judged_ret, keep, ranked_only=True))
-
-    return _mean_of_groups(q, one)
-
-
-def _recount(g: Group, m: int, keep: int, *, ranked_only: bool) -> tuple[int, int]:
-    """(fulfilled, possible) of a group whose non-relevant documents beyond the first
-    ``keep`` are left out (``ranked_only``: among ranked documents only)."""
-    if g.prefers is None:
-        return _recount_classes(g, m, keep, ranked_only=ranked_only)
-    assert g.levels is not None
-    limit = m if ranked_only else g.levels.size
-    zero = np.flatnonzero(g.levels[:limit] == 0.0)
-    first_out = int(zero[keep]) if zero.size > keep else limit
-    ids = np.arange(g.levels.size)
-    kept = ~((ids >= first_out) & (g.levels == 0.0))
-    if ranked_only:
-        kept &= ids < m
-    a = g.prefers & kept[:, None] & kept[None, :]
-    ful = int(np.count_nonzero(np.triu(a[:m, :m], 1))) + int(np.count_nonzero(a[:m, m:]))
-    return ful, int(np.count_nonzero(a))
-
-
-def _recount_classes(g: Group, m: int, keep: int, *, ranked_only: bool) -> tuple[int, int]:
-    def cut(a: Array) -> Array:
-        return a[a < m] if ranked_only else a
-
-    last = cut(g.classes[-1][1][:keep])
-    classes = [cut(c) for _, c in g.classes]
-    ful = poss = 0
-    for i, a in enumerate(classes):
-        a_ret = a[a < m]
-        for b in [*classes[i + 1 : -1], last]:
-            won = int((b.size - np.searchsorted(b, a_ret, side="right")).sum())
-            ful += won
-            poss += a.size * b.size - won
-    return ful, poss + ful
+    return _value(q, "prefs_avgjg_Rnonrel_ret")
 
 
 #: The preference families in trec_eval's printing order: name -> (function, is a count).
