@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_trec.h"
+
 #define ABI_VERSION 4
 
 enum {

@@ -72,6 +72,34 @@ typedef struct {
     const char *only_query; /* -D's QID, or NULL */
 } AtrOptions;
 
+/* The kernels of core/_trec.c the other sources call (exported there for ctypes too; _trec.c
+ * includes this header, so the compiler holds each definition to its declaration). */
+int64_t atr_count_lines(const uint8_t *data, int64_t size);
+void atr_scan(const uint8_t *data, int64_t size, int64_t mode, int64_t max_line, int32_t *group,
+              int64_t *gstart, int32_t *glen, int64_t *dstart, int32_t *dlen, double *value,
+              int32_t *line, uint8_t *slow, int64_t *info);
+int64_t atr_sort_by_docno(const uint8_t *data, const int64_t *dstart, const int32_t *dlen,
+                          int64_t *order, int64_t size, const int64_t *start,
+                          const int64_t *stop, int64_t nq);
+int64_t atr_group_order(const int32_t *group, int64_t n, const int64_t *rank_of, int64_t nq,
+                        int64_t *start, int64_t *stop, int64_t *order);
+int64_t atr_levels(const double *value, int64_t n, double bound, int64_t *levels);
+int64_t atr_evaluate(const uint8_t *rdata, const int64_t *rstart, const int32_t *rlen,
+                     const double *rvalue, const int64_t *rorder, const int64_t *rfirst,
+                     const int64_t *rlast, const uint8_t *qdata, const int64_t *qstart,
+                     const int32_t *qlen, const int64_t *qrel, const int64_t *qorder,
+                     const int64_t *qfirst, const int64_t *qlast, const int64_t *run_of,
+                     const int64_t *qrels_of, int64_t nq, int64_t level, int64_t max_ret,
+                     int64_t judged_only, int64_t order, const int64_t *plan, int64_t nplan,
+                     const double *params, int64_t nparams, const double *pairs,
+                     int64_t npairs, int64_t ndocs, int64_t nvalues, double *out,
+                     uint8_t *relstr, int64_t relsize, int64_t *rel_len);
+double atr_atof(const uint8_t *data, int64_t start, int64_t stop, int64_t *status,
+                int64_t *end_out);
+void atr_class_pair(int64_t *counts, int64_t n, int64_t m, const int64_t *a, int64_t na,
+                    const int64_t *b, int64_t nb, int64_t *tally);
+void atr_pair_sums(const int64_t *c, int64_t n, int64_t m, double *sums, int64_t *sizes);
+
 /* -R prefs (qrels_form 0) or -R qrels_prefs (1): the judgements file at `path` against the
  * run, as metrics/trec_prefs.evaluate_prefs (core/_trec_prefs.c). */
 int atr_prefs_evaluate(const AtrTable *run, const char *path, int qrels_form,

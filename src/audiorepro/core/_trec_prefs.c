@@ -20,13 +20,6 @@
 
 #include "_trec.h"
 
-/* core/_trec.c's helpers (the same library). */
-double atr_atof(const uint8_t *data, int64_t start, int64_t stop, int64_t *status,
-                int64_t *end_out);
-void atr_class_pair(int64_t *counts, int64_t n, int64_t m, const int64_t *a, int64_t na,
-                    const int64_t *b, int64_t nb, int64_t *tally);
-void atr_pair_sums(const int64_t *c, int64_t n, int64_t m, double *sums, int64_t *sizes);
-
 /* trec_eval's stand-in document of a query the run lacks (-c). */
 static const char STAND_IN[] = "ceci_nest_pas_un_docno";
 
