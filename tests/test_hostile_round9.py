@@ -101,3 +101,28 @@ def test_a_reader_that_leaves_mid_output_is_the_same_line_on_both_paths(tmp_path
         results.append((proc.wait(timeout=120), proc.stderr.read()))
         proc.stderr.close()
     assert results[0] == results[1] == (2, b"audiorepro: error: cannot be accessed: Broken pipe\n")
+
+
+@pytest.mark.parametrize("level", ["99999999999", "1000001", "-1000001"])
+def test_a_qrels_jg_level_beyond_the_bound_is_refused_as_in_qrels(
+    tmp_path: Path, level: str
+) -> None:
+    """fixed: ``-R qrels_jg`` with a level of ``99999999999`` (read by ``atol``): the native
+    program handed it to the Python path, which died of ``MemoryError: trec-eval's
+    evaluation`` (a traceback, exit 1: a per-level count for 10**11 levels); ``1000001`` was
+    evaluated where the same line in a plain qrels is refused. Now the qrels_jg reader
+    refuses it as the qrels reader does: one line naming the file, the line and the field."""
+    qrels, run = tmp_path / "qrels_jg", tmp_path / "run"
+    qrels.write_text(f"1 g1 d1 1\n1 g2 d1 {level}\n")
+    run.write_text("1 Q0 d1 1 0.9 t\n")
+    command = [sys.executable, "-m", "audiorepro", "trec-eval", "-R", "qrels_jg", "-q"]
+    for native in (True, False):
+        proc = subprocess.run(
+            [*command, "-m", "qrels_jg", str(qrels), str(run)],
+            env=_env(native), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == (
+            f"audiorepro: error: {qrels}: line 2: field 'rel' is {int(level)}; expected a "
+            "relevance level between -1000000 and 1000000\n"
+        )
