@@ -126,3 +126,10 @@ def test_a_qrels_jg_level_beyond_the_bound_is_refused_as_in_qrels(
             f"audiorepro: error: {qrels}: line 2: field 'rel' is {int(level)}; expected a "
             "relevance level between -1000000 and 1000000\n"
         )
+
+
+def test_the_level_bound_is_one_number_in_every_reader() -> None:
+    """The qrels_jg reader keeps its own copy of the bound (it imports no numpy)."""
+    from audiorepro.formats import trec, trec_light, trec_prefs
+
+    assert trec_prefs.MAX_LEVEL == trec_light.MAX_LEVEL == trec.MAX_LEVEL
