@@ -9,6 +9,7 @@ exit code. Those marked "fixed" failed before their fix.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,53 @@ def test_the_level_bound_is_one_number_in_every_reader() -> None:
     from audiorepro.formats import trec, trec_light, trec_prefs
 
     assert trec_prefs.MAX_LEVEL == trec_light.MAX_LEVEL == trec.MAX_LEVEL
+
+
+def _installed_copy(tmp_path: Path) -> Path:
+    """The package as a wheel installs it (no ``src/`` beside a ``setup.py``: nothing is
+    rebuilt in place); the folder to put on ``PYTHONPATH``."""
+    site = tmp_path / "site"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "src" / "audiorepro", site / "audiorepro", ignore=ignore)
+    return site
+
+
+_NOEXEC = """set -e
+mount --bind "$1" "$1"
+mount -o remount,bind,noexec "$1"
+shift
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("how", ["not a library", "noexec mount"])
+def test_kernels_that_cannot_be_loaded_are_one_line(tmp_path: Path, how: str) -> None:
+    """fixed: the package on a ``noexec`` mount (``unshare -m``, ``mount --bind``,
+    ``remount,noexec``): the native program cannot be exec'ed and the Python path answers,
+    but its ``ctypes.CDLL`` of the kernels failed too (``OSError: ... failed to map segment
+    from shared object``): a traceback, exit 1, on both paths. Likewise a library file that
+    is not one (a truncated copy). Now one line naming the library, why and what to do."""
+    site = _installed_copy(tmp_path)
+    qrels, run = _files(tmp_path)
+    command = [sys.executable, "-m", "audiorepro", "trec-eval", "-m", "map", qrels, run]
+    if how == "not a library":
+        (library,) = (site / "audiorepro" / "core").glob("_trec*.so")
+        library.write_bytes(b"not an ELF file\n")
+        runs = [command]
+        native_flags = [False]
+    else:
+        if shutil.which("unshare") is None or os.geteuid() != 0:
+            pytest.skip("needs root and unshare(1) to mount the package noexec")
+        script = tmp_path / "noexec.sh"
+        script.write_text(_NOEXEC)
+        runs = [["unshare", "-m", "sh", str(script), str(site), *command]] * 2
+        native_flags = [True, False]
+    for argv, native in zip(runs, native_flags, strict=True):
+        env = {**_env(native), "PYTHONPATH": str(site)}
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        if how == "noexec mount" and "mount" in proc.stderr and "audiorepro" not in proc.stderr:
+            pytest.skip(f"cannot mount here: {proc.stderr.strip()}")
+        assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("audiorepro: error: the compiled trec-eval kernels (")
+        assert "cannot be loaded" in proc.stderr and proc.stderr.count("\n") == 1
