@@ -262,6 +262,7 @@ LAYERS = {
         "test_empty_queries.py", "test_graded_relevance.py", "test_float_gains.py",
         "test_study_kinds.py", "test_hostile_layout.py", "test_hostile_round4.py",
         "test_hostile_round6.py", "test_hostile_round7.py", "test_hostile_round8.py",
+        "test_hostile_round9.py",
         "test_encoders.py", "test_code_identity.py", "test_embedding_cache.py",
         "test_hostile_round5.py",
         "test_linear_probe.py", "test_linear_probe_study.py", "test_speaker_probe.py",

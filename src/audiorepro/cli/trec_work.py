@@ -4,13 +4,15 @@ lines, and tie bounds beyond it (the measures are in :mod:`audiorepro.metrics.tr
 
 from __future__ import annotations
 
+import errno
 import gc
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from audiorepro.core.errors import UserError
+from audiorepro.core.errors import WRITE_ERRNOS, UserError
 from audiorepro.formats.c_numbers import c_atof, c_atol
 from audiorepro.metrics.trec_measures import (
     Chosen,
@@ -192,7 +194,39 @@ def trec_eval(
         header = f"{'measure':<22}\tquery\ttrec\tpessimistic\toptimistic"
         lines.insert(0, header + ("\ttie-averaged (ndcg)" if averaged else ""))
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        _print_out("\n".join(lines) + "\n")
+
+
+def _print_out(text: str) -> None:
+    """Write ``text`` to standard output, as the native program does: one that cannot be
+    written (closed, ``>&-``; a pipe whose reader has gone, ``| head -1``) is one line
+    naming why, exit 2, never a traceback. The descriptor is then pointed at /dev/null, so
+    that the interpreter's own flush at exit does not fail a second time."""
+    stream = sys.stdout
+    try:
+        if stream is None:  # fd 1 closed when the interpreter started
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        stream.flush()
+        try:
+            fd = stream.fileno()
+        except (AttributeError, ValueError, OSError):  # a caller's in-memory stream
+            fd = -1
+        if fd < 0:
+            stream.write(text)
+            stream.flush()
+        else:  # os.write: CPython's buffered writer drops the rest of a partial write to a
+            # pipe whose reader has gone and exits 0; the loop meets the EPIPE every time
+            data = memoryview(text.encode(stream.encoding, stream.errors or "strict"))
+            while data:
+                data = data[os.write(fd, data) :]
+    except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:
+            raise  # the entry point's message for a full or read-only device
+        if stream is not None and exc.errno == errno.EPIPE:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, stream.fileno())
+            os.close(null)
+        raise UserError(f"cannot be accessed: {os.strerror(exc.errno or errno.EIO)}") from None
 
 
 def _other_format(

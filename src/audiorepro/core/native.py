@@ -195,7 +195,7 @@ def library() -> ctypes.CDLL:
     if path is None:
         raise UserError(f"the compiled trec-eval kernels (audiorepro/core/_trec*.so) are "
                         f"missing; {BUILD_HINT}")  # fmt: skip
-    lib = ctypes.CDLL(str(path))
+    lib = _load(path, "trec-eval kernels")
     for name, (result, arguments) in SIGNATURES.items():
         function = getattr(lib, name)
         function.restype, function.argtypes = result, arguments
@@ -204,6 +204,20 @@ def library() -> ctypes.CDLL:
                         f"of audiorepro; {BUILD_HINT}")  # fmt: skip
     _LIB = lib
     return lib
+
+
+def _load(path: Path, what: str) -> ctypes.CDLL:
+    """``ctypes.CDLL(path)``, or one line saying why it cannot be loaded: a package on a
+    ``noexec`` mount (no library there can be mapped executable), a truncated or foreign
+    file. Nothing is copied elsewhere to get round it (a command writes no cache)."""
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
+        raise UserError(
+            f"the compiled {what} ({path}) cannot be loaded: {reason} (a file system mounted "
+            f"noexec cannot run them: install audiorepro where programs may run); {BUILD_HINT}"
+        ) from None
 
 
 def pointer(array: npt.NDArray[Any], dtype: type[np.generic], keep: list[Any]) -> int:
@@ -268,7 +282,7 @@ class CompiledKernels:
         relative = f"audiorepro/{self.home.name}/{self.stem}*.so"
         if path is None:
             raise UserError(f"the compiled {self.what} ({relative}) are missing; {BUILD_HINT}")
-        lib = ctypes.CDLL(str(path))
+        lib = _load(path, self.what)
         for name, (result, arguments) in self.signatures.items():
             function = getattr(lib, name)
             function.restype, function.argtypes = result, arguments

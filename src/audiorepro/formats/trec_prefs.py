@@ -28,6 +28,9 @@ from typing import NamedTuple, TypeVar
 from audiorepro.core.errors import UserError
 from audiorepro.core.hashing import check_regular_file
 
+#: As :data:`audiorepro.formats.trec.MAX_LEVEL` (the largest level read, either sign).
+MAX_LEVEL = 1_000_000
+
 T = TypeVar("T")
 
 PREFS_FIELDS = ("qid", "jg", "jsg", "docno", "level")
@@ -150,7 +153,8 @@ def read_qrels_jg(
     path: str | Path, *, number: Callable[[str], int] = int
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Judgement groups (``-R qrels_jg``): ``{qid: {jg: {docno: level}}}``, qids and groups
-    in byte order; ``number`` reads a level (trec-eval passes C's ``atol``).
+    in byte order; ``number`` reads a level (trec-eval passes C's ``atol``), at most
+    :data:`MAX_LEVEL` either side as in a qrels file.
 
     >>> import tempfile, os
     >>> with tempfile.TemporaryDirectory() as d:
@@ -167,7 +171,13 @@ def read_qrels_jg(
         judged = groups.setdefault(qid, {}).setdefault(jg, {})
         if docno in judged and twice is None:
             twice = (line, qid, jg, docno)
-        judged[docno] = levels[text]
+        value = judged[docno] = levels[text]
+        if abs(value) > MAX_LEVEL:  # per-level counts: 10**11 levels would ask for terabytes
+            raise UserError(
+                f"line {line}: field 'rel' is {value}; expected a relevance level between "
+                f"-{MAX_LEVEL} and {MAX_LEVEL}",
+                source=path,
+            )
     if twice is not None:
         line, qid, jg, docno = twice
         raise UserError(
