@@ -529,17 +529,7 @@ def test_a_command_line_execs_the_program_and_the_variable_turns_it_off(
     tmp_path: Path, program: str
 ) -> None:
     qrels, run, _ = _inputs(tmp_path)
-    argv = [
-        sys.executable,
-        "-c",
-        EXEC_PROBE,
-        "-m",
-        "map",
-        "-m",
-        "ndcg_cut.10",
-        str(qrels),
-        str(run),
-    ]
+    argv = _exec_probe(EXEC_PROBE, qrels, run)
     env = {k: v for k, v in os.environ.items() if k != "AUDIOREPRO_TREC_NATIVE"}
     native = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert (native.stdout, native.stderr) == (EXPECTED, "")  # replaced: main never returned
@@ -569,17 +559,7 @@ def test_a_checkout_builds_the_program_in_place_and_again_after_an_edit(tmp_path
     qrels, run, _ = _inputs(tmp_path / "inputs")
     env = {k: v for k, v in os.environ.items() if k != "AUDIOREPRO_TREC_NATIVE"}
     env["PYTHONPATH"] = str(tree / "src")
-    argv = [
-        sys.executable,
-        "-c",
-        EXEC_PROBE,
-        "-m",
-        "map",
-        "-m",
-        "ndcg_cut.10",
-        str(qrels),
-        str(run),
-    ]
+    argv = _exec_probe(EXEC_PROBE, qrels, run)
     first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     assert (first.stdout, first.stderr) == (EXPECTED, "")
     built = (core / "trec-eval").stat().st_mtime_ns
