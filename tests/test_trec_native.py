@@ -59,7 +59,7 @@ def _report(proc: subprocess.CompletedProcess[str]) -> dict[str, object]:
 def _checkout_copy(tree: Path) -> Path:
     """What a clean checkout holds for the build (no library built in place)."""
     tree.mkdir(parents=True, exist_ok=True)
-    for name in ("setup.py", "pyproject.toml", "README.md"):
+    for name in ("setup.py", "pyproject.toml", "README.md", "MANIFEST.in"):
         shutil.copy2(ROOT / name, tree / name)
     built = shutil.ignore_patterns(
         "_trec*.so", "_rankcount*.so", "trec-eval", "__pycache__", "*.lock"
@@ -587,3 +587,18 @@ def test_an_output_that_cannot_be_written_is_one_line_as_on_the_python_path(
             python = subprocess.run(cmd, env=env, stdout=full, stderr=subprocess.PIPE, timeout=120)
         assert (native.returncode, native.stderr) == (python.returncode, python.stderr)
         assert native.stderr.count(b"\n") == 1 and native.returncode == 2
+
+
+def test_an_sdist_carries_every_source_of_the_program(tmp_path: Path) -> None:
+    """A wheel built from the sdist builds the program too: each of its sources is there."""
+    import tarfile
+
+    from audiorepro.cli.entry import PROGRAM_SOURCES
+
+    tree = _checkout_copy(tmp_path / "tree")
+    subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
+                   cwd=tree, check=True, capture_output=True, timeout=300)  # fmt: skip
+    (archive,) = (tmp_path / "dist").glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        names = {Path(n).name for n in tar.getnames() if "/src/audiorepro/core/" in n}
+    assert set(PROGRAM_SOURCES) <= names, sorted(set(PROGRAM_SOURCES) - names)
